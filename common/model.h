@@ -1,0 +1,57 @@
+/* model.h — a loaded HRM-Text checkpoint: the config plus bf16 views of every weight, bound by name
+ * from the safetensors set (packed 131-tensor or split 259-tensor layout). Plain structs. */
+#ifndef FRIGG_MODEL_H
+#define FRIGG_MODEL_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "safetensors.h"
+
+/* A row-major bf16 matrix [rows][cols] (the nn.Linear [out][in] layout). */
+typedef struct {
+    const uint16_t *w;
+    int rows, cols;
+} frigg_mat;
+
+/* One decoder layer. In the packed layout gate/q/k/v are consecutive row blocks of gqkv_proj and
+ * mlp_gate/up of gate_up_proj, so `gqkv_packed` / `gate_up_packed` are set too (else NULL). */
+typedef struct {
+    frigg_mat gate, q, k, v, o;
+    frigg_mat mlp_gate, up, down;
+    const uint16_t *gqkv_packed;     /* [4D][D] or NULL */
+    const uint16_t *gate_up_packed;  /* [2I][D] or NULL */
+} frigg_layer;
+
+enum { FRIGG_STACK_L = 0, FRIGG_STACK_H = 1 };
+typedef enum { FRIGG_LAYOUT_PACKED, FRIGG_LAYOUT_SPLIT } frigg_layout;
+
+typedef struct {
+    frigg_config cfg;
+    char *dir;
+    frigg_st_set st;
+    frigg_layout layout;
+    frigg_mat embed;        /* [V][D] */
+    frigg_mat lm_head;      /* [V][D] */
+    const uint16_t *z_L_init; /* [D] */
+    frigg_layer *stack[2];  /* [FRIGG_STACK_L|H][layers_per_stack] */
+    void **owned;           /* buffers converted from F16/F32 or copied for alignment */
+    int nowned;
+    uint64_t n_params;
+} frigg_model;
+
+/* Load config.json and the safetensors in `dir`; every tensor is shape-checked, none may be missing,
+ * extra or of another layout. NULL with frigg_error() on failure. */
+frigg_model *frigg_model_load(const char *dir);
+void frigg_model_free(frigg_model *m);
+
+/* The stack that module run r uses (L runs, then one H run, per H cycle). */
+static inline int frigg_run_stack(const frigg_config *c, int run) {
+    return (run % (c->L_cycles + 1)) == c->L_cycles ? FRIGG_STACK_H : FRIGG_STACK_L;
+}
+
+/* Directory of the bundled default model: $FRIGG_MODEL, else golden/default next to the executable's
+ * bin/, else the installed share/frigg/default. Returns a new string. */
+char *frigg_default_model_dir(void);
+
+#endif
