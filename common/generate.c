@@ -1,0 +1,112 @@
+/* generate.c — see generate.h. */
+#include "generate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+int frigg_default_stop_ids(const frigg_config *c, int32_t *out, int max) {
+    int n = 0;
+    if (106 < c->vocab_size && n < max) out[n++] = 106; /* <turn|>, DFM-Mimir's end of turn */
+    for (int i = 0; i < c->n_eos && n < max; i++) {
+        int dup = 0;
+        for (int j = 0; j < n; j++)
+            if (out[j] == c->eos_token_ids[i]) dup = 1;
+        if (!dup) out[n++] = c->eos_token_ids[i];
+    }
+    return n;
+}
+
+static int is_stop(const frigg_gen_params *p, int32_t id) {
+    for (int i = 0; i < p->n_stop_ids; i++)
+        if (p->stop_ids[i] == id) return 1;
+    return 0;
+}
+
+int frigg_generate(frigg_backend *b, int seq, const int32_t *prompt, int n, const frigg_gen_params *p,
+                   frigg_gen_result *r) {
+    memset(r, 0, sizeof *r);
+    const frigg_config *c = &b->model->cfg;
+    int V = c->vocab_size;
+    if (n < 1) {
+        frigg_set_error("empty prompt");
+        return -1;
+    }
+    if ((long)n + p->max_tokens > b->max_ctx) {
+        frigg_set_error("prompt (%d tokens) + max_tokens (%d) = %ld exceeds the context limit of %d tokens", n,
+                        p->max_tokens, (long)n + p->max_tokens, b->max_ctx);
+        return -1;
+    }
+    int prefix = p->prefix_tokens < 0 ? n : p->prefix_tokens;
+    if (prefix > n) {
+        frigg_set_error("prefix_tokens (%d) is longer than the prompt (%d tokens)", prefix, n);
+        return -1;
+    }
+    int k = p->logprobs;
+    r->ids = frigg_xmalloc((size_t)(p->max_tokens + 1) * sizeof(int32_t));
+    if (k) {
+        r->token_logprob = frigg_xmalloc((size_t)(p->max_tokens + 1) * sizeof(float));
+        r->top_ids = frigg_xmalloc((size_t)(p->max_tokens + 1) * k * sizeof(int32_t));
+        r->top_lps = frigg_xmalloc((size_t)(p->max_tokens + 1) * k * sizeof(float));
+    }
+    r->finish_reason = "length";
+    float *logits = frigg_xmalloc((size_t)V * sizeof(float));
+    float *raw = k ? frigg_xmalloc((size_t)V * sizeof(float)) : NULL;
+    frigg_sampler smp;
+    frigg_sampler_init(&smp, &p->sampling, V);
+    /* On-device argmax only when nothing needs the logits on the host. */
+    int device_greedy = b->decode_argmax && p->sampling.temperature <= 0 && p->sampling.repetition_penalty == 1.0f &&
+                        !k;
+    int rc = -1;
+    double t0 = frigg_now_ms();
+    if (b->prefill(b, seq, prompt, n, prefix, p->max_tokens > 0 ? logits : NULL, NULL)) goto out;
+    r->prefill_ms = frigg_now_ms() - t0;
+    t0 = frigg_now_ms();
+    int32_t next = -1;
+    for (int step = 0; step < p->max_tokens; step++) {
+        if (step > 0) {
+            int32_t prev = r->ids[r->n - 1];
+            if (device_greedy) {
+                if (b->decode_argmax(b, 1, &seq, &prev, &next)) goto out;
+            } else if (b->decode(b, 1, &seq, &prev, logits)) {
+                goto out;
+            }
+            r->decode_steps++;
+        }
+        if (!device_greedy || step == 0) {
+            if (k) memcpy(raw, logits, (size_t)V * sizeof(float));
+            next = frigg_sample(&smp, logits, r->ids, r->n);
+            /* logprobs describe the model's own distribution (raw logits, temperature 1). */
+            if (k) {
+                r->token_logprob[r->n] = frigg_logprob_of(raw, V, next);
+                frigg_top_logprobs(raw, V, k, r->top_ids + (size_t)r->n * k, r->top_lps + (size_t)r->n * k);
+            }
+        }
+        if (is_stop(p, next)) {
+            r->finish_reason = "stop";
+            break;
+        }
+        r->ids[r->n++] = next;
+        if (p->on_token && p->on_token(p->ctx, next)) {
+            r->finish_reason = "stop";
+            break;
+        }
+    }
+    r->decode_ms = frigg_now_ms() - t0;
+    rc = 0;
+out:
+    frigg_sampler_free(&smp);
+    free(logits);
+    free(raw);
+    if (rc) frigg_gen_result_free(r);
+    return rc;
+}
+
+void frigg_gen_result_free(frigg_gen_result *r) {
+    free(r->ids);
+    free(r->token_logprob);
+    free(r->top_ids);
+    free(r->top_lps);
+    memset(r, 0, sizeof *r);
+}

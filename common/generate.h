@@ -1,0 +1,42 @@
+/* generate.h — the generation loop over any backend: prefill, then sample/decode until a stop id,
+ * a stop request from the caller (stop strings), or max_tokens. Shared by every executable. */
+#ifndef FRIGG_GENERATE_H
+#define FRIGG_GENERATE_H
+
+#include <stdint.h>
+
+#include "backend.h"
+#include "sampler.h"
+
+typedef struct {
+    int max_tokens;
+    frigg_sampler_params sampling;
+    const int32_t *stop_ids;
+    int n_stop_ids;
+    int prefix_tokens;          /* -1: the whole prompt */
+    int logprobs;               /* top-k log-probabilities per generated token (0 = none) */
+    /* Called after each generated token (a stop id is not passed); return 1 to stop ("stop" finish). */
+    int (*on_token)(void *ctx, int32_t id);
+    void *ctx;
+} frigg_gen_params;
+
+typedef struct {
+    int32_t *ids;               /* generated ids, without the stop id */
+    int n;
+    const char *finish_reason;  /* "stop" | "length" */
+    float *token_logprob;       /* [n] log-probability of each generated id (when logprobs > 0) */
+    int32_t *top_ids;           /* [n][logprobs] */
+    float *top_lps;             /* [n][logprobs] */
+    double prefill_ms, decode_ms;
+    int decode_steps;
+} frigg_gen_result;
+
+/* Default stop ids of a model: <turn|> (106) when inside the vocabulary, and the config's eos ids. */
+int frigg_default_stop_ids(const frigg_config *c, int32_t *out, int max);
+
+/* Checks prompt + max_tokens against the backend's context (error names both counts). */
+int frigg_generate(frigg_backend *b, int seq, const int32_t *prompt, int n, const frigg_gen_params *p,
+                   frigg_gen_result *r);
+void frigg_gen_result_free(frigg_gen_result *r);
+
+#endif

@@ -1,0 +1,46 @@
+/* sampler.h — choose the next id from a row of logits: greedy, temperature, top-k, exact top-p,
+ * repetition penalty (CTRL rule), with a seeded, reproducible generator. */
+#ifndef FRIGG_SAMPLER_H
+#define FRIGG_SAMPLER_H
+
+#include <stdint.h>
+
+typedef struct {
+    float temperature;         /* 0 = greedy */
+    int top_k;                 /* 0 = off */
+    float top_p;               /* 1 = off; otherwise keep the smallest prefix of the sorted
+                                  distribution whose mass reaches top_p */
+    float repetition_penalty;  /* 1 = off */
+    uint64_t seed;
+} frigg_sampler_params;
+
+typedef struct {
+    frigg_sampler_params p;
+    uint64_t s[4];             /* xoshiro256** state */
+    int vocab;
+    float *work;               /* vocab floats */
+    int32_t *order;            /* vocab ids */
+} frigg_sampler;
+
+void frigg_sampler_init(frigg_sampler *s, const frigg_sampler_params *p, int vocab);
+void frigg_sampler_free(frigg_sampler *s);
+uint64_t frigg_rng_next(uint64_t st[4]);
+double frigg_rng_uniform(uint64_t st[4]);   /* [0, 1) with 53 random bits */
+void frigg_rng_seed(uint64_t st[4], uint64_t seed);
+
+/* CTRL repetition penalty over `prev` (the response so far), in place: a positive logit is divided
+ * by the penalty, a negative one multiplied; each id once however often it occurred. */
+void frigg_apply_repetition_penalty(float *logits, int vocab, const int32_t *prev, int nprev, float penalty);
+
+/* The distribution the sampler draws from after temperature, top-k and top-p, written as probabilities
+ * into probs[vocab] (zeros outside the kept set). Exposed so tests can compare it with a brute force. */
+void frigg_sampler_distribution(frigg_sampler *s, const float *logits, double *probs);
+
+/* Sample one id. logits are modified (repetition penalty applied in place). */
+int32_t frigg_sample(frigg_sampler *s, float *logits, const int32_t *prev, int nprev);
+
+/* log-softmax of logits (fp64 inside); the top k ids by log-probability (ties: lower id first). */
+void frigg_top_logprobs(const float *logits, int vocab, int k, int32_t *ids, float *lps);
+float frigg_logprob_of(const float *logits, int vocab, int32_t id);
+
+#endif
