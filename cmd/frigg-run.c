@@ -1,4 +1,160 @@
-/* frigg-run — placeholder while the foundation lands. */
-#include "cli.h"
+/* frigg-run — JSON lines in, JSON lines out: one request object per input line, one response object
+ * per output line, in order. A bad line gets {"error":{...}} and processing continues; the exit status
+ * is then 1. See man/frigg-run.1. */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-int main(int argc, char **argv) { return frigg_not_implemented_main(argc, argv, "frigg-run", "in progress"); }
+#include "backend.h"
+#include "cli.h"
+#include "generate.h"
+#include "model.h"
+#include "request.h"
+#include "session.h"
+#include "util.h"
+
+/* A line longer than this is rejected (not truncated): 64 MiB holds any prompt that fits a context. */
+#define MAX_LINE (64u << 20)
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: frigg-run [options] < requests.jsonl > responses.jsonl\n"
+            "       frigg-run [options] -p TEXT\n"
+            "\n"
+            "  -p, --prompt TEXT     one raw-text prompt (needs tokenizer.json in the model directory)\n"
+            "  -m, --model DIR       model directory (config.json, *.safetensors[, tokenizer.json]);\n"
+            "                        default: $FRIGG_MODEL, else the bundled golden/default\n"
+            "  -b, --backend NAME    cpu | cuda (default: cuda when a GPU is present, else cpu)\n"
+            "  -t, --threads N       CPU threads (default: all cores)\n"
+            "  -d, --device N        CUDA device ordinal (default 0)\n"
+            "  -n, --max-tokens N    default max_tokens for requests that do not set it (default %d)\n"
+            "      --tokenize        print {\"ids\",\"text\"} for each request's prompt/messages; no weights\n"
+            "      --detokenize      map {\"ids\":[...]} lines to {\"text\":...}; no weights\n"
+            "      --hf-regex        tokenize like transformers' fix_mistral_regex (default: like training)\n"
+            "  -h, --help            this help\n"
+            "      --version         version and build\n"
+            "\n"
+            "Request fields: input_ids | prompt | messages (+tools), max_tokens, temperature, top_k, top_p,\n"
+            "seed, repetition_penalty, stop_ids, stop, prefix_tokens, logprobs, id. See frigg-run(1).\n",
+            FRIGG_DEFAULT_MAX_TOKENS);
+}
+
+static void print_json_line(json_t *o) {
+    char *s = json_dumps(o, JSON_COMPACT);
+    fputs(s, stdout);
+    fputc('\n', stdout);
+    fflush(stdout);
+    free(s);
+}
+
+static void print_error(long line, json_t *id, const char *msg) {
+    json_t *o = json_pack("{s:{s:s,s:I}}", "error", "message", msg, "line", (json_int_t)line);
+    if (id) json_object_set(o, "id", id);
+    print_json_line(o);
+    json_decref(o);
+}
+
+int main(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"prompt", required_argument, 0, 'p'},  {"model", required_argument, 0, 'm'},
+        {"backend", required_argument, 0, 'b'}, {"threads", required_argument, 0, 't'},
+        {"device", required_argument, 0, 'd'},  {"max-tokens", required_argument, 0, 'n'},
+        {"tokenize", no_argument, 0, 'T'},      {"detokenize", no_argument, 0, 'D'},
+        {"hf-regex", no_argument, 0, 'R'},      {"help", no_argument, 0, 'h'},
+        {"version", no_argument, 0, 'V'},       {0, 0, 0, 0}};
+    frigg_session_opts so = {0};
+    so.default_max_tokens = FRIGG_DEFAULT_MAX_TOKENS;
+    const char *prompt = NULL;
+    int mode = 0; /* 0 generate, 'T' tokenize, 'D' detokenize */
+    int c;
+    while ((c = getopt_long(argc, argv, "p:m:b:t:d:n:h", opts, NULL)) != -1) {
+        char *end = NULL;
+        switch (c) {
+        case 'p': prompt = optarg; break;
+        case 'm': so.model_dir = optarg; break;
+        case 'b': so.backend = optarg; break;
+        case 't':
+        case 'd':
+        case 'n': {
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            if (errno || !*optarg || *end || v < 0 || v > (1 << 24)) {
+                fprintf(stderr, "frigg-run: bad number for -%c: \"%s\"\n", c, optarg);
+                return 2;
+            }
+            if (c == 't') so.threads = (int)v;
+            else if (c == 'd') so.device = (int)v;
+            else so.default_max_tokens = (int)v;
+            break;
+        }
+        case 'T':
+        case 'D': mode = c; break;
+        case 'R': so.hf_regex = 1; break;
+        case 'h': usage(stdout); return 0;
+        case 'V': frigg_print_version("frigg-run"); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "frigg-run: unexpected argument \"%s\" (requests come on stdin; see --help)\n", argv[optind]);
+        return 2;
+    }
+    if (mode && prompt) {
+        fprintf(stderr, "frigg-run: -p cannot be combined with --tokenize/--detokenize (give lines on stdin)\n");
+        return 2;
+    }
+    so.tokenizer_only = mode != 0;
+    frigg_session *s = frigg_session_open(&so);
+    if (!s) {
+        fprintf(stderr, "frigg-run: %s\n", frigg_error());
+        return 2;
+    }
+    int bad = 0;
+    if (prompt) {
+        json_t *req = json_pack("{s:s}", "prompt", prompt);
+        json_t *resp = frigg_session_handle(s, req, mode);
+        print_json_line(resp);
+        bad = json_object_get(resp, "error") != NULL;
+        json_decref(resp);
+        json_decref(req);
+    } else {
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t len;
+        long lineno = 0;
+        while ((len = getline(&line, &cap, stdin)) >= 0) {
+            lineno++;
+            while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+            if (len == 0) continue; /* blank lines separate nothing; skip them */
+            if ((size_t)len > MAX_LINE) {
+                print_error(lineno, NULL, "line too long");
+                bad = 1;
+                continue;
+            }
+            json_error_t jerr;
+            json_t *req = json_loadb(line, (size_t)len, JSON_REJECT_DUPLICATES, &jerr);
+            if (!req) {
+                char msg[256];
+                snprintf(msg, sizeof msg, "invalid JSON at column %d: %s", jerr.column, jerr.text);
+                print_error(lineno, NULL, msg);
+                bad = 1;
+                continue;
+            }
+            json_t *resp = frigg_session_handle(s, req, mode);
+            json_t *err = json_object_get(resp, "error");
+            if (err) {
+                json_object_set_new(err, "line", json_integer(lineno));
+                bad = 1;
+            }
+            print_json_line(resp);
+            json_decref(resp);
+            json_decref(req);
+        }
+        free(line);
+    }
+    frigg_session_close(s);
+    return bad ? 1 : 0;
+}
