@@ -12,29 +12,21 @@
 #include "request.h"
 #include "util.h"
 
-#if __has_include("tokenizer.h")
+#define HAVE_TOKENIZER 0 /* switched on when the tokenizer lands (issue 3) */
+#if HAVE_TOKENIZER
 #include "tokenizer.h"
-#define HAVE_TOKENIZER 1
-#else
-#define HAVE_TOKENIZER 0
 #endif
-#if __has_include("chat.h")
+#define HAVE_CHAT 0 /* switched on when the chat lands (issue 3) */
+#if HAVE_CHAT
 #include "chat.h"
-#define HAVE_CHAT 1
-#else
-#define HAVE_CHAT 0
 #endif
-#if __has_include("stopstr.h")
+#define HAVE_STOPSTR 0 /* switched on when the stopstr lands (issue 3) */
+#if HAVE_STOPSTR
 #include "stopstr.h"
-#define HAVE_STOPSTR 1
-#else
-#define HAVE_STOPSTR 0
 #endif
-#if __has_include("toolcall.h")
+#define HAVE_TOOLCALL 0 /* switched on when the toolcall lands (issue 3) */
+#if HAVE_TOOLCALL
 #include "toolcall.h"
-#define HAVE_TOOLCALL 1
-#else
-#define HAVE_TOOLCALL 0
 #endif
 
 struct frigg_session {

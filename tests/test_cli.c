@@ -1,0 +1,140 @@
+/* test_cli.c — frigg-run as a user drives it: JSON lines in and out, errors per line with the line
+ * number, processing continues, exit status 1 at the end; the other executables' stubs. Uses the
+ * binaries in $FRIGG_BIN (set by tests/run-tests). */
+#include <jansson.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+#include "model_writer.h"
+#include "util.h"
+
+static const char *g_bin;
+
+/* Run `cmd` with `input` on stdin; returns exit status, stdout in *out (malloc'd). */
+static int run(const char *cmd, const char *input, char **out) {
+    char *tmp = tm_tempdir();
+    char in[4200], outp[4200], full[9000];
+    snprintf(in, sizeof in, "%s/in", tmp);
+    snprintf(outp, sizeof outp, "%s/out", tmp);
+    FILE *f = fopen(in, "w");
+    fputs(input, f);
+    fclose(f);
+    snprintf(full, sizeof full, "%s < '%s' > '%s' 2>/dev/null", cmd, in, outp);
+    int st = system(full);
+    *out = frigg_read_file(outp, NULL);
+    tm_rmrf(tmp);
+    free(tmp);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static json_t *line_json(const char *text, int k) { /* k-th line (0-based) as JSON */
+    const char *p = text;
+    for (int i = 0; i < k && p; i++) {
+        p = strchr(p, '\n');
+        if (p) p++;
+    }
+    if (!p || !*p) return NULL;
+    const char *e = strchr(p, '\n');
+    return json_loadb(p, e ? (size_t)(e - p) : strlen(p), 0, NULL);
+}
+
+static const char *err_msg(json_t *o) {
+    json_t *e = json_object_get(o, "error");
+    return e ? json_string_value(json_object_get(e, "message")) : NULL;
+}
+
+int main(void) {
+    TEST_MAIN_BEGIN("test_cli");
+    g_bin = getenv("FRIGG_BIN");
+    if (!g_bin) g_bin = "bin";
+    char *tmp = tm_tempdir();
+    char *dir = frigg_path_join(tmp, "m");
+    tm_spec s = tm_default();
+    tm_write_model(dir, &s, NULL);
+    char cmd[8192], *out = NULL;
+
+    snprintf(cmd, sizeof cmd, "%s/frigg-run --model '%s' --backend cpu --threads 2", g_bin, dir);
+    const char *input =
+        "{\"id\":\"a\",\"input_ids\":[5,6,7],\"max_tokens\":4,\"stop_ids\":[]}\n"
+        "this is not json\n"
+        "{\"input_ids\":[5,6,7],\"max_tokens\":2,\"bogus\":1}\n"
+        "{\"input_ids\":[5,6,7],\"temperature\":-1}\n"
+        "\n"
+        "{\"input_ids\":[5,6,7],\"max_tokens\":100}\n"
+        "{\"prompt\":\"hej\"}\n"
+        "{\"input_ids\":[5,6,7],\"max_tokens\":3,\"temperature\":0.8,\"seed\":11,\"top_k\":20,\"logprobs\":2,"
+        "\"stop_ids\":[]}\n"
+        "{\"input_ids\":[5,6,999]}\n"
+        "{\"input_ids\":[5,6,7],\"max_tokens\":3,\"temperature\":0.8,\"seed\":11,\"top_k\":20,\"logprobs\":2,"
+        "\"stop_ids\":[]}\n"
+        "{\"input_ids\":[5,6,7],\"max_tokens\":2,\"seed\":3}\n";
+    int rc = run(cmd, input, &out);
+    CHECK(rc == 1, "exit status %d, want 1 after bad lines", rc);
+    CHECK(out != NULL, "no output");
+    if (out) {
+        json_t *o;
+        o = line_json(out, 0);
+        CHECK(o && json_array_size(json_object_get(o, "output_ids")) == 4, "line 1: 4 tokens");
+        CHECK(o && !strcmp(json_string_value(json_object_get(o, "id")), "a"), "id echoed");
+        CHECK(o && !strcmp(json_string_value(json_object_get(o, "finish_reason")), "length"), "finish_reason");
+        CHECK(o && json_integer_value(json_object_get(json_object_get(o, "usage"), "prompt_tokens")) == 3 &&
+                  json_integer_value(json_object_get(json_object_get(o, "usage"), "completion_tokens")) == 4,
+              "usage");
+        CHECK(o && json_object_get(json_object_get(o, "timing"), "decode_tok_s"), "timing");
+        json_decref(o);
+        static const struct { int k, line; const char *needle; } errs[] = {
+            {1, 2, "invalid JSON"}, {2, 3, "bogus"}, {3, 4, "temperature"},
+            {4, 6, "exceeds the context"}, {5, 7, "tokenizer"}, {7, 9, "input_ids"}, {9, 11, "seed"}};
+        for (size_t i = 0; i < sizeof errs / sizeof errs[0]; i++) {
+            o = line_json(out, errs[i].k);
+            const char *m = o ? err_msg(o) : NULL;
+            CHECK(m && strstr(m, errs[i].needle), "output line %d: want error with \"%s\", got %s", errs[i].k + 1,
+                  errs[i].needle, m ? m : "(none)");
+            CHECK(o && json_integer_value(json_object_get(json_object_get(o, "error"), "line")) == errs[i].line,
+                  "output line %d: error line number, want %d", errs[i].k + 1, errs[i].line);
+            json_decref(o);
+        }
+        o = line_json(out, 4);
+        CHECK(o && strstr(err_msg(o) ? err_msg(o) : "", "3 tokens") && strstr(err_msg(o), "100"),
+              "context error names both counts");
+        json_decref(o);
+        json_t *a = line_json(out, 6), *b = line_json(out, 8);
+        CHECK(a && b && json_equal(json_object_get(a, "output_ids"), json_object_get(b, "output_ids")),
+              "same seed, same sample");
+        json_t *lp = a ? json_object_get(a, "logprobs") : NULL;
+        CHECK(json_array_size(lp) == 3 && json_array_size(json_object_get(json_array_get(lp, 0), "top")) == 2,
+              "logprobs shape");
+        json_decref(a);
+        json_decref(b);
+        CHECK(line_json(out, 11) == NULL, "one output line per non-blank input line");
+    }
+    free(out);
+
+    /* A clean run exits 0; a missing backend is an error, not a fallback. */
+    rc = run(cmd, "{\"input_ids\":[1],\"max_tokens\":1}\n", &out);
+    CHECK(rc == 0, "clean run exit %d", rc);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s/frigg-run --model '%s' --backend tpu", g_bin, dir);
+    CHECK(run(cmd, "", &out) == 2, "unknown backend accepted");
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s/frigg-run --model '%s' --tokenize", g_bin, dir);
+    CHECK(run(cmd, "{\"prompt\":\"x\"}\n", &out) == 2, "--tokenize without tokenizer.json must fail");
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s/frigg-run --help", g_bin);
+    CHECK(run(cmd, "", &out) == 0 && out && strstr(out, "usage"), "--help");
+    free(out);
+
+    static const char *const stubs[] = {"frigg-quantize", "frigg-eval", "frigg-serve"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "%s/%s --version", g_bin, stubs[i]);
+        rc = run(cmd, "", &out);
+        CHECK(rc == 2 && out && strstr(out, stubs[i]), "%s --version: exit %d", stubs[i], rc);
+        free(out);
+    }
+    tm_rmrf(tmp);
+    free(tmp);
+    free(dir);
+    TEST_MAIN_END();
+}
