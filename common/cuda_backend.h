@@ -1,0 +1,18 @@
+/* cuda_backend.h — controls of the CUDA engine beyond backend.h, for tests and frigg-bench. Only in
+ * CUDA builds (FRIGG_CUDA). */
+#ifndef FRIGG_CUDA_BACKEND_H
+#define FRIGG_CUDA_BACKEND_H
+
+#include "backend.h"
+
+#ifdef FRIGG_CUDA
+/* Replay each decode step from a captured CUDA graph (on, the default) or launch its kernels one by one
+ * (off): the eager path the graph is checked against. */
+void frigg_cuda_set_graphs(frigg_backend *b, int on);
+/* Kernel nodes in the captured decode-step graph for nseq rows (captures it if needed); -1 on error. */
+int frigg_cuda_kernels_per_step(frigg_backend *b, int nseq);
+/* Device memory the engine holds (weights, KV slabs, work buffers), in bytes. */
+size_t frigg_cuda_bytes(const frigg_backend *b);
+#endif
+
+#endif

@@ -1,0 +1,303 @@
+/* attention.cu — prefill (tiled, flash-style, PrefixLM mask computed per element, never materialised) and
+ * decode (split-K over the slot's keys, then a combine) attention, both with the output gate
+ * y = bf16(bf16(sigmoid(g)) * bf16(o)) fused into the epilogue. Scores and softmax are fp32 like the CPU
+ * engine; in prefill the P·V product runs on tensor cores with P split into bf16 hi + lo parts so that P
+ * keeps ~16 bits of mantissa instead of bf16's 8 (HF's reference keeps P in fp32 or rounds to bf16
+ * depending on backend; the CPU engine keeps fp32, which this tracks to ~1e-5). */
+#include <mma.h>
+
+#include "common.cuh"
+#include "kernels.h"
+
+using namespace nvcuda;
+
+/* ------------------------------------------------------------------ prefill */
+#define PF_BQ 64   /* query rows per block: 4 warps x 16 */
+#define PF_BK 32   /* keys per tile */
+
+template <int HD>
+static size_t prefill_smem(void) {
+    return (size_t)PF_BQ * HD * 2 + 2 * (size_t)PF_BK * HD * 2 + 2 * (size_t)PF_BQ * PF_BK * 2 +
+           (size_t)PF_BQ * PF_BK * 4 + (size_t)PF_BQ * HD * 4 + 2 * PF_BQ * 4;
+}
+
+template <int HD>
+__global__ void __launch_bounds__(128)
+    attn_prefill_kernel(const uint16_t *__restrict__ q, const uint16_t *__restrict__ kc,
+                        const uint16_t *__restrict__ vc, const uint16_t *__restrict__ gqkv, int T, int H, int max_ctx,
+                        int P, float scale, uint16_t *__restrict__ y) {
+    extern __shared__ __align__(128) unsigned char sm[];
+    __nv_bfloat16 *Qs = (__nv_bfloat16 *)sm;
+    __nv_bfloat16 *Ks = Qs + PF_BQ * HD;
+    __nv_bfloat16 *Vs = Ks + PF_BK * HD;
+    __nv_bfloat16 *Ph = Vs + PF_BK * HD;
+    __nv_bfloat16 *Pl = Ph + PF_BQ * PF_BK;
+    float *Ss = (float *)(Pl + PF_BQ * PF_BK);
+    float *Os = Ss + PF_BQ * PF_BK;
+    float *Mrow = Os + PF_BQ * HD, *Lrow = Mrow + PF_BQ;
+    const int h = blockIdx.y, t0 = blockIdx.x * PF_BQ, D = H * HD, CH = HD / 8;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+
+    for (int i = tid; i < PF_BQ * CH; i += blockDim.x) {
+        int r = i / CH, c = i % CH, t = t0 + r;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (t < T) v = ((const uint4 *)(q + (size_t)t * D + h * HD))[c];
+        ((uint4 *)Qs)[i] = v;
+    }
+    for (int i = tid; i < PF_BQ * HD; i += blockDim.x) Os[i] = 0.0f;
+    for (int i = tid; i < PF_BQ; i += blockDim.x) {
+        Mrow[i] = -INFINITY;
+        Lrow[i] = 0.0f;
+    }
+    /* Keys any row of this tile may see: causal up to its last row, plus the whole prefix for prefix rows. */
+    int kend = t0 + PF_BQ;
+    if (t0 < P && P > kend) kend = P;
+    if (kend > T) kend = T;
+    const uint16_t *Kh = kc + (size_t)h * max_ctx * HD, *Vh = vc + (size_t)h * max_ctx * HD;
+    const int r = warp * 16 + (lane >> 1), half = lane & 1, t = t0 + r;
+    __syncthreads();
+
+    for (int j0 = 0; j0 < kend; j0 += PF_BK) {
+        for (int i = tid; i < PF_BK * CH; i += blockDim.x) {
+            int rr = i / CH, c = i % CH, j = j0 + rr;
+            uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
+            if (j < T) {
+                kv = ((const uint4 *)(Kh + (size_t)j * HD))[c];
+                vv = ((const uint4 *)(Vh + (size_t)j * HD))[c];
+            }
+            ((uint4 *)Ks)[i] = kv;
+            ((uint4 *)Vs)[i] = vv;
+        }
+        __syncthreads();
+        /* S = Q K^T for this warp's 16 rows. */
+#pragma unroll
+        for (int n = 0; n < PF_BK / 16; n++) {
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+            wmma::fill_fragment(c, 0.0f);
+#pragma unroll
+            for (int k = 0; k < HD / 16; k++) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> bk;
+                wmma::load_matrix_sync(a, Qs + warp * 16 * HD + k * 16, HD);
+                wmma::load_matrix_sync(bk, Ks + n * 16 * HD + k * 16, HD);
+                wmma::mma_sync(c, a, bk, c);
+            }
+            wmma::store_matrix_sync(Ss + warp * 16 * PF_BK + n * 16, c, PF_BK, wmma::mem_row_major);
+        }
+        __syncwarp();
+        /* Online softmax: two lanes per row, 16 columns each. */
+        float s[16], mx = -INFINITY;
+#pragma unroll
+        for (int cc = 0; cc < 16; cc++) {
+            int col = half * 16 + cc, j = j0 + col;
+            bool ok = j < T && (j <= t || (t < P && j < P));
+            s[cc] = ok ? Ss[r * PF_BK + col] * scale : -INFINITY;
+            mx = fmaxf(mx, s[cc]);
+        }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        float m_old = Mrow[r], m_new = fmaxf(m_old, mx), alpha = 1.0f, psum = 0.0f;
+        if (m_new != -INFINITY) alpha = m_old == -INFINITY ? 0.0f : expf(m_old - m_new);
+#pragma unroll
+        for (int cc = 0; cc < 16; cc++) {
+            float p = s[cc] == -INFINITY ? 0.0f : expf(s[cc] - m_new);
+            psum += p;
+            __nv_bfloat16 hi = __float2bfloat16_rn(p);
+            Ph[r * PF_BK + half * 16 + cc] = hi;
+            Pl[r * PF_BK + half * 16 + cc] = __float2bfloat16_rn(p - __bfloat162float(hi));
+        }
+        psum += __shfl_xor_sync(0xffffffffu, psum, 1);
+        for (int d = half * (HD / 2); d < (half + 1) * (HD / 2); d++) Os[r * HD + d] *= alpha;
+        float l_old = Lrow[r];
+        __syncwarp();
+        if (!half) {
+            Mrow[r] = m_new;
+            Lrow[r] = l_old * alpha + psum;
+        }
+        __syncwarp();
+        /* O += (P_hi + P_lo) V */
+#pragma unroll
+        for (int n = 0; n < HD / 16; n++) {
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+            wmma::load_matrix_sync(acc, Os + warp * 16 * HD + n * 16, HD, wmma::mem_row_major);
+#pragma unroll
+            for (int k = 0; k < PF_BK / 16; k++) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> bv;
+                wmma::load_matrix_sync(bv, Vs + k * 16 * HD + n * 16, HD);
+                wmma::load_matrix_sync(a, Ph + warp * 16 * PF_BK + k * 16, PF_BK);
+                wmma::mma_sync(acc, a, bv, acc);
+                wmma::load_matrix_sync(a, Pl + warp * 16 * PF_BK + k * 16, PF_BK);
+                wmma::mma_sync(acc, a, bv, acc);
+            }
+            wmma::store_matrix_sync(Os + warp * 16 * HD + n * 16, acc, HD, wmma::mem_row_major);
+        }
+        __syncthreads();
+    }
+    __syncthreads();
+    for (int i = tid; i < PF_BQ * HD; i += blockDim.x) {
+        int rr = i / HD, d = i % HD, tt = t0 + rr;
+        if (tt >= T) continue;
+        float o = rbf(Os[i] / Lrow[rr]);
+        float g = bf2f(gqkv[(size_t)tt * 4 * D + h * HD + d]);
+        float sg = rbf(1.0f / (1.0f + expf(-g)));
+        y[(size_t)tt * D + h * HD + d] = f2bf(sg * o);
+    }
+}
+
+template <int HD>
+static int launch_prefill(const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *gqkv, int T, int H,
+                          int max_ctx, int P, uint16_t *y, cudaStream_t s) {
+    size_t smem = prefill_smem<HD>();
+    static int raised;
+    if (!raised) {
+        cudaError_t e = cudaFuncSetAttribute((const void *)attn_prefill_kernel<HD>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e != cudaSuccess) {
+            frigg_set_error("attention: cannot get %zu bytes of shared memory: %s", smem, cudaGetErrorString(e));
+            return -1;
+        }
+        raised = 1;
+    }
+    dim3 grid((T + PF_BQ - 1) / PF_BQ, H);
+    float scale = (float)(1.0 / sqrt((double)HD));
+    attn_prefill_kernel<HD><<<grid, 128, smem, s>>>(q, k, v, gqkv, T, H, max_ctx, P, scale, y);
+    return fk_check_launch("attn_prefill");
+}
+
+extern "C" int fk_attn_prefill(const uint16_t *q, const uint16_t *k_seq, const uint16_t *v_seq, const uint16_t *gqkv,
+                               int T, int H, int hd, int max_ctx, int prefix_len, uint16_t *y, cudaStream_t s) {
+    switch (hd) {
+    case 16: return launch_prefill<16>(q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
+    case 32: return launch_prefill<32>(q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
+    case 64: return launch_prefill<64>(q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
+    case 128: return launch_prefill<128>(q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
+    }
+    frigg_set_error("attention: head_dim %d is not supported by the CUDA backend (16, 32, 64 or 128)", hd);
+    return -1;
+}
+
+/* ------------------------------------------------------------------ decode */
+#define DEC_CHUNK 64  /* keys per split block */
+#define DEC_WARPS 4
+
+/* DPL dims per lane; lanes with lane*DPL >= hd idle in the dot product. */
+template <int DPL>
+__global__ void __launch_bounds__(DEC_WARPS * 32)
+    attn_decode_split(const uint16_t *__restrict__ q, const uint16_t *__restrict__ k_slot,
+                      const uint16_t *__restrict__ v_slot, long long seq_stride, const int32_t *row_seq,
+                      const int32_t *row_pos, int H, int hd, int max_ctx, int nsplit, float scale, float *work) {
+    __shared__ float wm[DEC_WARPS], wl[DEC_WARPS];
+    __shared__ float wacc[DEC_WARPS][256];
+    const int sp = blockIdx.x, h = blockIdx.y, b = blockIdx.z, D = H * hd;
+    const int len = row_pos[b] + 1, j0 = sp * DEC_CHUNK;
+    if (j0 >= len) return;
+    const int j1 = min(len, j0 + DEC_CHUNK);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, d0 = lane * DPL;
+    const bool active = d0 < hd;
+    size_t base = (size_t)row_seq[b] * seq_stride + (size_t)h * max_ctx * hd;
+    const uint16_t *K = k_slot + base, *V = v_slot + base;
+    float qf[DPL], acc[DPL];
+#pragma unroll
+    for (int i = 0; i < DPL; i++) {
+        qf[i] = active ? bf2f(q[(size_t)b * D + h * hd + d0 + i]) : 0.0f;
+        acc[i] = 0.0f;
+    }
+    float m = -INFINITY, l = 0.0f;
+    for (int j = j0 + warp; j < j1; j += DEC_WARPS) {
+        float kf[DPL], vf[DPL];
+        if (active) {
+            if (DPL == 4) {
+                uint2 kk = *(const uint2 *)(K + (size_t)j * hd + d0), vv = *(const uint2 *)(V + (size_t)j * hd + d0);
+                kf[0] = bf_lo(kk.x); kf[1 % DPL] = bf_hi(kk.x); kf[2 % DPL] = bf_lo(kk.y); kf[3 % DPL] = bf_hi(kk.y);
+                vf[0] = bf_lo(vv.x); vf[1 % DPL] = bf_hi(vv.x); vf[2 % DPL] = bf_lo(vv.y); vf[3 % DPL] = bf_hi(vv.y);
+            } else {
+#pragma unroll
+                for (int i = 0; i < DPL; i++) {
+                    kf[i] = bf2f(K[(size_t)j * hd + d0 + i]);
+                    vf[i] = bf2f(V[(size_t)j * hd + d0 + i]);
+                }
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < DPL; i++) kf[i] = vf[i] = 0.0f;
+        }
+        float part = 0.0f;
+#pragma unroll
+        for (int i = 0; i < DPL; i++) part += qf[i] * kf[i];
+        float sc = warp_sum(part) * scale;
+        float m_new = fmaxf(m, sc);
+        float alpha = m == -INFINITY ? 0.0f : expf(m - m_new), p = expf(sc - m_new);
+        l = l * alpha + p;
+#pragma unroll
+        for (int i = 0; i < DPL; i++) acc[i] = acc[i] * alpha + p * vf[i];
+        m = m_new;
+    }
+    if (lane == 0) {
+        wm[warp] = m;
+        wl[warp] = l;
+    }
+    if (active)
+#pragma unroll
+        for (int i = 0; i < DPL; i++) wacc[warp][d0 + i] = acc[i];
+    __syncthreads();
+    float M = -INFINITY;
+    for (int w = 0; w < DEC_WARPS; w++) M = fmaxf(M, wm[w]);
+    float *out = work + (((size_t)b * H + h) * nsplit + sp) * (hd + 2);
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float a = 0.0f;
+        for (int w = 0; w < DEC_WARPS; w++)
+            if (wm[w] != -INFINITY) a += wacc[w][d] * expf(wm[w] - M);
+        out[2 + d] = a;
+    }
+    if (threadIdx.x == 0) {
+        float L = 0.0f;
+        for (int w = 0; w < DEC_WARPS; w++)
+            if (wm[w] != -INFINITY) L += wl[w] * expf(wm[w] - M);
+        out[0] = M;
+        out[1] = L;
+    }
+}
+
+__global__ void attn_decode_combine(const int32_t *row_pos, const uint16_t *gqkv, int H, int hd, int nsplit,
+                                    const float *work, uint16_t *y) {
+    const int h = blockIdx.x, b = blockIdx.y, D = H * hd;
+    const int ns = (row_pos[b] + DEC_CHUNK) / DEC_CHUNK; /* splits that hold keys: ceil((pos+1)/CHUNK) */
+    const float *w = work + ((size_t)b * H + h) * nsplit * (hd + 2);
+    float M = -INFINITY;
+    for (int sp = 0; sp < ns; sp++) M = fmaxf(M, w[sp * (hd + 2)]);
+    float L = 0.0f;
+    for (int sp = 0; sp < ns; sp++) L += w[sp * (hd + 2) + 1] * expf(w[sp * (hd + 2)] - M);
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float a = 0.0f;
+        for (int sp = 0; sp < ns; sp++) a += w[sp * (hd + 2) + 2 + d] * expf(w[sp * (hd + 2)] - M);
+        float o = rbf(a / L);
+        float g = bf2f(gqkv[(size_t)b * 4 * D + h * hd + d]);
+        float sg = rbf(1.0f / (1.0f + expf(-g)));
+        y[(size_t)b * D + h * hd + d] = f2bf(sg * o);
+    }
+}
+
+extern "C" size_t fk_attn_decode_work_floats(int B, int H, int hd, int max_ctx) {
+    int nsplit = (max_ctx + DEC_CHUNK - 1) / DEC_CHUNK;
+    return (size_t)B * H * nsplit * (hd + 2);
+}
+
+extern "C" int fk_attn_decode(const uint16_t *q, const uint16_t *k_slot, const uint16_t *v_slot, long long seq_stride,
+                              const int32_t *row_seq, const int32_t *row_pos, const uint16_t *gqkv, int B, int H,
+                              int hd, int max_ctx, float *work, uint16_t *y, cudaStream_t s) {
+    int nsplit = (max_ctx + DEC_CHUNK - 1) / DEC_CHUNK;
+    dim3 grid(nsplit, H, B);
+    float scale = (float)(1.0 / sqrt((double)hd));
+    switch (hd) {
+    case 16:
+    case 32: attn_decode_split<1><<<grid, DEC_WARPS * 32, 0, s>>>(q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, hd, max_ctx, nsplit, scale, work); break;
+    case 64: attn_decode_split<2><<<grid, DEC_WARPS * 32, 0, s>>>(q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, hd, max_ctx, nsplit, scale, work); break;
+    case 128: attn_decode_split<4><<<grid, DEC_WARPS * 32, 0, s>>>(q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, hd, max_ctx, nsplit, scale, work); break;
+    default:
+        frigg_set_error("attention: head_dim %d is not supported by the CUDA backend (16, 32, 64 or 128)", hd);
+        return -1;
+    }
+    if (fk_check_launch("attn_decode_split")) return -1;
+    attn_decode_combine<<<dim3(H, B), 128, 0, s>>>(row_pos, gqkv, H, hd, nsplit, work, y);
+    return fk_check_launch("attn_decode_combine");
+}

@@ -1,0 +1,49 @@
+/* common.cuh — helpers shared by the .cu files: bf16 conversions with the CPU engine's rounding (RNE),
+ * warp/block reductions, and error reporting into frigg's per-thread error slot. */
+#ifndef FRIGG_KERNELS_COMMON_CUH
+#define FRIGG_KERNELS_COMMON_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+extern "C" void frigg_set_error(const char *fmt, ...);
+
+/* After a launch: turn a launch error into frigg's error and -1. */
+static inline int fk_check_launch(const char *what) {
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) {
+        frigg_set_error("CUDA kernel %s failed to launch: %s", what, cudaGetErrorString(e));
+        return -1;
+    }
+    return 0;
+}
+
+__device__ __forceinline__ float bf2f(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
+/* Round to nearest even, as frigg_f32_to_bf16 and torch do. */
+__device__ __forceinline__ uint16_t f2bf(float f) { return __bfloat16_as_ushort(__float2bfloat16_rn(f)); }
+__device__ __forceinline__ float rbf(float f) { return bf2f(f2bf(f)); }
+/* The two bf16 halves of a 32-bit word, low element first (memory order). */
+__device__ __forceinline__ float bf_lo(uint32_t w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float bf_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+/* Sum over the block (blockDim.x a multiple of 32, <= 1024); every thread gets the result. */
+__device__ __forceinline__ float block_sum(float v, float *scratch32) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = warp_sum(v);
+    __syncthreads();
+    if (lane == 0) scratch32[warp] = v;
+    __syncthreads();
+    float t = lane < nw ? scratch32[lane] : 0.0f;
+    return warp_sum(t);
+}
+
+#endif

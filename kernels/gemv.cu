@@ -1,0 +1,173 @@
+/* gemv.cu — decode-time matrix·vector products for 1..8 rows in one pass over the weights.
+ * Warp per output row (two rows for the fused SwiGLU: gate row i and up row I+i), 16-byte streaming
+ * loads, 8 chunks per lane in flight before any arithmetic. The batch size is a template parameter so the
+ * accumulators live in registers. Optional fused input RMSNorm (x staged, normalised, in shared memory)
+ * and fused epilogues (residual add, SwiGLU) remove the separate elementwise kernels of a decode step. */
+#include "common.cuh"
+#include "kernels.h"
+
+#define GEMV_WARPS 4
+#define GEMV_UNROLL 8
+#define GEMV_MAX_SMEM (64 * 1024)
+
+__device__ __forceinline__ uint4 ld_stream(const uint4 *p) {
+    uint4 r;
+    /* Weights are read once per pass: keep them out of L1. */
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p));
+    return r;
+}
+
+__device__ __forceinline__ float dot8(uint4 w, const float *x) {
+    float s = bf_lo(w.x) * x[0];
+    s = fmaf(bf_hi(w.x), x[1], s);
+    s = fmaf(bf_lo(w.y), x[2], s);
+    s = fmaf(bf_hi(w.y), x[3], s);
+    s = fmaf(bf_lo(w.z), x[4], s);
+    s = fmaf(bf_hi(w.z), x[5], s);
+    s = fmaf(bf_lo(w.w), x[6], s);
+    s = fmaf(bf_hi(w.w), x[7], s);
+    return s;
+}
+
+template <int B, int R, bool NORM, int EPI>
+__global__ void __launch_bounds__(GEMV_WARPS * 32)
+    gemv_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, float eps,
+                uint16_t *__restrict__ out) {
+    extern __shared__ uint4 xs[];
+    __shared__ float scratch[32];
+    __shared__ float rs[B];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nch = K / 8;
+    const uint4 *xv = (const uint4 *)x;
+    if (NORM) {
+        for (int b = 0; b < B; b++) {
+            float ss = 0.0f;
+            for (int c = threadIdx.x; c < nch; c += blockDim.x) {
+                uint4 v = xv[(size_t)b * nch + c];
+                float a0 = bf_lo(v.x), a1 = bf_hi(v.x), a2 = bf_lo(v.y), a3 = bf_hi(v.y);
+                float a4 = bf_lo(v.z), a5 = bf_hi(v.z), a6 = bf_lo(v.w), a7 = bf_hi(v.w);
+                ss += a0 * a0 + a1 * a1 + a2 * a2 + a3 * a3 + a4 * a4 + a5 * a5 + a6 * a6 + a7 * a7;
+            }
+            float tot = block_sum(ss, scratch);
+            if (threadIdx.x == 0) rs[b] = 1.0f / sqrtf(tot / (float)K + eps);
+        }
+        __syncthreads();
+        for (int i = threadIdx.x; i < B * nch; i += blockDim.x) {
+            uint4 v = xv[i];
+            float r = rs[i / nch];
+            uint32_t *p = (uint32_t *)&v;
+            for (int j = 0; j < 4; j++) {
+                uint32_t lo = f2bf(bf_lo(p[j]) * r), hi = f2bf(bf_hi(p[j]) * r);
+                p[j] = lo | (hi << 16);
+            }
+            xs[i] = v;
+        }
+        __syncthreads();
+        xv = xs;
+    }
+    int unit = blockIdx.x * GEMV_WARPS + warp; /* output row (or SwiGLU output index) of this warp */
+    int rows[R];
+    if (EPI == FK_GEMV_SWIGLU) {
+        if (unit >= O / 2) return;
+        rows[0] = unit;
+        rows[R - 1] = O / 2 + unit;
+    } else {
+        if (unit >= O) return;
+        rows[0] = unit;
+    }
+    float acc[R][B];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int b = 0; b < B; b++) acc[r][b] = 0.0f;
+    for (int c0 = lane; c0 < nch; c0 += 32 * GEMV_UNROLL) {
+        uint4 w[GEMV_UNROLL][R];
+#pragma unroll
+        for (int u = 0; u < GEMV_UNROLL; u++) {
+            int c = c0 + 32 * u;
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                w[u][r] = c < nch ? ld_stream((const uint4 *)(W + (size_t)rows[r] * K) + c) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < GEMV_UNROLL; u++) {
+            int c = c0 + 32 * u;
+            if (c >= nch) break;
+#pragma unroll
+            for (int b = 0; b < B; b++) {
+                uint4 v = xv[(size_t)b * nch + c];
+                float xf[8] = {bf_lo(v.x), bf_hi(v.x), bf_lo(v.y), bf_hi(v.y),
+                               bf_lo(v.z), bf_hi(v.z), bf_lo(v.w), bf_hi(v.w)};
+#pragma unroll
+                for (int r = 0; r < R; r++) acc[r][b] += dot8(w[u][r], xf);
+            }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int b = 0; b < B; b++) acc[r][b] = warp_sum(acc[r][b]);
+#pragma unroll
+    for (int b = 0; b < B; b++) {
+        if (lane != b) continue;
+        if (EPI == FK_GEMV_STORE) {
+            out[(size_t)b * O + unit] = f2bf(acc[0][b]);
+        } else if (EPI == FK_GEMV_RESID) {
+            size_t at = (size_t)b * O + unit;
+            out[at] = f2bf(bf2f(out[at]) + rbf(acc[0][b]));
+        } else {
+            float g = rbf(acc[0][b]), u = rbf(acc[R - 1][b]);
+            float sg = rbf(g / (1.0f + expf(-g)));
+            out[(size_t)b * (O / 2) + unit] = f2bf(sg * u);
+        }
+    }
+}
+
+typedef void (*gemv_fn)(const uint16_t *, int, int, const uint16_t *, float, uint16_t *);
+
+template <int B>
+static gemv_fn pick(int norm, int epi) {
+    if (epi == FK_GEMV_SWIGLU) return norm ? gemv_kernel<B, 2, true, FK_GEMV_SWIGLU> : gemv_kernel<B, 2, false, FK_GEMV_SWIGLU>;
+    if (epi == FK_GEMV_RESID) return norm ? gemv_kernel<B, 1, true, FK_GEMV_RESID> : gemv_kernel<B, 1, false, FK_GEMV_RESID>;
+    return norm ? gemv_kernel<B, 1, true, FK_GEMV_STORE> : gemv_kernel<B, 1, false, FK_GEMV_STORE>;
+}
+
+static gemv_fn pick_b(int B, int norm, int epi) {
+    switch (B) {
+    case 1: return pick<1>(norm, epi);
+    case 2: return pick<2>(norm, epi);
+    case 3: return pick<3>(norm, epi);
+    case 4: return pick<4>(norm, epi);
+    case 5: return pick<5>(norm, epi);
+    case 6: return pick<6>(norm, epi);
+    case 7: return pick<7>(norm, epi);
+    case 8: return pick<8>(norm, epi);
+    }
+    return NULL;
+}
+
+extern "C" int fk_init(void) {
+    for (int B = 1; B <= 8; B++)
+        for (int epi = 0; epi < 3; epi++) {
+            cudaError_t e = cudaFuncSetAttribute((const void *)pick_b(B, 1, epi),
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, GEMV_MAX_SMEM);
+            if (e != cudaSuccess) {
+                frigg_set_error("gemv: cannot raise the shared-memory limit: %s", cudaGetErrorString(e));
+                return -1;
+            }
+        }
+    return 0;
+}
+
+extern "C" int fk_gemv(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
+                       uint16_t *out, cudaStream_t s) {
+    size_t smem = norm_in ? (size_t)B * K * 2 : 0;
+    if (B < 1 || B > 8 || K % 8 || (epi == FK_GEMV_SWIGLU && O % 2) || smem > GEMV_MAX_SMEM || epi < 0 || epi > 2) {
+        frigg_set_error("gemv: unsupported shape (rows %d, out %d, in %d, epilogue %d)", B, O, K, epi);
+        return -1;
+    }
+    int units = epi == FK_GEMV_SWIGLU ? O / 2 : O;
+    pick_b(B, norm_in, epi)<<<(units + GEMV_WARPS - 1) / GEMV_WARPS, GEMV_WARPS * 32, smem, s>>>(W, O, K, x, eps, out);
+    return fk_check_launch("gemv");
+}

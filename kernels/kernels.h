@@ -1,0 +1,84 @@
+/* kernels.h — the C launcher API of frigg's CUDA kernels (the .cu files in kernels/). Every pointer is device memory;
+ * bf16 tensors are passed as uint16_t (their bit pattern). Each launcher enqueues on `s` and returns 0, or
+ * -1 with frigg_error() set when a launch fails or a shape is unsupported. The rounding points are those of
+ * the CPU reference ops (cpu_ops.h): fp32 inside, one bf16 rounding wherever HF rounds. */
+#ifndef FRIGG_KERNELS_H
+#define FRIGG_KERNELS_H
+
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Must be called once per device before any launcher (raises shared-memory limits). */
+int fk_init(void);
+
+/* ---- norm.cu ---- */
+/* zH[t] = bf16(embed[ids[t]] * scale); zL[t] = z_L_init; x[t] = bf16(zL[t] + zH[t]) (first injection). */
+int fk_embed(const uint16_t *embed, const uint16_t *z_L_init, const int32_t *ids, int T, int D, float scale,
+             uint16_t *zH, uint16_t *zL, uint16_t *x, cudaStream_t s);
+/* out = rmsnorm(in) row by row (weightless, fp32 inside, eps inside the rsqrt). in may equal out. */
+int fk_rmsnorm(const uint16_t *in, uint16_t *out, int T, int D, float eps, cudaStream_t s);
+/* h = bf16(h + y); a = rmsnorm(h): the residual add of a sub-block fused with the next pre-norm. */
+int fk_add_rmsnorm(uint16_t *h, const uint16_t *y, uint16_t *a, int T, int D, float eps, cudaStream_t s);
+/* End of a module run: state = rmsnorm(x) (the stack's final_norm, which replaces the state); then, when
+ * other != NULL, x = bf16(state + other), the injection add that feeds the next run. */
+int fk_run_end(uint16_t *x, uint16_t *state, const uint16_t *other, int T, int D, float eps, cudaStream_t s);
+/* out[t][i] = bf16(bf16(silu(gu[t][i])) * gu[t][I + i]) for the packed gate_up output [T][2I]. */
+int fk_swiglu(const uint16_t *gu, int T, int I, uint16_t *out, cudaStream_t s);
+
+/* ---- rope.cu ---- */
+/* From the gqkv projection rows [T][4D] (gate, q, k, v): q_out[t] = rope(q), and the slot's cache gets
+ * K = rope(k), V = v at position row_pos[t] of sequence row_seq[t]. The cache of one slot of sequence q
+ * starts at k_slot + q * seq_stride (elements) and is laid out [head][max_ctx][head_dim].
+ * cos/sin: bf16 tables [max_ctx][head_dim]. */
+int fk_rope_kv(const uint16_t *gqkv, int T, int H, int hd, const int32_t *row_seq, const int32_t *row_pos,
+               const uint16_t *cos_t, const uint16_t *sin_t, uint16_t *q_out, uint16_t *k_slot, uint16_t *v_slot,
+               long long seq_stride, int max_ctx, cudaStream_t s);
+
+/* ---- attention.cu ---- */
+/* Prefill attention over keys [0, T) of one sequence (cache slot pointers already offset to it), with the
+ * PrefixLM mask: key j is visible from query i when j <= i, or when both are < prefix_len. fp32 scores,
+ * online fp32 softmax, P·V with P kept to ~fp32 precision (hi+lo bf16 split), output rounded to bf16, then
+ * the gate epilogue y = bf16(bf16(sigmoid(g)) * o) with g read from gqkv rows (stride 4D). */
+int fk_attn_prefill(const uint16_t *q, const uint16_t *k_seq, const uint16_t *v_seq, const uint16_t *gqkv, int T,
+                    int H, int hd, int max_ctx, int prefix_len, uint16_t *y, cudaStream_t s);
+/* Decode attention: row b (its query in q[b]) attends causally to positions [0, row_pos[b]] of sequence
+ * row_seq[b]; split-K over key chunks (partials in `work`, see fk_attn_decode_work_floats), then a combine
+ * with the gate epilogue into y[b]. Reads lengths on the device, so it is CUDA-graph safe. */
+int fk_attn_decode(const uint16_t *q, const uint16_t *k_slot, const uint16_t *v_slot, long long seq_stride,
+                   const int32_t *row_seq, const int32_t *row_pos, const uint16_t *gqkv, int B, int H, int hd,
+                   int max_ctx, float *work, uint16_t *y, cudaStream_t s);
+size_t fk_attn_decode_work_floats(int B, int H, int hd, int max_ctx);
+
+/* ---- gemv.cu (decode: 1..8 rows per pass over the weights) ---- */
+enum {
+    FK_GEMV_STORE = 0,   /* out[b][o] = bf16(acc) */
+    FK_GEMV_RESID = 1,   /* out[b][o] = bf16(out[b][o] + bf16(acc)): residual add in the epilogue */
+    FK_GEMV_SWIGLU = 2,  /* W is gate_up [2I][K]: out[b][i] = bf16(bf16(silu(bf16(acc_i))) * bf16(acc_{I+i})) */
+};
+/* y = W·x for B rows (1..8). W [O][K] bf16 row-major, K % 8 == 0. x [B][K]. norm_in: x is first replaced by
+ * rmsnorm(x) (each block normalises the B rows itself, so no separate norm kernel is needed). */
+int fk_gemv(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
+            uint16_t *out, cudaStream_t s);
+
+/* ---- lmhead.cu ---- */
+/* ids[b] = argmax over V of the bf16 logits row b (lowest index on ties, as HF's argmax). */
+int fk_argmax_bf16(const uint16_t *logits, int B, int V, int32_t *ids, cudaStream_t s);
+/* out[i] = float(in[i]) for a bf16 array (logits for the host). */
+int fk_bf16_to_f32(const uint16_t *in, size_t n, float *out, cudaStream_t s);
+
+/* ---- bench.cu (used by frigg-bench) ---- */
+/* Sum of every 16-byte word of buf (bytes % 16 == 0) into *sink: a pure-read bandwidth probe. */
+int fk_read_probe(const void *buf, size_t bytes, unsigned *sink, cudaStream_t s);
+/* An empty kernel: launch-overhead probe. */
+int fk_empty(cudaStream_t s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
