@@ -10,7 +10,7 @@
 
 typedef struct {
     frigg_pool *pool;
-    uint16_t ***kv_k, ***kv_v; /* [seq][slot] -> [cap][D] bf16, post-RoPE keys */
+    float ***kv_k, ***kv_v;    /* [seq][slot] -> [cap][D], post-RoPE keys (bf16 values unless fp32 reference) */
     int *cap;
 } cpu_impl;
 
@@ -31,8 +31,8 @@ static int ensure_cap(frigg_backend *b, int seq, int need) {
     while (cap < need) cap *= 2;
     if (cap > b->max_ctx) cap = b->max_ctx;
     for (int s = 0; s < c->num_slots; s++) {
-        uint16_t *nk = realloc(im->kv_k[seq][s], (size_t)cap * c->hidden_size * 2);
-        uint16_t *nv = realloc(im->kv_v[seq][s], (size_t)cap * c->hidden_size * 2);
+        float *nk = realloc(im->kv_k[seq][s], (size_t)cap * c->hidden_size * sizeof(float));
+        float *nv = realloc(im->kv_v[seq][s], (size_t)cap * c->hidden_size * sizeof(float));
         if (nk) im->kv_k[seq][s] = nk;
         if (nv) im->kv_v[seq][s] = nv;
         if (!nk || !nv) {
@@ -56,7 +56,7 @@ static void attn_range(void *vctx, int begin, int end, int thread) {
     fwd *f = ac->f;
     const frigg_config *c = &f->m->cfg;
     int H = c->num_heads, hd = c->head_dim, D = c->hidden_size, nk = f->p0 + f->T;
-    const uint16_t *K = f->impl->kv_k[f->seq][ac->slot], *V = f->impl->kv_v[f->seq][ac->slot];
+    const float *K = f->impl->kv_k[f->seq][ac->slot], *V = f->impl->kv_v[f->seq][ac->slot];
     float scale = (float)(1.0 / sqrt((double)hd));
     float *p = frigg_xmalloc((size_t)nk * sizeof(float));
     float *acc = frigg_xmalloc((size_t)hd * sizeof(float));
@@ -71,9 +71,9 @@ static void attn_range(void *vctx, int begin, int end, int thread) {
                 p[j] = -INFINITY;
                 continue;
             }
-            const uint16_t *kr = K + (size_t)j * D + h * hd;
+            const float *kr = K + (size_t)j * D + h * hd;
             float s = 0;
-            for (int d = 0; d < hd; d++) s += q[d] * frigg_bf16_to_f32(kr[d]);
+            for (int d = 0; d < hd; d++) s += q[d] * kr[d];
             p[j] = s * scale;
             if (p[j] > mx) mx = p[j];
         }
@@ -86,10 +86,10 @@ static void attn_range(void *vctx, int begin, int end, int thread) {
         for (int j = 0; j < nk; j++) {
             if (p[j] == 0) continue;
             float w = p[j] / sum;
-            const uint16_t *vr = V + (size_t)j * D + h * hd;
-            for (int d = 0; d < hd; d++) acc[d] += w * frigg_bf16_to_f32(vr[d]);
+            const float *vr = V + (size_t)j * D + h * hd;
+            for (int d = 0; d < hd; d++) acc[d] += w * vr[d];
         }
-        for (int d = 0; d < hd; d++) f->o[(size_t)t * D + h * hd + d] = frigg_round_bf16(acc[d]);
+        for (int d = 0; d < hd; d++) f->o[(size_t)t * D + h * hd + d] = frigg_act(acc[d]);
     }
     free(p);
     free(acc);
@@ -109,26 +109,26 @@ static void decoder_layer(fwd *f, const frigg_layer *L, float *h, int slot) {
     frigg_cpu_linear(pool, &L->gate, f->a, T, f->g);            /* output gate, from the same normed input */
     frigg_cpu_rope_apply(f->q, T, H, hd, f->cos_t, f->sin_t);
     frigg_cpu_rope_apply(f->k, T, H, hd, f->cos_t, f->sin_t);
-    uint16_t *K = f->impl->kv_k[f->seq][slot], *V = f->impl->kv_v[f->seq][slot];
+    float *K = f->impl->kv_k[f->seq][slot], *V = f->impl->kv_v[f->seq][slot];
     for (size_t i = 0; i < TD; i++) {                           /* append to this slot's cache */
-        K[(size_t)f->p0 * D + i] = frigg_f32_to_bf16(f->k[i]);
-        V[(size_t)f->p0 * D + i] = frigg_f32_to_bf16(f->v[i]);
+        K[(size_t)f->p0 * D + i] = f->k[i]; /* already bf16-rounded by RoPE */
+        V[(size_t)f->p0 * D + i] = f->v[i];
     }
     attn_ctx ac = {f, slot};
     frigg_pool_run(pool, T * H, attn_range, &ac);
     for (size_t i = 0; i < TD; i++) {                           /* elementwise sigmoid gate, before o_proj */
-        float sg = frigg_round_bf16(1.0f / (1.0f + expf(-f->g[i])));
-        f->y[i] = frigg_round_bf16(sg * f->o[i]);
+        float sg = frigg_act(1.0f / (1.0f + expf(-f->g[i])));
+        f->y[i] = frigg_act(sg * f->o[i]);
     }
     frigg_cpu_linear(pool, &L->o, f->y, T, f->t1);
-    for (size_t i = 0; i < TD; i++) h[i] = frigg_round_bf16(h[i] + f->t1[i]);
+    for (size_t i = 0; i < TD; i++) h[i] = frigg_act(h[i] + f->t1[i]);
 
     frigg_cpu_rmsnorm(h, T, D, c->rms_norm_eps, f->a);          /* post_attention_layernorm */
     frigg_cpu_linear(pool, &L->mlp_gate, f->a, T, f->mg);
     frigg_cpu_linear(pool, &L->up, f->a, T, f->mu);
     frigg_cpu_swiglu(f->mg, f->mu, T * I, f->mg);
     frigg_cpu_linear(pool, &L->down, f->mg, T, f->t1);
-    for (size_t i = 0; i < TD; i++) h[i] = frigg_round_bf16(h[i] + f->t1[i]);
+    for (size_t i = 0; i < TD; i++) h[i] = frigg_act(h[i] + f->t1[i]);
 }
 
 /* STACK(M, x, r): 16 layers then the weightless final_norm; the output replaces the state. */
@@ -168,17 +168,17 @@ static int forward(frigg_backend *b, int seq, const int32_t *ids, int T, int pre
     float scale = (float)c->embedding_scale;              /* fp32 operand, one rounding (§3.1) */
     for (int t = 0; t < T; t++)
         for (int i = 0; i < D; i++) {
-            zH[(size_t)t * D + i] = frigg_round_bf16(frigg_bf16_to_f32(m->embed.w[(size_t)ids[t] * D + i]) * scale);
+            zH[(size_t)t * D + i] = frigg_act(frigg_bf16_to_f32(m->embed.w[(size_t)ids[t] * D + i]) * scale);
             zL[(size_t)t * D + i] = frigg_bf16_to_f32(m->z_L_init[i]);
         }
     /* The HRM recurrence (§3.3): injection add at each module input only; outputs replace states. */
     for (int h = 0; h < c->H_cycles; h++) {
         for (int l = 0; l < c->L_cycles; l++) {
-            for (size_t i = 0; i < TD; i++) x[i] = frigg_round_bf16(zL[i] + zH[i]);
+            for (size_t i = 0; i < TD; i++) x[i] = frigg_act(zL[i] + zH[i]);
             run_stack(&f, FRIGG_STACK_L, x, h * (c->L_cycles + 1) + l);
             memcpy(zL, x, TD * 4);
         }
-        for (size_t i = 0; i < TD; i++) x[i] = frigg_round_bf16(zH[i] + zL[i]);
+        for (size_t i = 0; i < TD; i++) x[i] = frigg_act(zH[i] + zL[i]);
         run_stack(&f, FRIGG_STACK_H, x, h * (c->L_cycles + 1) + c->L_cycles);
         memcpy(zH, x, TD * 4);
     }
@@ -260,8 +260,8 @@ frigg_backend *frigg_backend_cpu_create(const frigg_model *m, const frigg_backen
     im->kv_k = frigg_xcalloc(o.max_seqs, sizeof *im->kv_k);
     im->kv_v = frigg_xcalloc(o.max_seqs, sizeof *im->kv_v);
     for (int s = 0; s < o.max_seqs; s++) {
-        im->kv_k[s] = frigg_xcalloc(m->cfg.num_slots, sizeof(uint16_t *));
-        im->kv_v[s] = frigg_xcalloc(m->cfg.num_slots, sizeof(uint16_t *));
+        im->kv_k[s] = frigg_xcalloc(m->cfg.num_slots, sizeof(float *));
+        im->kv_v[s] = frigg_xcalloc(m->cfg.num_slots, sizeof(float *));
     }
     return b;
 }

@@ -7,6 +7,8 @@
 
 #include "util.h"
 
+int frigg_cpu_fp32_reference;
+
 typedef struct {
     const frigg_mat *W;
     const float *x;
@@ -38,7 +40,7 @@ static void linear_range(void *vctx, int begin, int end, int thread) {
                 float s = 0;
                 for (; i < K; i++) s += w[i] * x[i];
                 s += ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-                c->y[(size_t)t * O + o0 + r] = frigg_round_bf16(s);
+                c->y[(size_t)t * O + o0 + r] = frigg_act(s);
             }
         }
     }
@@ -56,7 +58,7 @@ void frigg_cpu_rmsnorm(const float *x, int T, int D, double eps, float *y) {
         float ss = 0;
         for (int i = 0; i < D; i++) ss += xr[i] * xr[i];
         float r = 1.0f / sqrtf(ss / (float)D + (float)eps);
-        for (int i = 0; i < D; i++) y[(size_t)t * D + i] = frigg_round_bf16(xr[i] * r);
+        for (int i = 0; i < D; i++) y[(size_t)t * D + i] = frigg_act(xr[i] * r);
     }
 }
 
@@ -72,7 +74,7 @@ void frigg_cpu_rope_tables(const frigg_config *c, int p0, int T, float *cos_t, f
         float p = (float)(p0 + t);
         for (int j = 0; j < half; j++) {
             float ang = p * inv[j]; /* one fp32 product */
-            float cs = frigg_round_bf16((float)cos((double)ang)), sn = frigg_round_bf16((float)sin((double)ang));
+            float cs = frigg_act((float)cos((double)ang)), sn = frigg_act((float)sin((double)ang));
             cos_t[(size_t)t * hd + j] = cos_t[(size_t)t * hd + j + half] = cs;
             sin_t[(size_t)t * hd + j] = sin_t[(size_t)t * hd + j + half] = sn;
         }
@@ -89,7 +91,7 @@ void frigg_cpu_rope_apply(float *x, int T, int heads, int hd, const float *cos_t
             const float *C = cos_t + (size_t)t * hd, *S = sin_t + (size_t)t * hd;
             for (int i = 0; i < hd; i++) {
                 float rot = i < half ? -v[i + half] : v[i - half];
-                tmp[i] = frigg_round_bf16(frigg_round_bf16(v[i] * C[i]) + frigg_round_bf16(rot * S[i]));
+                tmp[i] = frigg_act(frigg_act(v[i] * C[i]) + frigg_act(rot * S[i]));
             }
             for (int i = 0; i < hd; i++) v[i] = tmp[i];
         }
@@ -98,8 +100,8 @@ void frigg_cpu_rope_apply(float *x, int T, int heads, int hd, const float *cos_t
 
 void frigg_cpu_swiglu(const float *g, const float *u, int n, float *out) {
     for (int i = 0; i < n; i++) {
-        float s = frigg_round_bf16(g[i] / (1.0f + expf(-g[i])));
-        out[i] = frigg_round_bf16(s * u[i]);
+        float s = frigg_act(g[i] / (1.0f + expf(-g[i])));
+        out[i] = frigg_act(s * u[i]);
     }
 }
 

@@ -8,6 +8,13 @@
 
 #include "model.h"
 #include "threadpool.h"
+#include "util.h"
+
+/* Reference precision, process-wide. 0 (default): round to bf16 everywhere HF's bf16 model rounds.
+ * 1: round nowhere, which is HF's model run in float32 on the same (bf16-valued) weights — the tight,
+ * structural comparison of MODEL.md T17. Set once before running; tests and frigg-parity use it. */
+extern int frigg_cpu_fp32_reference;
+static inline float frigg_act(float x) { return frigg_cpu_fp32_reference ? x : frigg_round_bf16(x); }
 
 /* y[t][o] = bf16(Σ_i W[o][i]·x[t][i]) for t < T, o < W.rows; fp32 accumulation. */
 void frigg_cpu_linear(frigg_pool *pool, const frigg_mat *W, const float *x, int T, float *y);

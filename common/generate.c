@@ -56,7 +56,7 @@ int frigg_generate(frigg_backend *b, int seq, const int32_t *prompt, int n, cons
     frigg_sampler smp;
     frigg_sampler_init(&smp, &p->sampling, V);
     /* On-device argmax only when nothing needs the logits on the host. */
-    int device_greedy = b->decode_argmax && p->sampling.temperature <= 0 && p->sampling.repetition_penalty == 1.0f &&
+    int device_greedy = b->decode_argmax && p->sampling.temperature <= 0 && (p->sampling.repetition_penalty == 1.0f || p->sampling.repetition_penalty <= 0) &&
                         !k;
     int rc = -1;
     double t0 = frigg_now_ms();

@@ -35,6 +35,8 @@ double frigg_rng_uniform(uint64_t s[4]) { return (double)(frigg_rng_next(s) >> 1
 
 void frigg_sampler_init(frigg_sampler *s, const frigg_sampler_params *p, int vocab) {
     s->p = *p;
+    if (s->p.top_p <= 0 || s->p.top_p > 1) s->p.top_p = 1;
+    if (s->p.repetition_penalty <= 0) s->p.repetition_penalty = 1;
     s->vocab = vocab;
     frigg_rng_seed(s->s, p->seed);
     s->work = frigg_xmalloc((size_t)vocab * sizeof(float));
@@ -49,7 +51,7 @@ void frigg_sampler_free(frigg_sampler *s) {
 }
 
 void frigg_apply_repetition_penalty(float *logits, int vocab, const int32_t *prev, int nprev, float penalty) {
-    if (penalty == 1.0f) return;
+    if (penalty == 1.0f || penalty <= 0) return;
     unsigned char *seen = calloc((size_t)vocab, 1);
     if (!seen) abort();
     for (int i = 0; i < nprev; i++) {

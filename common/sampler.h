@@ -8,9 +8,9 @@
 typedef struct {
     float temperature;         /* 0 = greedy */
     int top_k;                 /* 0 = off */
-    float top_p;               /* 1 = off; otherwise keep the smallest prefix of the sorted
+    float top_p;               /* 0 or 1 = off; otherwise keep the smallest prefix of the sorted
                                   distribution whose mass reaches top_p */
-    float repetition_penalty;  /* 1 = off */
+    float repetition_penalty;  /* 0 or 1 = off (so a zero-initialised struct means plain greedy) */
     uint64_t seed;
 } frigg_sampler_params;
 
