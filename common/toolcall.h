@@ -1,0 +1,19 @@
+/* toolcall.h — tool calls in DFM-Mimir's generated text, as the chat template writes them:
+ * `<|tool_call>call:NAME{key:value,…}<tool_call|>`, keys bare (or <|"|>-quoted), strings as raw
+ * text between <|"|> tokens, numbers as Python prints them, true/false, None, nested {} and [].
+ * Parsed with a small recursive parser (not by rewriting to JSON, which breaks on strings that
+ * hold quotes) into OpenAI-style tool_calls. */
+#ifndef FRIGG_TOOLCALL_H
+#define FRIGG_TOOLCALL_H
+
+#include <jansson.h>
+
+/* Returns a new JSON array of OpenAI tool_calls
+ * ([{"id":"call_0","type":"function","function":{"name":..,"arguments":"<JSON string>"}}]),
+ * empty when the text has none. *content_out (when not NULL) gets the text with the calls
+ * removed (malloc'd). Malformed call syntax -> NULL + frigg_error() saying what and where.
+ * Whitespace is allowed around values; keys are taken verbatim. Numbers keep their digits in
+ * the arguments JSON (0.1 stays "0.1"). */
+json_t *frigg_parse_tool_calls(const char *text, char **content_out);
+
+#endif
