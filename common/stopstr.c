@@ -1,10 +1,11 @@
 /* stopstr.c — see stopstr.h.
  *
  * Invariant: `held` is the longest suffix of the text seen so far that is a proper prefix of some
- * stop string. Everything before it has been emitted and provably starts no stop string: a stop
- * starting there would either lie wholly inside the text seen (found as a full match) or run past
- * its end (then that position would start a held suffix). Held text is at most the longest stop
- * minus one byte, so each push costs O((held + piece) * total stop length). */
+ * stop string (it may also contain a complete, later-starting match that is not yet decided).
+ * Everything before it has been emitted and provably starts no stop string: a stop starting there
+ * would either lie wholly inside the text seen (found as a full match) or run past its end (then
+ * that position would start a held suffix). Held text is shorter than the longest stop, so each
+ * push costs O((held + piece) * total stop length). */
 #include "stopstr.h"
 
 #include <stdlib.h>
@@ -49,27 +50,19 @@ static void give(const char *p, size_t n, char **out, size_t *out_len) {
     *out_len = n;
 }
 
-int frigg_stopstr_push(frigg_stopstr *s, const char *piece, size_t len, char **out, size_t *out_len) {
-    if (s->stopped) {
-        give("", 0, out, out_len);
-        return 1;
-    }
-    frigg_sb_put(&s->held, piece, len);
-    const char *t = s->held.p ? s->held.p : "";
-    size_t n = s->held.len;
-
-    size_t first = n; /* earliest start of a complete stop string */
+/* Earliest start of a complete stop string in t[0..n), or n. */
+static size_t first_match(const frigg_stopstr *s, const char *t, size_t n) {
+    size_t first = n;
     for (int k = 0; k < s->n; k++) {
         const char *m = memmem(t, n, s->stops[k], s->lens[k]);
         if (m && (size_t)(m - t) < first) first = (size_t)(m - t);
     }
-    if (first < n) {
-        give(t, first, out, out_len);
-        s->stopped = 1;
-        frigg_sb_free(&s->held);
-        return 1;
-    }
-    size_t keep_from = n; /* earliest position whose suffix is a proper prefix of a stop */
+    return first;
+}
+
+/* Earliest position whose suffix t[pos..n) is a proper prefix of some stop string, or n. */
+static size_t first_partial(const frigg_stopstr *s, const char *t, size_t n) {
+    size_t keep_from = n;
     for (int k = 0; k < s->n; k++) {
         size_t maxl = s->lens[k] - 1 < n ? s->lens[k] - 1 : n;
         for (size_t l = maxl; l > 0; l--) {
@@ -80,21 +73,46 @@ int frigg_stopstr_push(frigg_stopstr *s, const char *piece, size_t len, char **o
             }
         }
     }
+    return keep_from;
+}
+
+int frigg_stopstr_push(frigg_stopstr *s, const char *piece, size_t len, char **out, size_t *out_len) {
+    if (s->stopped) {
+        give("", 0, out, out_len);
+        return 1;
+    }
+    frigg_sb_put(&s->held, piece, len);
+    const char *t = s->held.p ? s->held.p : "";
+    size_t n = s->held.len;
+    size_t first = first_match(s, t, n), keep_from = first_partial(s, t, n);
+    /* A complete match decides the cut only when no longer stop string could still complete
+     * starting earlier (stops "<" and "a<><" on text "a<"): until then everything from the
+     * earliest partial match stays held. */
+    if (first < n && first <= keep_from) {
+        give(t, first, out, out_len);
+        s->stopped = 1;
+        frigg_sb_free(&s->held);
+        return 1;
+    }
     give(t, keep_from, out, out_len);
-    memmove(s->held.p ? s->held.p : (char *)t, t + keep_from, n - keep_from);
+    memmove(s->held.p, t + keep_from, n - keep_from);
     s->held.len = n - keep_from;
-    if (s->held.p) s->held.p[s->held.len] = 0;
+    s->held.p[s->held.len] = 0;
     return 0;
 }
 
 void frigg_stopstr_flush(frigg_stopstr *s, char **out, size_t *out_len) {
     if (s->stopped || !s->held.p) {
         give("", 0, out, out_len);
-    } else {
-        give(s->held.p, s->held.len, out, out_len);
+    } else { /* no more text can come: a complete match inside the held tail now decides */
+        size_t first = first_match(s, s->held.p, s->held.len);
+        if (first < s->held.len) s->stopped = 1;
+        give(s->held.p, first, out, out_len);
     }
     frigg_sb_free(&s->held);
 }
+
+int frigg_stopstr_matched(const frigg_stopstr *s) { return s->stopped; }
 
 void frigg_stopstr_free(frigg_stopstr *s) {
     if (!s) return;

@@ -122,15 +122,18 @@ static int parse_object(parser *p, int depth) {
     }
     for (int first = 1;; first = 0) {
         if (!first) frigg_sb_putc(&p->json, ',');
+        skip_ws(p);
         if (at(p, Q)) { /* format_argument's escaped-key form */
             if (parse_string(p)) return -1;
+            skip_ws(p);
         } else {
             size_t k = p->pos;
             while (p->pos < p->n && !strchr(":{}[],", p->s[p->pos]) && p->s[p->pos]) p->pos++;
             if (p->pos >= p->n || p->s[p->pos] != ':') return fail(p, "expected key:value");
-            size_t save = p->pos;
+            size_t save = p->pos, e = save;
+            while (e > k && strchr(" \t\r\n", p->s[e - 1])) e--;
             p->pos = k;
-            if (put_json_string(p, p->s + k, save - k)) return -1;
+            if (put_json_string(p, p->s + k, e - k)) return -1;
             p->pos = save;
         }
         if (p->pos >= p->n || p->s[p->pos] != ':') return fail(p, "expected ':' after a key");

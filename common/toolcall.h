@@ -12,8 +12,9 @@
  * ([{"id":"call_0","type":"function","function":{"name":..,"arguments":"<JSON string>"}}]),
  * empty when the text has none. *content_out (when not NULL) gets the text with the calls
  * removed (malloc'd). Malformed call syntax -> NULL + frigg_error() saying what and where.
- * Whitespace is allowed around values; keys are taken verbatim. Numbers keep their digits in
- * the arguments JSON (0.1 stays "0.1"). */
+ * ASCII whitespace is allowed around keys and values (and trimmed from bare keys); the
+ * arguments JSON keeps each number's digits as written (0.1 stays "0.1"). A string holding the
+ * <|"|> token itself cannot be told apart from its end: the template has no escape for it. */
 json_t *frigg_parse_tool_calls(const char *text, char **content_out);
 
 #endif
