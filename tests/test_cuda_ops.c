@@ -1,0 +1,377 @@
+/* test_cuda_ops.c — every CUDA kernel against the CPU reference op it replaces (cpu_ops.h), in the style of
+ * llama.cpp's test-backend-ops: same random inputs, compare outputs. Kernels round to bf16 at the same
+ * points as the CPU ops, but fp32 sums run in another order, so an output may sit one bf16 ulp away; the
+ * checks allow exactly that (and only on a small fraction of elements), everything else must be equal.
+ * Without CUDA in the build, or without a GPU, every group is skipped (0 failed). */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "util.h"
+
+#ifdef FRIGG_CUDA
+#include <cuda_runtime_api.h>
+
+#include "backend.h"
+#include "cpu_ops.h"
+#include "../kernels/kernels.h"
+
+static uint64_t rng = 88172645463325252ull;
+static float frand(void) { /* uniform [-1, 1) */
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+static void fill(float *x, size_t n, float scale) {
+    for (size_t i = 0; i < n; i++) x[i] = frigg_round_bf16(frand() * scale);
+}
+static uint16_t *to_dev(const float *x, size_t n) {
+    uint16_t *h = malloc(n * 2), *d = NULL;
+    for (size_t i = 0; i < n; i++) h[i] = frigg_f32_to_bf16(x[i]);
+    cudaMalloc((void **)&d, n * 2 + 16);
+    cudaMemcpy(d, h, n * 2, cudaMemcpyHostToDevice);
+    free(h);
+    return d;
+}
+static void from_dev(const uint16_t *d, size_t n, float *x) {
+    uint16_t *h = malloc(n * 2);
+    cudaDeviceSynchronize();
+    cudaMemcpy(h, d, n * 2, cudaMemcpyDeviceToHost);
+    for (size_t i = 0; i < n; i++) x[i] = frigg_bf16_to_f32(h[i]);
+    free(h);
+}
+
+/* Equal, or one bf16 ulp apart on at most `frac` of the elements (summation order); never more. */
+static void expect_close(const char *what, const float *got, const float *ref, size_t n, double frac) {
+    size_t off = 0, bad = 0;
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (got[i] == ref[i]) continue;
+        double ulp = fmax(fabs(ref[i]), 1e-30) / 128.0;
+        double d = fabs(got[i] - ref[i]);
+        if (d <= ulp * 1.01 + 1e-30) off++;
+        else bad++;
+        if (d > worst) worst = d;
+    }
+    CHECK(bad == 0 && off <= frac * n + 1, "%s: %zu of %zu beyond 1 ulp, %zu one ulp off (worst |d| %.3g)", what, bad, n,
+          off, worst);
+}
+
+static void test_gemv(frigg_pool *pool) {
+    static const int shapes[][2] = {{96, 64}, {200, 1536}, {1536, 4096}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        int O = shapes[si][0], K = shapes[si][1];
+        float *W = malloc(sizeof(float) * O * K), *x = malloc(sizeof(float) * 8 * K), *h = malloc(sizeof(float) * 8 * O);
+        fill(W, (size_t)O * K, 1.0f / sqrtf((float)K));
+        fill(x, (size_t)8 * K, 2.0f);
+        fill(h, (size_t)8 * O, 1.0f);
+        uint16_t *Wb = malloc((size_t)O * K * 2);
+        for (size_t i = 0; i < (size_t)O * K; i++) Wb[i] = frigg_f32_to_bf16(W[i]);
+        frigg_mat M = {Wb, O, K};
+        uint16_t *dW = to_dev(W, (size_t)O * K), *dx = to_dev(x, (size_t)8 * K), *dout;
+        cudaMalloc((void **)&dout, (size_t)8 * O * 2);
+        float *xn = malloc(sizeof(float) * 8 * K), *ref = malloc(sizeof(float) * 8 * O), *got = malloc(sizeof(float) * 8 * O);
+        float *sw = malloc(sizeof(float) * 8 * O);
+        for (int B = 1; B <= 8; B++) {
+            for (int norm = 0; norm <= 1; norm++) {
+                const float *in = x;
+                if (norm) {
+                    frigg_cpu_rmsnorm(x, B, K, 1e-6, xn);
+                    in = xn;
+                }
+                frigg_cpu_linear(pool, &M, in, B, ref);
+                char what[96];
+                /* store */
+                CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_STORE, dout, 0) == 0, "%s", frigg_error());
+                from_dev(dout, (size_t)B * O, got);
+                snprintf(what, sizeof what, "gemv %dx%d B=%d norm=%d store", O, K, B, norm);
+                expect_close(what, got, ref, (size_t)B * O, 0.02);
+                /* residual epilogue: h + bf16(W x) */
+                uint16_t *dh = to_dev(h, (size_t)B * O);
+                CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_RESID, dh, 0) == 0, "%s", frigg_error());
+                from_dev(dh, (size_t)B * O, got);
+                for (int i = 0; i < B * O; i++) sw[i] = frigg_round_bf16(h[i] + ref[i]);
+                snprintf(what, sizeof what, "gemv %dx%d B=%d norm=%d resid", O, K, B, norm);
+                expect_close(what, got, sw, (size_t)B * O, 0.02);
+                cudaFree(dh);
+                /* SwiGLU epilogue: rows [0, O/2) gate, [O/2, O) up */
+                int I = O / 2;
+                for (int b = 0; b < B; b++) frigg_cpu_swiglu(ref + (size_t)b * O, ref + (size_t)b * O + I, I, sw + (size_t)b * I);
+                CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
+                from_dev(dout, (size_t)B * I, got);
+                snprintf(what, sizeof what, "gemv %dx%d B=%d norm=%d swiglu", O, K, B, norm);
+                expect_close(what, got, sw, (size_t)B * I, 0.03);
+            }
+        }
+        /* Rows of one pass are independent: B=1 on row 3 equals row 3 of a B=8 pass, bit for bit. */
+        float *row8 = malloc(sizeof(float) * 8 * O);
+        fk_gemv(dW, O, K, dx, 8, 1, 1e-6f, FK_GEMV_STORE, dout, 0);
+        from_dev(dout, (size_t)8 * O, row8);
+        fk_gemv(dW, O, K, dx + (size_t)3 * K, 1, 1, 1e-6f, FK_GEMV_STORE, dout, 0);
+        from_dev(dout, (size_t)O, got);
+        CHECK(!memcmp(got, row8 + (size_t)3 * O, sizeof(float) * O), "gemv %dx%d: batch row differs from single row", O, K);
+        free(row8);
+        /* A bad shape is an error, not a silent no-op. */
+        CHECK(fk_gemv(dW, O, K, dx, 9, 0, 1e-6f, FK_GEMV_STORE, dout, 0) != 0, "gemv accepted 9 rows");
+        cudaFree(dW);
+        cudaFree(dx);
+        cudaFree(dout);
+        free(W); free(x); free(h); free(Wb); free(xn); free(ref); free(got); free(sw);
+    }
+}
+
+static void test_norms(void) {
+    int T = 5, D = 1536;
+    size_t n = (size_t)T * D;
+    float *h = malloc(n * 4), *y = malloc(n * 4), *o = malloc(n * 4), *ref = malloc(n * 4), *got = malloc(n * 4);
+    fill(h, n, 3.0f);
+    fill(y, n, 1.0f);
+    fill(o, n, 1.0f);
+    uint16_t *dh = to_dev(h, n), *dy = to_dev(y, n), *da, *dother = to_dev(o, n);
+    cudaMalloc((void **)&da, n * 2);
+    frigg_cpu_rmsnorm(h, T, D, 1e-6, ref);
+    CHECK(fk_rmsnorm(dh, da, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
+    from_dev(da, n, got);
+    expect_close("rmsnorm", got, ref, n, 0.01);
+    /* add + norm */
+    float *hs = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) hs[i] = frigg_round_bf16(h[i] + y[i]);
+    frigg_cpu_rmsnorm(hs, T, D, 1e-6, ref);
+    CHECK(fk_add_rmsnorm(dh, dy, da, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
+    from_dev(dh, n, got);
+    CHECK(!memcmp(got, hs, n * 4), "add_rmsnorm: the residual sum is not bf16(h + y)");
+    from_dev(da, n, got);
+    expect_close("add_rmsnorm", got, ref, n, 0.01);
+    /* run end: state = norm(x), x = bf16(state + other) */
+    uint16_t *dstate;
+    cudaMalloc((void **)&dstate, n * 2);
+    CHECK(fk_run_end(dh, dstate, dother, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
+    from_dev(dstate, n, got);
+    expect_close("run_end state", got, ref, n, 0.01);
+    float *nx = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) nx[i] = frigg_round_bf16(got[i] + o[i]);
+    from_dev(dh, n, got);
+    CHECK(!memcmp(got, nx, n * 4), "run_end: next input is not bf16(state + other)");
+    /* swiglu */
+    int I = 700;
+    float *gu = malloc(sizeof(float) * T * 2 * I), *sref = malloc(sizeof(float) * T * I), *sgot = malloc(sizeof(float) * T * I);
+    fill(gu, (size_t)T * 2 * I, 6.0f);
+    for (int t = 0; t < T; t++) frigg_cpu_swiglu(gu + (size_t)t * 2 * I, gu + (size_t)t * 2 * I + I, I, sref + (size_t)t * I);
+    uint16_t *dgu = to_dev(gu, (size_t)T * 2 * I), *dm;
+    cudaMalloc((void **)&dm, (size_t)T * I * 2);
+    CHECK(fk_swiglu(dgu, T, I, dm, 0) == 0, "%s", frigg_error());
+    from_dev(dm, (size_t)T * I, sgot);
+    expect_close("swiglu", sgot, sref, (size_t)T * I, 0.01);
+    /* embed: bf16(e * scale), z_L broadcast, first injection */
+    int V = 50;
+    float *E = malloc(sizeof(float) * V * D), *zl = malloc(sizeof(float) * D);
+    fill(E, (size_t)V * D, 0.05f);
+    fill(zl, D, 1.0f);
+    int32_t ids[3] = {7, 0, 49}, *dids;
+    cudaMalloc((void **)&dids, sizeof ids);
+    cudaMemcpy(dids, ids, sizeof ids, cudaMemcpyHostToDevice);
+    uint16_t *dE = to_dev(E, (size_t)V * D), *dzl = to_dev(zl, D);
+    CHECK(fk_embed(dE, dzl, dids, 3, D, 39.191835884530846f, dh, dy, da, 0) == 0, "%s", frigg_error());
+    from_dev(dh, (size_t)3 * D, got);
+    from_dev(da, (size_t)3 * D, ref);
+    int ok = 1;
+    for (int t = 0; t < 3; t++)
+        for (int i = 0; i < D; i++) {
+            float zh = frigg_round_bf16(E[(size_t)ids[t] * D + i] * (float)39.191835884530846);
+            ok &= got[(size_t)t * D + i] == zh && ref[(size_t)t * D + i] == frigg_round_bf16(zh + zl[i]);
+        }
+    CHECK(ok, "embed: z_H or the first injection differs from the CPU formula");
+    cudaFree(dh); cudaFree(dy); cudaFree(da); cudaFree(dother); cudaFree(dstate); cudaFree(dgu); cudaFree(dm);
+    cudaFree(dids); cudaFree(dE); cudaFree(dzl);
+    free(h); free(y); free(o); free(ref); free(got); free(hs); free(nx); free(gu); free(sref); free(sgot); free(E); free(zl);
+}
+
+/* Reference attention (double precision) with the PrefixLM rule, for the gate-fused output. */
+static void ref_attention(const float *q, const float *K, const float *V, const float *g, int T, int nq, int q0, int H,
+                          int hd, int P, float *y) {
+    int D = H * hd;
+    double *p = malloc(sizeof(double) * T);
+    for (int t = 0; t < nq; t++)
+        for (int h = 0; h < H; h++) {
+            int qpos = q0 + t;
+            double mx = -INFINITY;
+            for (int j = 0; j < T; j++) {
+                int ok = j <= qpos || (qpos < P && j < P);
+                if (!ok) {
+                    p[j] = -INFINITY;
+                    continue;
+                }
+                double s = 0;
+                for (int d = 0; d < hd; d++) s += (double)q[(size_t)t * D + h * hd + d] * K[((size_t)h * T + j) * hd + d];
+                p[j] = s / sqrt((double)hd);
+                if (p[j] > mx) mx = p[j];
+            }
+            double sum = 0;
+            for (int j = 0; j < T; j++) {
+                p[j] = p[j] == -INFINITY ? 0 : exp(p[j] - mx);
+                sum += p[j];
+            }
+            for (int d = 0; d < hd; d++) {
+                double o = 0;
+                for (int j = 0; j < T; j++) o += p[j] / sum * V[((size_t)h * T + j) * hd + d];
+                float gg = g[(size_t)t * 4 * D + h * hd + d];
+                float sg = frigg_round_bf16(1.0f / (1.0f + expf(-gg)));
+                y[(size_t)t * D + h * hd + d] = frigg_round_bf16(sg * frigg_round_bf16((float)o));
+            }
+        }
+    free(p);
+}
+
+static void test_attention(void) {
+    static const int cfgs[][3] = {{100, 2, 128}, {37, 4, 16}, {70, 3, 32}}; /* T, heads, head_dim */
+    for (size_t ci = 0; ci < sizeof cfgs / sizeof cfgs[0]; ci++) {
+        int T = cfgs[ci][0], H = cfgs[ci][1], hd = cfgs[ci][2], D = H * hd, max_ctx = T + 3;
+        float *q = malloc(sizeof(float) * T * D), *K = malloc(sizeof(float) * H * T * hd), *V = malloc(sizeof(float) * H * T * hd);
+        float *g = malloc(sizeof(float) * T * 4 * D), *ref = malloc(sizeof(float) * T * D), *got = malloc(sizeof(float) * T * D);
+        fill(q, (size_t)T * D, 2.0f);
+        fill(K, (size_t)H * T * hd, 2.0f);
+        fill(V, (size_t)H * T * hd, 1.0f);
+        fill(g, (size_t)T * 4 * D, 3.0f);
+        /* cache laid out [head][max_ctx][hd] */
+        float *Kc = calloc((size_t)H * max_ctx * hd, sizeof(float)), *Vc = calloc((size_t)H * max_ctx * hd, sizeof(float));
+        for (int h = 0; h < H; h++)
+            for (int j = 0; j < T; j++)
+                for (int d = 0; d < hd; d++) {
+                    Kc[((size_t)h * max_ctx + j) * hd + d] = K[((size_t)h * T + j) * hd + d];
+                    Vc[((size_t)h * max_ctx + j) * hd + d] = V[((size_t)h * T + j) * hd + d];
+                }
+        uint16_t *dq = to_dev(q, (size_t)T * D), *dk = to_dev(Kc, (size_t)H * max_ctx * hd), *dv = to_dev(Vc, (size_t)H * max_ctx * hd);
+        uint16_t *dg = to_dev(g, (size_t)T * 4 * D), *dy;
+        cudaMalloc((void **)&dy, (size_t)T * D * 2);
+        int prefixes[3] = {0, T / 2, T};
+        for (int pi = 0; pi < 3; pi++) {
+            int P = prefixes[pi];
+            ref_attention(q, K, V, g, T, T, 0, H, hd, P, ref);
+            CHECK(fk_attn_prefill(dq, dk, dv, dg, T, H, hd, max_ctx, P, dy, 0) == 0, "%s", frigg_error());
+            from_dev(dy, (size_t)T * D, got);
+            char what[80];
+            snprintf(what, sizeof what, "attn_prefill T=%d H=%d hd=%d P=%d", T, H, hd, P);
+            expect_close(what, got, ref, (size_t)T * D, 0.02);
+        }
+        /* The mask must matter: a prefix run differs from the causal reference on early rows. */
+        ref_attention(q, K, V, g, T, T, 0, H, hd, 0, ref);
+        fk_attn_prefill(dq, dk, dv, dg, T, H, hd, max_ctx, T, dy, 0);
+        from_dev(dy, (size_t)T * D, got);
+        CHECK(memcmp(got, ref, sizeof(float) * D) != 0, "attn_prefill: prefix and causal gave the same first row");
+        /* Decode: rows b = 0..2 of sequences 0..2 (the same cache, seq_stride 0) at different positions. */
+        int32_t seqh[3] = {0, 0, 0}, posh[3] = {T - 1, T / 2, 0}, *dseq, *dpos;
+        cudaMalloc((void **)&dseq, sizeof seqh);
+        cudaMalloc((void **)&dpos, sizeof posh);
+        cudaMemcpy(dseq, seqh, sizeof seqh, cudaMemcpyHostToDevice);
+        cudaMemcpy(dpos, posh, sizeof posh, cudaMemcpyHostToDevice);
+        float *work;
+        cudaMalloc((void **)&work, fk_attn_decode_work_floats(3, H, hd, max_ctx) * 4);
+        /* q rows and gates for decode: rows 0..2 of q/g */
+        CHECK(fk_attn_decode(dq, dk, dv, 0, dseq, dpos, dg, 3, H, hd, max_ctx, work, dy, 0) == 0, "%s", frigg_error());
+        from_dev(dy, (size_t)3 * D, got);
+        for (int b = 0; b < 3; b++) {
+            /* row b's query is q[b], attending causally to keys [0, pos] */
+            ref_attention(q + (size_t)b * D, K, V, g + (size_t)b * 4 * D, T, 1, posh[b], H, hd, 0, ref);
+            char what[80];
+            snprintf(what, sizeof what, "attn_decode T=%d H=%d hd=%d row %d", T, H, hd, b);
+            expect_close(what, got + (size_t)b * D, ref, (size_t)D, 0.02);
+        }
+        cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dg); cudaFree(dy); cudaFree(dseq); cudaFree(dpos); cudaFree(work);
+        free(q); free(K); free(V); free(g); free(ref); free(got); free(Kc); free(Vc);
+    }
+}
+
+static void test_rope(void) {
+    frigg_config c = {0};
+    c.head_dim = 128;
+    c.num_heads = 3;
+    c.rope_theta = 10000.0;
+    int T = 6, H = 3, hd = 128, D = H * hd, max_ctx = 64;
+    float *cs = malloc(sizeof(float) * max_ctx * hd), *sn = malloc(sizeof(float) * max_ctx * hd);
+    frigg_cpu_rope_tables(&c, 0, max_ctx, cs, sn);
+    float *gqkv = malloc(sizeof(float) * T * 4 * D);
+    fill(gqkv, (size_t)T * 4 * D, 3.0f);
+    int32_t pos[6] = {0, 1, 2, 17, 40, 63}, seq[6] = {0, 1, 0, 1, 0, 1}, *dpos, *dseq;
+    cudaMalloc((void **)&dpos, sizeof pos);
+    cudaMalloc((void **)&dseq, sizeof seq);
+    cudaMemcpy(dpos, pos, sizeof pos, cudaMemcpyHostToDevice);
+    cudaMemcpy(dseq, seq, sizeof seq, cudaMemcpyHostToDevice);
+    uint16_t *dg = to_dev(gqkv, (size_t)T * 4 * D), *dcos = to_dev(cs, (size_t)max_ctx * hd), *dsin = to_dev(sn, (size_t)max_ctx * hd);
+    uint16_t *dq, *dk, *dv;
+    long long seq_stride = (long long)H * max_ctx * hd;
+    cudaMalloc((void **)&dq, (size_t)T * D * 2);
+    cudaMalloc((void **)&dk, (size_t)2 * seq_stride * 2);
+    cudaMalloc((void **)&dv, (size_t)2 * seq_stride * 2);
+    CHECK(fk_rope_kv(dg, T, H, hd, dseq, dpos, dcos, dsin, dq, dk, dv, seq_stride, max_ctx, 0) == 0, "%s", frigg_error());
+    float *q = malloc(sizeof(float) * D), *k = malloc(sizeof(float) * D), *got = malloc(sizeof(float) * T * D);
+    float *kc = malloc(sizeof(float) * 2 * seq_stride), *vc = malloc(sizeof(float) * 2 * seq_stride);
+    from_dev(dq, (size_t)T * D, got);
+    from_dev(dk, (size_t)2 * seq_stride, kc);
+    from_dev(dv, (size_t)2 * seq_stride, vc);
+    int qok = 1, kok = 1, vok = 1;
+    for (int t = 0; t < T; t++) {
+        memcpy(q, gqkv + (size_t)t * 4 * D + D, sizeof(float) * D);
+        memcpy(k, gqkv + (size_t)t * 4 * D + 2 * D, sizeof(float) * D);
+        frigg_cpu_rope_apply(q, 1, H, hd, cs + (size_t)pos[t] * hd, sn + (size_t)pos[t] * hd);
+        frigg_cpu_rope_apply(k, 1, H, hd, cs + (size_t)pos[t] * hd, sn + (size_t)pos[t] * hd);
+        for (int j = 0; j < D; j++) {
+            int h = j / hd, d = j % hd;
+            size_t at = (size_t)seq[t] * seq_stride + ((size_t)h * max_ctx + pos[t]) * hd + d;
+            qok &= got[(size_t)t * D + j] == q[j];
+            kok &= kc[at] == k[j];
+            vok &= vc[at] == gqkv[(size_t)t * 4 * D + 3 * D + j];
+        }
+    }
+    CHECK(qok, "rope_kv: rotated q differs from frigg_cpu_rope_apply");
+    CHECK(kok, "rope_kv: cached k differs from frigg_cpu_rope_apply or sits at the wrong slot position");
+    CHECK(vok, "rope_kv: cached v is not the v rows");
+    cudaFree(dpos); cudaFree(dseq); cudaFree(dg); cudaFree(dcos); cudaFree(dsin); cudaFree(dq); cudaFree(dk); cudaFree(dv);
+    free(cs); free(sn); free(gqkv); free(q); free(k); free(got); free(kc); free(vc);
+}
+
+static void test_argmax(void) {
+    int B = 3, V = 262144;
+    float *x = malloc(sizeof(float) * B * V);
+    fill(x, (size_t)B * V, 10.0f);
+    x[5] = 50.0f; x[70000] = 50.0f;                           /* tie: the lower index wins */
+    x[V + V - 1] = 60.0f;                                     /* last element */
+    for (int i = 0; i < V; i++) x[2 * (size_t)V + i] = -INFINITY;
+    x[2 * (size_t)V + 1234] = -1.0f;
+    uint16_t *dx = to_dev(x, (size_t)B * V);
+    int32_t *dids, ids[3];
+    cudaMalloc((void **)&dids, sizeof ids);
+    CHECK(fk_argmax_bf16(dx, B, V, dids, 0) == 0, "%s", frigg_error());
+    cudaMemcpy(ids, dids, sizeof ids, cudaMemcpyDeviceToHost);
+    CHECK(ids[0] == 5 && ids[1] == V - 1 && ids[2] == 1234, "argmax: got %d %d %d", ids[0], ids[1], ids[2]);
+    for (int b = 0; b < B; b++) CHECK(ids[b] == frigg_argmax(x + (size_t)b * V, V), "argmax row %d differs from frigg_argmax", b);
+    cudaFree(dx);
+    cudaFree(dids);
+    free(x);
+}
+#endif
+
+int main(void) {
+    TEST_MAIN_BEGIN("test_cuda_ops");
+#ifndef FRIGG_CUDA
+    SKIP("built without CUDA (FRIGG_CUDA=0)");
+#else
+    if (frigg_cuda_device_count() < 1) {
+        SKIP("no CUDA device present");
+    } else {
+        CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
+        frigg_pool *pool = frigg_pool_create(0);
+        test_gemv(pool);
+        test_norms();
+        test_rope();
+        test_attention();
+        test_argmax();
+        frigg_pool_destroy(pool);
+        cudaError_t e = cudaDeviceSynchronize();
+        CHECK(e == cudaSuccess, "device error: %s", cudaGetErrorString(e));
+    }
+#endif
+    TEST_MAIN_END();
+}
