@@ -1,0 +1,187 @@
+/* tok_internal.h — the tokenizer's internal types, shared by the tokenizer*.c / tok_*.c files only.
+ * Layout: tok_map.c (hash maps, byte buffers), tokenizer_load.c (tokenizer.json → this struct),
+ * tok_added.c (added-token splitting), tok_pretok.c (normalizers, pre-tokenizers),
+ * tok_bpe.c (the BPE model), tok_decode.c (decoders, streaming), tokenizer.c (the public API). */
+#ifndef FRIGG_TOK_INTERNAL_H
+#define FRIGG_TOK_INTERNAL_H
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tokenizer.h"
+
+void *tok_xrealloc(void *p, size_t n); /* aborts with a message on out-of-memory */
+
+/* A growable byte buffer; p is always NUL-terminated when non-NULL. */
+typedef struct {
+    char *p;
+    size_t n, cap;
+} tok_buf;
+void tok_buf_put(tok_buf *b, const void *s, size_t n);
+static inline void tok_buf_putc(tok_buf *b, char c) { tok_buf_put(b, &c, 1); }
+void tok_buf_put_cp(tok_buf *b, uint32_t cp); /* UTF-8 of one code point */
+char *tok_buf_take(tok_buf *b, size_t *len); /* hands the (NUL-terminated) bytes to the caller */
+
+/* A growable int32 vector. */
+typedef struct {
+    int32_t *v;
+    size_t n, cap;
+} tok_ivec;
+void tok_ivec_push(tok_ivec *a, int32_t x);
+
+/* String → int32 map (open addressing). Keys are byte strings and may contain NUL; a put of an
+ * existing key overwrites its value, like serde's map (last duplicate wins). */
+typedef struct {
+    char *arena;
+    size_t arena_n, arena_cap;
+    size_t *key_off, *key_len;
+    int32_t *val;
+    uint64_t *hash;
+    size_t n, cap;       /* entries */
+    uint32_t *slots;     /* entry index + 1; 0 = empty */
+    size_t slot_mask;
+} tok_strmap;
+void tok_strmap_init(tok_strmap *m, size_t expected);
+void tok_strmap_free(tok_strmap *m);
+size_t tok_strmap_put(tok_strmap *m, const char *k, size_t len, int32_t val); /* returns entry index */
+int32_t tok_strmap_get(const tok_strmap *m, const char *k, size_t len);       /* -1 if absent */
+static inline const char *tok_strmap_key(const tok_strmap *m, size_t e, size_t *len) {
+    *len = m->key_len[e];
+    return m->arena + m->key_off[e];
+}
+
+/* (uint32, uint32) → (uint32 rank, int32 value) map: BPE merges and trie edges. */
+typedef struct {
+    uint64_t *keys; /* UINT64_MAX = empty */
+    uint32_t *rank;
+    int32_t *val;
+    size_t n, mask;
+} tok_pairmap;
+void tok_pairmap_init(tok_pairmap *m, size_t expected);
+void tok_pairmap_free(tok_pairmap *m);
+void tok_pairmap_put(tok_pairmap *m, uint32_t a, uint32_t b, uint32_t rank, int32_t val); /* overwrites */
+/* Returns 1 and fills rank/val when present. */
+int tok_pairmap_get(const tok_pairmap *m, uint32_t a, uint32_t b, uint32_t *rank, int32_t *val);
+
+/* UTF-8 helpers. tok_utf8_valid returns the offset of the first invalid byte, or len if valid. */
+size_t tok_utf8_valid(const char *s, size_t len);
+/* Decode one code point of valid UTF-8 at s (n bytes left); *adv = its length. */
+uint32_t tok_utf8_next(const char *s, size_t n, size_t *adv);
+static inline size_t tok_utf8_len(unsigned char c) {
+    return c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+}
+int tok_is_white_space(uint32_t cp); /* Unicode White_Space (Rust regex \s) */
+
+/* ---- components ---- */
+enum { TOK_NORM_REPLACE, TOK_NORM_PREPEND };
+typedef struct {
+    int kind;
+    char *pat, *content; /* literal pattern (Replace), content (Replace/Prepend) */
+    size_t pat_len, content_len;
+} tok_norm;
+
+enum { TOK_SPLIT_REMOVED, TOK_SPLIT_ISOLATED, TOK_SPLIT_MERGED_PREV, TOK_SPLIT_MERGED_NEXT, TOK_SPLIT_CONTIGUOUS };
+enum { TOK_PRE_SPLIT, TOK_PRE_METASPACE };
+enum { TOK_PREPEND_ALWAYS, TOK_PREPEND_FIRST, TOK_PREPEND_NEVER };
+typedef struct {
+    int kind;
+    /* Split: a literal pattern, or a regex compiled with PCRE2 (UTF+UCP) when re is set. */
+    char *pat;
+    size_t pat_len;
+    pcre2_code *re;
+    int behavior, invert;
+    /* Metaspace */
+    uint32_t repl_cp;
+    char repl[5];
+    size_t repl_len;
+    int prepend_scheme, split;
+} tok_pretok;
+
+enum { TOK_DEC_REPLACE, TOK_DEC_BYTE_FALLBACK, TOK_DEC_FUSE, TOK_DEC_STRIP, TOK_DEC_METASPACE };
+typedef struct {
+    int kind;
+    char *pat, *content; /* Replace: literal pattern → content */
+    size_t pat_len, content_len;
+    uint32_t cp;         /* Strip: the stripped char; Metaspace: the replacement char */
+    size_t start, stop;  /* Strip */
+    int prepend_scheme;  /* Metaspace */
+} tok_dec;
+
+typedef struct {
+    char *content, *norm; /* norm: the normalized content when it differs (normalized tokens) */
+    size_t content_len, norm_len;
+    int single_word, lstrip, rstrip, normalized, special;
+    int32_t id;
+} tok_added;
+
+/* A byte trie for leftmost-longest matching of added tokens. */
+typedef struct {
+    tok_pairmap edges;   /* (node, byte) → child node */
+    int32_t *term;       /* node → index into tokenizer.added, or -1 */
+    size_t n_nodes, cap_nodes;
+    uint8_t first[256];  /* bytes that start some pattern */
+    int empty;
+} tok_trie;
+
+struct frigg_tokenizer {
+    /* BPE model */
+    tok_strmap vocab;
+    int64_t *id_entry;   /* id → vocab entry (last key in file order for that id), -1 none */
+    size_t id_cap;       /* max id + 1 */
+    tok_pairmap merges;  /* (left id, right id) → (rank, merged id) */
+    char *unk_token;     /* NULL when unk_token is null */
+    int32_t unk_id;      /* -1 when absent from vocab (an error only if an unknown char needs it) */
+    int fuse_unk, byte_fallback, ignore_merges;
+    int32_t byte_id[256];
+    int32_t *bmp_id;     /* code point < 0x10000 → vocab id or -1: the per-char lookup, precomputed */
+
+    tok_norm *norm;
+    size_t n_norm;
+    tok_pretok *pre;
+    size_t n_pre;
+    int has_decoder;
+    tok_dec *dec;
+    size_t n_dec;
+
+    tok_added *added;    /* one per id (HF's added_tokens_map_r) */
+    size_t n_added;
+    tok_strmap added_map; /* content → id (HF's added_tokens_map) */
+    tok_trie trie_raw, trie_norm;
+    pcre2_code *word_re; /* Rust regex \w for single_word, compiled only when a token needs it */
+
+    int hf_regex;
+};
+
+/* tok_added.c */
+void tok_trie_build(tok_trie *t, const frigg_tokenizer *tk, int normalized);
+void tok_trie_free(tok_trie *t);
+/* One piece of input after added-token extraction: either an added token (id >= 0) or text. */
+typedef struct {
+    size_t start, end;
+    int32_t id;
+} tok_span;
+/* HF AddedVocabulary::find_matches on s[0..n]: appends spans covering matches and the gaps. */
+void tok_added_find(const frigg_tokenizer *tk, const tok_trie *t, const char *s, size_t n,
+                    tok_span **out, size_t *n_out, size_t *cap_out);
+
+/* tok_pretok.c */
+void tok_normalize(const frigg_tokenizer *tk, const char *s, size_t n, tok_buf *out);
+/* Encode one normalized text segment: pre-tokenize, then BPE each piece, appending ids.
+ * at_origin: the segment starts at offset 0 of the original input (Metaspace "first"). */
+int tok_pretok_and_bpe(const frigg_tokenizer *tk, const char *s, size_t n, int at_origin,
+                       pcre2_match_data **md, tok_ivec *ids);
+
+/* tok_bpe.c: BPE one word (valid UTF-8, non-empty), appending ids. 0 ok, -1 error. */
+int tok_bpe_word(const frigg_tokenizer *tk, const char *s, size_t n, tok_ivec *ids);
+
+/* tok_decode.c */
+const char *tok_id_to_token(const frigg_tokenizer *tk, int32_t id, size_t *len);
+
+/* tokenizer_load.c */
+void tok_free_components(frigg_tokenizer *tk);
+/* fix_mistral_regex source text (TOKENIZER.md §3), exactly as transformers writes it. */
+extern const char tok_mistral_regex[];
+
+#endif
