@@ -412,12 +412,25 @@ fail:
 
 /* ---- training-time message normalisation -------------------------------------------------------- */
 
+/* Python truthiness of a present-or-missing field, for `if not out.get("name")`. */
+static int field_truthy(const json_t *m, const char *key) { return chat_truthy(json_object_get(m, key)); }
+
 json_t *frigg_chat_normalize_messages(const json_t *messages) {
     json_t *out = json_deep_copy(messages);
     if (!json_is_array(out)) return out;
     size_t i;
     json_t *m;
     json_array_foreach(out, i, m) {
+        if (!json_is_object(m)) continue;
+        const char *role = json_string_value(json_object_get(m, "role"));
+        if (role && !strcmp(role, "environment")) json_object_set_new(m, "role", json_string("tool"));
+        json_t *content = json_object_get(m, "content");
+        if (!content || json_is_null(content)) json_object_set_new(m, "content", json_string(""));
+        role = json_string_value(json_object_get(m, "role"));
+        if (role && !strcmp(role, "tool")) {
+            if (!field_truthy(m, "name")) json_object_set_new(m, "name", json_string("tool"));
+            if (!field_truthy(m, "tool_call_id")) json_object_set_new(m, "tool_call_id", json_string("call_0"));
+        }
         json_t *calls = json_object_get(m, "tool_calls");
         size_t j;
         json_t *tc;

@@ -11,14 +11,19 @@
  * for invalid input, and for inputs on which jinja2 itself fails or where frigg would have to
  * imitate Python's repr() beyond printable ASCII (see chat_internal.h).
  *
- * As in the template (and unlike the training script's message normalisation), a tool call's
- * string `arguments` is inserted raw: callers holding OpenAI JSON-string arguments should parse
- * them into objects first, as training did (frigg_chat_normalize_messages). */
+ * As in the template, a tool call's string `arguments` is inserted raw: requests should go through
+ * frigg_chat_normalize_messages first, as training data did. */
 char *frigg_chat_render(const json_t *messages, const json_t *tools, int add_generation_prompt);
 
-/* The training script's message normalisation that matters for requests (HRM-Text
- * scripts/tokenize_chat_template.py): a tool call's `arguments` given as a JSON string holding an
- * object becomes that object. Returns a new reference (a deep copy when anything changed). */
+/* The training script's message normalisation (HRM-Text scripts/tokenize_chat_template.py
+ * normalize_message), applied to every conversation before DFM-Mimir saw it rendered:
+ *   - role "environment" becomes "tool";
+ *   - a missing or null content becomes "" (a tool result then renders <|"|><|"|>, not None);
+ *   - a tool message without a (truthy) name gets "tool", without a tool_call_id gets "call_0";
+ *   - a tool call's arguments given as a JSON string holding an object become that object
+ *     (OpenAI clients send them that way; rendered raw they would read `{{"a":1}}`).
+ * Returns a new reference: a deep copy of messages with those changes (invalid input is copied
+ * unchanged for frigg_chat_render to reject). */
 json_t *frigg_chat_normalize_messages(const json_t *messages);
 
 #endif

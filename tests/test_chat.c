@@ -28,7 +28,7 @@ static void test_golden_file(void) {
     CHECK(data != NULL, "%s: %s", path, frigg_error());
     free(path);
     if (!data) return;
-    int renders = 0, errors = 0, have_meta = 0;
+    int renders = 0, errors = 0, have_meta = 0, normalized = 0;
     for (char *line = strtok(data, "\n"); line; line = strtok(NULL, "\n")) {
         json_error_t jerr;
         json_t *rec = json_loads(line, 0, &jerr);
@@ -42,7 +42,15 @@ static void test_golden_file(void) {
         const char *name = json_string_value(json_object_get(rec, "name"));
         const json_t *tools = json_object_get(rec, "tools");
         int agp = json_is_true(json_object_get(rec, "add_generation_prompt"));
-        char *got = frigg_chat_render(json_object_get(rec, "messages"), json_is_null(tools) ? NULL : tools, agp);
+        json_t *msgs = json_incref(json_object_get(rec, "messages"));
+        if (json_is_true(json_object_get(rec, "normalize"))) {
+            json_t *norm = frigg_chat_normalize_messages(msgs);
+            json_decref(msgs);
+            msgs = norm;
+            normalized++;
+        }
+        char *got = frigg_chat_render(msgs, json_is_null(tools) ? NULL : tools, agp);
+        json_decref(msgs);
         const char *want = json_string_value(json_object_get(rec, "expected"));
         if (want) {
             renders++;
@@ -60,6 +68,7 @@ static void test_golden_file(void) {
     CHECK(have_meta, "golden file has no meta line");
     CHECK(renders >= 40, "only %d golden renders", renders);
     CHECK(errors >= 5, "only %d golden error cases", errors);
+    CHECK(normalized >= 3, "only %d golden normalisation cases", normalized);
 }
 
 static void test_audit_file(void) {

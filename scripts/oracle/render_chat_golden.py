@@ -12,7 +12,8 @@ with "error" so that frigg is checked to refuse them too.
 
 Output: golden/chat/conversations.jsonl. Line 1 is {"meta": {...}} (jinja2/Python versions,
 template sha256); every other line is {"name", "messages", "tools", "add_generation_prompt",
-"expected"} or {..., "error": "<jinja2's exception>"}.
+"expected"} or {..., "error": "<jinja2's exception>"}; "normalize": true marks cases rendered after
+the training script's message normalisation (frigg_chat_normalize_messages in C).
 
 Usage (from the repository root): python3 scripts/oracle/render_chat_golden.py [../shared]
 """
@@ -191,6 +192,48 @@ def cases():
     yield "err_decl_no_function", [U("q")], [{"type": "function", "name": "f"}], True
 
 
+def normalize(messages):
+    """The training script's normalize_message, as far as it changes a rendering (see chat.h):
+    environment -> tool, null content -> "", default tool name/tool_call_id, JSON-string arguments
+    holding an object -> that object. Written from its description, for the "normalize" cases."""
+    out = []
+    for m in messages:
+        m = dict(m)
+        if m.get("role") == "environment":
+            m["role"] = "tool"
+        if m.get("content") is None:
+            m["content"] = ""
+        if m.get("role") == "tool":
+            if not m.get("name"):
+                m["name"] = "tool"
+            if not m.get("tool_call_id"):
+                m["tool_call_id"] = "call_0"
+        if isinstance(m.get("tool_calls"), list):
+            calls = []
+            for c in m["tool_calls"]:
+                c = dict(c)
+                f = c.get("function")
+                if isinstance(f, dict) and isinstance(f.get("arguments"), str):
+                    f = dict(f)
+                    try:
+                        parsed = json.loads(f["arguments"])
+                    except ValueError:
+                        parsed = None
+                    if isinstance(parsed, dict):
+                        f["arguments"] = parsed
+                    c["function"] = f
+                calls.append(c)
+            m["tool_calls"] = calls
+        out.append(m)
+    return out
+
+
+def normalize_cases():
+    yield "normalize/openai_json_arguments", [U("Vejret?"), A(None, tool_calls=[call("get_weather", "{\"city\": \"Aarhus\", \"days\": 2}", id="call_abc")]), T("12 C", tool_call_id="call_abc")], [WEATHER], True
+    yield "normalize/environment_and_defaults", [U("q"), A("", tool_calls=[call("f", "{}", id="call_0")]), {"role": "environment", "content": None}], None, True
+    yield "normalize/unparsable_arguments_stay_raw", [U("q"), A("", tool_calls=[call("f", "not json", id="x"), call("g", "[1, 2]", id="y")])], None, False
+
+
 def prompt_cases():
     for lang in ("da", "en"):
         path = SHARED / f"data/prompts/{lang}_prompts.jsonl"
@@ -210,13 +253,15 @@ def main():
     n_ok = n_err = 0
     names = set()
 
-    def add(name, messages, tools, agp, must_equal=None):
+    def add(name, messages, tools, agp, must_equal=None, normalized=False):
         nonlocal n_ok, n_err
         assert name not in names, name
         names.add(name)
         rec = {"name": name, "messages": messages, "tools": tools, "add_generation_prompt": agp}
+        if normalized:
+            rec["normalize"] = True
         try:
-            rec["expected"] = render(messages, tools, agp)
+            rec["expected"] = render(normalize(messages) if normalized else messages, tools, agp)
             n_ok += 1
         except Exception as e:  # jinja2's own failure is part of the golden
             assert name.startswith("err_"), (name, e)
@@ -228,6 +273,8 @@ def main():
 
     for name, m, t, agp in cases():
         add(name, m, t, agp)
+    for name, m, t, agp in normalize_cases():
+        add(name, m, t, agp, normalized=True)
     for name, m, t, agp in prompt_cases():
         add(name, m, t, agp)
     for i, r in enumerate(audit["models"]["noctrex"]["results"]):
