@@ -153,6 +153,7 @@ def cases():
     yield "tool_decl_no_system", [U("Weather?")], [WEATHER], True
     yield "tool_decl_nested", [U("Book")], [NESTED], True
     yield "tool_decl_odd", [S("odd")], ODD_DECLS, True
+    yield "tool_decl_python_str_scalars", [U("s")], [fn("scalars", False, {"type": "object", "properties": {"t": {"type": "string", "description": True}, "i": {"type": "integer", "description": 5}, "f": {"type": "number", "description": 2.5e-07}, "n": {"type": "string", "description": None}, "e": {"type": "number", "enum": [1, 1.5, None, True]}, "s": {"type": "string", "enum": [1, 1.5, None, True, "x"]}, "r": {"type": "boolean"}}, "required": [1, "t", None]})], True
     yield "tool_decl_two_tools", [S(" s "), U("u")], [WEATHER, fn("lookup", "Slå op", {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]})], False
     yield "call_args_doc", [U("Weather?"), A("", tool_calls=[call("get_weather", {"city": "Aarhus", "days": 3, "flag": True, "lst": [1, "a"], "nested": {"a": 2, "B": 1}, "ratio": 0.5, "x": None})])], [WEATHER], True
     yield "call_args_floats", [U("f"), A("", tool_calls=[call("nums", FLOATS)])], None, True
