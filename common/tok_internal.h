@@ -183,5 +183,8 @@ const char *tok_id_to_token(const frigg_tokenizer *tk, int32_t id, size_t *len);
 void tok_free_components(frigg_tokenizer *tk);
 /* fix_mistral_regex source text (TOKENIZER.md §3), exactly as transformers writes it. */
 extern const char tok_mistral_regex[];
+/* tok_regex_delta.c (generated): PCRE2 class fragments bringing its Unicode tables to HF's. */
+extern const char tok_delta_pcre2_version[], tok_delta_add_L[], tok_delta_add_N[], tok_delta_add_U[],
+    tok_delta_add_W[], tok_delta_rem_S[];
 
 #endif

@@ -212,6 +212,62 @@ static int load_pretok(const ctx *c, frigg_tokenizer *tk, json_t *o) {
     return 0;
 }
 
+/* The regex as PCRE2 must run it to match HF: HF's Oniguruma has newer Unicode tables than PCRE2,
+ * so the classes get the code points tok_regex_delta.c lists (probed from both engines). */
+static void hf_regex_pattern(tok_buf *out) {
+    static const struct {
+        const char *from, *pre, *post;
+        int alt_rem_s; /* a negated class that must also match the code points \s lost */
+    } classes[] = {
+        {"[^\\r\\n\\p{L}\\p{N}]", "[^\\r\\n\\p{L}\\p{N}", "]", 0},
+        {"[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]", "[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}", "]", 0},
+        {"[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]", "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}", "]", 0},
+        {"[^\\s\\p{L}\\p{N}]", "[^\\s\\p{L}\\p{N}", "]", 1},
+    };
+    const char *adds[4][2] = { /* per class above */{tok_delta_add_L, tok_delta_add_N},
+                              {tok_delta_add_U, NULL},
+                              {tok_delta_add_W, NULL},
+                              {tok_delta_add_L, tok_delta_add_N}};
+    int have_rem = tok_delta_rem_S[0] != 0;
+    const char *s = tok_mistral_regex;
+    while (*s) {
+        size_t k, nc = sizeof classes / sizeof *classes;
+        for (k = 0; k < nc; k++)
+            if (!strncmp(s, classes[k].from, strlen(classes[k].from))) break;
+        if (k < nc) {
+            int alt = classes[k].alt_rem_s && have_rem;
+            if (alt) tok_buf_put(out, "(?:", 3);
+            tok_buf_put(out, classes[k].pre, strlen(classes[k].pre));
+            for (int a = 0; a < 2; a++)
+                if (adds[k][a]) tok_buf_put(out, adds[k][a], strlen(adds[k][a]));
+            tok_buf_put(out, classes[k].post, strlen(classes[k].post));
+            if (alt) {
+                tok_buf_put(out, "|[", 2);
+                tok_buf_put(out, tok_delta_rem_S, strlen(tok_delta_rem_S));
+                tok_buf_put(out, "])", 2);
+            }
+            s += strlen(classes[k].from);
+        } else if (!strncmp(s, "\\p{N}", 5)) {
+            tok_buf_put(out, "[\\p{N}", 6);
+            tok_buf_put(out, tok_delta_add_N, strlen(tok_delta_add_N));
+            tok_buf_put(out, "]", 1);
+            s += 5;
+        } else if ((!strncmp(s, "\\s", 2) || !strncmp(s, "\\S", 2)) && have_rem) {
+            /* \s without the removed code points: [^\S<rem>]; \S with them: [\S<rem>] */
+            tok_buf_put(out, s[1] == 's' ? "[^\\S" : "[\\S", s[1] == 's' ? 4 : 3);
+            tok_buf_put(out, tok_delta_rem_S, strlen(tok_delta_rem_S));
+            tok_buf_put(out, "]", 1);
+            s += 2;
+        } else if (*s == '\\' && s[1]) {
+            tok_buf_put(out, s, 2);
+            s += 2;
+        } else {
+            tok_buf_put(out, s, 1);
+            s++;
+        }
+    }
+}
+
 /* transformers' _patch_mistral_regex: Split(regex, Isolated) replaces element 0 of a Sequence,
  * otherwise it becomes Sequence([Split, current]). */
 static int apply_hf_regex(const ctx *c, frigg_tokenizer *tk, json_t *pre) {
@@ -224,9 +280,14 @@ static int apply_hf_regex(const ctx *c, frigg_tokenizer *tk, json_t *pre) {
     tok_pretok p = {0};
     p.kind = TOK_PRE_SPLIT;
     p.behavior = TOK_SPLIT_ISOLATED;
-    if (compile_regex(c, tok_mistral_regex, strlen(tok_mistral_regex), &p.re) < 0) return -1;
-    p.pat = dup_bytes(tok_mistral_regex, strlen(tok_mistral_regex));
-    p.pat_len = strlen(tok_mistral_regex);
+    tok_buf pat = {0};
+    hf_regex_pattern(&pat);
+    if (compile_regex(c, pat.p, pat.n, &p.re) < 0) {
+        free(pat.p);
+        return -1;
+    }
+    p.pat = pat.p;
+    p.pat_len = pat.n;
     if (t && !strcmp(t, "Sequence")) {
         json_t *list = json_object_get(pre, "pretokenizers");
         if (json_array_size(list) == 0) {
