@@ -11,6 +11,7 @@
 #include "chat.h"
 #include "harness.h"
 #include "pyfmt.h"
+#include "tokenizer.h"
 #include "util.h"
 
 static void report_diff(const char *name, const char *want, const char *got) {
@@ -95,6 +96,43 @@ static void test_audit_file(void) {
         }
     }
     CHECK(seen == 38, "expected 2 x 19 audit cases, saw %d", seen);
+    json_decref(audit);
+}
+
+/* The whole prompt path for the audit requests: messages -> frigg_chat_render -> the tokenizer in
+ * its default (training-faithful) mode must give exactly the ids DFM-Mimir's training pipeline
+ * produced. */
+static void test_audit_end_to_end(void) {
+    char *apath = th_path(th_shared(), "data/mimir/training-tokenizer-audit.json");
+    char *tpath = th_path(th_shared(), "data/tokenizers/mimir-equivalent.tokenizer.json");
+    json_t *audit = json_load_file(apath, 0, NULL);
+    frigg_tokenizer *tok = audit ? frigg_tokenizer_load(tpath, 0) : NULL;
+    free(apath);
+    free(tpath);
+    if (!audit || !tok) {
+        SKIP("audit file or mimir-equivalent tokenizer not available: messages->ids check skipped");
+        json_decref(audit);
+        return;
+    }
+    json_t *results = json_object_get(json_object_get(json_object_get(audit, "models"), "noctrex"), "results");
+    size_t i;
+    json_t *r;
+    int same = 0;
+    json_array_foreach(results, i, r) {
+        char *text = frigg_chat_render(json_object_get(json_object_get(r, "request"), "messages"), NULL, 1);
+        int32_t *ids = NULL;
+        size_t n = 0;
+        int ok = text && frigg_tokenizer_encode(tok, text, strlen(text), &ids, &n) == 0;
+        json_t *want = json_object_get(r, "training_tokens");
+        ok = ok && n == json_array_size(want);
+        for (size_t k = 0; ok && k < n; k++) ok = ids[k] == json_integer_value(json_array_get(want, k));
+        CHECK(ok, "audit %zu: messages -> render -> encode differs from training_tokens", i);
+        same += ok;
+        free(ids);
+        free(text);
+    }
+    CHECK(same == 19, "messages -> ids: %d/19 equal to training_tokens", same);
+    frigg_tokenizer_free(tok);
     json_decref(audit);
 }
 
@@ -213,6 +251,7 @@ int main(void) {
     TEST_MAIN_BEGIN("test_chat");
     test_golden_file();
     test_audit_file();
+    test_audit_end_to_end();
     test_refusals();
     test_list_type_repr();
     test_float_repr();
