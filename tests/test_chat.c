@@ -4,6 +4,7 @@
  * frigg's extra refusals, and the Python str()/strip/lower helpers the template relies on. */
 #include <inttypes.h>
 #include <jansson.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,25 @@ static void report_diff(const char *name, const char *want, const char *got) {
             want + from, got + from);
 }
 
+/* The golden renders are only proof for the template they were made from: the one in ../shared. */
+static void check_template_hash(const char *want_hex) {
+    char *path = th_path(th_shared(), "data/mimir/gemma4_native_chat.jinja");
+    size_t len;
+    char *t = frigg_read_file(path, &len);
+    free(path);
+    if (!t) {
+        SKIP("gemma4_native_chat.jinja not readable: golden template hash not checked");
+        return;
+    }
+    CHECK(sodium_init() >= 0, "sodium_init failed");
+    unsigned char h[crypto_hash_sha256_BYTES];
+    crypto_hash_sha256(h, (const unsigned char *)t, len);
+    char hex[2 * crypto_hash_sha256_BYTES + 1];
+    sodium_bin2hex(hex, sizeof hex, h, sizeof h);
+    CHECK(want_hex && !strcmp(hex, want_hex), "golden made from template %s, ../shared has %s", want_hex, hex);
+    free(t);
+}
+
 static void test_golden_file(void) {
     char *path = th_path(th_root(), "golden/chat/conversations.jsonl");
     size_t len;
@@ -37,6 +57,7 @@ static void test_golden_file(void) {
         if (!rec) continue;
         if (json_object_get(rec, "meta")) {
             have_meta = 1;
+            check_template_hash(json_string_value(json_object_get(json_object_get(rec, "meta"), "template_sha256")));
             json_decref(rec);
             continue;
         }
