@@ -24,7 +24,9 @@ static void usage(FILE *f) {
             "usage: frigg-run [options] < requests.jsonl > responses.jsonl\n"
             "       frigg-run [options] -p TEXT\n"
             "\n"
-            "  -p, --prompt TEXT     one raw-text prompt (needs tokenizer.json in the model directory)\n"
+            "  -p, --prompt TEXT     one user turn, rendered with the model's chat template (needs\n"
+            "                        tokenizer.json in the model directory); with --raw: raw text\n"
+            "      --raw             -p sends TEXT as a raw \"prompt\" (no template, no <bos>)\n"
             "  -m, --model DIR       model directory (config.json, *.safetensors[, tokenizer.json]);\n"
             "                        default: $FRIGG_MODEL, else the bundled golden/default\n"
             "  -b, --backend NAME    cpu | cuda (default: cuda when a GPU is present, else cpu)\n"
@@ -63,12 +65,14 @@ int main(int argc, char **argv) {
         {"backend", required_argument, 0, 'b'}, {"threads", required_argument, 0, 't'},
         {"device", required_argument, 0, 'd'},  {"max-tokens", required_argument, 0, 'n'},
         {"tokenize", no_argument, 0, 'T'},      {"detokenize", no_argument, 0, 'D'},
-        {"hf-regex", no_argument, 0, 'R'},      {"help", no_argument, 0, 'h'},
+        {"hf-regex", no_argument, 0, 'R'},      {"raw", no_argument, 0, 'W'},
+        {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, 'V'},       {0, 0, 0, 0}};
     frigg_session_opts so = {0};
     so.default_max_tokens = FRIGG_DEFAULT_MAX_TOKENS;
     const char *prompt = NULL;
     int mode = 0; /* 0 generate, 'T' tokenize, 'D' detokenize */
+    int raw = 0;
     int c;
     while ((c = getopt_long(argc, argv, "p:m:b:t:d:n:h", opts, NULL)) != -1) {
         char *end = NULL;
@@ -93,6 +97,7 @@ int main(int argc, char **argv) {
         case 'T':
         case 'D': mode = c; break;
         case 'R': so.hf_regex = 1; break;
+        case 'W': raw = 1; break;
         case 'h': usage(stdout); return 0;
         case 'V': frigg_print_version("frigg-run"); return 0;
         default: usage(stderr); return 2;
@@ -100,6 +105,10 @@ int main(int argc, char **argv) {
     }
     if (optind < argc) {
         fprintf(stderr, "frigg-run: unexpected argument \"%s\" (requests come on stdin; see --help)\n", argv[optind]);
+        return 2;
+    }
+    if (raw && !prompt) {
+        fprintf(stderr, "frigg-run: --raw only applies to -p\n");
         return 2;
     }
     if (mode && prompt) {
@@ -114,7 +123,8 @@ int main(int argc, char **argv) {
     }
     int bad = 0;
     if (prompt) {
-        json_t *req = json_pack("{s:s}", "prompt", prompt);
+        json_t *req = raw ? json_pack("{s:s}", "prompt", prompt)
+                          : json_pack("{s:[{s:s,s:s}]}", "messages", "role", "user", "content", prompt);
         json_t *resp = frigg_session_handle(s, req, mode);
         print_json_line(resp);
         bad = json_object_get(resp, "error") != NULL;

@@ -11,32 +11,17 @@
 #include "model.h"
 #include "request.h"
 #include "util.h"
-
-#define HAVE_TOKENIZER 0 /* switched on when the tokenizer lands (issue 3) */
-#if HAVE_TOKENIZER
-#include "tokenizer.h"
-#endif
-#define HAVE_CHAT 0 /* switched on when the chat lands (issue 3) */
-#if HAVE_CHAT
 #include "chat.h"
-#endif
-#define HAVE_STOPSTR 0 /* switched on when the stopstr lands (issue 3) */
-#if HAVE_STOPSTR
 #include "stopstr.h"
-#endif
-#define HAVE_TOOLCALL 0 /* switched on when the toolcall lands (issue 3) */
-#if HAVE_TOOLCALL
+#include "tokenizer.h"
 #include "toolcall.h"
-#endif
 
 struct frigg_session {
     frigg_session_opts o;
     char *dir;
     frigg_model *model;
     frigg_backend *backend;
-#if HAVE_TOKENIZER
     frigg_tokenizer *tok;
-#endif
 };
 
 frigg_session *frigg_session_open(const frigg_session_opts *o) {
@@ -45,7 +30,6 @@ frigg_session *frigg_session_open(const frigg_session_opts *o) {
     s->dir = o->model_dir ? frigg_xstrdup(o->model_dir) : frigg_default_model_dir();
     char *tj = frigg_path_join(s->dir, "tokenizer.json");
     int has_tok = frigg_file_exists(tj);
-#if HAVE_TOKENIZER
     if (has_tok) {
         s->tok = frigg_tokenizer_load(tj, o->hf_regex);
         if (!s->tok) {
@@ -54,13 +38,11 @@ frigg_session *frigg_session_open(const frigg_session_opts *o) {
             return NULL;
         }
     }
-#endif
     free(tj);
     if (o->tokenizer_only || o->hf_regex) {
-        if (!has_tok || !HAVE_TOKENIZER) {
-            frigg_set_error("%s: %s", s->dir,
-                            HAVE_TOKENIZER ? "no tokenizer.json in the model directory"
-                                           : "this build has no tokenizer (not implemented yet)");
+        if (!has_tok) {
+            frigg_set_error("%s: no tokenizer.json in the model directory (needed by %s)", s->dir,
+                            o->tokenizer_only ? "--tokenize/--detokenize" : "--hf-regex");
             frigg_session_close(s);
             return NULL;
         }
@@ -84,9 +66,7 @@ void frigg_session_close(frigg_session *s) {
     if (!s) return;
     frigg_backend_destroy(s->backend);
     frigg_model_free(s->model);
-#if HAVE_TOKENIZER
     frigg_tokenizer_free(s->tok);
-#endif
     free(s->dir);
     free(s);
 }
@@ -113,7 +93,6 @@ static int request_ids(frigg_session *s, const frigg_request *r, int32_t **ids, 
         *n = r->n_input;
         return 0;
     }
-#if HAVE_TOKENIZER
     if (!s->tok) {
         frigg_set_error("\"%s\" needs a tokenizer, and %s has no tokenizer.json (send \"input_ids\")",
                         r->prompt ? "prompt" : "messages", s->dir);
@@ -121,14 +100,12 @@ static int request_ids(frigg_session *s, const frigg_request *r, int32_t **ids, 
     }
     const char *text = r->prompt;
     if (r->messages) {
-#if HAVE_CHAT
-        *rendered = frigg_chat_render(r->messages, r->tools, 1);
+        /* Normalise as DFM-Mimir's training data was (JSON-string tool arguments → objects, …). */
+        json_t *norm = frigg_chat_normalize_messages(r->messages);
+        *rendered = frigg_chat_render(norm, r->tools, 1);
+        json_decref(norm);
         if (!*rendered) return -1;
         text = *rendered;
-#else
-        frigg_set_error("\"messages\" is not implemented yet in this build");
-        return -1;
-#endif
     }
     size_t nn = 0;
     if (frigg_tokenizer_encode(s->tok, text, strlen(text), ids, &nn)) return -1;
@@ -140,15 +117,8 @@ static int request_ids(frigg_session *s, const frigg_request *r, int32_t **ids, 
     }
     *n = (int)nn;
     return 0;
-#else
-    (void)s;
-    frigg_set_error("\"%s\" needs the tokenizer, which is not implemented yet (send \"input_ids\")",
-                    r->prompt ? "prompt" : "messages");
-    return -1;
-#endif
 }
 
-#if HAVE_TOKENIZER
 static json_t *handle_tokenize(frigg_session *s, const json_t *req, const frigg_request *r) {
     (void)req;
     int32_t *ids = NULL;
@@ -201,9 +171,7 @@ static json_t *handle_detokenize(frigg_session *s, const json_t *req) {
     free(text);
     return o;
 }
-#endif
 
-#if HAVE_STOPSTR && HAVE_TOKENIZER
 /* Streams generated ids through the detokenizer and the stop-string matcher; stops generation when a
  * stop string completes. The text kept is exactly what a streaming client would have received. */
 typedef struct {
@@ -248,7 +216,6 @@ static int on_token(void *ctx, int32_t id) {
     if (hit) t->stopped = 1;
     return hit;
 }
-#endif
 
 static json_t *handle_generate(frigg_session *s, const frigg_request *r) {
     const frigg_config *c = &s->model->cfg;
@@ -275,7 +242,7 @@ static json_t *handle_generate(frigg_session *s, const frigg_request *r) {
             for (int i = 0; i < nstop; i++) dup |= stop_ids[i] == 1;
             if (!dup) stop_ids[nstop++] = 1; /* <eos> (TOKENIZER.md §5) */
         }
-        if (r->tools && 50 < c->vocab_size) stop_ids[nstop++] = 50; /* <|tool_response>: run the tool */
+        if (json_array_size(r->tools) > 0 && 50 < c->vocab_size) stop_ids[nstop++] = 50; /* <|tool_response>: run the tool */
     }
     frigg_gen_params gp = {
         .max_tokens = r->max_tokens_given ? r->max_tokens : s->o.default_max_tokens,
@@ -285,7 +252,6 @@ static json_t *handle_generate(frigg_session *s, const frigg_request *r) {
         .prefix_tokens = r->prefix_tokens,
         .logprobs = r->logprobs,
     };
-#if HAVE_STOPSTR && HAVE_TOKENIZER
     text_sink sink = {0};
     if (s->tok) {
         sink.ds = frigg_detok_stream_new(s->tok);
@@ -300,51 +266,43 @@ static json_t *handle_generate(frigg_session *s, const frigg_request *r) {
         gp.on_token = on_token;
         gp.ctx = &sink;
     }
-#endif
     if (r->n_stop) {
-#if !(HAVE_STOPSTR && HAVE_TOKENIZER)
-        free(ids);
-        return error_obj(r->id, "\"stop\" strings are not implemented yet in this build (use \"stop_ids\")");
-#else
         if (!s->tok) {
             free(ids);
             frigg_detok_stream_free(sink.ds);
             return error_obj(r->id, "\"stop\" strings need a tokenizer.json in the model directory");
         }
-#endif
     }
     frigg_gen_result g;
     if (frigg_generate(s->backend, 0, ids, n, &gp, &g)) {
         free(ids);
-#if HAVE_STOPSTR && HAVE_TOKENIZER
         frigg_detok_stream_free(sink.ds);
         frigg_stopstr_free(sink.ss);
         free(sink.text);
-#endif
         return error_obj(r->id, frigg_error());
     }
     json_t *o = json_object();
     if (r->id) json_object_set(o, "id", r->id);
     json_object_set_new(o, "output_ids", id_array(g.ids, g.n));
-#if HAVE_STOPSTR && HAVE_TOKENIZER
     if (s->tok) {
         char *tail = NULL;
         size_t tl = 0;
         if (!sink.stopped) { /* flush the detokenizer, then release what the stop matcher held back */
             frigg_detok_stream_finish(sink.ds, &tail, &tl);
-            sink_feed(&sink, tail ? tail : "", tl);
+            if (sink_feed(&sink, tail ? tail : "", tl)) sink.stopped = 1;
             free(tail);
             tail = NULL;
             tl = 0;
-            if (sink.ss) {
+            if (sink.ss && !sink.stopped) {
                 frigg_stopstr_flush(sink.ss, &tail, &tl);
                 sink_append(&sink, tail ? tail : "", tl);
                 free(tail);
+                if (frigg_stopstr_matched(sink.ss)) sink.stopped = 1;
             }
         }
+        if (sink.stopped) g.finish_reason = "stop";
         json_object_set_new(o, "text", json_stringn(sink.text ? sink.text : "", sink.len));
-#if HAVE_TOOLCALL
-        if (r->tools) {
+        if (json_array_size(r->tools) > 0) {
             char *content = NULL;
             json_t *calls = frigg_parse_tool_calls(sink.text ? sink.text : "", &content);
             if (calls) {
@@ -356,12 +314,10 @@ static json_t *handle_generate(frigg_session *s, const frigg_request *r) {
                 json_object_set_new(o, "tool_call_error", json_string(frigg_error()));
             }
         }
-#endif
         frigg_detok_stream_free(sink.ds);
         frigg_stopstr_free(sink.ss);
         free(sink.text);
     }
-#endif
     json_object_set_new(o, "finish_reason", json_string(g.finish_reason));
     json_object_set_new(o, "usage", json_pack("{s:i,s:i}", "prompt_tokens", n, "completion_tokens", g.n));
     if (r->logprobs) {
@@ -385,21 +341,15 @@ static json_t *handle_generate(frigg_session *s, const frigg_request *r) {
 }
 
 json_t *frigg_session_handle(frigg_session *s, const json_t *req, int mode) {
-#if HAVE_TOKENIZER
     if (mode == 'D') return handle_detokenize(s, req);
-#endif
     frigg_request r;
     int vocab = s->model ? s->model->cfg.vocab_size :
-#if HAVE_TOKENIZER
                 s->tok ? frigg_tokenizer_vocab_size(s->tok) :
-#endif
                 0;
     if (frigg_request_parse(&r, req, vocab)) return error_obj(json_object_get(req, "id"), frigg_error());
     json_t *resp;
-#if HAVE_TOKENIZER
     if (mode == 'T') resp = handle_tokenize(s, req, &r);
     else
-#endif
         if (mode) resp = error_obj(r.id, "--tokenize/--detokenize need the tokenizer, which this build lacks");
         else resp = handle_generate(s, &r);
     frigg_request_free(&r);

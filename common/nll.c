@@ -1,0 +1,36 @@
+/* nll.c — see nll.h. */
+#include "nll.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "util.h"
+
+int frigg_nll(frigg_backend *b, int seq, const int32_t *ids, int n, int prefix, double *nll_sum, int *targets) {
+    int V = b->model->cfg.vocab_size;
+    if (prefix < 1 || prefix >= n) {
+        frigg_set_error("nll: prefix_tokens must be in [1, %d) for a %d-token sequence (got %d)", n, n, prefix);
+        return -1;
+    }
+    float *all = malloc((size_t)n * V * sizeof(float));
+    if (!all) {
+        frigg_set_error("nll: out of memory for %d x %d logits", n, V);
+        return -1;
+    }
+    if (b->prefill(b, seq, ids, n, prefix, NULL, all)) {
+        free(all);
+        return -1;
+    }
+    double sum = 0;
+    for (int t = prefix; t < n; t++) {
+        const float *row = all + (size_t)(t - 1) * V; /* row t-1 predicts token t */
+        double mx = -INFINITY, z = 0;
+        for (int i = 0; i < V; i++) mx = fmax(mx, row[i]);
+        for (int i = 0; i < V; i++) z += exp((double)row[i] - mx);
+        sum += mx + log(z) - row[ids[t]];
+    }
+    free(all);
+    *nll_sum = sum;
+    *targets = n - prefix;
+    return 0;
+}
