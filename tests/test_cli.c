@@ -126,13 +126,66 @@ int main(void) {
     CHECK(run(cmd, "", &out) == 0 && out && strstr(out, "usage"), "--help");
     free(out);
 
-    static const char *const stubs[] = {"frigg-quantize", "frigg-eval", "frigg-serve"};
-    for (int i = 0; i < 3; i++) {
+    static const char *const stubs[] = {"frigg-quantize", "frigg-serve"};
+    for (int i = 0; i < 2; i++) {
         snprintf(cmd, sizeof cmd, "%s/%s --version", g_bin, stubs[i]);
         rc = run(cmd, "", &out);
         CHECK(rc == 2 && out && strstr(out, stubs[i]), "%s --version: exit %d", stubs[i], rc);
         free(out);
     }
+    snprintf(cmd, sizeof cmd, "%s/frigg-eval gsm8k", g_bin);
+    CHECK(run(cmd, "", &out) == 2, "frigg-eval gsm8k must say not implemented (exit 2)");
+    free(out);
+
+    /* The bundled default model: prompt/messages/stop strings/tokenize/detokenize end to end. */
+    char *def = th_path(th_root(), "golden/default");
+    snprintf(cmd, sizeof cmd, "%s/frigg-run --model '%s' --backend cpu --threads 2", g_bin, def);
+    rc = run(cmd,
+             "{\"messages\":[{\"role\":\"user\",\"content\":\"Hvad er hovedstaden i Danmark?\"}],\"max_tokens\":30}\n"
+             "{\"messages\":[{\"role\":\"user\",\"content\":\"Hvad er hovedstaden i Danmark?\"}],\"stop\":\" er\"}\n"
+             "{\"prompt\":\"<bos>Hej\",\"max_tokens\":5,\"stop_ids\":[]}\n"
+             "{\"messages\":[{\"role\":\"user\",\"content\":\"Hej\"}],\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}\n",
+             &out);
+    CHECK(rc == 1, "default model run: exit %d (one bad line expected)", rc);
+    if (out) {
+        json_t *o = line_json(out, 0);
+        /* HF's greedy answer to this prompt (golden/default/reference.json) */
+        CHECK(o && json_string_value(json_object_get(o, "text")) &&
+                  !strcmp(json_string_value(json_object_get(o, "text")), "Hvor er dog") &&
+                  !strcmp(json_string_value(json_object_get(o, "finish_reason")), "stop"),
+              "chat answer differs from HF's \"Hvor er dog\"");
+        json_decref(o);
+        o = line_json(out, 1);
+        CHECK(o && json_string_value(json_object_get(o, "text")) &&
+                  !strcmp(json_string_value(json_object_get(o, "text")), "Hvor") &&
+                  !strcmp(json_string_value(json_object_get(o, "finish_reason")), "stop"),
+              "stop string \" er\" must cut before it");
+        json_decref(o);
+        o = line_json(out, 2);
+        CHECK(o && json_array_size(json_object_get(o, "output_ids")) == 5 && json_object_get(o, "text"),
+              "raw prompt request");
+        json_decref(o);
+        o = line_json(out, 3);
+        CHECK(o && err_msg(o) && strstr(err_msg(o), "stop"), "5 stop strings must be refused");
+        json_decref(o);
+    }
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s/frigg-run --model '%s' --tokenize", g_bin, def);
+    rc = run(cmd, "{\"messages\":[{\"role\":\"user\",\"content\":\"Hej\"}]}\n", &out);
+    json_t *o = out ? line_json(out, 0) : NULL;
+    CHECK(rc == 0 && o && json_array_size(json_object_get(o, "ids")) > 5 &&
+              !strcmp(json_string_value(json_object_get(o, "text")), "<bos><|turn>user\nHej<turn|>\n<|turn>model\n") &&
+              json_integer_value(json_array_get(json_object_get(o, "ids"), 0)) == 2,
+          "--tokenize messages");
+    json_decref(o);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s/frigg-run --model '%s' --detokenize", g_bin, def);
+    rc = run(cmd, "{\"ids\":[2431,698,1106]}\n{\"ids\":[999999]}\n", &out);
+    o = out ? line_json(out, 0) : NULL;
+    CHECK(rc == 1 && o && !strcmp(json_string_value(json_object_get(o, "text")), "Hvor er dog"), "--detokenize");
+    json_decref(o);
+    free(out);
+    free(def);
     tm_rmrf(tmp);
     free(tmp);
     free(dir);
