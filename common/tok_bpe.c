@@ -12,6 +12,7 @@
 typedef struct {
     uint32_t rank, pos;
     int32_t new_id;
+    int32_t left, right; /* the pair when pushed: if still there, the entry is current */
 } merge_cand;
 
 typedef struct {
@@ -138,7 +139,7 @@ int tok_bpe_word(const frigg_tokenizer *tk, const char *s, size_t n, tok_ivec *i
             uint32_t rank;
             int32_t nid;
             if (tok_pairmap_get(&tk->merges, (uint32_t)sym[i].c, (uint32_t)sym[i + 1].c, &rank, &nid))
-                heap_push(heap, &hn, (merge_cand){rank, (uint32_t)i, nid});
+                heap_push(heap, &hn, (merge_cand){rank, (uint32_t)i, nid, sym[i].c, sym[i + 1].c});
         }
         while (hn) {
             merge_cand top = heap_pop(heap, &hn);
@@ -146,9 +147,11 @@ int tok_bpe_word(const frigg_tokenizer *tk, const char *s, size_t n, tok_ivec *i
             if (cur->len == 0 || cur->next < 0) continue;
             symbol right = sym[cur->next];
             int32_t nid;
-            /* a stale entry: the pair at this position changed since it was pushed */
-            if (!tok_pairmap_get(&tk->merges, (uint32_t)cur->c, (uint32_t)right.c, NULL, &nid) ||
-                nid != top.new_id)
+            /* A stale entry: the pair here changed since it was pushed. HF's test is whether the
+             * current pair still merges to the same id; an unchanged pair trivially does. */
+            if ((cur->c != top.left || right.c != top.right) &&
+                (!tok_pairmap_get(&tk->merges, (uint32_t)cur->c, (uint32_t)right.c, NULL, &nid) ||
+                 nid != top.new_id))
                 continue;
             sym[cur->next].len = 0;
             cur->c = top.new_id;
@@ -162,10 +165,10 @@ int tok_bpe_word(const frigg_tokenizer *tk, const char *s, size_t n, tok_ivec *i
             uint32_t rank;
             if (cur->prev >= 0 &&
                 tok_pairmap_get(&tk->merges, (uint32_t)sym[cur->prev].c, (uint32_t)cur->c, &rank, &nid))
-                heap_push(heap, &hn, (merge_cand){rank, (uint32_t)cur->prev, nid});
+                heap_push(heap, &hn, (merge_cand){rank, (uint32_t)cur->prev, nid, sym[cur->prev].c, cur->c});
             if (cur->next >= 0 &&
                 tok_pairmap_get(&tk->merges, (uint32_t)cur->c, (uint32_t)sym[cur->next].c, &rank, &nid))
-                heap_push(heap, &hn, (merge_cand){rank, top.pos, nid});
+                heap_push(heap, &hn, (merge_cand){rank, top.pos, nid, cur->c, sym[cur->next].c});
         }
         free(heap);
     }

@@ -54,9 +54,12 @@ static inline const char *tok_strmap_key(const tok_strmap *m, size_t e, size_t *
 
 /* (uint32, uint32) → (uint32 rank, int32 value) map: BPE merges and trie edges. */
 typedef struct {
-    uint64_t *keys; /* UINT64_MAX = empty */
-    uint32_t *rank;
-    int32_t *val;
+    uint64_t key; /* UINT64_MAX = empty */
+    uint32_t rank;
+    int32_t val;
+} tok_pair_slot; /* one 16-byte slot: a lookup touches one cache line */
+typedef struct {
+    tok_pair_slot *slot;
     size_t n, mask;
 } tok_pairmap;
 void tok_pairmap_init(tok_pairmap *m, size_t expected);

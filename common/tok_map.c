@@ -196,18 +196,14 @@ int32_t tok_strmap_get(const tok_strmap *m, const char *k, size_t len) {
 /* ---- pair map ---- */
 void tok_pairmap_init(tok_pairmap *m, size_t expected) {
     size_t ns = pow2_at_least(expected * 2 + 1);
-    m->keys = frigg_xmalloc(ns * sizeof *m->keys);
-    memset(m->keys, 0xff, ns * sizeof *m->keys);
-    m->rank = frigg_xmalloc(ns * sizeof *m->rank);
-    m->val = frigg_xmalloc(ns * sizeof *m->val);
+    m->slot = frigg_xmalloc(ns * sizeof *m->slot);
+    for (size_t i = 0; i < ns; i++) m->slot[i].key = UINT64_MAX;
     m->n = 0;
     m->mask = ns - 1;
 }
 
 void tok_pairmap_free(tok_pairmap *m) {
-    free(m->keys);
-    free(m->rank);
-    free(m->val);
+    free(m->slot);
     memset(m, 0, sizeof *m);
 }
 
@@ -215,8 +211,9 @@ static void pairmap_grow(tok_pairmap *m) {
     tok_pairmap g;
     tok_pairmap_init(&g, (m->mask + 1));
     for (size_t i = 0; i <= m->mask; i++)
-        if (m->keys[i] != UINT64_MAX)
-            tok_pairmap_put(&g, (uint32_t)(m->keys[i] >> 32), (uint32_t)m->keys[i], m->rank[i], m->val[i]);
+        if (m->slot[i].key != UINT64_MAX)
+            tok_pairmap_put(&g, (uint32_t)(m->slot[i].key >> 32), (uint32_t)m->slot[i].key, m->slot[i].rank,
+                            m->slot[i].val);
     tok_pairmap_free(m);
     *m = g;
 }
@@ -224,28 +221,28 @@ static void pairmap_grow(tok_pairmap *m) {
 void tok_pairmap_put(tok_pairmap *m, uint32_t a, uint32_t b, uint32_t rank, int32_t val) {
     uint64_t k = ((uint64_t)a << 32) | b;
     size_t i = mix64(k) & m->mask;
-    while (m->keys[i] != UINT64_MAX && m->keys[i] != k) i = (i + 1) & m->mask;
-    if (m->keys[i] == UINT64_MAX) {
-        m->keys[i] = k;
+    while (m->slot[i].key != UINT64_MAX && m->slot[i].key != k) i = (i + 1) & m->mask;
+    if (m->slot[i].key == UINT64_MAX) {
+        m->slot[i].key = k;
         m->n++;
     }
-    m->rank[i] = rank;
-    m->val[i] = val;
+    m->slot[i].rank = rank;
+    m->slot[i].val = val;
     if (m->n * 2 > m->mask + 1) pairmap_grow(m);
 }
 
 int tok_pairmap_get(const tok_pairmap *m, uint32_t a, uint32_t b, uint32_t *rank, int32_t *val) {
-    if (!m->keys) return 0;
+    if (!m->slot) return 0;
     uint64_t k = ((uint64_t)a << 32) | b;
     size_t i = mix64(k) & m->mask;
     for (;;) {
-        uint64_t x = m->keys[i];
-        if (x == k) {
-            if (rank) *rank = m->rank[i];
-            if (val) *val = m->val[i];
+        const tok_pair_slot *s = &m->slot[i];
+        if (s->key == k) {
+            if (rank) *rank = s->rank;
+            if (val) *val = s->val;
             return 1;
         }
-        if (x == UINT64_MAX) return 0;
+        if (s->key == UINT64_MAX) return 0;
         i = (i + 1) & m->mask;
     }
 }

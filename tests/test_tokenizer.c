@@ -192,7 +192,7 @@ static void check_vector_file(const char *path) {
           "%s: vocab size %d, HF %lld", path, frigg_tokenizer_vocab_size(tk),
           (long long)json_integer_value(json_object_get(hdr, "vocab_size")));
 
-    size_t cases = 0, enc_bad = 0, dec_bad = 0, stream_bad = 0, shown = 0, full = 0;
+    size_t cases = 0, enc_bad = 0, dec_bad = 0, stream_bad = 0, shown = 0, full = 0, bad_cases = 0;
     while ((line = gz_line(f, &len))) {
         json_t *c = json_loadb(line, len, JSON_ALLOW_NUL, &err);
         free(line);
@@ -227,6 +227,7 @@ static void check_vector_file(const char *path) {
             break;
         }
         cases++;
+        size_t bad_before = enc_bad + dec_bad + stream_bad;
         int32_t *ids;
         size_t n;
         int rc = frigg_tokenizer_encode(tk, text, text_len, &ids, &n);
@@ -280,9 +281,10 @@ static void check_vector_file(const char *path) {
         if (rc == 0) free(ids);
         free(wids);
         json_decref(c);
+        if (enc_bad + dec_bad + stream_bad != bad_before) bad_cases++;
     }
-    printf("%s: %zu cases (%zu with full ids), %zu encode / %zu decode / %zu stream mismatches\n", path, cases, full,
-           enc_bad, dec_bad, stream_bad);
+    printf("%s: %zu cases (%zu with full ids), %zu encode / %zu decode / %zu stream mismatches; cases: %zu passed, "
+           "%zu failed\n", path, cases, full, enc_bad, dec_bad, stream_bad, cases - bad_cases, bad_cases);
     CHECK(cases > 0, "%s: no cases", path);
     CHECK(enc_bad == 0, "%s: %zu of %zu encodings differ from HF", path, enc_bad, cases);
     CHECK(dec_bad == 0, "%s: %zu of %zu decodings differ from HF", path, dec_bad, cases);
