@@ -37,6 +37,8 @@ __global__ void __launch_bounds__(128)
     float *Mrow = Os + PF_BQ * HD, *Lrow = Mrow + PF_BQ;
     const int h = blockIdx.y, t0 = blockIdx.x * PF_BQ, D = H * HD, CH = HD / 8;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    pdl_wait();
+    pdl_launch();
 
     for (int i = tid; i < PF_BQ * CH; i += blockDim.x) {
         int r = i / CH, c = i % CH, t = t0 + r;
@@ -144,6 +146,172 @@ __global__ void __launch_bounds__(128)
     }
 }
 
+/* The same attention with register-resident tiles (FlashAttention-2 layout): mma.sync m16n8k16 on bf16,
+ * each warp owns 16 query rows; S, P and O never leave registers, because the accumulator layout of the
+ * m16n8 tile (row g = lane/4, columns 2*(lane%4)+{0,1}, rows g and g+8) is known, so the per-row softmax
+ * rescale and the reuse of S as the A operand of P·V need no shared memory. K is kept [key][dim] and V
+ * transposed [dim][key] in shared memory, rows padded by 8 elements so the fragment loads hit 32 banks. */
+#define MM_BQ 64
+#define MM_BK 64
+
+__device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    return (uint32_t)f2bf(lo) | ((uint32_t)f2bf(hi) << 16);
+}
+/* p = hi + lo with both parts bf16: ~16 significant bits of p reach the tensor cores. */
+__device__ __forceinline__ void split_pair(float x0, float x1, uint32_t *hi, uint32_t *lo) {
+    *hi = pack_bf16(x0, x1);
+    *lo = pack_bf16(x0 - bf_lo(*hi), x1 - bf_hi(*hi));
+}
+
+template <int HD>
+__global__ void __launch_bounds__(128)
+    attn_prefill_mma(const uint16_t *__restrict__ q, const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
+                     const uint16_t *__restrict__ gqkv, int T, int H, int max_ctx, int P, float scale,
+                     uint16_t *__restrict__ y) {
+    constexpr int KS = HD + 8, VS = MM_BK + 8, NT = MM_BK / 8, DT = HD / 8, KK = HD / 16;
+    __shared__ __align__(16) uint16_t Ks[MM_BK * KS];
+    __shared__ __align__(16) uint16_t Vt[HD * VS];
+    const int h = blockIdx.y, t0 = blockIdx.x * MM_BQ, D = H * HD;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
+    const int r0 = t0 + warp * 16 + g, r1 = r0 + 8; /* this thread's two query rows */
+    pdl_wait();
+    pdl_launch();
+    uint32_t qa[KK][4];
+#pragma unroll
+    for (int kk = 0; kk < KK; kk++) {
+        const uint16_t *q0 = q + (size_t)r0 * D + h * HD + kk * 16 + 2 * tq, *q1 = q + (size_t)r1 * D + h * HD + kk * 16 + 2 * tq;
+        qa[kk][0] = r0 < T ? *(const uint32_t *)q0 : 0u;
+        qa[kk][1] = r1 < T ? *(const uint32_t *)q1 : 0u;
+        qa[kk][2] = r0 < T ? *(const uint32_t *)(q0 + 8) : 0u;
+        qa[kk][3] = r1 < T ? *(const uint32_t *)(q1 + 8) : 0u;
+    }
+    float o[DT][4];
+#pragma unroll
+    for (int i = 0; i < DT; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+    int kend = t0 + MM_BQ;
+    if (t0 < P && P > kend) kend = P;
+    if (kend > T) kend = T;
+    const uint16_t *Kh = kc + (size_t)h * max_ctx * HD, *Vh = vc + (size_t)h * max_ctx * HD;
+    for (int j0 = 0; j0 < kend; j0 += MM_BK) {
+        __syncthreads();
+        for (int i = tid; i < MM_BK * (HD / 8); i += blockDim.x) {
+            int r = i / (HD / 8), c = i % (HD / 8), j = j0 + r;
+            uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
+            if (j < T) {
+                kv = ((const uint4 *)(Kh + (size_t)j * HD))[c];
+                vv = ((const uint4 *)(Vh + (size_t)j * HD))[c];
+            }
+            *(uint4 *)&Ks[r * KS + c * 8] = kv;
+            const uint16_t *ve = (const uint16_t *)&vv;
+#pragma unroll
+            for (int e = 0; e < 8; e++) Vt[(c * 8 + e) * VS + r] = ve[e];
+        }
+        __syncthreads();
+        float sc[NT][4];
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
+#pragma unroll
+            for (int kk = 0; kk < KK; kk++) {
+                const uint16_t *kp = &Ks[(nt * 8 + g) * KS + kk * 16 + 2 * tq];
+                mma16816(sc[nt], qa[kk], *(const uint32_t *)kp, *(const uint32_t *)(kp + 8));
+            }
+        }
+        /* mask, scale, running max per row */
+        float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int j = j0 + nt * 8 + 2 * tq + (e & 1), qr = e < 2 ? r0 : r1;
+                bool ok = j < T && (j <= qr || (qr < P && j < P));
+                float v = ok ? sc[nt][e] * scale : -INFINITY;
+                sc[nt][e] = v;
+                if (e < 2) mx0 = fmaxf(mx0, v);
+                else mx1 = fmaxf(mx1, v);
+            }
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+        float a0 = n0 == -INFINITY || m0 == -INFINITY ? (n0 == -INFINITY ? 1.0f : 0.0f) : expf(m0 - n0);
+        float a1 = n1 == -INFINITY || m1 == -INFINITY ? (n1 == -INFINITY ? 1.0f : 0.0f) : expf(m1 - n1);
+        m0 = n0;
+        m1 = n1;
+        float ps0 = 0.0f, ps1 = 0.0f;
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                float mm = e < 2 ? m0 : m1;
+                float p = sc[nt][e] == -INFINITY ? 0.0f : expf(sc[nt][e] - mm);
+                sc[nt][e] = p;
+                if (e < 2) ps0 += p;
+                else ps1 += p;
+            }
+        l0 = l0 * a0 + ps0; /* per-lane partial row sums; the 4 lanes of a row are added at the end */
+        l1 = l1 * a1 + ps1;
+#pragma unroll
+        for (int dt = 0; dt < DT; dt++) {
+            o[dt][0] *= a0;
+            o[dt][1] *= a0;
+            o[dt][2] *= a1;
+            o[dt][3] *= a1;
+        }
+        /* O += P V, P as the A operand straight from the S accumulators (hi and lo parts). */
+#pragma unroll
+        for (int kb = 0; kb < MM_BK / 16; kb++) {
+            uint32_t ah[4], al[4];
+            split_pair(sc[2 * kb][0], sc[2 * kb][1], &ah[0], &al[0]);
+            split_pair(sc[2 * kb][2], sc[2 * kb][3], &ah[1], &al[1]);
+            split_pair(sc[2 * kb + 1][0], sc[2 * kb + 1][1], &ah[2], &al[2]);
+            split_pair(sc[2 * kb + 1][2], sc[2 * kb + 1][3], &ah[3], &al[3]);
+#pragma unroll
+            for (int dt = 0; dt < DT; dt++) {
+                const uint16_t *vp = &Vt[(dt * 8 + g) * VS + kb * 16 + 2 * tq];
+                uint32_t b0 = *(const uint32_t *)vp, b1 = *(const uint32_t *)(vp + 8);
+                mma16816(o[dt], ah, b0, b1);
+                mma16816(o[dt], al, b0, b1);
+            }
+        }
+    }
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+#pragma unroll
+    for (int dt = 0; dt < DT; dt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            int tt = e < 2 ? r0 : r1, d = dt * 8 + 2 * tq + (e & 1);
+            if (tt >= T) continue;
+            float ov = rbf(o[dt][e] / (e < 2 ? l0 : l1));
+            float gv = bf2f(gqkv[(size_t)tt * 4 * D + h * HD + d]);
+            float sg = rbf(1.0f / (1.0f + expf(-gv)));
+            y[(size_t)tt * D + h * HD + d] = f2bf(sg * ov);
+        }
+}
+
+static int prefill_impl; /* 0: mma.sync register tiles (default), 1: WMMA with shared-memory tiles */
+extern "C" void fk_set_prefill_impl(int impl) { prefill_impl = impl; }
+
+template <int HD>
+static int launch_prefill_mma(const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *gqkv, int T, int H,
+                              int max_ctx, int P, uint16_t *y, cudaStream_t s) {
+    dim3 grid((T + MM_BQ - 1) / MM_BQ, H);
+    float scale = (float)(1.0 / sqrt((double)HD));
+    fk_launch(attn_prefill_mma<HD>, grid, 128, 0, s, q, k, v, gqkv, T, H, max_ctx, P, scale, y);
+    return fk_check_launch("attn_prefill_mma");
+}
+
 template <int HD>
 static int launch_prefill(const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *gqkv, int T, int H,
                           int max_ctx, int P, uint16_t *y, cudaStream_t s) {
@@ -160,12 +328,18 @@ static int launch_prefill(const uint16_t *q, const uint16_t *k, const uint16_t *
     }
     dim3 grid((T + PF_BQ - 1) / PF_BQ, H);
     float scale = (float)(1.0 / sqrt((double)HD));
-    attn_prefill_kernel<HD><<<grid, 128, smem, s>>>(q, k, v, gqkv, T, H, max_ctx, P, scale, y);
+    fk_launch(attn_prefill_kernel<HD>, grid, 128, smem, s, q, k, v, gqkv, T, H, max_ctx, P, scale, y);
     return fk_check_launch("attn_prefill");
 }
 
 extern "C" int fk_attn_prefill(const uint16_t *q, const uint16_t *k_seq, const uint16_t *v_seq, const uint16_t *gqkv,
                                int T, int H, int hd, int max_ctx, int prefix_len, uint16_t *y, cudaStream_t s) {
+    if (prefill_impl == 0) switch (hd) {
+        case 16: return launch_prefill_mma<16>(q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
+        case 32: return launch_prefill_mma<32>(q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
+        case 64: return launch_prefill_mma<64>(q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
+        case 128: return launch_prefill_mma<128>(q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
+        }
     switch (hd) {
     case 16: return launch_prefill<16>(q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
     case 32: return launch_prefill<32>(q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
@@ -188,6 +362,8 @@ __global__ void __launch_bounds__(DEC_WARPS * 32)
                       const int32_t *row_pos, int H, int hd, int max_ctx, int nsplit, float scale, float *work) {
     __shared__ float wm[DEC_WARPS], wl[DEC_WARPS];
     __shared__ float wacc[DEC_WARPS][256];
+    pdl_wait();
+    pdl_launch();
     const int sp = blockIdx.x, h = blockIdx.y, b = blockIdx.z, D = H * hd;
     const int len = row_pos[b] + 1, j0 = sp * DEC_CHUNK;
     if (j0 >= len) return;
@@ -260,6 +436,8 @@ __global__ void __launch_bounds__(DEC_WARPS * 32)
 
 __global__ void attn_decode_combine(const int32_t *row_pos, const uint16_t *gqkv, int H, int hd, int nsplit,
                                     const float *work, uint16_t *y) {
+    pdl_wait();
+    pdl_launch();
     const int h = blockIdx.x, b = blockIdx.y, D = H * hd;
     const int ns = (row_pos[b] + DEC_CHUNK) / DEC_CHUNK; /* splits that hold keys: ceil((pos+1)/CHUNK) */
     const float *w = work + ((size_t)b * H + h) * nsplit * (hd + 2);
@@ -290,14 +468,14 @@ extern "C" int fk_attn_decode(const uint16_t *q, const uint16_t *k_slot, const u
     float scale = (float)(1.0 / sqrt((double)hd));
     switch (hd) {
     case 16:
-    case 32: attn_decode_split<1><<<grid, DEC_WARPS * 32, 0, s>>>(q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, hd, max_ctx, nsplit, scale, work); break;
-    case 64: attn_decode_split<2><<<grid, DEC_WARPS * 32, 0, s>>>(q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, hd, max_ctx, nsplit, scale, work); break;
-    case 128: attn_decode_split<4><<<grid, DEC_WARPS * 32, 0, s>>>(q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, hd, max_ctx, nsplit, scale, work); break;
+    case 32: fk_launch(attn_decode_split<1>, grid, DEC_WARPS * 32, 0, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, hd, max_ctx, nsplit, scale, work); break;
+    case 64: fk_launch(attn_decode_split<2>, grid, DEC_WARPS * 32, 0, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, hd, max_ctx, nsplit, scale, work); break;
+    case 128: fk_launch(attn_decode_split<4>, grid, DEC_WARPS * 32, 0, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, hd, max_ctx, nsplit, scale, work); break;
     default:
         frigg_set_error("attention: head_dim %d is not supported by the CUDA backend (16, 32, 64 or 128)", hd);
         return -1;
     }
     if (fk_check_launch("attn_decode_split")) return -1;
-    attn_decode_combine<<<dim3(H, B), 128, 0, s>>>(row_pos, gqkv, H, hd, nsplit, work, y);
+    fk_launch(attn_decode_combine, dim3(H, B), 128, 0, s, row_pos, gqkv, H, hd, nsplit, work, y);
     return fk_check_launch("attn_decode_combine");
 }

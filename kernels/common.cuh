@@ -19,6 +19,39 @@ static inline int fk_check_launch(const char *what) {
     return 0;
 }
 
+/* Programmatic dependent launch (Hopper+): a kernel launched with fk_launch may start while its predecessor
+ * in the stream is finishing. It must call pdl_wait() before touching anything an earlier kernel writes (or
+ * reads: writes come after the wait too); work before the wait is limited to reading constant data such as
+ * weights, which is how a GEMV overlaps its weight stream with the previous kernel's tail. On older GPUs
+ * both are no-ops and fk_launch launches normally. */
+__device__ __forceinline__ void pdl_wait(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_launch(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+extern int fk_pdl; /* set by fk_init: the current device supports PDL */
+
+template <typename... KArgs, typename... Args>
+static inline cudaError_t fk_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
+                                    Args... args) {
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cfg.attrs = attr;
+    cfg.numAttrs = fk_pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kernel, ((KArgs)args)...);
+}
+
 __device__ __forceinline__ float bf2f(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
 /* Round to nearest even, as frigg_f32_to_bf16 and torch do. */
 __device__ __forceinline__ uint16_t f2bf(float f) { return __bfloat16_as_ushort(__float2bfloat16_rn(f)); }

@@ -39,6 +39,21 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
     __shared__ float scratch[32];
     __shared__ float rs[B];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nch = K / 8;
+    int unit = blockIdx.x * GEMV_WARPS + warp; /* output row (or SwiGLU output index) of this warp */
+    bool valid = EPI == FK_GEMV_SWIGLU ? unit < O / 2 : unit < O;
+    const uint4 *wrow[R];
+    wrow[0] = (const uint4 *)(W + (size_t)unit * K);
+    if (R > 1) wrow[R - 1] = (const uint4 *)(W + (size_t)(O / 2 + unit) * K);
+    /* The first batch of weights does not depend on earlier kernels: start streaming it before the wait. */
+    uint4 w[GEMV_UNROLL][R];
+#pragma unroll
+    for (int u = 0; u < GEMV_UNROLL; u++) {
+        int c = lane + 32 * u;
+#pragma unroll
+        for (int r = 0; r < R; r++) w[u][r] = valid && c < nch ? ld_stream(wrow[r] + c) : make_uint4(0, 0, 0, 0);
+    }
+    pdl_wait();
+    pdl_launch();
     const uint4 *xv = (const uint4 *)x;
     if (NORM) {
         for (int b = 0; b < B; b++) {
@@ -66,29 +81,20 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
         __syncthreads();
         xv = xs;
     }
-    int unit = blockIdx.x * GEMV_WARPS + warp; /* output row (or SwiGLU output index) of this warp */
-    int rows[R];
-    if (EPI == FK_GEMV_SWIGLU) {
-        if (unit >= O / 2) return;
-        rows[0] = unit;
-        rows[R - 1] = O / 2 + unit;
-    } else {
-        if (unit >= O) return;
-        rows[0] = unit;
-    }
+    if (!valid) return;
     float acc[R][B];
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
         for (int b = 0; b < B; b++) acc[r][b] = 0.0f;
     for (int c0 = lane; c0 < nch; c0 += 32 * GEMV_UNROLL) {
-        uint4 w[GEMV_UNROLL][R];
+        if (c0 != lane) {
 #pragma unroll
-        for (int u = 0; u < GEMV_UNROLL; u++) {
-            int c = c0 + 32 * u;
+            for (int u = 0; u < GEMV_UNROLL; u++) {
+                int c = c0 + 32 * u;
 #pragma unroll
-            for (int r = 0; r < R; r++)
-                w[u][r] = c < nch ? ld_stream((const uint4 *)(W + (size_t)rows[r] * K) + c) : make_uint4(0, 0, 0, 0);
+                for (int r = 0; r < R; r++) w[u][r] = c < nch ? ld_stream(wrow[r] + c) : make_uint4(0, 0, 0, 0);
+            }
         }
 #pragma unroll
         for (int u = 0; u < GEMV_UNROLL; u++) {
@@ -147,7 +153,12 @@ static gemv_fn pick_b(int B, int norm, int epi) {
     return NULL;
 }
 
+int fk_pdl;
+
 extern "C" int fk_init(void) {
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) == cudaSuccess && cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess)
+        fk_pdl = major >= 9;
     for (int B = 1; B <= 8; B++)
         for (int epi = 0; epi < 3; epi++) {
             cudaError_t e = cudaFuncSetAttribute((const void *)pick_b(B, 1, epi),
@@ -168,6 +179,6 @@ extern "C" int fk_gemv(const uint16_t *W, int O, int K, const uint16_t *x, int B
         return -1;
     }
     int units = epi == FK_GEMV_SWIGLU ? O / 2 : O;
-    pick_b(B, norm_in, epi)<<<(units + GEMV_WARPS - 1) / GEMV_WARPS, GEMV_WARPS * 32, smem, s>>>(W, O, K, x, eps, out);
+    fk_launch(pick_b(B, norm_in, epi), (units + GEMV_WARPS - 1) / GEMV_WARPS, GEMV_WARPS * 32, smem, s, W, O, K, x, eps, out);
     return fk_check_launch("gemv");
 }

@@ -46,6 +46,9 @@ int fk_rope_kv(const uint16_t *gqkv, int T, int H, int hd, const int32_t *row_se
  * the gate epilogue y = bf16(bf16(sigmoid(g)) * o) with g read from gqkv rows (stride 4D). */
 int fk_attn_prefill(const uint16_t *q, const uint16_t *k_seq, const uint16_t *v_seq, const uint16_t *gqkv, int T,
                     int H, int hd, int max_ctx, int prefix_len, uint16_t *y, cudaStream_t s);
+/* Which prefill kernel: 0 = register-tile mma.sync (default), 1 = WMMA with shared-memory tiles. Both are
+ * tested against the same reference; the switch exists so each can be checked and timed. */
+void fk_set_prefill_impl(int impl);
 /* Decode attention: row b (its query in q[b]) attends causally to positions [0, row_pos[b]] of sequence
  * row_seq[b]; split-K over key chunks (partials in `work`, see fk_attn_decode_work_floats), then a combine
  * with the gate epilogue into y[b]. Reads lengths on the device, so it is CUDA-graph safe. */

@@ -9,6 +9,8 @@
 __global__ void argmax_kernel(const uint16_t *logits, int V, int32_t *ids) {
     __shared__ float sv[32];
     __shared__ int si[32];
+    pdl_wait();
+    pdl_launch();
     const uint16_t *row = logits + (size_t)blockIdx.x * V;
     float best = -INFINITY;
     int bi = 0x7fffffff;
@@ -51,12 +53,14 @@ __global__ void argmax_kernel(const uint16_t *logits, int V, int32_t *ids) {
 }
 
 __global__ void widen_kernel(const uint16_t *in, size_t n, float *out) {
+    pdl_wait();
+    pdl_launch();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         out[i] = bf2f(in[i]);
 }
 
 extern "C" int fk_argmax_bf16(const uint16_t *logits, int B, int V, int32_t *ids, cudaStream_t s) {
-    argmax_kernel<<<B, ARGMAX_THREADS, 0, s>>>(logits, V, ids);
+    fk_launch(argmax_kernel, B, ARGMAX_THREADS, 0, s, logits, V, ids);
     return fk_check_launch("argmax");
 }
 
@@ -64,6 +68,6 @@ extern "C" int fk_bf16_to_f32(const uint16_t *in, size_t n, float *out, cudaStre
     size_t blocks = (n + 255) / 256;
     if (blocks > 65535) blocks = 65535;
     if (!blocks) return 0;
-    widen_kernel<<<(unsigned)blocks, 256, 0, s>>>(in, n, out);
+    fk_launch(widen_kernel, (unsigned)blocks, 256, 0, s, in, n, out);
     return fk_check_launch("bf16_to_f32");
 }

@@ -8,6 +8,8 @@
 
 __global__ void embed_kernel(const uint16_t *embed, const uint16_t *zli, const int32_t *ids, int D, float scale,
                              uint16_t *zH, uint16_t *zL, uint16_t *x) {
+    pdl_wait();
+    pdl_launch();
     int t = blockIdx.x;
     const uint16_t *e = embed + (size_t)ids[t] * D;
     for (int i = threadIdx.x; i < D; i += blockDim.x) {
@@ -23,6 +25,8 @@ __global__ void embed_kernel(const uint16_t *embed, const uint16_t *zli, const i
 __global__ void norm_kernel(int mode, uint16_t *h, const uint16_t *y, uint16_t *out, const uint16_t *other, int D,
                             float eps) {
     __shared__ float scratch[32];
+    pdl_wait();
+    pdl_launch();
     size_t row = (size_t)blockIdx.x * D;
     float ss = 0.0f;
     for (int i = threadIdx.x; i < D; i += blockDim.x) {
@@ -42,6 +46,8 @@ __global__ void norm_kernel(int mode, uint16_t *h, const uint16_t *y, uint16_t *
 }
 
 __global__ void swiglu_kernel(const uint16_t *gu, int I, uint16_t *out) {
+    pdl_wait();
+    pdl_launch();
     size_t t = blockIdx.y;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < I; i += gridDim.x * blockDim.x) {
         float g = bf2f(gu[t * 2 * I + i]), u = bf2f(gu[t * 2 * I + I + i]);
@@ -52,28 +58,28 @@ __global__ void swiglu_kernel(const uint16_t *gu, int I, uint16_t *out) {
 
 extern "C" int fk_embed(const uint16_t *embed, const uint16_t *z_L_init, const int32_t *ids, int T, int D,
                         float scale, uint16_t *zH, uint16_t *zL, uint16_t *x, cudaStream_t s) {
-    embed_kernel<<<T, NORM_THREADS, 0, s>>>(embed, z_L_init, ids, D, scale, zH, zL, x);
+    fk_launch(embed_kernel, T, NORM_THREADS, 0, s, embed, z_L_init, ids, D, scale, zH, zL, x);
     return fk_check_launch("embed");
 }
 
 extern "C" int fk_rmsnorm(const uint16_t *in, uint16_t *out, int T, int D, float eps, cudaStream_t s) {
-    norm_kernel<<<T, NORM_THREADS, 0, s>>>(0, (uint16_t *)in, NULL, out, NULL, D, eps);
+    fk_launch(norm_kernel, T, NORM_THREADS, 0, s, 0, (uint16_t *)in, (const uint16_t *)NULL, out, (const uint16_t *)NULL, D, eps);
     return fk_check_launch("rmsnorm");
 }
 
 extern "C" int fk_add_rmsnorm(uint16_t *h, const uint16_t *y, uint16_t *a, int T, int D, float eps, cudaStream_t s) {
-    norm_kernel<<<T, NORM_THREADS, 0, s>>>(1, h, y, a, NULL, D, eps);
+    fk_launch(norm_kernel, T, NORM_THREADS, 0, s, 1, h, y, a, (const uint16_t *)NULL, D, eps);
     return fk_check_launch("add_rmsnorm");
 }
 
 extern "C" int fk_run_end(uint16_t *x, uint16_t *state, const uint16_t *other, int T, int D, float eps,
                           cudaStream_t s) {
-    norm_kernel<<<T, NORM_THREADS, 0, s>>>(2, x, NULL, state, other, D, eps);
+    fk_launch(norm_kernel, T, NORM_THREADS, 0, s, 2, x, (const uint16_t *)NULL, state, other, D, eps);
     return fk_check_launch("run_end");
 }
 
 extern "C" int fk_swiglu(const uint16_t *gu, int T, int I, uint16_t *out, cudaStream_t s) {
     dim3 grid((I + 255) / 256, T);
-    swiglu_kernel<<<grid, 256, 0, s>>>(gu, I, out);
+    fk_launch(swiglu_kernel, grid, 256, 0, s, gu, I, out);
     return fk_check_launch("swiglu");
 }

@@ -6,6 +6,8 @@
 __global__ void rope_kv_kernel(const uint16_t *gqkv, int H, int hd, const int32_t *row_seq, const int32_t *row_pos,
                                const uint16_t *cos_t, const uint16_t *sin_t, uint16_t *q_out, uint16_t *k_slot,
                                uint16_t *v_slot, long long seq_stride, int max_ctx) {
+    pdl_wait();
+    pdl_launch();
     int t = blockIdx.x, D = H * hd, half = hd / 2;
     int pos = row_pos[t];
     const uint16_t *row = gqkv + (size_t)t * 4 * D;
@@ -34,7 +36,7 @@ extern "C" int fk_rope_kv(const uint16_t *gqkv, int T, int H, int hd, const int3
         frigg_set_error("rope: head_dim %d is odd", hd);
         return -1;
     }
-    rope_kv_kernel<<<T, 256, 0, s>>>(gqkv, H, hd, row_seq, row_pos, cos_t, sin_t, q_out, k_slot, v_slot, seq_stride,
-                                     max_ctx);
+    fk_launch(rope_kv_kernel, T, 256, 0, s, gqkv, H, hd, row_seq, row_pos, cos_t, sin_t, q_out, k_slot, v_slot,
+              seq_stride, max_ctx);
     return fk_check_launch("rope_kv");
 }

@@ -230,7 +230,7 @@ static void ref_attention(const float *q, const float *K, const float *V, const 
 }
 
 static void test_attention(void) {
-    static const int cfgs[][3] = {{100, 2, 128}, {37, 4, 16}, {70, 3, 32}}; /* T, heads, head_dim */
+    static const int cfgs[][3] = {{100, 2, 128}, {37, 4, 16}, {70, 3, 32}, {300, 1, 128}, {129, 2, 64}}; /* T, heads, head_dim */
     for (size_t ci = 0; ci < sizeof cfgs / sizeof cfgs[0]; ci++) {
         int T = cfgs[ci][0], H = cfgs[ci][1], hd = cfgs[ci][2], D = H * hd, max_ctx = T + 3;
         float *q = malloc(sizeof(float) * T * D), *K = malloc(sizeof(float) * H * T * hd), *V = malloc(sizeof(float) * H * T * hd);
@@ -251,15 +251,19 @@ static void test_attention(void) {
         uint16_t *dg = to_dev(g, (size_t)T * 4 * D), *dy;
         cudaMalloc((void **)&dy, (size_t)T * D * 2);
         int prefixes[3] = {0, T / 2, T};
-        for (int pi = 0; pi < 3; pi++) {
-            int P = prefixes[pi];
-            ref_attention(q, K, V, g, T, T, 0, H, hd, P, ref);
-            CHECK(fk_attn_prefill(dq, dk, dv, dg, T, H, hd, max_ctx, P, dy, 0) == 0, "%s", frigg_error());
-            from_dev(dy, (size_t)T * D, got);
-            char what[80];
-            snprintf(what, sizeof what, "attn_prefill T=%d H=%d hd=%d P=%d", T, H, hd, P);
-            expect_close(what, got, ref, (size_t)T * D, 0.02);
+        for (int impl = 0; impl < 2; impl++) {
+            fk_set_prefill_impl(impl);
+            for (int pi = 0; pi < 3; pi++) {
+                int P = prefixes[pi];
+                ref_attention(q, K, V, g, T, T, 0, H, hd, P, ref);
+                CHECK(fk_attn_prefill(dq, dk, dv, dg, T, H, hd, max_ctx, P, dy, 0) == 0, "%s", frigg_error());
+                from_dev(dy, (size_t)T * D, got);
+                char what[80];
+                snprintf(what, sizeof what, "attn_prefill impl %d T=%d H=%d hd=%d P=%d", impl, T, H, hd, P);
+                expect_close(what, got, ref, (size_t)T * D, 0.02);
+            }
         }
+        fk_set_prefill_impl(0);
         /* The mask must matter: a prefix run differs from the causal reference on early rows. */
         ref_attention(q, K, V, g, T, T, 0, H, hd, 0, ref);
         fk_attn_prefill(dq, dk, dv, dg, T, H, hd, max_ctx, T, dy, 0);
