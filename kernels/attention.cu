@@ -352,7 +352,7 @@ extern "C" int fk_attn_prefill(const uint16_t *q, const uint16_t *k_seq, const u
 
 /* ------------------------------------------------------------------ decode */
 #define DEC_CHUNK 64  /* keys per split block */
-#define DEC_WARPS 4
+#define DEC_WARPS 8
 
 /* DPL dims per lane; lanes with lane*DPL >= hd idle in the dot product. */
 template <int DPL>
@@ -379,34 +379,49 @@ __global__ void __launch_bounds__(DEC_WARPS * 32)
         acc[i] = 0.0f;
     }
     float m = -INFINITY, l = 0.0f;
-    for (int j = j0 + warp; j < j1; j += DEC_WARPS) {
-        float kf[DPL], vf[DPL];
-        if (active) {
-            if (DPL == 4) {
-                uint2 kk = *(const uint2 *)(K + (size_t)j * hd + d0), vv = *(const uint2 *)(V + (size_t)j * hd + d0);
-                kf[0] = bf_lo(kk.x); kf[1 % DPL] = bf_hi(kk.x); kf[2 % DPL] = bf_lo(kk.y); kf[3 % DPL] = bf_hi(kk.y);
-                vf[0] = bf_lo(vv.x); vf[1 % DPL] = bf_hi(vv.x); vf[2 % DPL] = bf_lo(vv.y); vf[3 % DPL] = bf_hi(vv.y);
-            } else {
+    /* Each warp takes a contiguous quarter of the chunk, 4 keys at a time: the 8 loads of a group are all in
+     * flight before the first dot product needs them. */
+    const int per_warp = DEC_CHUNK / DEC_WARPS, kw0 = j0 + warp * per_warp, kw1 = min(j1, kw0 + per_warp);
+    for (int jb = kw0; jb < kw1; jb += 4) {
+        float kf[4][DPL], vf[4][DPL];
 #pragma unroll
-                for (int i = 0; i < DPL; i++) {
-                    kf[i] = bf2f(K[(size_t)j * hd + d0 + i]);
-                    vf[i] = bf2f(V[(size_t)j * hd + d0 + i]);
+        for (int u = 0; u < 4; u++) {
+            int j = jb + u;
+            bool live = active && j < kw1;
+#pragma unroll
+            for (int i = 0; i < DPL; i++) kf[u][i] = vf[u][i] = 0.0f;
+            if (live) {
+                if (DPL == 4) {
+                    uint2 kk = *(const uint2 *)(K + (size_t)j * hd + d0), vv = *(const uint2 *)(V + (size_t)j * hd + d0);
+                    kf[u][0] = bf_lo(kk.x); kf[u][1 % DPL] = bf_hi(kk.x); kf[u][2 % DPL] = bf_lo(kk.y); kf[u][3 % DPL] = bf_hi(kk.y);
+                    vf[u][0] = bf_lo(vv.x); vf[u][1 % DPL] = bf_hi(vv.x); vf[u][2 % DPL] = bf_lo(vv.y); vf[u][3 % DPL] = bf_hi(vv.y);
+                } else {
+#pragma unroll
+                    for (int i = 0; i < DPL; i++) {
+                        kf[u][i] = bf2f(K[(size_t)j * hd + d0 + i]);
+                        vf[u][i] = bf2f(V[(size_t)j * hd + d0 + i]);
+                    }
                 }
             }
-        } else {
-#pragma unroll
-            for (int i = 0; i < DPL; i++) kf[i] = vf[i] = 0.0f;
         }
-        float part = 0.0f;
+        float sc[4];
 #pragma unroll
-        for (int i = 0; i < DPL; i++) part += qf[i] * kf[i];
-        float sc = warp_sum(part) * scale;
-        float m_new = fmaxf(m, sc);
-        float alpha = m == -INFINITY ? 0.0f : expf(m - m_new), p = expf(sc - m_new);
-        l = l * alpha + p;
+        for (int u = 0; u < 4; u++) {
+            float part = 0.0f;
 #pragma unroll
-        for (int i = 0; i < DPL; i++) acc[i] = acc[i] * alpha + p * vf[i];
-        m = m_new;
+            for (int i = 0; i < DPL; i++) part += qf[i] * kf[u][i];
+            sc[u] = warp_sum(part) * scale;
+        }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            if (jb + u >= kw1) break;
+            float m_new = fmaxf(m, sc[u]);
+            float alpha = m == -INFINITY ? 0.0f : expf(m - m_new), p = expf(sc[u] - m_new);
+            l = l * alpha + p;
+#pragma unroll
+            for (int i = 0; i < DPL; i++) acc[i] = acc[i] * alpha + p * vf[u][i];
+            m = m_new;
+        }
     }
     if (lane == 0) {
         wm[warp] = m;
