@@ -185,9 +185,9 @@ static int enqueue_decode(frigg_backend *b, int B) {
         const dev_layer *Ls = im->layers[frigg_run_stack(c, r)];
         for (int i = 0; i < c->layers_per_stack; i++) {
             int slot = frigg_slot(c, r, i);
-            OK(fk_gemv(Ls[i].gqkv, 4 * D, D, im->x, B, 1, eps, FK_GEMV_STORE, im->gqkv, s));
-            OK(fk_rope_kv(im->gqkv, B, H, hd, rseq, rpos, im->cos_t, im->sin_t, im->q, k_slot(im, slot),
-                          v_slot(im, slot), im->seq_stride, b->max_ctx, s));
+            fk_qkv_epi qa = {im->cos_t, im->sin_t, rseq, rpos, im->q, k_slot(im, slot), v_slot(im, slot),
+                             im->seq_stride, b->max_ctx, hd};
+            OK(fk_gemv_qkv(Ls[i].gqkv, D, im->x, B, eps, im->gqkv, &qa, s)); /* norm + gqkv + RoPE + KV write */
             OK(fk_attn_decode(im->q, k_slot(im, slot), v_slot(im, slot), im->seq_stride, rseq, rpos, im->gqkv, B, H,
                               hd, b->max_ctx, im->attn_work, im->y, s));
             OK(fk_gemv(Ls[i].o, D, D, im->y, B, 0, eps, FK_GEMV_RESID, im->x, s));

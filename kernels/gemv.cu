@@ -34,16 +34,22 @@ __device__ __forceinline__ float dot8(uint4 w, const float *x) {
 template <int B, int R, bool NORM, int EPI>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
     gemv_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, float eps,
-                uint16_t *__restrict__ out) {
+                uint16_t *__restrict__ out, fk_qkv_epi qa) {
     extern __shared__ uint4 xs[];
     __shared__ float scratch[32];
     __shared__ float rs[B];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nch = K / 8;
-    int unit = blockIdx.x * GEMV_WARPS + warp; /* output row (or SwiGLU output index) of this warp */
-    bool valid = EPI == FK_GEMV_SWIGLU ? unit < O / 2 : unit < O;
+    int unit = blockIdx.x * GEMV_WARPS + warp; /* output row (or SwiGLU output index, or RoPE pair) of this warp */
+    bool valid = EPI == FK_GEMV_STORE || EPI == FK_GEMV_RESID ? unit < O : unit < O / 2;
+    int row1 = unit, row2 = O / 2 + unit, half = qa.hd / 2;
+    if (EPI == FK_GEMV_QKV) { /* unit -> section (gate,q,k,v), head, dim i < hd/2: rows i and i + hd/2 */
+        int Dm = O / 4, sec = unit / (Dm / 2), p = unit % (Dm / 2);
+        row1 = sec * Dm + (p / half) * qa.hd + p % half;
+        row2 = row1 + half;
+    }
     const uint4 *wrow[R];
-    wrow[0] = (const uint4 *)(W + (size_t)unit * K);
-    if (R > 1) wrow[R - 1] = (const uint4 *)(W + (size_t)(O / 2 + unit) * K);
+    wrow[0] = (const uint4 *)(W + (size_t)row1 * K);
+    if (R > 1) wrow[R - 1] = (const uint4 *)(W + (size_t)row2 * K);
     /* The first batch of weights does not depend on earlier kernels: start streaming it before the wait. */
     uint4 w[GEMV_UNROLL][R];
 #pragma unroll
@@ -122,6 +128,32 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
         } else if (EPI == FK_GEMV_RESID) {
             size_t at = (size_t)b * O + unit;
             out[at] = f2bf(bf2f(out[at]) + rbf(acc[0][b]));
+        } else if (EPI == FK_GEMV_QKV) {
+            int Dm = O / 4, sec = row1 / Dm, j1 = row1 % Dm, j2 = j1 + half, i = j1 % qa.hd, h = j1 / qa.hd;
+            float x1 = rbf(acc[0][b]), x2 = rbf(acc[R - 1][b]);
+            if (sec == 0) { /* the output gate: kept for the attention epilogue */
+                out[(size_t)b * O + j1] = f2bf(x1);
+                out[(size_t)b * O + j2] = f2bf(x2);
+                continue;
+            }
+            int pos = qa.row_pos[b];
+            size_t at = (size_t)qa.row_seq[b] * qa.seq_stride + ((size_t)h * qa.max_ctx + pos) * qa.hd + i;
+            if (sec == 3) {
+                qa.v_slot[at] = f2bf(x1);
+                qa.v_slot[at + half] = f2bf(x2);
+                continue;
+            }
+            /* rotate-half RoPE with HF's rounding after each op (as frigg_cpu_rope_apply) */
+            const uint16_t *C = qa.cos_t + (size_t)pos * qa.hd, *S = qa.sin_t + (size_t)pos * qa.hd;
+            float o1 = rbf(rbf(x1 * bf2f(C[i])) + rbf(-x2 * bf2f(S[i])));
+            float o2 = rbf(rbf(x2 * bf2f(C[i + half])) + rbf(x1 * bf2f(S[i + half])));
+            if (sec == 1) {
+                qa.q_out[(size_t)b * Dm + j1] = f2bf(o1);
+                qa.q_out[(size_t)b * Dm + j2] = f2bf(o2);
+            } else {
+                qa.k_slot[at] = f2bf(o1);
+                qa.k_slot[at + half] = f2bf(o2);
+            }
         } else {
             float g = rbf(acc[0][b]), u = rbf(acc[R - 1][b]);
             float sg = rbf(g / (1.0f + expf(-g)));
@@ -130,10 +162,11 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
     }
 }
 
-typedef void (*gemv_fn)(const uint16_t *, int, int, const uint16_t *, float, uint16_t *);
+typedef void (*gemv_fn)(const uint16_t *, int, int, const uint16_t *, float, uint16_t *, fk_qkv_epi);
 
 template <int B>
 static gemv_fn pick(int norm, int epi) {
+    if (epi == FK_GEMV_QKV) return norm ? gemv_kernel<B, 2, true, FK_GEMV_QKV> : gemv_kernel<B, 2, false, FK_GEMV_QKV>;
     if (epi == FK_GEMV_SWIGLU) return norm ? gemv_kernel<B, 2, true, FK_GEMV_SWIGLU> : gemv_kernel<B, 2, false, FK_GEMV_SWIGLU>;
     if (epi == FK_GEMV_RESID) return norm ? gemv_kernel<B, 1, true, FK_GEMV_RESID> : gemv_kernel<B, 1, false, FK_GEMV_RESID>;
     return norm ? gemv_kernel<B, 1, true, FK_GEMV_STORE> : gemv_kernel<B, 1, false, FK_GEMV_STORE>;
@@ -160,7 +193,7 @@ extern "C" int fk_init(void) {
     if (cudaGetDevice(&dev) == cudaSuccess && cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess)
         fk_pdl = major >= 9;
     for (int B = 1; B <= 8; B++)
-        for (int epi = 0; epi < 3; epi++) {
+        for (int epi = 0; epi < 4; epi++) {
             cudaError_t e = cudaFuncSetAttribute((const void *)pick_b(B, 1, epi),
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, GEMV_MAX_SMEM);
             if (e != cudaSuccess) {
@@ -171,14 +204,32 @@ extern "C" int fk_init(void) {
     return 0;
 }
 
-extern "C" int fk_gemv(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
-                       uint16_t *out, cudaStream_t s) {
+static int gemv_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
+                       uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s) {
     size_t smem = norm_in ? (size_t)B * K * 2 : 0;
-    if (B < 1 || B > 8 || K % 8 || (epi == FK_GEMV_SWIGLU && O % 2) || smem > GEMV_MAX_SMEM || epi < 0 || epi > 2) {
+    if (B < 1 || B > 8 || K % 8 || (epi != FK_GEMV_STORE && epi != FK_GEMV_RESID && O % 2) || smem > GEMV_MAX_SMEM ||
+        epi < 0 || epi > 3 || (epi == FK_GEMV_QKV && (O % 4 || qa->hd % 2 || (O / 4) % qa->hd))) {
         frigg_set_error("gemv: unsupported shape (rows %d, out %d, in %d, epilogue %d)", B, O, K, epi);
         return -1;
     }
-    int units = epi == FK_GEMV_SWIGLU ? O / 2 : O;
-    fk_launch(pick_b(B, norm_in, epi), (units + GEMV_WARPS - 1) / GEMV_WARPS, GEMV_WARPS * 32, smem, s, W, O, K, x, eps, out);
+    int units = epi == FK_GEMV_STORE || epi == FK_GEMV_RESID ? O : O / 2;
+    fk_launch(pick_b(B, norm_in, epi), (units + GEMV_WARPS - 1) / GEMV_WARPS, GEMV_WARPS * 32, smem, s, W, O, K, x, eps,
+              out, *qa);
     return fk_check_launch("gemv");
+}
+
+extern "C" int fk_gemv(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
+                       uint16_t *out, cudaStream_t s) {
+    fk_qkv_epi none = {};
+    none.hd = 2;
+    if (epi == FK_GEMV_QKV) {
+        frigg_set_error("gemv: the QKV epilogue goes through fk_gemv_qkv");
+        return -1;
+    }
+    return gemv_launch(W, O, K, x, B, norm_in, eps, epi, out, &none, s);
+}
+
+extern "C" int fk_gemv_qkv(const uint16_t *W, int D, const uint16_t *x, int B, float eps, uint16_t *gqkv,
+                           const fk_qkv_epi *qa, cudaStream_t s) {
+    return gemv_launch(W, 4 * D, D, x, B, 1, eps, FK_GEMV_QKV, gqkv, qa, s);
 }

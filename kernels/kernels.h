@@ -62,11 +62,26 @@ enum {
     FK_GEMV_STORE = 0,   /* out[b][o] = bf16(acc) */
     FK_GEMV_RESID = 1,   /* out[b][o] = bf16(out[b][o] + bf16(acc)): residual add in the epilogue */
     FK_GEMV_SWIGLU = 2,  /* W is gate_up [2I][K]: out[b][i] = bf16(bf16(silu(bf16(acc_i))) * bf16(acc_{I+i})) */
+    FK_GEMV_QKV = 3,     /* only through fk_gemv_qkv */
 };
 /* y = W·x for B rows (1..8). W [O][K] bf16 row-major, K % 8 == 0. x [B][K]. norm_in: x is first replaced by
  * rmsnorm(x) (each block normalises the B rows itself, so no separate norm kernel is needed). */
 int fk_gemv(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
             uint16_t *out, cudaStream_t s);
+
+/* Where the fused gqkv projection puts its rows (decode): RoPE'd q into q_out [B][D], RoPE'd k and v into the
+ * slot's cache at (row_seq[b], row_pos[b]) (layout as fk_rope_kv), the gate rows into gqkv [B][4D]. */
+typedef struct {
+    const uint16_t *cos_t, *sin_t;
+    const int32_t *row_seq, *row_pos;
+    uint16_t *q_out, *k_slot, *v_slot;
+    long long seq_stride;
+    int max_ctx, hd;
+} fk_qkv_epi;
+/* rmsnorm(x) · gqkv^T with the RoPE + KV-write epilogue: the decode step's first two kernels in one.
+ * Each warp computes rows i and i + hd/2 of a head, the pair RoPE mixes. */
+int fk_gemv_qkv(const uint16_t *W, int D, const uint16_t *x, int B, float eps, uint16_t *gqkv, const fk_qkv_epi *qa,
+                cudaStream_t s);
 
 /* ---- lmhead.cu ---- */
 /* ids[b] = argmax over V of the bf16 logits row b (lowest index on ties, as HF's argmax). */

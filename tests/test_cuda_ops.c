@@ -334,6 +334,55 @@ static void test_rope(void) {
         }
     }
     CHECK(qok, "rope_kv: rotated q differs from frigg_cpu_rope_apply");
+    /* The fused decode projection: rmsnorm(x) -> gqkv rows -> RoPE -> cache, against the CPU ops. */
+    {
+        int K = D;
+        float *Wf = malloc(sizeof(float) * 4 * D * K), *x = malloc(sizeof(float) * T * K), *xn = malloc(sizeof(float) * T * K);
+        float *lin = malloc(sizeof(float) * T * 4 * D);
+        fill(Wf, (size_t)4 * D * K, 1.0f / sqrtf((float)K));
+        fill(x, (size_t)T * K, 2.0f);
+        uint16_t *Wb = malloc((size_t)4 * D * K * 2);
+        for (size_t i = 0; i < (size_t)4 * D * K; i++) Wb[i] = frigg_f32_to_bf16(Wf[i]);
+        frigg_mat M = {Wb, 4 * D, K};
+        frigg_pool *pool = frigg_pool_create(0);
+        frigg_cpu_rmsnorm(x, T, K, 1e-6, xn);
+        frigg_cpu_linear(pool, &M, xn, T, lin);
+        frigg_pool_destroy(pool);
+        uint16_t *dW = to_dev(Wf, (size_t)4 * D * K), *dx = to_dev(x, (size_t)T * K), *dgq;
+        cudaMalloc((void **)&dgq, (size_t)T * 4 * D * 2);
+        cudaMemset(dk, 0, (size_t)2 * seq_stride * 2);
+        cudaMemset(dv, 0, (size_t)2 * seq_stride * 2);
+        fk_qkv_epi qa = {dcos, dsin, dseq, dpos, dq, dk, dv, seq_stride, max_ctx, hd};
+        CHECK(fk_gemv_qkv(dW, D, dx, T, 1e-6f, dgq, &qa, 0) == 0, "%s", frigg_error());
+        float *gg = malloc(sizeof(float) * T * 4 * D), *refq = malloc(sizeof(float) * T * D), *refk = malloc(sizeof(float) * T * D);
+        from_dev(dgq, (size_t)T * 4 * D, gg);
+        from_dev(dq, (size_t)T * D, got);
+        from_dev(dk, (size_t)2 * seq_stride, kc);
+        from_dev(dv, (size_t)2 * seq_stride, vc);
+        float *gk = malloc(sizeof(float) * T * D), *gv = malloc(sizeof(float) * T * D), *refv = malloc(sizeof(float) * T * D);
+        float *gref = malloc(sizeof(float) * T * D), *ggot = malloc(sizeof(float) * T * D);
+        for (int t = 0; t < T; t++) {
+            memcpy(refq + (size_t)t * D, lin + (size_t)t * 4 * D + D, sizeof(float) * D);
+            memcpy(refk + (size_t)t * D, lin + (size_t)t * 4 * D + 2 * D, sizeof(float) * D);
+            memcpy(refv + (size_t)t * D, lin + (size_t)t * 4 * D + 3 * D, sizeof(float) * D);
+            memcpy(gref + (size_t)t * D, lin + (size_t)t * 4 * D, sizeof(float) * D);
+            memcpy(ggot + (size_t)t * D, gg + (size_t)t * 4 * D, sizeof(float) * D);
+            frigg_cpu_rope_apply(refq + (size_t)t * D, 1, H, hd, cs + (size_t)pos[t] * hd, sn + (size_t)pos[t] * hd);
+            frigg_cpu_rope_apply(refk + (size_t)t * D, 1, H, hd, cs + (size_t)pos[t] * hd, sn + (size_t)pos[t] * hd);
+            for (int j = 0; j < D; j++) {
+                size_t at = (size_t)seq[t] * seq_stride + ((size_t)(j / hd) * max_ctx + pos[t]) * hd + j % hd;
+                gk[(size_t)t * D + j] = kc[at];
+                gv[(size_t)t * D + j] = vc[at];
+            }
+        }
+        expect_close("gemv_qkv gate rows", ggot, gref, (size_t)T * D, 0.25);
+        expect_close("gemv_qkv q (RoPE)", got, refq, (size_t)T * D, 0.25);
+        expect_close("gemv_qkv k (RoPE, cache)", gk, refk, (size_t)T * D, 0.25);
+        expect_close("gemv_qkv v (cache)", gv, refv, (size_t)T * D, 0.25);
+        cudaFree(dW); cudaFree(dx); cudaFree(dgq);
+        free(Wf); free(x); free(xn); free(lin); free(Wb); free(gg); free(refq); free(refk); free(gk); free(gv); free(refv);
+        free(gref); free(ggot);
+    }
     CHECK(kok, "rope_kv: cached k differs from frigg_cpu_rope_apply or sits at the wrong slot position");
     CHECK(vok, "rope_kv: cached v is not the v rows");
     cudaFree(dpos); cudaFree(dseq); cudaFree(dg); cudaFree(dcos); cudaFree(dsin); cudaFree(dq); cudaFree(dk); cudaFree(dv);
