@@ -34,13 +34,16 @@ void tok_ivec_push(tok_ivec *a, int32_t x);
 /* String → int32 map (open addressing). Keys are byte strings and may contain NUL; a put of an
  * existing key overwrites its value, like serde's map (last duplicate wins). */
 typedef struct {
+    size_t off;   /* key bytes in the arena */
+    uint32_t len;
+    int32_t val;
+} tok_strmap_entry;
+typedef struct {
     char *arena;
     size_t arena_n, arena_cap;
-    size_t *key_off, *key_len;
-    int32_t *val;
-    uint64_t *hash;
-    size_t n, cap;       /* entries */
-    uint32_t *slots;     /* entry index + 1; 0 = empty */
+    tok_strmap_entry *e;
+    size_t n, cap;    /* entries */
+    uint64_t *slots;  /* high 32 bits: hash tag; low 32: entry index + 1 (0 = empty) */
     size_t slot_mask;
 } tok_strmap;
 void tok_strmap_init(tok_strmap *m, size_t expected);
@@ -48,8 +51,8 @@ void tok_strmap_free(tok_strmap *m);
 size_t tok_strmap_put(tok_strmap *m, const char *k, size_t len, int32_t val); /* returns entry index */
 int32_t tok_strmap_get(const tok_strmap *m, const char *k, size_t len);       /* -1 if absent */
 static inline const char *tok_strmap_key(const tok_strmap *m, size_t e, size_t *len) {
-    *len = m->key_len[e];
-    return m->arena + m->key_off[e];
+    *len = m->e[e].len;
+    return m->arena + m->e[e].off;
 }
 
 /* (uint32, uint32) → (uint32 rank, int32 value) map: BPE merges and trie edges. */
@@ -181,6 +184,16 @@ int tok_bpe_word(const frigg_tokenizer *tk, const char *s, size_t n, tok_ivec *i
 
 /* tok_decode.c */
 const char *tok_id_to_token(const frigg_tokenizer *tk, int32_t id, size_t *len);
+
+/* tok_json.c: the fast path for model.vocab and model.merges (spans into the JSON text). */
+typedef struct {
+    const char *vocab, *vocab_end, *merges, *merges_end; /* NULL when absent */
+} tok_json_parts;
+int tok_json_split(const char *json, size_t len, tok_json_parts *parts); /* validates the document */
+int tok_json_vocab(const tok_json_parts *parts, const char *base, tok_strmap *vocab, int64_t *max_id);
+/* b == NULL: a legacy "a b" merge string in a. Returns -1 to stop with an error. */
+typedef int (*tok_merge_fn)(void *ctx, size_t index, const char *a, size_t an, const char *b, size_t bn);
+int tok_json_merges(const tok_json_parts *parts, const char *base, tok_merge_fn fn, void *ctx);
 
 /* tokenizer_load.c */
 void tok_free_components(frigg_tokenizer *tk);

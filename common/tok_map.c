@@ -105,10 +105,7 @@ static size_t pow2_at_least(size_t n) {
 void tok_strmap_init(tok_strmap *m, size_t expected) {
     memset(m, 0, sizeof *m);
     m->cap = expected ? expected : 16;
-    m->key_off = frigg_xmalloc(m->cap * sizeof *m->key_off);
-    m->key_len = frigg_xmalloc(m->cap * sizeof *m->key_len);
-    m->val = frigg_xmalloc(m->cap * sizeof *m->val);
-    m->hash = frigg_xmalloc(m->cap * sizeof *m->hash);
+    m->e = frigg_xmalloc(m->cap * sizeof *m->e);
     size_t ns = pow2_at_least(m->cap * 2);
     m->slots = frigg_xcalloc(ns, sizeof *m->slots);
     m->slot_mask = ns - 1;
@@ -116,21 +113,25 @@ void tok_strmap_init(tok_strmap *m, size_t expected) {
 
 void tok_strmap_free(tok_strmap *m) {
     free(m->arena);
-    free(m->key_off);
-    free(m->key_len);
-    free(m->val);
-    free(m->hash);
+    free(m->e);
     free(m->slots);
     memset(m, 0, sizeof *m);
 }
 
+static inline uint32_t slot_tag(uint64_t h) { return (uint32_t)(h >> 32); }
+
 static void strmap_rehash(tok_strmap *m) {
     size_t ns = (m->slot_mask + 1) * 2;
-    uint32_t *slots = frigg_xcalloc(ns, sizeof *slots);
-    for (size_t e = 0; e < m->n; e++) {
-        size_t i = m->hash[e] & (ns - 1);
-        while (slots[i]) i = (i + 1) & (ns - 1);
-        slots[i] = (uint32_t)(e + 1);
+    uint64_t *slots = frigg_xcalloc(ns, sizeof *slots);
+    for (size_t i = 0; i <= m->slot_mask; i++) {
+        uint64_t s = m->slots[i];
+        if (!s) continue;
+        /* the slot index came from the low hash bits, which the tag does not keep: rehash the key */
+        const tok_strmap_entry *en = &m->e[(uint32_t)s - 1];
+        uint64_t h = hash_bytes(m->arena + en->off, en->len);
+        size_t j = h & (ns - 1);
+        while (slots[j]) j = (j + 1) & (ns - 1);
+        slots[j] = s;
     }
     free(m->slots);
     m->slots = slots;
@@ -139,15 +140,17 @@ static void strmap_rehash(tok_strmap *m) {
 
 static long strmap_find(const tok_strmap *m, const char *k, size_t len, uint64_t h, size_t *slot) {
     size_t i = h & m->slot_mask;
+    uint32_t tag = slot_tag(h);
     for (;;) {
-        uint32_t s = m->slots[i];
+        uint64_t s = m->slots[i];
         if (!s) {
             *slot = i;
             return -1;
         }
-        size_t e = s - 1;
-        if (m->hash[e] == h && m->key_len[e] == len && memcmp(m->arena + m->key_off[e], k, len) == 0)
-            return (long)e;
+        if ((uint32_t)(s >> 32) == tag) {
+            size_t e = (uint32_t)s - 1;
+            if (m->e[e].len == len && memcmp(m->arena + m->e[e].off, k, len) == 0) return (long)e;
+        }
         i = (i + 1) & m->slot_mask;
     }
 }
@@ -157,15 +160,12 @@ size_t tok_strmap_put(tok_strmap *m, const char *k, size_t len, int32_t val) {
     size_t slot;
     long e = strmap_find(m, k, len, h, &slot);
     if (e >= 0) {
-        m->val[e] = val;
+        m->e[e].val = val;
         return (size_t)e;
     }
     if (m->n == m->cap) {
         m->cap *= 2;
-        m->key_off = tok_xrealloc(m->key_off, m->cap * sizeof *m->key_off);
-        m->key_len = tok_xrealloc(m->key_len, m->cap * sizeof *m->key_len);
-        m->val = tok_xrealloc(m->val, m->cap * sizeof *m->val);
-        m->hash = tok_xrealloc(m->hash, m->cap * sizeof *m->hash);
+        m->e = tok_xrealloc(m->e, m->cap * sizeof *m->e);
     }
     if (m->arena_n + len + 1 > m->arena_cap) {
         size_t cap = m->arena_cap ? m->arena_cap : 4096;
@@ -176,12 +176,9 @@ size_t tok_strmap_put(tok_strmap *m, const char *k, size_t len, int32_t val) {
     memcpy(m->arena + m->arena_n, k, len);
     m->arena[m->arena_n + len] = 0; /* keys double as C strings where they hold no NUL */
     size_t ne = m->n++;
-    m->key_off[ne] = m->arena_n;
-    m->key_len[ne] = len;
-    m->val[ne] = val;
-    m->hash[ne] = h;
+    m->e[ne] = (tok_strmap_entry){m->arena_n, (uint32_t)len, val};
     m->arena_n += len + 1;
-    m->slots[slot] = (uint32_t)(ne + 1);
+    m->slots[slot] = ((uint64_t)slot_tag(h) << 32) | (uint64_t)(ne + 1);
     if (m->n * 2 > m->slot_mask + 1) strmap_rehash(m);
     return ne;
 }
@@ -190,7 +187,7 @@ int32_t tok_strmap_get(const tok_strmap *m, const char *k, size_t len) {
     if (!m->slots) return -1;
     size_t slot;
     long e = strmap_find(m, k, len, hash_bytes(k, len), &slot);
-    return e >= 0 ? m->val[e] : -1;
+    return e >= 0 ? m->e[e].val : -1;
 }
 
 /* ---- pair map ---- */

@@ -405,22 +405,47 @@ static int opt_bool(const ctx *c, json_t *o, const char *key, int *out) {
     return 0;
 }
 
-static int merge_pair(const ctx *c, frigg_tokenizer *tk, size_t rank, const char *a, size_t an,
-                      const char *b, size_t bn, tok_buf *cat) {
+typedef struct {
+    const ctx *c;
+    frigg_tokenizer *tk;
+    tok_buf cat;
+    int reported; /* the error message already names the file */
+} merge_ctx;
+
+/* One merge: (a, b) → rank, merged id; the merged token must exist, as HF requires. */
+static int merge_one(void *vctx, size_t index, const char *a, size_t an, const char *b, size_t bn) {
+    merge_ctx *mc = vctx;
+    if (!b) { /* legacy "a b": exactly one space (HF skips "#version" lines) */
+        if (an >= 8 && !memcmp(a, "#version", 8)) return 0;
+        const char *sp = memchr(a, ' ', an);
+        if (!sp || memchr(sp + 1, ' ', an - (size_t)(sp + 1 - a))) {
+            mc->reported = 1;
+            return fail(mc->c, "merges: entry %zu is not two tokens separated by one space", index + 1);
+        }
+        b = sp + 1;
+        bn = an - (size_t)(sp + 1 - a);
+        an = (size_t)(sp - a);
+    }
+    frigg_tokenizer *tk = mc->tk;
     int32_t ia = tok_strmap_get(&tk->vocab, a, an), ib = tok_strmap_get(&tk->vocab, b, bn);
+    tok_buf *cat = &mc->cat;
     cat->n = 0;
     tok_buf_put(cat, a, an);
     tok_buf_put(cat, b, bn);
     int32_t in = tok_strmap_get(&tk->vocab, cat->p, cat->n);
     if (ia < 0 || ib < 0 || in < 0) {
+        mc->reported = 1;
         const char *which = ia < 0 ? a : ib < 0 ? b : cat->p;
-        return fail(c, "merge %zu: token '%.80s' is not in the vocab", rank, which);
+        int wn = (int)(ia < 0 ? an : ib < 0 ? bn : cat->n);
+        return fail(mc->c, "merge %zu: token '%.*s' is not in the vocab", index, wn > 80 ? 80 : wn, which);
     }
-    tok_pairmap_put(&tk->merges, (uint32_t)ia, (uint32_t)ib, (uint32_t)rank, in);
+    /* HF numbers ranks after dropping "#version" lines; a rank only orders merges, so counting
+     * the dropped lines too changes nothing */
+    tok_pairmap_put(&tk->merges, (uint32_t)ia, (uint32_t)ib, (uint32_t)index, in);
     return 0;
 }
 
-static int load_model(const ctx *c, frigg_tokenizer *tk, json_t *m) {
+static int load_model(const ctx *c, frigg_tokenizer *tk, json_t *m, const tok_json_parts *parts, const char *base) {
     if (!json_is_object(m)) return fail(c, "no \"model\" object");
     const char *t = type_of(m);
     if (!t || strcmp(t, "BPE")) return fail(c, "unsupported model: %s", t ? t : "(no type)");
@@ -440,32 +465,19 @@ static int load_model(const ctx *c, frigg_tokenizer *tk, json_t *m) {
         tk->unk_token = dup_bytes(json_string_value(unk), json_string_length(unk));
     }
 
-    json_t *vocab = json_object_get(m, "vocab"), *merges = json_object_get(m, "merges");
-    if (!json_is_object(vocab) || !json_is_array(merges)) return fail(c, "model needs a \"vocab\" object and a \"merges\" list");
-    size_t nv = json_object_size(vocab);
-    tok_strmap_init(&tk->vocab, nv);
+    if (!parts->vocab || !parts->merges) return fail(c, "model needs a \"vocab\" object and a \"merges\" list");
+    /* sizes guessed from the text (~20 bytes per entry) so the maps rarely grow */
+    tok_strmap_init(&tk->vocab, (size_t)(parts->vocab_end - parts->vocab) / 16 + 16);
     int64_t max_id = -1;
-    const char *key;
-    json_t *val;
-    void *iter = json_object_iter(vocab);
-    while (iter) {
-        key = json_object_iter_key(iter);
-        val = json_object_iter_value(iter);
-        size_t klen = json_object_iter_key_len(iter);
-        if (!json_is_integer(val) || json_integer_value(val) < 0 || json_integer_value(val) > INT32_MAX - 1)
-            return fail(c, "vocab entry '%.80s': id must be an integer in [0, 2^31-2]", key);
-        int32_t id = (int32_t)json_integer_value(val);
-        tok_strmap_put(&tk->vocab, key, klen, id);
-        if (id > max_id) max_id = id;
-        iter = json_object_iter_next(vocab, iter);
-    }
+    if (tok_json_vocab(parts, base, &tk->vocab, &max_id) < 0) return fail(c, "%s", frigg_error());
+    size_t nv = tk->vocab.n;
     /* A dense id table; refuse absurdly sparse ids rather than allocate gigabytes for them. */
     if (max_id >= 0 && (uint64_t)max_id > 16 * (uint64_t)nv + (1u << 20))
         return fail(c, "vocab ids are too sparse (max id %lld for %zu entries)", (long long)max_id, nv);
     tk->id_cap = (size_t)(max_id + 1);
     tk->id_entry = frigg_xmalloc((tk->id_cap ? tk->id_cap : 1) * sizeof *tk->id_entry);
     for (size_t i = 0; i < tk->id_cap; i++) tk->id_entry[i] = -1;
-    for (size_t e = 0; e < tk->vocab.n; e++) tk->id_entry[tk->vocab.val[e]] = (int64_t)e;
+    for (size_t e = 0; e < tk->vocab.n; e++) tk->id_entry[tk->vocab.e[e].val] = (int64_t)e;
 
     tk->unk_id = tk->unk_token ? tok_strmap_get(&tk->vocab, tk->unk_token, strlen(tk->unk_token)) : -1;
     for (int b = 0; b < 256; b++) {
@@ -499,42 +511,11 @@ static int load_model(const ctx *c, frigg_tokenizer *tk, json_t *m) {
         tk->bmp_id[cp] = tok_strmap_get(&tk->vocab, tmp, n);
     }
 
-    size_t nm = json_array_size(merges);
-    tok_pairmap_init(&tk->merges, nm);
-    tok_buf cat = {0};
-    int legacy = -1, rc = 0;
-    size_t rank = 0;
-    for (size_t i = 0; i < nm && rc == 0; i++) {
-        json_t *e = json_array_get(merges, i);
-        int is_legacy = json_is_string(e);
-        if (legacy < 0) legacy = is_legacy;
-        if (legacy != is_legacy) {
-            rc = fail(c, "merges mix the \"a b\" string form and the [a, b] pair form");
-            break;
-        }
-        if (is_legacy) {
-            const char *s = json_string_value(e);
-            size_t n = json_string_length(e);
-            if (n >= 8 && !memcmp(s, "#version", 8)) continue; /* HF skips these lines */
-            const char *sp = memchr(s, ' ', n);
-            if (!sp || memchr(sp + 1, ' ', n - (size_t)(sp + 1 - s))) {
-                rc = fail(c, "merges: entry %zu is not two tokens separated by one space", rank + 1);
-                break;
-            }
-            rc = merge_pair(c, tk, rank, s, (size_t)(sp - s), sp + 1, n - (size_t)(sp + 1 - s), &cat);
-        } else {
-            if (!json_is_array(e) || json_array_size(e) != 2 || !json_is_string(json_array_get(e, 0)) ||
-                !json_is_string(json_array_get(e, 1))) {
-                rc = fail(c, "merges: entry %zu is neither a string nor a pair of strings", i);
-                break;
-            }
-            json_t *a = json_array_get(e, 0), *b = json_array_get(e, 1);
-            rc = merge_pair(c, tk, rank, json_string_value(a), json_string_length(a), json_string_value(b),
-                            json_string_length(b), &cat);
-        }
-        rank++;
-    }
-    free(cat.p);
+    merge_ctx mc = {c, tk, {0}, 0};
+    tok_pairmap_init(&tk->merges, (size_t)(parts->merges_end - parts->merges) / 16 + 16);
+    int rc = tok_json_merges(parts, base, merge_one, &mc);
+    free(mc.cat.p);
+    if (rc < 0 && !mc.reported) return fail(c, "%s", frigg_error());
     return rc;
 }
 
@@ -668,8 +649,33 @@ static int check_null_or(const ctx *c, json_t *root, const char *key, const char
 
 frigg_tokenizer *frigg_tokenizer_load_json(const char *json, size_t len, const char *name, int hf_regex) {
     ctx c = {name ? name : "tokenizer.json"};
+    tok_json_parts parts;
+    if (tok_json_split(json, len, &parts) < 0) {
+        fail(&c, "%s", frigg_error());
+        return NULL;
+    }
+    /* jansson gets the document with model.vocab and model.merges blanked: they are read from
+     * their spans by tok_json.c */
+    tok_buf small = {0};
+    const char *cut[2][2] = {{parts.vocab, parts.vocab_end}, {parts.merges, parts.merges_end}};
+    const char *blank[2] = {"{}", "[]"};
+    int order[2] = {0, 1};
+    if (cut[0][0] && cut[1][0] && cut[1][0] < cut[0][0]) {
+        order[0] = 1;
+        order[1] = 0;
+    }
+    const char *at = json;
+    for (int k = 0; k < 2; k++) {
+        int i = order[k];
+        if (!cut[i][0]) continue;
+        tok_buf_put(&small, at, (size_t)(cut[i][0] - at));
+        tok_buf_put(&small, blank[i], 2);
+        at = cut[i][1];
+    }
+    tok_buf_put(&small, at, (size_t)(json + len - at));
     json_error_t jerr;
-    json_t *root = json_loadb(json, len, JSON_ALLOW_NUL, &jerr);
+    json_t *root = json_loadb(small.p, small.n, JSON_ALLOW_NUL, &jerr);
+    free(small.p);
     if (!root) {
         fail(&c, "invalid JSON at line %d column %d: %s", jerr.line, jerr.column, jerr.text);
         return NULL;
@@ -685,7 +691,7 @@ frigg_tokenizer *frigg_tokenizer_load_json(const char *json, size_t len, const c
     if (!rc) rc = check_null_or(&c, root, "padding", NULL);
     /* The post-processor only adds special tokens, which this API never asks for. */
     if (!rc) rc = check_null_or(&c, root, "post_processor", "TemplateProcessing");
-    if (!rc) rc = load_model(&c, tk, json_object_get(root, "model"));
+    if (!rc) rc = load_model(&c, tk, json_object_get(root, "model"), &parts, json);
     json_t *norm = json_object_get(root, "normalizer");
     if (!rc && norm) rc = load_normalizer(&c, tk, norm);
     json_t *pre = json_object_get(root, "pre_tokenizer");
