@@ -25,12 +25,13 @@ typedef struct {
     const char *backend;
     int device, threads, force_causal, vs_cpu;
     double max_rel, tie, min_tf;
+    int tie_auto; /* near-tie threshold per case = HF's own cached-vs-uncached |dlogit| (greedy_nocache_check) */
 } opts_t;
 
 typedef struct {
     int cases, failed;
     double worst_rel, worst_abs;
-    long tf_steps, tf_agree;
+    long tf_steps, tf_agree, tf_nontie_steps, tf_nontie_agree;
     int greedy_broken, top1_wrong;
 } totals;
 
@@ -43,8 +44,11 @@ static void usage(FILE *f) {
             "  -t, --threads N      CPU threads (default: all cores)\n"
             "      --vs-cpu         also compare the engine with the CPU engine on every case\n"
             "      --max-rel X      fail when max|dlogit| / max|ref logit| at the last prompt row > X (default 0.05)\n"
-            "      --tie X          HF top-2 margin below which a step is a near-tie (default 0.5)\n"
-            "      --min-tf X       fail when teacher-forced top-1 agreement < X (default 0.99)\n"
+            "      --tie X|auto     HF top-2 margin below which a step is a near-tie (default 0.5); auto: per case,\n"
+            "                       HF's own cached-vs-uncached max |dlogit| (greedy_nocache_check), the noise\n"
+            "                       floor of the reference itself (falls back to 0.5 when absent)\n"
+            "      --min-tf X       fail when teacher-forced top-1 agreement on the steps that are not near-ties\n"
+            "                       is < X (default 0.99); the agreement over all steps is reported too\n"
             "      --force-causal   run every prompt causally (must fail: proves the gate can fail)\n"
             "  -h, --help, --version\n");
 }
@@ -173,6 +177,9 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
         int n, P = (int)json_integer_value(json_object_get(c, "prefix_tokens"));
         int *ids = json_ints(json_object_get(c, "input_ids"), &n);
         int run_P = o->force_causal ? 0 : P;
+        double tie = o->tie;
+        json_t *noise = json_object_get(c, "greedy_nocache_check");
+        if (o->tie_auto) tie = json_is_number(noise) ? json_number_value(noise) : 0.5;
         if (n < 1 || P < 0 || P > n || b->prefill(b, 0, ids, n, run_P, lg, NULL)) {
             fprintf(stderr, "frigg-parity: %s/%s: prefill: %s\n", dir, name, n < 1 || P < 0 || P > n ? "bad case" : frigg_error());
             free(ids);
@@ -187,10 +194,10 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
         int ng, ftie = 0, gok = 1, gagree = 0, err = 0;
         int *gt = json_ints(json_object_get(g, "output_ids"), &ng);
         double *gm = json_doubles(json_object_get(g, "margins"), ng);
-        if (ng) gagree = forced(b, lg, gt, gt, gm, ng, o->tie, &ftie, &gok, &err);
+        if (ng) gagree = forced(b, lg, gt, gt, gm, ng, tie, &ftie, &gok, &err);
         /* teacher-forced continuation */
         json_t *tf = json_object_get(c, "teacher_forced");
-        int nt = 0, tfa = 0, tf_tie = 0, tf_dummy = 0, ttie_agree = 0, tties = 0;
+        int nt = 0, tfa = 0, ttie_agree = 0, tties = 0;
         if (json_is_object(tf) && !err) {
             int nt2;
             int *cont = json_ints(json_object_get(tf, "continuation"), &nt);
@@ -207,7 +214,7 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
                 for (int i = 0; i < nt; i++) {
                     int ok = frigg_argmax(l2, V2) == top1[i];
                     tfa += ok;
-                    if (tm[i] >= o->tie) {
+                    if (tm[i] >= tie) {
                         tties++;
                         ttie_agree += ok;
                     }
@@ -223,8 +230,6 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
             } else {
                 err = 1;
             }
-            (void)tf_tie;
-            (void)tf_dummy;
             free(cont);
             free(top1);
             free(tm);
@@ -244,7 +249,7 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
                     float second = -INFINITY;
                     for (int i = 0; i < V; i++)
                         if (i != a && lc[i] > second) second = lc[i];
-                    if (lc[a] - second < o->tie) break;
+                    if (lc[a] - second < tie) break;
                     if (a != bb) {
                         cpu_greedy = -cpu_greedy - 1; /* negative: disagreement after that many steps */
                         break;
@@ -260,16 +265,16 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
                 err = 1;
             }
         }
-        int tf_ok = nt == 0 || (double)tfa / nt >= o->min_tf;
-        int pass = !err && rel <= o->max_rel && (top1_ok || margin0 < o->tie) && gok && tf_ok &&
+        int tf_ok = tties == 0 || (double)ttie_agree / tties >= o->min_tf;
+        int pass = !err && rel <= o->max_rel && (top1_ok || margin0 < tie) && gok && tf_ok &&
                    (cpu_greedy >= 0 || !cpu);
         printf("{\"fixture\":\"%s\",\"case\":\"%s\",\"mask\":\"%s\",\"prefix_tokens\":%d,\"run_prefix_tokens\":%d,"
                "\"prompt_tokens\":%d,\"max_abs\":%.5f,\"rel_err\":%.5f,\"top1\":%s,\"ref_margin\":%.4f,"
                "\"greedy_steps\":%d,\"greedy_agree\":%d,\"greedy_until_tie\":%d,\"greedy_ok\":%s,"
-               "\"tf_steps\":%d,\"tf_agree\":%d,\"tf_frac\":%.4f,\"tf_nontie_steps\":%d,\"tf_nontie_agree\":%d",
+               "\"tf_steps\":%d,\"tf_agree\":%d,\"tf_frac\":%.4f,\"tf_nontie_steps\":%d,\"tf_nontie_agree\":%d,\"tie\":%.4f",
                fx, name, json_string_value(json_object_get(c, "mask")) ? json_string_value(json_object_get(c, "mask")) : "",
                P, run_P, n, max_abs, rel, top1_ok ? "true" : "false", isinf(margin0) ? -1.0 : margin0, ng, gagree, ftie,
-               gok ? "true" : "false", nt, tfa, nt ? (double)tfa / nt : 1.0, tties, ttie_agree);
+               gok ? "true" : "false", nt, tfa, nt ? (double)tfa / nt : 1.0, tties, ttie_agree, tie);
         if (cpu) printf(",\"vs_cpu_max_abs\":%.5f,\"vs_cpu_greedy\":%d", cpu_abs, cpu_greedy);
         printf(",\"backend\":\"%s\",\"pass\":%s}\n", b->name, pass ? "true" : "false");
         fflush(stdout);
@@ -282,6 +287,8 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
         tot->worst_abs = fmax(tot->worst_abs, max_abs);
         tot->tf_steps += nt;
         tot->tf_agree += tfa;
+        tot->tf_nontie_steps += tties;
+        tot->tf_nontie_agree += ttie_agree;
         tot->greedy_broken += !gok;
         tot->top1_wrong += !top1_ok;
         free(ids);
@@ -312,7 +319,18 @@ int main(int argc, char **argv) {
         case 't': o.threads = atoi(optarg); break;
         case 'C': o.vs_cpu = 1; break;
         case 'R': o.max_rel = atof(optarg); break;
-        case 'T': o.tie = atof(optarg); break;
+        case 'T':
+            if (!strcmp(optarg, "auto")) {
+                o.tie_auto = 1;
+            } else {
+                char *end;
+                o.tie = strtod(optarg, &end);
+                if (*end || o.tie < 0) {
+                    fprintf(stderr, "frigg-parity: --tie takes a number >= 0 or \"auto\"\n");
+                    return 2;
+                }
+            }
+            break;
         case 'F': o.min_tf = atof(optarg); break;
         case 'X': o.force_causal = 1; break;
         case 'h': usage(stdout); return 0;
@@ -324,16 +342,21 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
+    char tie_text[32];
+    if (o.tie_auto) snprintf(tie_text, sizeof tie_text, "auto");
+    else snprintf(tie_text, sizeof tie_text, "%g", o.tie);
     totals tot = {0};
     int err = 0;
     for (int i = optind; i < argc; i++) err |= run_dir(&o, argv[i], &tot) != 0;
     printf("{\"total\":true,\"cases\":%d,\"failed\":%d,\"worst_rel_err\":%.5f,\"worst_max_abs\":%.5f,\"tf_steps\":%ld,"
-           "\"tf_agree\":%ld,\"tf_frac\":%.4f,\"greedy_broken\":%d,\"top1_wrong\":%d,\"force_causal\":%s,\"errors\":%s,"
-           "\"thresholds\":{\"max_rel\":%g,\"tie\":%g,\"min_tf\":%g}}\n",
+           "\"tf_agree\":%ld,\"tf_frac\":%.4f,\"tf_nontie_steps\":%ld,\"tf_nontie_agree\":%ld,\"greedy_broken\":%d,\"top1_wrong\":%d,\"force_causal\":%s,\"errors\":%s,"
+           "\"thresholds\":{\"max_rel\":%g,\"tie\":\"%s\",\"min_tf\":%g}}\n",
            tot.cases, tot.failed, tot.worst_rel, tot.worst_abs, tot.tf_steps, tot.tf_agree,
-           tot.tf_steps ? (double)tot.tf_agree / tot.tf_steps : 1.0, tot.greedy_broken, tot.top1_wrong,
-           o.force_causal ? "true" : "false", err ? "true" : "false", o.max_rel, o.tie, o.min_tf);
-    fprintf(stderr, "frigg-parity: %d cases, %d failed; worst rel err %.4f, worst |d| %.4f; teacher-forced %ld/%ld%s\n",
-            tot.cases, tot.failed, tot.worst_rel, tot.worst_abs, tot.tf_agree, tot.tf_steps, err ? "; ERRORS" : "");
+           tot.tf_steps ? (double)tot.tf_agree / tot.tf_steps : 1.0, tot.tf_nontie_steps, tot.tf_nontie_agree, tot.greedy_broken, tot.top1_wrong,
+           o.force_causal ? "true" : "false", err ? "true" : "false", o.max_rel, tie_text, o.min_tf);
+    fprintf(stderr, "frigg-parity: %d cases, %d failed; worst rel err %.4f, worst |d| %.4f; teacher-forced %ld/%ld "
+                    "(%ld/%ld on steps that are not near-ties)%s\n",
+            tot.cases, tot.failed, tot.worst_rel, tot.worst_abs, tot.tf_agree, tot.tf_steps, tot.tf_nontie_agree,
+            tot.tf_nontie_steps, err ? "; ERRORS" : "");
     return err || tot.failed || !tot.cases ? 1 : 0;
 }

@@ -149,8 +149,9 @@ __global__ void __launch_bounds__(128)
 /* The same attention with register-resident tiles (FlashAttention-2 layout): mma.sync m16n8k16 on bf16,
  * each warp owns 16 query rows; S, P and O never leave registers, because the accumulator layout of the
  * m16n8 tile (row g = lane/4, columns 2*(lane%4)+{0,1}, rows g and g+8) is known, so the per-row softmax
- * rescale and the reuse of S as the A operand of P·V need no shared memory. K is kept [key][dim] and V
- * transposed [dim][key] in shared memory, rows padded by 8 elements so the fragment loads hit 32 banks. */
+ * rescale and the reuse of S as the A operand of P·V need no shared memory. K and V tiles are kept [key][dim]
+ * in shared memory, rows padded by 8 elements so fragment loads hit 32 distinct banks; V's B fragments come
+ * from ldmatrix.trans (a transposing store into shared memory was 16-way bank-conflicted). */
 #define MM_BQ 64
 #define MM_BK 64
 
@@ -174,9 +175,9 @@ __global__ void __launch_bounds__(128)
     attn_prefill_mma(const uint16_t *__restrict__ q, const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
                      const uint16_t *__restrict__ gqkv, int T, int H, int max_ctx, int P, float scale,
                      uint16_t *__restrict__ y) {
-    constexpr int KS = HD + 8, VS = MM_BK + 8, NT = MM_BK / 8, DT = HD / 8, KK = HD / 16;
+    constexpr int KS = HD + 8, NT = MM_BK / 8, DT = HD / 8, KK = HD / 16;
     __shared__ __align__(16) uint16_t Ks[MM_BK * KS];
-    __shared__ __align__(16) uint16_t Vt[HD * VS];
+    __shared__ __align__(16) uint16_t Vs[MM_BK * KS];
     const int h = blockIdx.y, t0 = blockIdx.x * MM_BQ, D = H * HD;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
     const int r0 = t0 + warp * 16 + g, r1 = r0 + 8; /* this thread's two query rows */
@@ -209,9 +210,7 @@ __global__ void __launch_bounds__(128)
                 vv = ((const uint4 *)(Vh + (size_t)j * HD))[c];
             }
             *(uint4 *)&Ks[r * KS + c * 8] = kv;
-            const uint16_t *ve = (const uint16_t *)&vv;
-#pragma unroll
-            for (int e = 0; e < 8; e++) Vt[(c * 8 + e) * VS + r] = ve[e];
+            *(uint4 *)&Vs[r * KS + c * 8] = vv;
         }
         __syncthreads();
         float sc[NT][4];
@@ -276,8 +275,11 @@ __global__ void __launch_bounds__(128)
             split_pair(sc[2 * kb + 1][2], sc[2 * kb + 1][3], &ah[3], &al[3]);
 #pragma unroll
             for (int dt = 0; dt < DT; dt++) {
-                const uint16_t *vp = &Vt[(dt * 8 + g) * VS + kb * 16 + 2 * tq];
-                uint32_t b0 = *(const uint32_t *)vp, b1 = *(const uint32_t *)(vp + 8);
+                uint32_t b0, b1;
+                unsigned addr = (unsigned)__cvta_generic_to_shared(&Vs[(kb * 16 + (lane & 15)) * KS + dt * 8]);
+                asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
+                             : "=r"(b0), "=r"(b1)
+                             : "r"(addr));
                 mma16816(o[dt], ah, b0, b1);
                 mma16816(o[dt], al, b0, b1);
             }

@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
     __shared__ float rs[B];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nch = K / 8;
     int unit = blockIdx.x * GEMV_WARPS + warp; /* output row (or SwiGLU output index, or RoPE pair) of this warp */
-    bool valid = EPI == FK_GEMV_STORE || EPI == FK_GEMV_RESID ? unit < O : unit < O / 2;
+    bool valid = unit < O / R; /* R = 2: rows unit and O/2 + unit (SwiGLU: gate and up; plain: two halves) */
     int row1 = unit, row2 = O / 2 + unit, half = qa.hd / 2;
     if (EPI == FK_GEMV_QKV) { /* unit -> section (gate,q,k,v), head, dim i < hd/2: rows i and i + hd/2 */
         int Dm = O / 4, sec = unit / (Dm / 2), p = unit % (Dm / 2);
@@ -123,11 +123,12 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
 #pragma unroll
     for (int b = 0; b < B; b++) {
         if (lane != b) continue;
-        if (EPI == FK_GEMV_STORE) {
-            out[(size_t)b * O + unit] = f2bf(acc[0][b]);
-        } else if (EPI == FK_GEMV_RESID) {
-            size_t at = (size_t)b * O + unit;
-            out[at] = f2bf(bf2f(out[at]) + rbf(acc[0][b]));
+        if (EPI == FK_GEMV_STORE || EPI == FK_GEMV_RESID) {
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                size_t at = (size_t)b * O + (r ? row2 : row1);
+                out[at] = EPI == FK_GEMV_STORE ? f2bf(acc[r][b]) : f2bf(bf2f(out[at]) + rbf(acc[r][b]));
+            }
         } else if (EPI == FK_GEMV_QKV) {
             int Dm = O / 4, sec = row1 / Dm, j1 = row1 % Dm, j2 = j1 + half, i = j1 % qa.hd, h = j1 / qa.hd;
             float x1 = rbf(acc[0][b]), x2 = rbf(acc[R - 1][b]);
@@ -165,23 +166,27 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
 typedef void (*gemv_fn)(const uint16_t *, int, int, const uint16_t *, float, uint16_t *, fk_qkv_epi);
 
 template <int B>
-static gemv_fn pick(int norm, int epi) {
+static gemv_fn pick(int norm, int epi, int pair) {
     if (epi == FK_GEMV_QKV) return norm ? gemv_kernel<B, 2, true, FK_GEMV_QKV> : gemv_kernel<B, 2, false, FK_GEMV_QKV>;
     if (epi == FK_GEMV_SWIGLU) return norm ? gemv_kernel<B, 2, true, FK_GEMV_SWIGLU> : gemv_kernel<B, 2, false, FK_GEMV_SWIGLU>;
+    if (pair) {
+        if (epi == FK_GEMV_RESID) return norm ? gemv_kernel<B, 2, true, FK_GEMV_RESID> : gemv_kernel<B, 2, false, FK_GEMV_RESID>;
+        return norm ? gemv_kernel<B, 2, true, FK_GEMV_STORE> : gemv_kernel<B, 2, false, FK_GEMV_STORE>;
+    }
     if (epi == FK_GEMV_RESID) return norm ? gemv_kernel<B, 1, true, FK_GEMV_RESID> : gemv_kernel<B, 1, false, FK_GEMV_RESID>;
     return norm ? gemv_kernel<B, 1, true, FK_GEMV_STORE> : gemv_kernel<B, 1, false, FK_GEMV_STORE>;
 }
 
-static gemv_fn pick_b(int B, int norm, int epi) {
+static gemv_fn pick_b(int B, int norm, int epi, int pair) {
     switch (B) {
-    case 1: return pick<1>(norm, epi);
-    case 2: return pick<2>(norm, epi);
-    case 3: return pick<3>(norm, epi);
-    case 4: return pick<4>(norm, epi);
-    case 5: return pick<5>(norm, epi);
-    case 6: return pick<6>(norm, epi);
-    case 7: return pick<7>(norm, epi);
-    case 8: return pick<8>(norm, epi);
+    case 1: return pick<1>(norm, epi, pair);
+    case 2: return pick<2>(norm, epi, pair);
+    case 3: return pick<3>(norm, epi, pair);
+    case 4: return pick<4>(norm, epi, pair);
+    case 5: return pick<5>(norm, epi, pair);
+    case 6: return pick<6>(norm, epi, pair);
+    case 7: return pick<7>(norm, epi, pair);
+    case 8: return pick<8>(norm, epi, pair);
     }
     return NULL;
 }
@@ -193,8 +198,8 @@ extern "C" int fk_init(void) {
     if (cudaGetDevice(&dev) == cudaSuccess && cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess)
         fk_pdl = major >= 9;
     for (int B = 1; B <= 8; B++)
-        for (int epi = 0; epi < 4; epi++) {
-            cudaError_t e = cudaFuncSetAttribute((const void *)pick_b(B, 1, epi),
+        for (int epi = 0; epi < 8; epi++) {
+            cudaError_t e = cudaFuncSetAttribute((const void *)pick_b(B, 1, epi & 3, epi >> 2),
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, GEMV_MAX_SMEM);
             if (e != cudaSuccess) {
                 frigg_set_error("gemv: cannot raise the shared-memory limit: %s", cudaGetErrorString(e));
@@ -212,8 +217,10 @@ static int gemv_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B
         frigg_set_error("gemv: unsupported shape (rows %d, out %d, in %d, epilogue %d)", B, O, K, epi);
         return -1;
     }
-    int units = epi == FK_GEMV_STORE || epi == FK_GEMV_RESID ? O : O / 2;
-    fk_launch(pick_b(B, norm_in, epi), (units + GEMV_WARPS - 1) / GEMV_WARPS, GEMV_WARPS * 32, smem, s, W, O, K, x, eps,
+    /* From 3 rows on, x reads (not weights) limit a warp-per-row pass; two rows per warp halve them. */
+    int pair = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV || (B >= 3 && O % 2 == 0);
+    int units = pair ? O / 2 : O;
+    fk_launch(pick_b(B, norm_in, epi, pair), (units + GEMV_WARPS - 1) / GEMV_WARPS, GEMV_WARPS * 32, smem, s, W, O, K, x, eps,
               out, *qa);
     return fk_check_launch("gemv");
 }
