@@ -84,6 +84,9 @@ const PIECES = {
     '<tool_call|>', '<|tool_response>', '<tool_response|>', '<|tool>', '<tool|>', '<|channel>', '<channel|>',
     '<|think|>', '<|image|>', '<s>', '</s>', '<|user|>', '<|assistant|>', '<|end|>', '<|system|>',
     '<|endoftext|>', '<|tur', '<bos', '<<bos>>', '<|turn|>', 'user\n', 'model\n'],
+  // words, added tokens and delimiters of the synthetic tokenizers (make-synthetic.py)
+  synthetic: ['hello', ' world', 'world', '[MASK]', ' [MASK] ', 'x[MASK]y', '<|x|>', 'æble', 'æbler', 'fox', 'foxes',
+    'the', 'a-b', '--', '1.5', '..', '...', 'x,y', ',,', '12', 'abc', 'ab', '\u{1F600}', '</s>  ', '  <s>  '],
   odd: ['\u0000', '\u0001', '\u001F', '\u007F', '\uFFFD', '\uFFFE', '\uFFFF', '\u{10FFFD}', '\u0378',
     '\u{E0001}', '\u{10FFFF}', '▁', '▁▁', ' ▁', '\u2581x', '...', '!!!', '—', '“quoted”', '‘x’', '$%^&*',
     'a/b\\c', '1234567890', '1.23', '-4e5', '½', '€', '§', '†', '«»', '()', '{}', '[]', '<>', '#', '//', '<?'],
@@ -100,13 +103,13 @@ function randomCodePoint(r) {
   return String.fromCodePoint(lo + Math.floor(r() * (hi - lo + 1)));
 }
 
-// One generated string: 1..14 pieces from the categories above, or random code points.
+// One generated string: 1..10 pieces from the categories above, or random code points.
 function genString(r) {
-  const n = 1 + Math.floor(r() * 14);
+  const n = 1 + Math.floor(r() * 10);
   let s = '';
   for (let i = 0; i < n; i++) {
     if (r() < 0.15) {
-      const k = 1 + Math.floor(r() * 6);
+      const k = 1 + Math.floor(r() * 4);
       for (let j = 0; j < k; j++) s += randomCodePoint(r);
     } else {
       const cat = PIECES[CATS[Math.floor(r() * CATS.length)]];
