@@ -41,6 +41,7 @@ typedef struct {
     uint16_t *logits;  /* [LOGIT_CHUNK][V] bf16 */
     float *logits_f;   /* [LOGIT_CHUNK][V] */
     float *attn_work;
+    int *attn_counters; /* [MAX_BATCH][heads], zero between calls */
     cudaGraphExec_t graph[MAX_BATCH + 1];
     int graph_nodes[MAX_BATCH + 1];
     int use_graphs;
@@ -189,7 +190,7 @@ static int enqueue_decode(frigg_backend *b, int B) {
                              im->seq_stride, b->max_ctx, hd};
             OK(fk_gemv_qkv(Ls[i].gqkv, D, im->x, B, eps, im->gqkv, &qa, s)); /* norm + gqkv + RoPE + KV write */
             OK(fk_attn_decode(im->q, k_slot(im, slot), v_slot(im, slot), im->seq_stride, rseq, rpos, im->gqkv, B, H,
-                              hd, b->max_ctx, im->attn_work, im->y, s));
+                              hd, b->max_ctx, im->attn_work, im->attn_counters, im->y, s));
             OK(fk_gemv(Ls[i].o, D, D, im->y, B, 0, eps, FK_GEMV_RESID, im->x, s));
             OK(fk_gemv(Ls[i].gu, 2 * I, D, im->x, B, 1, eps, FK_GEMV_SWIGLU, im->m, s));
             OK(fk_gemv(Ls[i].down, D, I, im->m, B, 0, eps, FK_GEMV_RESID, im->x, s));
@@ -413,6 +414,8 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     OK(dalloc(im, (void **)&im->logits_f, (size_t)LOGIT_CHUNK * V * 4, "logits"));
     OK(dalloc(im, (void **)&im->attn_work, fk_attn_decode_work_floats(MAX_BATCH, c->num_heads, hd, (int)ctx) * 4,
               "attention partials"));
+    OK(dalloc(im, (void **)&im->attn_counters, (size_t)MAX_BATCH * c->num_heads * 4, "attention counters"));
+    CU(cudaMemset(im->attn_counters, 0, (size_t)MAX_BATCH * c->num_heads * 4));
     int32_t *iota = frigg_xmalloc(R * 4);
     for (size_t i = 0; i < R; i++) iota[i] = (int32_t)i;
     cudaError_t e = cudaMemcpy(im->d_iota, iota, R * 4, cudaMemcpyHostToDevice);

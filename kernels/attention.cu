@@ -217,10 +217,24 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
         for (int nt = 0; nt < NT; nt++) {
             sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
+            if (KK % 2 == 0) {
+                /* ldmatrix.x4: the B fragments of two k-steps (4 8x8 tiles: keys nt*8.., dims 16kk + 0/8/16/24) */
 #pragma unroll
-            for (int kk = 0; kk < KK; kk++) {
-                const uint16_t *kp = &Ks[(nt * 8 + g) * KS + kk * 16 + 2 * tq];
-                mma16816(sc[nt], qa[kk], *(const uint32_t *)kp, *(const uint32_t *)(kp + 8));
+                for (int kk = 0; kk < KK; kk += 2) {
+                    uint32_t b0, b1, b2, b3;
+                    unsigned addr = (unsigned)__cvta_generic_to_shared(&Ks[(nt * 8 + (lane & 7)) * KS + kk * 16 + (lane >> 3) * 8]);
+                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                                 : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
+                                 : "r"(addr));
+                    mma16816(sc[nt], qa[kk], b0, b1);
+                    mma16816(sc[nt], qa[(kk + 1) % KK], b2, b3);
+                }
+            } else {
+#pragma unroll
+                for (int kk = 0; kk < KK; kk++) {
+                    const uint16_t *kp = &Ks[(nt * 8 + g) * KS + kk * 16 + 2 * tq];
+                    mma16816(sc[nt], qa[kk], *(const uint32_t *)kp, *(const uint32_t *)(kp + 8));
+                }
             }
         }
         /* mask, scale, running max per row */
@@ -356,12 +370,33 @@ extern "C" int fk_attn_prefill(const uint16_t *q, const uint16_t *k_seq, const u
 #define DEC_CHUNK 64  /* keys per split block */
 #define DEC_WARPS 8
 
+/* Merge the split partials of one (row, head) and apply the output gate. Loads bypass L1 (__ldcg): the
+ * partials were written by other blocks. */
+__device__ void combine_row(int len, const uint16_t *gqkv, int H, int hd, int nsplit, const float *w, int b, int h,
+                            uint16_t *y) {
+    const int D = H * hd, ns = (len + DEC_CHUNK - 1) / DEC_CHUNK;
+    (void)nsplit;
+    float M = -INFINITY;
+    for (int sp = 0; sp < ns; sp++) M = fmaxf(M, __ldcg(w + sp * (hd + 2)));
+    float L = 0.0f;
+    for (int sp = 0; sp < ns; sp++) L += __ldcg(w + sp * (hd + 2) + 1) * expf(__ldcg(w + sp * (hd + 2)) - M);
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float a = 0.0f;
+        for (int sp = 0; sp < ns; sp++) a += __ldcg(w + sp * (hd + 2) + 2 + d) * expf(__ldcg(w + sp * (hd + 2)) - M);
+        float o = rbf(a / L);
+        float g = bf2f(gqkv[(size_t)b * 4 * D + h * hd + d]);
+        float sg = rbf(1.0f / (1.0f + expf(-g)));
+        y[(size_t)b * D + h * hd + d] = f2bf(sg * o);
+    }
+}
+
 /* DPL dims per lane; lanes with lane*DPL >= hd idle in the dot product. */
 template <int DPL>
 __global__ void __launch_bounds__(DEC_WARPS * 32)
     attn_decode_split(const uint16_t *__restrict__ q, const uint16_t *__restrict__ k_slot,
                       const uint16_t *__restrict__ v_slot, long long seq_stride, const int32_t *row_seq,
-                      const int32_t *row_pos, int H, int hd, int max_ctx, int nsplit, float scale, float *work) {
+                      const int32_t *row_pos, int H, int hd, int max_ctx, int nsplit, float scale, float *work,
+                      int *counters, const uint16_t *__restrict__ gqkv, uint16_t *__restrict__ y) {
     __shared__ float wm[DEC_WARPS], wl[DEC_WARPS];
     __shared__ float wacc[DEC_WARPS][256];
     pdl_wait();
@@ -449,27 +484,21 @@ __global__ void __launch_bounds__(DEC_WARPS * 32)
         out[0] = M;
         out[1] = L;
     }
-}
-
-__global__ void attn_decode_combine(const int32_t *row_pos, const uint16_t *gqkv, int H, int hd, int nsplit,
-                                    const float *work, uint16_t *y) {
-    pdl_wait();
-    pdl_launch();
-    const int h = blockIdx.x, b = blockIdx.y, D = H * hd;
-    const int ns = (row_pos[b] + DEC_CHUNK) / DEC_CHUNK; /* splits that hold keys: ceil((pos+1)/CHUNK) */
-    const float *w = work + ((size_t)b * H + h) * nsplit * (hd + 2);
-    float M = -INFINITY;
-    for (int sp = 0; sp < ns; sp++) M = fmaxf(M, w[sp * (hd + 2)]);
-    float L = 0.0f;
-    for (int sp = 0; sp < ns; sp++) L += w[sp * (hd + 2) + 1] * expf(w[sp * (hd + 2)] - M);
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-        float a = 0.0f;
-        for (int sp = 0; sp < ns; sp++) a += w[sp * (hd + 2) + 2 + d] * expf(w[sp * (hd + 2)] - M);
-        float o = rbf(a / L);
-        float g = bf2f(gqkv[(size_t)b * 4 * D + h * hd + d]);
-        float sg = rbf(1.0f / (1.0f + expf(-g)));
-        y[(size_t)b * D + h * hd + d] = f2bf(sg * o);
+    /* The last split block of this (row, head) to finish combines all partials: no separate kernel, no
+     * launch gap. The counter is reset by that block, so it is zero again for the next layer and step. */
+    __shared__ int is_last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int ns = (len + DEC_CHUNK - 1) / DEC_CHUNK;
+        int prev = atomicAdd(&counters[b * H + h], 1);
+        is_last = prev == ns - 1;
+        if (is_last) counters[b * H + h] = 0;
     }
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    combine_row(len, gqkv, H, hd, nsplit, work + ((size_t)b * H + h) * nsplit * (hd + 2), b, h, y);
 }
 
 extern "C" size_t fk_attn_decode_work_floats(int B, int H, int hd, int max_ctx) {
@@ -479,20 +508,18 @@ extern "C" size_t fk_attn_decode_work_floats(int B, int H, int hd, int max_ctx) 
 
 extern "C" int fk_attn_decode(const uint16_t *q, const uint16_t *k_slot, const uint16_t *v_slot, long long seq_stride,
                               const int32_t *row_seq, const int32_t *row_pos, const uint16_t *gqkv, int B, int H,
-                              int hd, int max_ctx, float *work, uint16_t *y, cudaStream_t s) {
+                              int hd, int max_ctx, float *work, int *counters, uint16_t *y, cudaStream_t s) {
     int nsplit = (max_ctx + DEC_CHUNK - 1) / DEC_CHUNK;
     dim3 grid(nsplit, H, B);
     float scale = (float)(1.0 / sqrt((double)hd));
     switch (hd) {
     case 16:
-    case 32: fk_launch(attn_decode_split<1>, grid, DEC_WARPS * 32, 0, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, hd, max_ctx, nsplit, scale, work); break;
-    case 64: fk_launch(attn_decode_split<2>, grid, DEC_WARPS * 32, 0, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, hd, max_ctx, nsplit, scale, work); break;
-    case 128: fk_launch(attn_decode_split<4>, grid, DEC_WARPS * 32, 0, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, hd, max_ctx, nsplit, scale, work); break;
+    case 32: fk_launch(attn_decode_split<1>, grid, DEC_WARPS * 32, 0, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, hd, max_ctx, nsplit, scale, work, counters, gqkv, y); break;
+    case 64: fk_launch(attn_decode_split<2>, grid, DEC_WARPS * 32, 0, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, hd, max_ctx, nsplit, scale, work, counters, gqkv, y); break;
+    case 128: fk_launch(attn_decode_split<4>, grid, DEC_WARPS * 32, 0, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, hd, max_ctx, nsplit, scale, work, counters, gqkv, y); break;
     default:
         frigg_set_error("attention: head_dim %d is not supported by the CUDA backend (16, 32, 64 or 128)", hd);
         return -1;
     }
-    if (fk_check_launch("attn_decode_split")) return -1;
-    fk_launch(attn_decode_combine, dim3(H, B), 128, 0, s, row_pos, gqkv, H, hd, nsplit, work, y);
-    return fk_check_launch("attn_decode_combine");
+    return fk_check_launch("attn_decode");
 }

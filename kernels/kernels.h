@@ -50,11 +50,12 @@ int fk_attn_prefill(const uint16_t *q, const uint16_t *k_seq, const uint16_t *v_
  * tested against the same reference; the switch exists so each can be checked and timed. */
 void fk_set_prefill_impl(int impl);
 /* Decode attention: row b (its query in q[b]) attends causally to positions [0, row_pos[b]] of sequence
- * row_seq[b]; split-K over key chunks (partials in `work`, see fk_attn_decode_work_floats), then a combine
- * with the gate epilogue into y[b]. Reads lengths on the device, so it is CUDA-graph safe. */
+ * row_seq[b]; split-K over key chunks (partials in `work`, see fk_attn_decode_work_floats); the last block of
+ * each (row, head) combines them with the gate epilogue into y[b]. `counters`: B*H ints, zero before the
+ * first call, left zero after each. Reads lengths on the device, so it is CUDA-graph safe. One kernel. */
 int fk_attn_decode(const uint16_t *q, const uint16_t *k_slot, const uint16_t *v_slot, long long seq_stride,
                    const int32_t *row_seq, const int32_t *row_pos, const uint16_t *gqkv, int B, int H, int hd,
-                   int max_ctx, float *work, uint16_t *y, cudaStream_t s);
+                   int max_ctx, float *work, int *counters, uint16_t *y, cudaStream_t s);
 size_t fk_attn_decode_work_floats(int B, int H, int hd, int max_ctx);
 
 /* ---- gemv.cu (decode: 1..8 rows per pass over the weights) ---- */

@@ -278,8 +278,17 @@ static void test_attention(void) {
         float *work;
         cudaMalloc((void **)&work, fk_attn_decode_work_floats(3, H, hd, max_ctx) * 4);
         /* q rows and gates for decode: rows 0..2 of q/g */
-        CHECK(fk_attn_decode(dq, dk, dv, 0, dseq, dpos, dg, 3, H, hd, max_ctx, work, dy, 0) == 0, "%s", frigg_error());
+        int *cnt, hcnt[3 * 4];
+        cudaMalloc((void **)&cnt, sizeof hcnt);
+        cudaMemset(cnt, 0, sizeof hcnt);
+        for (int rep = 0; rep < 2; rep++) /* twice: the counters must be left at zero */
+            CHECK(fk_attn_decode(dq, dk, dv, 0, dseq, dpos, dg, 3, H, hd, max_ctx, work, cnt, dy, 0) == 0, "%s", frigg_error());
         from_dev(dy, (size_t)3 * D, got);
+        cudaMemcpy(hcnt, cnt, sizeof(int) * 3 * H, cudaMemcpyDeviceToHost);
+        int zero = 1;
+        for (int i = 0; i < 3 * H; i++) zero &= hcnt[i] == 0;
+        CHECK(zero, "attn_decode: split counters not reset to zero");
+        cudaFree(cnt);
         for (int b = 0; b < 3; b++) {
             /* row b's query is q[b], attending causally to keys [0, pos] */
             ref_attention(q + (size_t)b * D, K, V, g + (size_t)b * 4 * D, T, 1, posh[b], H, hd, 0, ref);
