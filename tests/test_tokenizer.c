@@ -2,7 +2,8 @@
  *  1. golden/tokenizer/NAME.jsonl.gz (scripts/tokenizer-oracle/gen-golden.js): every corpus line and
  *     10,000 generated hostile strings per tokenizer and mode; encode must give HF's ids, decode of
  *     HF's ids must give HF's text, and the streaming decoder must give the same text in pieces that
- *     are each valid UTF-8. FRIGG_TOK_VECTORS=FILE[:FILE...] checks those files instead (the live
+ *     are each valid UTF-8. Also 2,000 random id sequences per file (byte-fallback runs, invalid
+ *     UTF-8, unknown ids): decode must equal HF's decode, streamed and whole. FRIGG_TOK_VECTORS=FILE[:FILE...] checks those files instead (the live
  *     comparison of scripts/tokenizer-live-check).
  *  2. The DFM-Mimir training audit: all 19 training_tokens from their rendered text in the default
  *     mode; the "bundled" (fix_mistral_regex) ids with hf_regex, and the two modes must differ on
@@ -220,6 +221,32 @@ static void check_vector_file(const char *path) {
                 text = L->line[ln - 1];
                 text_len = L->len[ln - 1];
             }
+        }
+        if (src && !strcmp(src, "ids")) { /* decode only */
+            cases++;
+            json_t *want = json_object_get(c, "ids"), *dj = json_object_get(c, "dec");
+            size_t wn = json_array_size(want), dl;
+            int32_t *wids = frigg_xmalloc((wn + 1) * sizeof *wids);
+            for (size_t i = 0; i < wn; i++) wids[i] = (int32_t)json_integer_value(json_array_get(want, i));
+            char *d = frigg_tokenizer_decode(tk, wids, wn, &dl);
+            int good = d && json_is_string(dj) && dl == json_string_length(dj) && !memcmp(d, json_string_value(dj), dl);
+            if (!good) {
+                dec_bad++;
+                bad_cases++;
+                if (shown++ < 5) {
+                    fprintf(stderr, "  %s: decode mismatch on id case %zu:\n    frigg: %s\n    HF:    %s\n", path, cases,
+                            d ? d : "(null)", json_string_value(dj));
+                    show_ids("ids", wids, wn);
+                }
+            } else if (!stream_ok(tk, wids, wn, d, dl)) {
+                stream_bad++;
+                bad_cases++;
+                if (shown++ < 5) fprintf(stderr, "  %s: stream decode differs on id case %zu\n", path, cases);
+            }
+            free(d);
+            free(wids);
+            json_decref(c);
+            continue;
         }
         if (!text) {
             CHECK(0, "%s: case without text (corpus missing?)", path);

@@ -8,6 +8,8 @@
 //            small, only every 50th corpus line stores its ids; the others store "n" (the id count)
 //            and "h": the first 16 hex digits of sha256 over the ids as uint32 little-endian.
 //   or           {"src": "gen", "text": "...", "ids": [...], "dec": null|"..."}
+//   or           {"src": "ids", "ids": [...], "dec": "..."}   (decode only: random id sequences rich in
+//                 byte-fallback tokens, valid and invalid UTF-8 runs, and ids out of the vocab)
 // "dec" is HF's decode(ids, skip_special_tokens=false), null when it equals the input text.
 // REF names the tokenizer for the test: "shared:<path under FRIGG_SHARED>" or "root:<path in repo>".
 //
@@ -21,7 +23,7 @@ const crypto = require('crypto');
 const lib = require('./lib');
 
 function parseArgs(argv) {
-  const a = { count: 10000, seed: 1, hfRegex: false };
+  const a = { count: 10000, decodeCount: 2000, seed: 1, hfRegex: false };
   for (let i = 2; i < argv.length; i++) {
     const k = argv[i];
     if (k === '--tokenizer') a.tokenizer = argv[++i];
@@ -29,6 +31,7 @@ function parseArgs(argv) {
     else if (k === '--hf-regex') a.hfRegex = true;
     else if (k === '--corpus') a.corpus = argv[++i];
     else if (k === '--count') a.count = parseInt(argv[++i], 10);
+    else if (k === '--decode-count') a.decodeCount = parseInt(argv[++i], 10);
     else if (k === '--seed') a.seed = parseInt(argv[++i], 10);
     else if (k === '--out') a.out = argv[++i];
     else { console.error(`gen-golden: unknown argument ${k}`); process.exit(2); }
@@ -73,6 +76,33 @@ async function main() {
     const ids = await lib.encode(tok, text);
     const dec = await lib.decode(tok, ids);
     out.push(JSON.stringify({ src: 'gen', text, ids, dec: dec === text ? null : dec }));
+    n++;
+  }
+  // decode-only cases: byte tokens (UTF-8 lead and continuation bytes, ASCII, invalid bytes),
+  // ordinary ids, added tokens, ids past the vocab
+  const vsize = tok.getVocabSize(true);
+  const byteIds = [];
+  for (let b = 0; b < 256; b++) {
+    const id = tok.tokenToId('<0x' + b.toString(16).toUpperCase().padStart(2, '0') + '>');
+    if (id !== null && id !== undefined) byteIds.push([b, id]);
+  }
+  const pickByte = (lo, hi) => {
+    const c = byteIds.filter(([b]) => b >= lo && b <= hi);
+    return c.length ? c[Math.floor(r() * c.length)][1] : Math.floor(r() * vsize);
+  };
+  for (let i = 0; i < a.decodeCount; i++) {
+    const len = 1 + Math.floor(r() * 16);
+    const ids = [];
+    for (let k = 0; k < len; k++) {
+      const x = r();
+      if (x < 0.2) ids.push(pickByte(0xC2, 0xF4));
+      else if (x < 0.45) ids.push(pickByte(0x80, 0xBF));
+      else if (x < 0.55) ids.push(pickByte(0x00, 0x7F));
+      else if (x < 0.6) ids.push(pickByte(0xF5, 0xFF));
+      else if (x < 0.65) ids.push(vsize + Math.floor(r() * 5));
+      else ids.push(Math.floor(r() * vsize));
+    }
+    out.push(JSON.stringify({ src: 'ids', ids, dec: await lib.decode(tok, ids) }));
     n++;
   }
   fs.writeFileSync(a.out, zlib.gzipSync(out.join('\n') + '\n', { level: 9 }));
