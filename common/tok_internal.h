@@ -178,6 +178,8 @@ void tok_normalize(const frigg_tokenizer *tk, const char *s, size_t n, tok_buf *
  * at_origin: the segment starts at offset 0 of the original input (Metaspace "first"). */
 int tok_pretok_and_bpe(const frigg_tokenizer *tk, const char *s, size_t n, int at_origin,
                        pcre2_match_data **md, tok_ivec *ids);
+/* The number of pieces the pre-tokenizers alone make of s (no normalizer, no model); -1 on error. */
+long tok_pretok_count(const frigg_tokenizer *tk, const char *s, size_t n);
 
 /* tok_bpe.c: BPE one word (valid UTF-8, non-empty), appending ids. 0 ok, -1 error. */
 int tok_bpe_word(const frigg_tokenizer *tk, const char *s, size_t n, tok_ivec *ids);

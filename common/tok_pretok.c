@@ -155,10 +155,17 @@ static void apply_behavior(int behavior, const spans *in, spans *out) {
     }
 }
 
+/* ids == NULL: only count the pieces into *count (tests compare that with HF's pre-tokenizer). */
 static int run_step(const frigg_tokenizer *tk, size_t k, const char *s, size_t n, int at_origin,
-                    pcre2_match_data **md, tok_ivec *ids) {
+                    pcre2_match_data **md, tok_ivec *ids, size_t *count) {
     if (n == 0) return 0; /* PreTokenizedString::split drops empty pieces */
-    if (k == tk->n_pre) return tok_bpe_word(tk, s, n, ids);
+    if (k == tk->n_pre) {
+        if (!ids) {
+            (*count)++;
+            return 0;
+        }
+        return tok_bpe_word(tk, s, n, ids);
+    }
     const tok_pretok *p = &tk->pre[k];
     spans m = {0}, pieces = {0};
     int rc = 0;
@@ -173,7 +180,7 @@ static int run_step(const frigg_tokenizer *tk, size_t k, const char *s, size_t n
         for (size_t i = 0; i < pieces.n && rc == 0; i++)
             if (!pieces.v[i].m)
                 rc = run_step(tk, k + 1, s + pieces.v[i].a, pieces.v[i].b - pieces.v[i].a,
-                              at_origin && pieces.v[i].a == 0, md, ids);
+                              at_origin && pieces.v[i].a == 0, md, ids, count);
     } else { /* Metaspace: ' ' → replacement, maybe prepend it, maybe split before each one */
         tok_buf b = {0};
         for (size_t i = 0; i < n; i++) {
@@ -190,12 +197,12 @@ static int run_step(const frigg_tokenizer *tk, size_t k, const char *s, size_t n
             b = c;
         }
         if (!p->split) {
-            rc = run_step(tk, k + 1, b.p, b.n, at_origin, md, ids);
+            rc = run_step(tk, k + 1, b.p, b.n, at_origin, md, ids, count);
         } else {
             size_t st = 0;
             for (size_t i = 0; i <= b.n; i++) {
                 if (i == b.n || (i > st && i + p->repl_len <= b.n && memcmp(b.p + i, p->repl, p->repl_len) == 0)) {
-                    if (rc == 0) rc = run_step(tk, k + 1, b.p + st, i - st, at_origin && st == 0, md, ids);
+                    if (rc == 0) rc = run_step(tk, k + 1, b.p + st, i - st, at_origin && st == 0, md, ids, count);
                     st = i;
                 }
             }
@@ -209,5 +216,13 @@ static int run_step(const frigg_tokenizer *tk, size_t k, const char *s, size_t n
 
 int tok_pretok_and_bpe(const frigg_tokenizer *tk, const char *s, size_t n, int at_origin,
                        pcre2_match_data **md, tok_ivec *ids) {
-    return run_step(tk, 0, s, n, at_origin, md, ids);
+    return run_step(tk, 0, s, n, at_origin, md, ids, NULL);
+}
+
+long tok_pretok_count(const frigg_tokenizer *tk, const char *s, size_t n) {
+    pcre2_match_data *md = NULL;
+    size_t count = 0;
+    int rc = run_step(tk, 0, s, n, 1, &md, NULL, &count);
+    if (md) pcre2_match_data_free(md);
+    return rc < 0 ? -1 : (long)count;
 }

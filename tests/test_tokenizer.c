@@ -18,6 +18,7 @@
 #include <zlib.h>
 
 #include "harness.h"
+#include "tok_internal.h" /* tok_pretok_count, for the per-code-point regex check */
 #include "tokenizer.h"
 #include "util.h"
 
@@ -416,6 +417,82 @@ static void check_audit(void) {
     free(ap);
 }
 
+/* ---- 2b. the hf_regex character classes, code point by code point ----
+ * golden/tokenizer/hf-regex-probes.txt.gz holds how HF's fix_mistral_regex pre-tokenizer splits
+ * "!!"+c, c+"Aa", "a"+c+"a", c+c and "!"+c+"a" for every code point of planes 0-3 and 14 (the piece
+ * counts reveal which of the regex's classes c is in). frigg's pre-tokenizer must split them alike:
+ * this is what the Unicode-version delta in tok_regex_delta.c is for. */
+static void check_hf_regex_classes(void) {
+    char *tp = th_path(th_root(), "golden/default/tokenizer.json");
+    char *gp = th_path(th_root(), "golden/tokenizer/hf-regex-probes.txt.gz");
+    frigg_tokenizer *tk = frigg_tokenizer_load(tp, 1);
+    gzFile f = gzopen(gp, "rb");
+    CHECK(tk && f, "hf_regex probe check needs %s and %s (%s)", tp, gp, frigg_error());
+    size_t cps = 0, bad = 0, len;
+    char *line;
+    while (tk && f && (line = gz_line(f, &len))) {
+        unsigned lo, hi;
+        char want[8];
+        if (line[0] == '#' || sscanf(line, "%x %x %7s", &lo, &hi, want) != 3) {
+            free(line);
+            continue;
+        }
+        free(line);
+        for (unsigned cp = lo; cp <= hi; cp++) {
+            char c[4], b[16];
+            size_t cn;
+            if (cp < 0x80) {
+                c[0] = (char)cp;
+                cn = 1;
+            } else if (cp < 0x800) {
+                c[0] = (char)(0xC0 | (cp >> 6));
+                c[1] = (char)(0x80 | (cp & 0x3F));
+                cn = 2;
+            } else if (cp < 0x10000) {
+                c[0] = (char)(0xE0 | (cp >> 12));
+                c[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+                c[2] = (char)(0x80 | (cp & 0x3F));
+                cn = 3;
+            } else {
+                c[0] = (char)(0xF0 | (cp >> 18));
+                c[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+                c[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+                c[3] = (char)(0x80 | (cp & 0x3F));
+                cn = 4;
+            }
+            const char *pre[5] = {"!!", "", "a", "", "!"}, *post[5] = {"", "Aa", "a", "", "a"};
+            char got[8];
+            for (int k = 0; k < 5; k++) {
+                size_t n = 0, pl = strlen(pre[k]), ql = strlen(post[k]);
+                memcpy(b, pre[k], pl);
+                n += pl;
+                memcpy(b + n, c, cn);
+                n += cn;
+                if (k == 3) {
+                    memcpy(b + n, c, cn);
+                    n += cn;
+                }
+                memcpy(b + n, post[k], ql);
+                n += ql;
+                long pieces = tok_pretok_count(tk, b, n);
+                got[k] = (char)('0' + (pieces >= 0 && pieces < 10 ? pieces : 9));
+            }
+            got[5] = 0;
+            cps++;
+            if (strcmp(got, want)) {
+                if (bad++ < 5) fprintf(stderr, "  hf_regex classes: U+%04X splits as %s, HF as %s\n", cp, got, want);
+            }
+        }
+    }
+    printf("hf_regex classes: %zu code points probed, %zu split differently from HF\n", cps, bad);
+    CHECK(cps > 260000, "only %zu code points probed", cps);
+    CHECK(bad == 0, "%zu code points are classed differently from HF by the hf_regex pre-tokenizer", bad);
+    if (f) gzclose(f);
+    frigg_tokenizer_free(tk);
+    free(tp);
+    free(gp);
+}
+
 /* ---- 3. refusals and bad input ---- */
 #define BASE_MODEL                                                                                            \
     "\"model\":{\"type\":\"BPE\",\"dropout\":null,\"unk_token\":\"<unk>\",\"fuse_unk\":true,\"byte_fallback\":false," \
@@ -512,6 +589,7 @@ int main(void) {
     } else {
         check_golden_dir();
         check_audit();
+        check_hf_regex_classes();
     }
     for (int i = 0; i < 2; i++) {
         free(g_corpus[i].text);
