@@ -135,6 +135,7 @@ int tok_bpe_word(const frigg_tokenizer *tk, const char *s, size_t n, tok_ivec *i
     if (ns > 1) {
         merge_cand *heap = frigg_xmalloc(ns * 2 * sizeof *heap);
         size_t hn = 0, hcap = ns * 2;
+        for (size_t i = 0; i + 1 < ns; i++) tok_pairmap_prefetch(&tk->merges, (uint32_t)sym[i].c, (uint32_t)sym[i + 1].c);
         for (size_t i = 0; i + 1 < ns; i++) {
             uint32_t rank;
             int32_t nid;

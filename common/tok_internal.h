@@ -70,6 +70,8 @@ void tok_pairmap_free(tok_pairmap *m);
 void tok_pairmap_put(tok_pairmap *m, uint32_t a, uint32_t b, uint32_t rank, int32_t val); /* overwrites */
 /* Returns 1 and fills rank/val when present. */
 int tok_pairmap_get(const tok_pairmap *m, uint32_t a, uint32_t b, uint32_t *rank, int32_t *val);
+/* Start loading the slot of (a, b) into cache: lookups of many pairs overlap their misses. */
+void tok_pairmap_prefetch(const tok_pairmap *m, uint32_t a, uint32_t b);
 
 /* UTF-8 helpers. tok_utf8_valid returns the offset of the first invalid byte, or len if valid. */
 size_t tok_utf8_valid(const char *s, size_t len);
@@ -203,6 +205,6 @@ void tok_free_components(frigg_tokenizer *tk);
 extern const char tok_mistral_regex[];
 /* tok_regex_delta.c (generated): PCRE2 class fragments bringing its Unicode tables to HF's. */
 extern const char tok_delta_pcre2_version[], tok_delta_add_L[], tok_delta_add_N[], tok_delta_add_U[],
-    tok_delta_add_W[], tok_delta_rem_S[];
+    tok_delta_add_W[], tok_delta_space[];
 
 #endif

@@ -228,6 +228,10 @@ void tok_pairmap_put(tok_pairmap *m, uint32_t a, uint32_t b, uint32_t rank, int3
     if (m->n * 2 > m->mask + 1) pairmap_grow(m);
 }
 
+void tok_pairmap_prefetch(const tok_pairmap *m, uint32_t a, uint32_t b) {
+    if (m->slot) __builtin_prefetch(&m->slot[mix64(((uint64_t)a << 32) | b) & m->mask]);
+}
+
 int tok_pairmap_get(const tok_pairmap *m, uint32_t a, uint32_t b, uint32_t *rank, int32_t *val) {
     if (!m->slot) return 0;
     uint64_t k = ((uint64_t)a << 32) | b;

@@ -2,6 +2,7 @@
  * with a literal or PCRE2 pattern and HF's five delimiter behaviours, Metaspace), applied in
  * order, then the BPE model on every resulting piece. Mirrors HF NormalizedString::replace /
  * ::split and PreTokenizedString::split (empty pieces are dropped). */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,6 +63,24 @@ static void sp_push(spans *s, size_t a, size_t b, int m) {
     s->v[s->n++] = (span){a, b, m};
 }
 
+static pcre2_match_context *g_mctx;
+static pthread_once_t g_mctx_once = PTHREAD_ONCE_INIT;
+
+static void make_match_context(void) {
+    g_mctx = pcre2_match_context_create(NULL);
+    if (g_mctx) {
+        pcre2_set_match_limit(g_mctx, UINT32_MAX);
+        pcre2_set_depth_limit(g_mctx, UINT32_MAX);
+        pcre2_set_heap_limit(g_mctx, UINT32_MAX); /* KiB */
+    }
+}
+
+/* One process-wide context: read-only while matching, so threads share it. */
+static pcre2_match_context *tk_match_context(void) {
+    pthread_once(&g_mctx_once, make_match_context);
+    return g_mctx;
+}
+
 static int find_matches(const tok_pretok *p, const char *s, size_t n, pcre2_match_data **md, spans *out) {
     out->n = 0;
     if (n == 0) {
@@ -88,6 +107,12 @@ static int find_matches(const tok_pretok *p, const char *s, size_t n, pcre2_matc
         size_t last_match_end = 0;
         while (last_end <= n) {
             int rc = pcre2_match(p->re, (PCRE2_SPTR)s, n, last_end, PCRE2_NO_UTF_CHECK, *md, NULL);
+            /* JIT code keeps backtracking points on a small fixed stack, which a long run of
+             * punctuation or spaces exhausts; the interpreter keeps them on the heap, and its match
+             * limit is raised so that only memory bounds a match, as with HF's Oniguruma */
+            if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
+                rc = pcre2_match(p->re, (PCRE2_SPTR)s, n, last_end, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, *md,
+                                 tk_match_context());
             if (rc == PCRE2_ERROR_NOMATCH) break;
             if (rc < 0) {
                 PCRE2_UCHAR msg[256];

@@ -213,49 +213,43 @@ static int load_pretok(const ctx *c, frigg_tokenizer *tk, json_t *o) {
 }
 
 /* The regex as PCRE2 must run it to match HF: HF's Oniguruma has newer Unicode tables than PCRE2,
- * so the classes get the code points tok_regex_delta.c lists (probed from both engines). */
+ * so the \p classes get the code points tok_regex_delta.c lists (probed from both engines), and \s
+ * is spelled out as HF's set. */
 static void hf_regex_pattern(tok_buf *out) {
     static const struct {
         const char *from, *pre, *post;
-        int alt_rem_s; /* a negated class that must also match the code points \s lost */
+        int negated_space; /* the class starts with [^\s: write HF's spaces instead */
     } classes[] = {
         {"[^\\r\\n\\p{L}\\p{N}]", "[^\\r\\n\\p{L}\\p{N}", "]", 0},
         {"[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]", "[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}", "]", 0},
         {"[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]", "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}", "]", 0},
-        {"[^\\s\\p{L}\\p{N}]", "[^\\s\\p{L}\\p{N}", "]", 1},
+        {"[^\\s\\p{L}\\p{N}]", "[^\\p{L}\\p{N}", "]", 1},
     };
-    const char *adds[4][2] = { /* per class above */{tok_delta_add_L, tok_delta_add_N},
+    const char *adds[4][2] = { /* per class above */
+                              {tok_delta_add_L, tok_delta_add_N},
                               {tok_delta_add_U, NULL},
                               {tok_delta_add_W, NULL},
                               {tok_delta_add_L, tok_delta_add_N}};
-    int have_rem = tok_delta_rem_S[0] != 0;
     const char *s = tok_mistral_regex;
     while (*s) {
         size_t k, nc = sizeof classes / sizeof *classes;
         for (k = 0; k < nc; k++)
             if (!strncmp(s, classes[k].from, strlen(classes[k].from))) break;
         if (k < nc) {
-            int alt = classes[k].alt_rem_s && have_rem;
-            if (alt) tok_buf_put(out, "(?:", 3);
             tok_buf_put(out, classes[k].pre, strlen(classes[k].pre));
+            if (classes[k].negated_space) tok_buf_put(out, tok_delta_space, strlen(tok_delta_space));
             for (int a = 0; a < 2; a++)
                 if (adds[k][a]) tok_buf_put(out, adds[k][a], strlen(adds[k][a]));
             tok_buf_put(out, classes[k].post, strlen(classes[k].post));
-            if (alt) {
-                tok_buf_put(out, "|[", 2);
-                tok_buf_put(out, tok_delta_rem_S, strlen(tok_delta_rem_S));
-                tok_buf_put(out, "])", 2);
-            }
             s += strlen(classes[k].from);
         } else if (!strncmp(s, "\\p{N}", 5)) {
             tok_buf_put(out, "[\\p{N}", 6);
             tok_buf_put(out, tok_delta_add_N, strlen(tok_delta_add_N));
             tok_buf_put(out, "]", 1);
             s += 5;
-        } else if ((!strncmp(s, "\\s", 2) || !strncmp(s, "\\S", 2)) && have_rem) {
-            /* \s without the removed code points: [^\S<rem>]; \S with them: [\S<rem>] */
-            tok_buf_put(out, s[1] == 's' ? "[^\\S" : "[\\S", s[1] == 's' ? 4 : 3);
-            tok_buf_put(out, tok_delta_rem_S, strlen(tok_delta_rem_S));
+        } else if (!strncmp(s, "\\s", 2) || !strncmp(s, "\\S", 2)) {
+            tok_buf_put(out, s[1] == 's' ? "[" : "[^", s[1] == 's' ? 1 : 2);
+            tok_buf_put(out, tok_delta_space, strlen(tok_delta_space));
             tok_buf_put(out, "]", 1);
             s += 2;
         } else if (*s == '\\' && s[1]) {

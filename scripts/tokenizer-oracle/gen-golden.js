@@ -32,6 +32,7 @@ function parseArgs(argv) {
     else if (k === '--corpus') a.corpus = argv[++i];
     else if (k === '--count') a.count = parseInt(argv[++i], 10);
     else if (k === '--decode-count') a.decodeCount = parseInt(argv[++i], 10);
+    else if (k === '--long-runs') a.longRuns = true;
     else if (k === '--seed') a.seed = parseInt(argv[++i], 10);
     else if (k === '--out') a.out = argv[++i];
     else { console.error(`gen-golden: unknown argument ${k}`); process.exit(2); }
@@ -77,6 +78,18 @@ async function main() {
     const dec = await lib.decode(tok, ids);
     out.push(JSON.stringify({ src: 'gen', text, ids, dec: dec === text ? null : dec }));
     n++;
+  }
+  // --long-runs: runs long enough to exhaust a regex engine's backtracking stack
+  if (a.longRuns) {
+    for (const unit of [' ', '!', 'a', 'A', 'aA', '\t', '\n', ' \n', '1', '😊', 'æ', '.,', '<bos>', '▁']) {
+      for (const reps of [3000, 40000]) {
+        const text = unit.repeat(reps);
+        const ids = await lib.encode(tok, text);
+        const dec = await lib.decode(tok, ids);
+        out.push(JSON.stringify({ src: 'gen', text, ids, dec: dec === text ? null : dec }));
+        n++;
+      }
+    }
   }
   // decode-only cases: byte tokens (UTF-8 lead and continuation bytes, ASCII, invalid bytes),
   // ordinary ids, added tokens, ids past the vocab
