@@ -161,6 +161,18 @@ __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+/* 16-byte global -> shared copy that does not stall the thread; src_ok false writes zeros instead. */
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool src_ok) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    int n = src_ok ? 16 : 0;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(n) : "memory");
+}
+__device__ __forceinline__ void cp_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_wait(void) {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     return (uint32_t)f2bf(lo) | ((uint32_t)f2bf(hi) << 16);
 }
@@ -175,9 +187,11 @@ __global__ void __launch_bounds__(128)
     attn_prefill_mma(const uint16_t *__restrict__ q, const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
                      const uint16_t *__restrict__ gqkv, int T, int H, int max_ctx, int P, float scale,
                      uint16_t *__restrict__ y) {
-    constexpr int KS = HD + 8, NT = MM_BK / 8, DT = HD / 8, KK = HD / 16;
-    __shared__ __align__(16) uint16_t Ks[MM_BK * KS];
-    __shared__ __align__(16) uint16_t Vs[MM_BK * KS];
+    constexpr int KS = HD + 8, NT = MM_BK / 8, DT = HD / 8, KK = HD / 16, TILE = MM_BK * KS;
+    constexpr float LOG2E = 1.4426950408889634f;
+    /* Two K and two V tiles: the next tile streams in (cp.async) while this one is computed. */
+    extern __shared__ __align__(16) uint16_t kv_smem[];
+    uint16_t *Kbuf = kv_smem, *Vbuf = kv_smem + 2 * TILE;
     const int h = blockIdx.y, t0 = blockIdx.x * MM_BQ, D = H * HD;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
     const int r0 = t0 + warp * 16 + g, r1 = r0 + 8; /* this thread's two query rows */
@@ -200,17 +214,25 @@ __global__ void __launch_bounds__(128)
     if (t0 < P && P > kend) kend = P;
     if (kend > T) kend = T;
     const uint16_t *Kh = kc + (size_t)h * max_ctx * HD, *Vh = vc + (size_t)h * max_ctx * HD;
-    for (int j0 = 0; j0 < kend; j0 += MM_BK) {
-        __syncthreads();
+    const int ntile = (kend + MM_BK - 1) / MM_BK;
+    auto load_tile = [&](int buf, int jt) {
         for (int i = tid; i < MM_BK * (HD / 8); i += blockDim.x) {
-            int r = i / (HD / 8), c = i % (HD / 8), j = j0 + r;
-            uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
-            if (j < T) {
-                kv = ((const uint4 *)(Kh + (size_t)j * HD))[c];
-                vv = ((const uint4 *)(Vh + (size_t)j * HD))[c];
-            }
-            *(uint4 *)&Ks[r * KS + c * 8] = kv;
-            *(uint4 *)&Vs[r * KS + c * 8] = vv;
+            int r = i / (HD / 8), c = i % (HD / 8), j = jt + r;
+            bool ok = j < T;
+            cp_async16(&Kbuf[buf * TILE + r * KS + c * 8], ok ? Kh + (size_t)j * HD + c * 8 : Kh, ok);
+            cp_async16(&Vbuf[buf * TILE + r * KS + c * 8], ok ? Vh + (size_t)j * HD + c * 8 : Vh, ok);
+        }
+        cp_commit();
+    };
+    if (ntile > 0) load_tile(0, 0);
+    for (int it = 0; it < ntile; it++) {
+        const int j0 = it * MM_BK;
+        const uint16_t *Ks = Kbuf + (it & 1) * TILE, *Vs = Vbuf + (it & 1) * TILE;
+        if (it + 1 < ntile) {
+            load_tile((it + 1) & 1, j0 + MM_BK);
+            cp_wait<1>();
+        } else {
+            cp_wait<0>();
         }
         __syncthreads();
         float sc[NT][4];
@@ -255,8 +277,8 @@ __global__ void __launch_bounds__(128)
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
         float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
-        float a0 = n0 == -INFINITY || m0 == -INFINITY ? (n0 == -INFINITY ? 1.0f : 0.0f) : expf(m0 - n0);
-        float a1 = n1 == -INFINITY || m1 == -INFINITY ? (n1 == -INFINITY ? 1.0f : 0.0f) : expf(m1 - n1);
+        float a0 = n0 == -INFINITY || m0 == -INFINITY ? (n0 == -INFINITY ? 1.0f : 0.0f) : exp2f((m0 - n0) * LOG2E);
+        float a1 = n1 == -INFINITY || m1 == -INFINITY ? (n1 == -INFINITY ? 1.0f : 0.0f) : exp2f((m1 - n1) * LOG2E);
         m0 = n0;
         m1 = n1;
         float ps0 = 0.0f, ps1 = 0.0f;
@@ -265,7 +287,7 @@ __global__ void __launch_bounds__(128)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 float mm = e < 2 ? m0 : m1;
-                float p = sc[nt][e] == -INFINITY ? 0.0f : expf(sc[nt][e] - mm);
+                float p = sc[nt][e] == -INFINITY ? 0.0f : exp2f((sc[nt][e] - mm) * LOG2E);
                 sc[nt][e] = p;
                 if (e < 2) ps0 += p;
                 else ps1 += p;
@@ -298,6 +320,7 @@ __global__ void __launch_bounds__(128)
                 mma16816(o[dt], al, b0, b1);
             }
         }
+        __syncthreads(); /* every warp is done with this buffer before the next iteration refills it */
     }
     l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
     l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
@@ -324,29 +347,37 @@ static int launch_prefill_mma(const uint16_t *q, const uint16_t *k, const uint16
                               int max_ctx, int P, uint16_t *y, cudaStream_t s) {
     dim3 grid((T + MM_BQ - 1) / MM_BQ, H);
     float scale = (float)(1.0 / sqrt((double)HD));
-    fk_launch(attn_prefill_mma<HD>, grid, 128, 0, s, q, k, v, gqkv, T, H, max_ctx, P, scale, y);
+    size_t smem = 4 * (size_t)MM_BK * (HD + 8) * 2; /* shared-memory limit raised in fk_attention_init */
+    fk_launch(attn_prefill_mma<HD>, grid, 128, smem, s, q, k, v, gqkv, T, H, max_ctx, P, scale, y);
     return fk_check_launch("attn_prefill_mma");
 }
 
 template <int HD>
 static int launch_prefill(const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *gqkv, int T, int H,
                           int max_ctx, int P, uint16_t *y, cudaStream_t s) {
-    size_t smem = prefill_smem<HD>();
-    static int raised;
-    if (!raised) {
-        cudaError_t e = cudaFuncSetAttribute((const void *)attn_prefill_kernel<HD>,
-                                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (e != cudaSuccess) {
-            frigg_set_error("attention: cannot get %zu bytes of shared memory: %s", smem, cudaGetErrorString(e));
-            return -1;
-        }
-        raised = 1;
-    }
+    size_t smem = prefill_smem<HD>(); /* limit raised in fk_attention_init */
     dim3 grid((T + PF_BQ - 1) / PF_BQ, H);
     float scale = (float)(1.0 / sqrt((double)HD));
     fk_launch(attn_prefill_kernel<HD>, grid, 128, smem, s, q, k, v, gqkv, T, H, max_ctx, P, scale, y);
     return fk_check_launch("attn_prefill");
 }
+
+/* Function attributes are per device: called by fk_init for each device a model binds. */
+template <int HD>
+static int raise_smem(void) {
+    cudaError_t e = cudaFuncSetAttribute((const void *)attn_prefill_mma<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)(4 * (size_t)MM_BK * (HD + 8) * 2));
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute((const void *)attn_prefill_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)prefill_smem<HD>());
+    if (e != cudaSuccess) {
+        frigg_set_error("attention: cannot raise the shared-memory limit (head_dim %d): %s", HD, cudaGetErrorString(e));
+        return -1;
+    }
+    return 0;
+}
+
+int fk_attention_init(void) { return raise_smem<16>() || raise_smem<32>() || raise_smem<64>() || raise_smem<128>() ? -1 : 0; }
 
 extern "C" int fk_attn_prefill(const uint16_t *q, const uint16_t *k_seq, const uint16_t *v_seq, const uint16_t *gqkv,
                                int T, int H, int hd, int max_ctx, int prefix_len, uint16_t *y, cudaStream_t s) {

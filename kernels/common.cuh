@@ -35,6 +35,7 @@ __device__ __forceinline__ void pdl_launch(void) {
 #endif
 }
 extern int fk_pdl; /* set by fk_init: the current device supports PDL */
+int fk_attention_init(void); /* attention.cu: per-device kernel attributes */
 
 template <typename... KArgs, typename... Args>
 static inline cudaError_t fk_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
