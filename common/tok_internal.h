@@ -1,5 +1,6 @@
 /* tok_internal.h — the tokenizer's internal types, shared by the tokenizer*.c / tok_*.c files only.
  * Layout: tok_map.c (hash maps, byte buffers), tokenizer_load.c (tokenizer.json → this struct),
+ * tok_load_pipeline.c + tok_load_util.c + tok_json.c (its parts), tok_regex_delta.c (generated),
  * tok_added.c (added-token splitting), tok_pretok.c (normalizers, pre-tokenizers),
  * tok_bpe.c (the BPE model), tok_decode.c (decoders, streaming), tokenizer.c (the public API). */
 #ifndef FRIGG_TOK_INTERNAL_H
