@@ -291,7 +291,11 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
                     memcpy(tok, out, sizeof(int32_t) * B);
                 }
                 if (r >= 0) v[r] = (frigg_now_ms() - t0) / o->steps; /* ms per step */
-                if (r == -1 && o->steps > 0 && b->seq_len[0] != n0 + o->steps) return -1;
+                if (r == -1 && b->seq_len[0] != n0 + o->steps) {
+                    fprintf(stderr, "frigg-bench: decode: sequence 0 holds %d tokens after the warm-up, expected %d\n",
+                            b->seq_len[0], n0 + o->steps);
+                    return -1;
+                }
             }
             free(logits);
             stat3 ms = stats(v, o->repeats);
