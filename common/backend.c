@@ -30,3 +30,17 @@ frigg_backend *frigg_backend_create(const char *name, const frigg_model *m, cons
 void frigg_backend_destroy(frigg_backend *b) {
     if (b) b->destroy(b);
 }
+
+frigg_backend *frigg_backend_alloc(const char *name, const frigg_model *m, const frigg_backend_opts *opts,
+                                   frigg_backend_opts *o) {
+    *o = opts ? *opts : (frigg_backend_opts){0};
+    if (o->max_seqs < 1) o->max_seqs = 1;
+    if (o->max_ctx <= 0 || o->max_ctx > m->cfg.max_position_embeddings) o->max_ctx = m->cfg.max_position_embeddings;
+    frigg_backend *b = frigg_xcalloc(1, sizeof *b);
+    b->name = name;
+    b->model = m;
+    b->max_seqs = o->max_seqs;
+    b->max_ctx = o->max_ctx;
+    b->seq_len = frigg_xcalloc(o->max_seqs, sizeof(int));
+    return b;
+}

@@ -43,6 +43,11 @@ struct frigg_backend {
 frigg_backend *frigg_backend_create(const char *name, const frigg_model *m, const frigg_backend_opts *opts);
 void frigg_backend_destroy(frigg_backend *b);
 
+/* For backend implementations: allocate the common part with the options normalised (max_seqs >= 1,
+ * max_ctx in [1, max_position_embeddings]); *o receives the normalised options. */
+frigg_backend *frigg_backend_alloc(const char *name, const frigg_model *m, const frigg_backend_opts *opts,
+                                   frigg_backend_opts *o);
+
 frigg_backend *frigg_backend_cpu_create(const frigg_model *m, const frigg_backend_opts *opts);
 #ifdef FRIGG_CUDA
 frigg_backend *frigg_backend_cuda_create(const frigg_model *m, const frigg_backend_opts *opts);
