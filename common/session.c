@@ -302,6 +302,7 @@ static json_t *handle_generate(frigg_session *s, const frigg_request *r) {
         }
         if (sink.stopped) g.finish_reason = "stop";
         json_object_set_new(o, "text", json_stringn(sink.text ? sink.text : "", sink.len));
+        json_object_set_new(o, "tokenizer_mode", json_string(frigg_tokenizer_hf_regex(s->tok) ? "hf-regex" : "training"));
         if (json_array_size(r->tools) > 0) {
             char *content = NULL;
             json_t *calls = frigg_parse_tool_calls(sink.text ? sink.text : "", &content);

@@ -179,6 +179,17 @@ int main(void) {
           "--tokenize messages");
     json_decref(o);
     free(out);
+    rc = run(cmd,
+             "{\"messages\":[{\"role\":\"user\",\"content\":\"Vejret?\"}],\"tools\":[{\"type\":\"function\","
+             "\"function\":{\"name\":\"vejr\",\"description\":\"Vejret\",\"parameters\":{\"type\":\"object\","
+             "\"properties\":{\"by\":{\"type\":\"string\"}},\"required\":[\"by\"]}}}]}\n",
+             &out);
+    o = out ? line_json(out, 0) : NULL;
+    CHECK(rc == 0 && o && strstr(json_string_value(json_object_get(o, "text")),
+                                 "<|tool>declaration:vejr{description:<|\"|>Vejret<|\"|>"),
+          "--tokenize renders tool declarations into the system turn");
+    json_decref(o);
+    free(out);
     snprintf(cmd, sizeof cmd, "%s/frigg-run --model '%s' --detokenize", g_bin, def);
     rc = run(cmd, "{\"ids\":[2431,698,1106]}\n{\"ids\":[999999]}\n", &out);
     o = out ? line_json(out, 0) : NULL;
