@@ -2,7 +2,8 @@
  * memory (one with Mimir's head_dim 128 and 2/3 schedule, one tiny with another schedule) and the golden
  * fixtures (every golden/fixtures/NAME), for the three masks. Also: a decode step replayed from the CUDA graph is
  * bit-identical to the eager kernels; a batched step equals single steps bit for bit; decode_argmax equals
- * the argmax of decode's logits; two devices (where present) give identical results.
+ * the argmax of decode's logits; two engines on two devices (where present), run at the same time, each give
+ * exactly the single-device result (random model and the tiny-packed fixture).
  *
  * Tolerances (two engines, both rounding to bf16 at HF's points, fp32 sums in different orders):
  *   last-row logits  |cuda - cpu| <= ABS_TOL + REL_TOL * max|cpu|
@@ -10,6 +11,8 @@
  * Proof the test can fail: a causal CUDA run must break the logit tolerance against a prefix CPU run. */
 #include <dirent.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -161,6 +164,8 @@ static void run_model(const char *label, const frigg_model *m, int det) {
     frigg_backend_destroy(gpu);
 }
 
+static void test_two_devices(const char *label, const frigg_model *m);
+
 static void test_fixtures(void) {
     char *dir = th_path(th_root(), "golden/fixtures");
     DIR *d = opendir(dir);
@@ -177,6 +182,7 @@ static void test_fixtures(void) {
             frigg_model *m = frigg_model_load(md);
             CHECK(m != NULL, "%s: %s", md, frigg_error());
             if (m) run_model(e->d_name, m, 0);
+            if (m && !strcmp(e->d_name, "tiny-packed")) test_two_devices(e->d_name, m);
             frigg_model_free(m);
         }
         free(md);
@@ -186,30 +192,58 @@ static void test_fixtures(void) {
     free(dir);
 }
 
-static void test_two_devices(const frigg_model *m) {
+/* One engine's run for the two-device check: prefill a fixed prompt, then greedy decode, keeping every
+ * step's logits (prefill's last row first). */
+typedef struct {
+    const frigg_model *m;
+    int device, ok;
+    float *logits; /* (1 + TWO_DEV_STEPS) x V */
+    char err[256];
+} two_dev_run;
+#define TWO_DEV_STEPS 8
+
+static void *two_dev_worker(void *arg) {
+    two_dev_run *r = arg;
+    int V = r->m->cfg.vocab_size, seq = 0;
+    frigg_backend_opts o = {.device = r->device, .max_seqs = 1, .max_ctx = 64};
+    frigg_backend *b = frigg_backend_create("cuda", r->m, &o);
+    int32_t ids[7] = {3, 4, 5, 6, 7, 8, 9}, tok;
+    r->ok = b && b->prefill(b, 0, ids, 7, 4, r->logits, NULL) == 0;
+    for (int s = 0; r->ok && s < TWO_DEV_STEPS; s++) {
+        tok = frigg_argmax(r->logits + (size_t)s * V, V);
+        r->ok = b->decode(b, 1, &seq, &tok, r->logits + (size_t)(s + 1) * V) == 0;
+    }
+    if (!r->ok) snprintf(r->err, sizeof r->err, "device %d: %s", r->device, frigg_error());
+    frigg_backend_destroy(b);
+    return NULL;
+}
+
+/* Two engines on devices 0 and 1 run at the same time (one thread each) must both give exactly what one
+ * engine alone on device 0 gives: no state shared between engines, each bound to its own device. */
+static void test_two_devices(const char *label, const frigg_model *m) {
     if (frigg_cuda_device_count() < 2) {
-        SKIP("one CUDA device: the two-device check needs two");
+        SKIP("%s: one CUDA device: the two-device check needs two", label);
         return;
     }
-    frigg_backend_opts o0 = {.device = 0, .max_seqs = 1, .max_ctx = 64}, o1 = {.device = 1, .max_seqs = 1, .max_ctx = 64};
-    frigg_backend *a = frigg_backend_create("cuda", m, &o0), *b = frigg_backend_create("cuda", m, &o1);
-    CHECK(a && b, "two devices: %s", frigg_error());
-    if (a && b) {
-        int V = m->cfg.vocab_size, seq = 0;
-        int32_t ids[7] = {3, 4, 5, 6, 7, 8, 9}, ta, tb;
-        float *la = malloc(sizeof(float) * V), *lb = malloc(sizeof(float) * V);
-        CHECK(a->prefill(a, 0, ids, 7, 7, la, NULL) == 0 && b->prefill(b, 0, ids, 7, 7, lb, NULL) == 0, "%s", frigg_error());
-        CHECK(!memcmp(la, lb, sizeof(float) * V), "two devices: prefill logits differ");
-        ta = frigg_argmax(la, V);
-        tb = ta;
-        int32_t oa, ob;
-        CHECK(a->decode_argmax(a, 1, &seq, &ta, &oa) == 0 && b->decode_argmax(b, 1, &seq, &tb, &ob) == 0 && oa == ob,
-              "two devices: decode differs");
-        free(la);
-        free(lb);
+    size_t n = (size_t)(1 + TWO_DEV_STEPS) * m->cfg.vocab_size;
+    two_dev_run alone = {.m = m, .device = 0, .logits = calloc(n, sizeof(float))};
+    two_dev_run pair[2] = {{.m = m, .device = 0, .logits = calloc(n, sizeof(float))},
+                           {.m = m, .device = 1, .logits = calloc(n, sizeof(float))}};
+    two_dev_worker(&alone);
+    CHECK(alone.ok, "%s: single device: %s", label, alone.err);
+    pthread_t th[2];
+    int started[2];
+    for (int i = 0; i < 2; i++) started[i] = pthread_create(&th[i], NULL, two_dev_worker, &pair[i]) == 0;
+    for (int i = 0; i < 2; i++) {
+        if (started[i]) pthread_join(th[i], NULL);
+        CHECK(started[i] && pair[i].ok, "%s: concurrent run on device %d: %s", label, i, started[i] ? pair[i].err : "no thread");
+        if (alone.ok && started[i] && pair[i].ok)
+            CHECK(!memcmp(alone.logits, pair[i].logits, n * sizeof(float)),
+                  "%s: device %d (run concurrently with the other) differs from the single-device run", label, i);
     }
-    frigg_backend_destroy(a);
-    frigg_backend_destroy(b);
+    free(alone.logits);
+    free(pair[0].logits);
+    free(pair[1].logits);
 }
 #endif
 
@@ -231,7 +265,7 @@ int main(void) {
         c.num_slots = 2 * c.H_cycles * (c.L_cycles + 1);
         frigg_model *m = frigg_model_random(&c, 7, 8.0f);
         run_model("random hd128 H2/L3", m, 1);
-        test_two_devices(m);
+        test_two_devices("random hd128", m);
         frigg_model_free(m);
         frigg_config t;
         frigg_config_mimir(&t);

@@ -64,8 +64,11 @@ static void expect_close(const char *what, const float *got, const float *ref, s
           bad, n, off, worst, floor_abs);
 }
 
+static const char *gemv_impl_name = "tc"; /* which decode GEMV implementation the gemv checks run */
+
 static void test_gemv(frigg_pool *pool) {
-    static const int shapes[][2] = {{96, 64}, {200, 1536}, {1536, 4096}};
+    /* with split-K on auto, 1536 x 4096 and 72 x 2056 take it (two warps per row; 2056 / 8 = 257 chunks: uneven halves) */
+    static const int shapes[][2] = {{96, 64}, {200, 1536}, {1536, 4096}, {72, 2056}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         int O = shapes[si][0], K = shapes[si][1];
         float *W = malloc(sizeof(float) * O * K), *x = malloc(sizeof(float) * 8 * K), *h = malloc(sizeof(float) * 8 * O);
@@ -91,14 +94,14 @@ static void test_gemv(frigg_pool *pool) {
                 /* store */
                 CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_STORE, dout, 0) == 0, "%s", frigg_error());
                 from_dev(dout, (size_t)B * O, got);
-                snprintf(what, sizeof what, "gemv %dx%d B=%d norm=%d store", O, K, B, norm);
+                snprintf(what, sizeof what, "gemv %s %dx%d B=%d norm=%d store", gemv_impl_name, O, K, B, norm);
                 expect_close(what, got, ref, (size_t)B * O, norm ? 0.25 : 0.02);
                 /* residual epilogue: h + bf16(W x) */
                 uint16_t *dh = to_dev(h, (size_t)B * O);
                 CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_RESID, dh, 0) == 0, "%s", frigg_error());
                 from_dev(dh, (size_t)B * O, got);
                 for (int i = 0; i < B * O; i++) sw[i] = frigg_round_bf16(h[i] + ref[i]);
-                snprintf(what, sizeof what, "gemv %dx%d B=%d norm=%d resid", O, K, B, norm);
+                snprintf(what, sizeof what, "gemv %s %dx%d B=%d norm=%d resid", gemv_impl_name, O, K, B, norm);
                 expect_close(what, got, sw, (size_t)B * O, norm ? 0.25 : 0.02);
                 cudaFree(dh);
                 /* SwiGLU epilogue: rows [0, O/2) gate, [O/2, O) up */
@@ -106,7 +109,7 @@ static void test_gemv(frigg_pool *pool) {
                 for (int b = 0; b < B; b++) frigg_cpu_swiglu(ref + (size_t)b * O, ref + (size_t)b * O + I, I, sw + (size_t)b * I);
                 CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
                 from_dev(dout, (size_t)B * I, got);
-                snprintf(what, sizeof what, "gemv %dx%d B=%d norm=%d swiglu", O, K, B, norm);
+                snprintf(what, sizeof what, "gemv %s %dx%d B=%d norm=%d swiglu", gemv_impl_name, O, K, B, norm);
                 expect_close(what, got, sw, (size_t)B * I, norm ? 0.3 : 0.03);
             }
         }
@@ -116,7 +119,7 @@ static void test_gemv(frigg_pool *pool) {
         from_dev(dout, (size_t)8 * O, row8);
         fk_gemv(dW, O, K, dx + (size_t)3 * K, 1, 1, 1e-6f, FK_GEMV_STORE, dout, 0);
         from_dev(dout, (size_t)O, got);
-        CHECK(!memcmp(got, row8 + (size_t)3 * O, sizeof(float) * O), "gemv %dx%d: batch row differs from single row", O, K);
+        CHECK(!memcmp(got, row8 + (size_t)3 * O, sizeof(float) * O), "gemv %s %dx%d: batch row differs from single row", gemv_impl_name, O, K);
         free(row8);
         /* A bad shape is an error, not a silent no-op. */
         CHECK(fk_gemv(dW, O, K, dx, 9, 0, 1e-6f, FK_GEMV_STORE, dout, 0) != 0, "gemv accepted 9 rows");
@@ -230,7 +233,8 @@ static void ref_attention(const float *q, const float *K, const float *V, const 
 }
 
 static void test_attention(void) {
-    static const int cfgs[][3] = {{100, 2, 128}, {37, 4, 16}, {70, 3, 32}, {300, 1, 128}, {129, 2, 64}}; /* T, heads, head_dim */
+    /* T, heads, head_dim; 2060: a long cache (33 decode split blocks) */
+    static const int cfgs[][3] = {{100, 2, 128}, {37, 4, 16}, {70, 3, 32}, {300, 1, 128}, {129, 2, 64}, {2060, 1, 32}};
     for (size_t ci = 0; ci < sizeof cfgs / sizeof cfgs[0]; ci++) {
         int T = cfgs[ci][0], H = cfgs[ci][1], hd = cfgs[ci][2], D = H * hd, max_ctx = T + 3;
         float *q = malloc(sizeof(float) * T * D), *K = malloc(sizeof(float) * H * T * hd), *V = malloc(sizeof(float) * H * T * hd);
@@ -429,9 +433,21 @@ int main(void) {
     } else {
         CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
         frigg_pool *pool = frigg_pool_create(0);
-        test_gemv(pool);
+        /* both decode GEMV implementations (tensor cores, CUDA cores) against the same references; the RoPE
+         * test includes the fused gqkv GEMV */
+        static const struct { int impl, ksplit; const char *name; } impls[] = {
+            {FK_GEMV_IMPL_TC, 1, "tc"}, {FK_GEMV_IMPL_SIMT, 1, "simt"}, {FK_GEMV_IMPL_SIMT, 0, "simt-ksplit-auto"}};
+        for (int i = 0; i < 3; i++) {
+            fk_set_gemv_impl(impls[i].impl);
+            fk_set_gemv_ksplit(impls[i].ksplit);
+            gemv_impl_name = impls[i].name;
+            fprintf(stderr, "gemv implementation: %s\n", gemv_impl_name);
+            test_gemv(pool);
+            test_rope();
+        }
+        fk_set_gemv_impl(FK_GEMV_IMPL_SIMT); /* the defaults */
+        fk_set_gemv_ksplit(1);
         test_norms();
-        test_rope();
         test_attention();
         test_argmax();
         frigg_pool_destroy(pool);

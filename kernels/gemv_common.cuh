@@ -1,0 +1,111 @@
+/* gemv_common.cuh — what the two decode GEMV kernels (gemv.cu: one warp per row, CUDA cores; gemv_tc.cu:
+ * 16-row tiles on tensor cores) share: the streaming weight load, the fused input RMSNorm staging, and the
+ * epilogues, so both produce the same roundings at the same points. */
+#ifndef FRIGG_KERNELS_GEMV_COMMON_CUH
+#define FRIGG_KERNELS_GEMV_COMMON_CUH
+
+#include "common.cuh"
+#include "kernels.h"
+
+#define GEMV_MAX_SMEM (64 * 1024) /* dynamic shared memory for the normalised x: 8 rows of K <= 4096 */
+
+__device__ __forceinline__ uint4 ld_stream(const uint4 *p) {
+    uint4 r;
+    /* Weights are read once per pass: keep them out of L1. */
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p));
+    return r;
+}
+
+/* x [B][K] (nch = K/8 16-byte chunks per row) -> xs = bf16(x * rsqrt(mean(x^2) + eps)) row by row, using the
+ * whole block (every thread must call it). Returns xs. rs: B floats of shared memory. */
+__device__ __forceinline__ const uint4 *stage_norm(const uint4 *xv, int B, int nch, int K, float eps, uint4 *xs,
+                                                   float *scratch, float *rs) {
+    for (int b = 0; b < B; b++) {
+        float ss = 0.0f;
+        for (int c = threadIdx.x; c < nch; c += blockDim.x) {
+            uint4 v = xv[(size_t)b * nch + c];
+            float a0 = bf_lo(v.x), a1 = bf_hi(v.x), a2 = bf_lo(v.y), a3 = bf_hi(v.y);
+            float a4 = bf_lo(v.z), a5 = bf_hi(v.z), a6 = bf_lo(v.w), a7 = bf_hi(v.w);
+            ss += a0 * a0 + a1 * a1 + a2 * a2 + a3 * a3 + a4 * a4 + a5 * a5 + a6 * a6 + a7 * a7;
+        }
+        float tot = block_sum(ss, scratch);
+        if (threadIdx.x == 0) rs[b] = 1.0f / sqrtf(tot / (float)K + eps);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < B * nch; i += blockDim.x) {
+        uint4 v = xv[i];
+        float r = rs[i / nch];
+        uint32_t *p = (uint32_t *)&v;
+        for (int j = 0; j < 4; j++) {
+            uint32_t lo = f2bf(bf_lo(p[j]) * r), hi = f2bf(bf_hi(p[j]) * r);
+            p[j] = lo | (hi << 16);
+        }
+        xs[i] = v;
+    }
+    __syncthreads();
+    return xs;
+}
+
+/* Write batch row b's result for one output unit. Plain epilogues (store, residual): a1 is row1's sum (row2,
+ * a2 unused). Paired ones: a1, a2 are rows row1 and row2 (SwiGLU: gate row unit and up row O/2 + unit; QKV:
+ * dims i and i + hd/2 of one head of one section, which RoPE mixes). */
+template <int EPI>
+__device__ __forceinline__ void gemv_store(int unit, int row1, int b, float a1, float a2, int O, uint16_t *out,
+                                           const fk_qkv_epi &qa) {
+    if (EPI == FK_GEMV_STORE || EPI == FK_GEMV_RESID) {
+        size_t at = (size_t)b * O + row1;
+        out[at] = EPI == FK_GEMV_STORE ? f2bf(a1) : f2bf(bf2f(out[at]) + rbf(a1));
+    } else if (EPI == FK_GEMV_QKV) {
+        int half = qa.hd / 2, Dm = O / 4, sec = row1 / Dm, j1 = row1 % Dm, j2 = j1 + half, i = j1 % qa.hd, h = j1 / qa.hd;
+        float x1 = rbf(a1), x2 = rbf(a2);
+        if (sec == 0) { /* the output gate: kept for the attention epilogue */
+            out[(size_t)b * O + j1] = f2bf(x1);
+            out[(size_t)b * O + j2] = f2bf(x2);
+            return;
+        }
+        int pos = qa.row_pos[b];
+        size_t at = (size_t)qa.row_seq[b] * qa.seq_stride + ((size_t)h * qa.max_ctx + pos) * qa.hd + i;
+        if (sec == 3) {
+            qa.v_slot[at] = f2bf(x1);
+            qa.v_slot[at + half] = f2bf(x2);
+            return;
+        }
+        /* rotate-half RoPE with HF's rounding after each op (as frigg_cpu_rope_apply) */
+        const uint16_t *C = qa.cos_t + (size_t)pos * qa.hd, *S = qa.sin_t + (size_t)pos * qa.hd;
+        float o1 = rbf(rbf(x1 * bf2f(C[i])) + rbf(-x2 * bf2f(S[i])));
+        float o2 = rbf(rbf(x2 * bf2f(C[i + half])) + rbf(x1 * bf2f(S[i + half])));
+        if (sec == 1) {
+            qa.q_out[(size_t)b * Dm + j1] = f2bf(o1);
+            qa.q_out[(size_t)b * Dm + j2] = f2bf(o2);
+        } else {
+            qa.k_slot[at] = f2bf(o1);
+            qa.k_slot[at + half] = f2bf(o2);
+        }
+    } else {
+        float g = rbf(a1), u = rbf(a2);
+        float sg = rbf(g / (1.0f + expf(-g)));
+        out[(size_t)b * (O / 2) + unit] = f2bf(sg * u);
+    }
+}
+
+/* The weight rows of output unit `unit` (< O/2) for the paired epilogues. */
+template <int EPI>
+__device__ __forceinline__ void pair_rows(int unit, int O, int hd, int *row1, int *row2) {
+    if (EPI == FK_GEMV_QKV) { /* unit -> section (gate,q,k,v), head, dim i < hd/2: rows i and i + hd/2 */
+        int half = hd / 2, Dm = O / 4, sec = unit / (Dm / 2), p = unit % (Dm / 2);
+        *row1 = sec * Dm + (p / half) * hd + p % half;
+        *row2 = *row1 + half;
+    } else {
+        *row1 = unit;
+        *row2 = O / 2 + unit;
+    }
+}
+
+/* gemv_tc.cu */
+int gemv_tc_init(void);
+cudaError_t gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
+                           uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s);
+
+#endif
