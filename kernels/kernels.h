@@ -70,11 +70,10 @@ enum {
  * Two implementations, chosen by fk_set_gemv_impl or, at fk_init, by the environment variable
  * FRIGG_GEMV_IMPL=simt|tc (anything else is an error): one warp per row on CUDA cores (default; gemv.cu) or
  * tensor cores (gemv_tc.cu; faster from batch 4 on the H200, slower at batch 1). Both are tested against the
- * same reference. The CUDA-core kernel can split K over two warps per row for the store/residual epilogues:
- * fk_set_gemv_ksplit(1 = never, the default; 2 = always; 0 = when K > 2048) or FRIGG_GEMV_KSPLIT=1|2|auto. */
+ * same reference; one implementation serves every batch size, so batched decode stays bit-identical to
+ * single-row decode. */
 enum { FK_GEMV_IMPL_SIMT = 0, FK_GEMV_IMPL_TC = 1 };
 void fk_set_gemv_impl(int impl);
-void fk_set_gemv_ksplit(int ks);
 int fk_gemv(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
             uint16_t *out, cudaStream_t s);
 
