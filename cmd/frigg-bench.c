@@ -109,7 +109,14 @@ static void gpu_state(const opts_t *o, char *out, size_t n) {
     } else if (!strcmp(o->backend, "cpu")) {
         snprintf(name, sizeof name, "cpu");
     }
-    snprintf(out, n, "\"gpu\":\"%s\",\"sm_clock_mhz\":%d,\"mem_clock_mhz\":%d,\"temp_c\":%d", name, sm, mem, temp);
+    int w = snprintf(out, n, "\"gpu\":\"%s\",\"sm_clock_mhz\":%d,\"mem_clock_mhz\":%d,\"temp_c\":%d", name, sm, mem, temp);
+#ifdef FRIGG_CUDA
+    /* Which decode GEMV ran (FRIGG_GEMV_IMPL), so opt-in rows describe themselves. */
+    if (strcmp(o->backend, "cpu") && w > 0 && (size_t)w < n)
+        snprintf(out + w, n - (size_t)w, ",\"gemv_impl\":\"%s\"", fk_get_gemv_impl() == FK_GEMV_IMPL_TC ? "tc" : "simt");
+#else
+    (void)w;
+#endif
 }
 
 static void emit(const opts_t *o, const char *body) {

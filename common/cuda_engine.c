@@ -430,16 +430,9 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
 }
 
 frigg_backend *frigg_backend_cuda_create(const frigg_model *m, const frigg_backend_opts *opts) {
-    frigg_backend_opts o = opts ? *opts : (frigg_backend_opts){0};
-    if (o.max_seqs < 1) o.max_seqs = 1;
-    if (o.max_ctx <= 0 || o.max_ctx > m->cfg.max_position_embeddings) o.max_ctx = m->cfg.max_position_embeddings;
-    frigg_backend *b = frigg_xcalloc(1, sizeof *b);
+    frigg_backend_opts o;
+    frigg_backend *b = frigg_backend_alloc("cuda", m, opts, &o);
     cuda_impl *im = frigg_xcalloc(1, sizeof *im);
-    b->name = "cuda";
-    b->model = m;
-    b->max_seqs = o.max_seqs;
-    b->max_ctx = o.max_ctx;
-    b->seq_len = frigg_xcalloc(o.max_seqs, sizeof(int));
     b->prefill = cuda_prefill;
     b->decode = cuda_decode;
     b->decode_argmax = cuda_decode_argmax;

@@ -121,6 +121,7 @@ static gemv_fn pick_b(int B, int norm, int epi) {
 
 static int gemv_impl = FK_GEMV_IMPL_SIMT;
 extern "C" void fk_set_gemv_impl(int impl) { gemv_impl = impl; }
+extern "C" int fk_get_gemv_impl(void) { return gemv_impl; }
 
 int fk_pdl;
 

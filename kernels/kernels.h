@@ -74,6 +74,7 @@ enum {
  * single-row decode. */
 enum { FK_GEMV_IMPL_SIMT = 0, FK_GEMV_IMPL_TC = 1 };
 void fk_set_gemv_impl(int impl);
+int fk_get_gemv_impl(void);
 int fk_gemv(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
             uint16_t *out, cudaStream_t s);
 
