@@ -45,8 +45,16 @@ int main(int argc, char **argv) {
     while ((c = getopt_long(argc, argv, "m:b:t:d:", opts, NULL)) != -1) {
         if (c == 'm') dir = optarg;
         else if (c == 'b') backend = optarg;
-        else if (c == 't') bo.threads = atoi(optarg);
-        else if (c == 'd') bo.device = atoi(optarg);
+        else if (c == 't' || c == 'd') {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (!*optarg || *end || v < 0 || v > 4096) {
+                fprintf(stderr, "frigg-eval: bad number for -%c: \"%s\"\n", c, optarg);
+                return 2;
+            }
+            if (c == 't') bo.threads = (int)v;
+            else bo.device = (int)v;
+        }
         else {
             usage(stderr);
             return 2;
@@ -66,6 +74,7 @@ int main(int argc, char **argv) {
     double total = 0;
     while (getline(&line, &cap, stdin) >= 0) {
         lineno++;
+        if (line[strspn(line, " \t\r\n")] == 0) continue; /* blank lines, as frigg-run */
         json_error_t je;
         json_t *o = json_loads(line, JSON_REJECT_DUPLICATES, &je);
         json_t *ids = o ? json_object_get(o, "input_ids") : NULL, *P = o ? json_object_get(o, "prefix_tokens") : NULL;
