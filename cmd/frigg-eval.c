@@ -80,6 +80,14 @@ int main(int argc, char **argv) {
         json_t *ids = o ? json_object_get(o, "input_ids") : NULL, *P = o ? json_object_get(o, "prefix_tokens") : NULL;
         const char *err = !o ? "invalid JSON" : !json_is_array(ids) ? "\"input_ids\" must be an array"
                                              : !json_is_integer(P) ? "\"prefix_tokens\" must be an integer" : NULL;
+        if (!err) { /* an unknown field is an error, never ignored */
+            const char *k;
+            json_t *v;
+            json_object_foreach(o, k, v) if (strcmp(k, "input_ids") && strcmp(k, "prefix_tokens") && strcmp(k, "id")) {
+                err = "unknown field (nll lines take input_ids, prefix_tokens, id)";
+                break;
+            }
+        }
         int n = (int)json_array_size(ids);
         int32_t *buf = malloc(sizeof(int32_t) * (n ? n : 1));
         for (int i = 0; !err && i < n; i++) {

@@ -133,6 +133,19 @@ int main(void) {
         CHECK(rc == 2 && out && strstr(out, stubs[i]), "%s --version: exit %d", stubs[i], rc);
         free(out);
     }
+    snprintf(cmd, sizeof cmd, "%s/frigg-eval nll --model '%s' --backend cpu", g_bin, dir);
+    rc = run(cmd, "{\"input_ids\":[5,6,7,8],\"prefix_tokens\":2,\"x\":1}\n{\"input_ids\":[5,6,7,8],\"prefix_tokens\":2}\n",
+             &out);
+    {
+        json_t *e0 = out ? line_json(out, 0) : NULL, *e1 = out ? line_json(out, 1) : NULL;
+        CHECK(rc == 1 && e0 && err_msg(e0) && strstr(err_msg(e0), "unknown field"), "frigg-eval: unknown field accepted");
+        CHECK(e1 && json_integer_value(json_object_get(e1, "target_tokens")) == 2 &&
+                  json_real_value(json_object_get(e1, "nll_sum")) > 0,
+              "frigg-eval nll line");
+        json_decref(e0);
+        json_decref(e1);
+    }
+    free(out);
     snprintf(cmd, sizeof cmd, "%s/frigg-eval gsm8k", g_bin);
     CHECK(run(cmd, "", &out) == 2, "frigg-eval gsm8k must say not implemented (exit 2)");
     free(out);
