@@ -6,15 +6,19 @@
 
 #include "util.h"
 
-int frigg_default_stop_ids(const frigg_config *c, int32_t *out, int max) {
-    int n = 0;
-    if (106 < c->vocab_size && n < max) out[n++] = 106; /* <turn|>, DFM-Mimir's end of turn */
-    for (int i = 0; i < c->n_eos && n < max; i++) {
-        int dup = 0;
-        for (int j = 0; j < n; j++)
-            if (out[j] == c->eos_token_ids[i]) dup = 1;
-        if (!dup) out[n++] = c->eos_token_ids[i];
-    }
+static int add_stop(int32_t *out, int n, int max, int id, const frigg_config *c) {
+    if (id < 0 || id >= c->vocab_size || n >= max) return n;
+    for (int j = 0; j < n; j++)
+        if (out[j] == id) return n;
+    out[n] = id;
+    return n + 1;
+}
+
+int frigg_default_stop_ids(const frigg_config *c, int with_tools, int32_t *out, int max) {
+    int n = add_stop(out, 0, max, 106, c); /* <turn|>, DFM-Mimir's end of turn */
+    n = add_stop(out, n, max, 1, c);       /* <eos> */
+    for (int i = 0; i < c->n_eos; i++) n = add_stop(out, n, max, c->eos_token_ids[i], c);
+    if (with_tools) n = add_stop(out, n, max, 50, c); /* <|tool_response>: stop and run the tool */
     return n;
 }
 

@@ -31,8 +31,9 @@ typedef struct {
     int decode_steps;
 } frigg_gen_result;
 
-/* Default stop ids of a model: <turn|> (106) when inside the vocabulary, and the config's eos ids. */
-int frigg_default_stop_ids(const frigg_config *c, int32_t *out, int max);
+/* Default stop ids of a model (TOKENIZER.md §5): <turn|> 106, <eos> 1, the config's eos ids, and
+ * <|tool_response> 50 when tools are declared — each only when inside the vocabulary. */
+int frigg_default_stop_ids(const frigg_config *c, int with_tools, int32_t *out, int max);
 
 /* Checks prompt + max_tokens against the backend's context (error names both counts). */
 int frigg_generate(frigg_backend *b, int seq, const int32_t *prompt, int n, const frigg_gen_params *p,

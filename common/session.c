@@ -236,13 +236,7 @@ static json_t *handle_generate(frigg_session *s, const frigg_request *r) {
         memcpy(stop_ids, r->stop_ids, (size_t)r->n_stop_ids * sizeof(int32_t));
         nstop = r->n_stop_ids;
     } else {
-        nstop = frigg_default_stop_ids(c, stop_ids, FRIGG_MAX_STOP_IDS);
-        if (1 < c->vocab_size && s->model && nstop < FRIGG_MAX_STOP_IDS) {
-            int dup = 0;
-            for (int i = 0; i < nstop; i++) dup |= stop_ids[i] == 1;
-            if (!dup) stop_ids[nstop++] = 1; /* <eos> (TOKENIZER.md §5) */
-        }
-        if (json_array_size(r->tools) > 0 && 50 < c->vocab_size) stop_ids[nstop++] = 50; /* <|tool_response>: run the tool */
+        nstop = frigg_default_stop_ids(c, json_array_size(r->tools) > 0, stop_ids, FRIGG_MAX_STOP_IDS);
     }
     frigg_gen_params gp = {
         .max_tokens = r->max_tokens_given ? r->max_tokens : s->o.default_max_tokens,

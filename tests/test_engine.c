@@ -100,6 +100,16 @@ int main(void) {
     CHECK(frigg_generate(b, 0, ids, N, &gp, &r4) == -1, "prefix longer than prompt accepted");
     int bad = V;
     CHECK(b->prefill(b, 0, &bad, 1, 1, last, NULL) == -1 && strstr(frigg_error(), "outside"), "bad id accepted");
+    /* Default stop ids: only ids inside the vocabulary (96 here, so not 106), no duplicates, 50 with tools. */
+    int32_t sd[8];
+    int nsd = frigg_default_stop_ids(&m->cfg, 0, sd, 8);
+    CHECK(nsd == 1 && sd[0] == 1, "default stop ids without tools: %d", nsd);
+    nsd = frigg_default_stop_ids(&m->cfg, 1, sd, 8);
+    CHECK(nsd == 2 && sd[0] == 1 && sd[1] == 50, "default stop ids with tools: %d", nsd);
+    frigg_config big = m->cfg;
+    big.vocab_size = 262144;
+    nsd = frigg_default_stop_ids(&big, 0, sd, 8);
+    CHECK(nsd == 2 && sd[0] == 106 && sd[1] == 1, "Mimir-sized default stop ids: %d", nsd);
     frigg_gen_result_free(&r1);
     frigg_gen_result_free(&r2);
     frigg_gen_result_free(&r3);
