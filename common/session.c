@@ -224,12 +224,6 @@ static json_t *handle_generate(frigg_session *s, const frigg_request *r) {
     char *rendered = NULL;
     if (request_ids(s, r, &ids, &n, &rendered)) return error_obj(r->id, frigg_error());
     free(rendered);
-    if (r->prefix_tokens > n) {
-        free(ids);
-        char msg[160];
-        snprintf(msg, sizeof msg, "\"prefix_tokens\" = %d is longer than the prompt (%d tokens)", r->prefix_tokens, n);
-        return error_obj(r->id, msg);
-    }
     int32_t stop_ids[FRIGG_MAX_STOP_IDS + 2];
     int nstop;
     if (r->has_stop_ids) {
