@@ -93,13 +93,27 @@ def stacks(s):
             yield stack, n
 
 
-def random_split_weights(s, gen, device, logit_std):
+def branch_scale_for(s, init):
+    """Extra factor on the std of the residual-branch output projections (o_proj, down_proj).
+    lecun: 1 (every branch O(1): the committed tiny fixtures and the first Mimir-size runs).
+    scaled: 1/sqrt(2 * layer steps), GPT-2's residual scaling with the 128 virtual layer steps of one
+    token (H_cycles * (L_cycles + 1) * per-stack depth) as the depth. Why: with O(1) branches over 128
+    steps the random network is chaotic, so bf16 rounding alone moves HF's own logits by ~2-3 (cached vs
+    uncached) and no bf16 implementation, HF included, can agree with another on most top-1s; a trained
+    network (and this init) keeps each step's update small relative to the residual stream."""
+    if init == "lecun":
+        return 1.0
+    steps = s["h_cycles"] * (s["l_cycles"] + 1) * s["per_stack"]
+    return 1.0 / math.sqrt(2.0 * steps)
+
+
+def random_split_weights(s, gen, device, logit_std, branch_scale=1.0):
     """Every tensor is drawn in float32 from `gen` in a fixed order, then rounded to bf16, so the
     bf16 and fp32 models share exactly the same values.
 
     Scales (why): embeddings std 1/embedding_scale so the scaled embedding z_H has unit RMS;
     projections std 1/sqrt(fan_in) (LeCun, as the training config's lecun_normal) so every
-    residual branch is O(1); lm_head std logit_std/sqrt(hidden) so the logits of the final-normed
+    residual branch is O(1) (times branch_scale on o_proj and down_proj, see branch_scale_for); lm_head std logit_std/sqrt(hidden) so the logits of the final-normed
     z_H have a spread of about logit_std (peaked, for stable greedy); z_L_init std 1."""
     D, I, A = s["hidden"], s["inter"], s["heads"] * s["head_dim"]
 
@@ -114,10 +128,10 @@ def random_split_weights(s, gen, device, logit_std):
         p = f"model.{stack}.layers.{n}."
         for proj in ("gate_proj", "q_proj", "k_proj", "v_proj"):
             w[p + f"self_attn.{proj}.weight"] = draw((A, D), 1.0 / math.sqrt(D))
-        w[p + "self_attn.o_proj.weight"] = draw((D, A), 1.0 / math.sqrt(A))
+        w[p + "self_attn.o_proj.weight"] = draw((D, A), branch_scale / math.sqrt(A))
         w[p + "mlp.gate_proj.weight"] = draw((I, D), 1.0 / math.sqrt(D))
         w[p + "mlp.up_proj.weight"] = draw((I, D), 1.0 / math.sqrt(D))
-        w[p + "mlp.down_proj.weight"] = draw((D, I), 1.0 / math.sqrt(I))
+        w[p + "mlp.down_proj.weight"] = draw((D, I), branch_scale / math.sqrt(I))
     w["lm_head.weight"] = draw((s["vocab"], D), logit_std / math.sqrt(D))
     return w
 
@@ -474,7 +488,8 @@ def mimir_size(args):
         s = make_shape(262144, 1536, 12, 128, 4096, 16, 2, 3, 4096, eos=106)
     t0 = time.time()
     gen = torch.Generator(device=device).manual_seed(args.seed)
-    split = random_split_weights(s, gen, device, args.logit_std)
+    bscale = branch_scale_for(s, args.init)
+    split = random_split_weights(s, gen, device, args.logit_std, bscale)
     n_params = sum(v.numel() for v in split.values())
     if not args.tiny_test and n_params != 1786775040:
         raise SystemExit(f"parameter count {n_params} != 1,786,775,040")
@@ -485,6 +500,9 @@ def mimir_size(args):
     model = hf_load(args.out, torch.bfloat16, device)
     chk = check_weights(model, split, "mimir-size")
     del split
+    # The same weights in float32: HF's own bf16-vs-fp32 top-1 agreement says how much of any
+    # disagreement is bf16 rounding that no bf16 engine can avoid.
+    model32 = hf_load(args.out, torch.float32, device) if args.fp32_ref else None
 
     pg = torch.Generator(device=device).manual_seed(args.seed + 1)
     if args.prompts:
@@ -504,21 +522,31 @@ def mimir_size(args):
             top = torch.topk(last, args.topk)
             toks, margins, row = greedy(model, ids, P, args.greedy_steps, device)
             tf_top1, tf_margins = teacher_forced(model, ids, P, cont, device, args.tf_mode)
+            extra = {}
+            if model32 is not None:
+                t32, m32 = teacher_forced(model32, ids, P, cont, device, args.tf_mode)
+                agree = sum(a == b for a, b in zip(tf_top1, t32))
+                extra["teacher_forced_fp32"] = {"top1": t32, "margins": m32, "bf16_agree": agree}
+                last32 = forward(model32, ids, type_ids(len(ids), P), device, use_cache=False).logits[0, -1].float()
+                extra["last_logits_fp32_at_topk"] = floats(last32[top.indices])
             cases.append({
                 "name": f"q{qi}-{mask}", "input_ids": ids, "prefix_tokens": P, "mask": mask,
                 "last_logits_topk": {"ids": top.indices.tolist(), "values": floats(top.values)},
                 "greedy": {"output_ids": toks, "margins": margins},
                 "greedy_nocache_check": nocache_check(model, ids, P, toks, row, device),
                 "teacher_forced": {"continuation": cont, "top1": tf_top1, "margins": tf_margins},
+                **extra,
             })
             c = cases[-1]
             print(f"  {c['name']:>10} len {len(ids):<4} P={P:<4} greedy {toks[:6]}... min margin "
-                  f"{min(margins):.3f} nocache Δ {c['greedy_nocache_check']:.4f} ({time.time() - t1:.1f} s)", flush=True)
+                  f"{min(margins):.3f} nocache Δ {c['greedy_nocache_check']:.4f}"
+                  + (f" tf bf16=fp32 {extra['teacher_forced_fp32']['bf16_agree']}/{len(cont)}" if extra else "")
+                  + f" ({time.time() - t1:.1f} s)", flush=True)
     ref = dict(generator=GENERATOR, mode="mimir-size" + (" --tiny-test" if args.tiny_test else ""), **versions(),
                dtype="bfloat16", device=device,
                gpu=torch.cuda.get_device_name(0) if device == "cuda" else None,
                attn_implementation="sdpa", seed=args.seed, shape=s, param_count=n_params,
-               logit_std=args.logit_std, hf_load_check=chk, teacher_forced_mode=args.tf_mode,
+               logit_std=args.logit_std, init=args.init, branch_scale=bscale, hf_load_check=chk, teacher_forced_mode=args.tf_mode,
                prefix_tokens_meaning="P>0: token_type_ids 1 for the first P prompt tokens, 0 after; "
                                      "0: no token_type_ids passed at all (mask 'causal')",
                teacher_forced_meaning="top1[i] = argmax of the bf16 logits predicting continuation[i] from "
@@ -544,14 +572,20 @@ def main():
     ap.add_argument("--greedy-steps", type=int, default=32)
     ap.add_argument("--tf-len", type=int, default=160, help="random continuation length (>= 128)")
     ap.add_argument("--tf-mode", default="forward", choices=["forward", "decode"])
+    ap.add_argument("--init", default="lecun", choices=["lecun", "scaled"],
+                    help="--mimir-size: residual-branch init (see branch_scale_for)")
+    ap.add_argument("--fp32-ref", action="store_true",
+                    help="--mimir-size: also run HF in float32 (teacher_forced_fp32: HF's own bf16-vs-fp32 agreement)")
     args = ap.parse_args()
     if args.tiny_test and not args.mimir_size:
         ap.error("--tiny-test needs --mimir-size")
     if args.mimir_size:
         return mimir_size(args)
-    for opt in ("prompts",):
+    for opt in ("prompts", "fp32_ref"):
         if getattr(args, opt):
-            ap.error(f"--{opt} only applies to --mimir-size")
+            ap.error(f"--{opt.replace('_', '-')} only applies to --mimir-size")
+    if args.init != "lecun":
+        ap.error("--init only applies to --mimir-size (the committed tiny fixtures use lecun)")
     return tiny_fixtures(args)
 
 
