@@ -32,6 +32,7 @@ typedef struct {
     int cases, failed;
     double worst_rel, worst_abs;
     long tf_steps, tf_agree, tf_nontie_steps, tf_nontie_agree;
+    long tf32_steps, tf32_agree, hf_bf16_agree; /* cases whose reference has teacher_forced_fp32 */
     int greedy_broken, top1_wrong;
 } totals;
 
@@ -198,13 +199,22 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
         /* teacher-forced continuation */
         json_t *tf = json_object_get(c, "teacher_forced");
         int nt = 0, tfa = 0, ttie_agree = 0, tties = 0;
+        /* HF in float32 on the same weights, when the reference has it: frigg's agreement with it, next
+         * to HF-bf16's own agreement with it (reported, not gated: it says how much disagreement bf16
+         * rounding alone causes). */
+        json_t *tf32 = json_object_get(c, "teacher_forced_fp32");
+        int n32 = 0, tf32_agree = 0, hf_bf16_agree = -1;
+        int *top32 = json_is_object(tf32) ? json_ints(json_object_get(tf32, "top1"), &n32) : NULL;
+        if (top32) hf_bf16_agree = (int)json_integer_value(json_object_get(tf32, "bf16_agree"));
         if (json_is_object(tf) && !err) {
             int nt2;
             int *cont = json_ints(json_object_get(tf, "continuation"), &nt);
             int *top1 = json_ints(json_object_get(tf, "top1"), &nt2);
+
             double *tm = json_doubles(json_object_get(tf, "margins"), nt);
-            if (nt2 != nt) {
-                fprintf(stderr, "frigg-parity: %s/%s: teacher_forced top1 and continuation lengths differ\n", dir, name);
+            if (nt2 != nt || (top32 && n32 != nt)) {
+                fprintf(stderr, "frigg-parity: %s/%s: teacher_forced%s top1 and continuation lengths differ\n", dir, name,
+                        nt2 != nt ? "" : "_fp32");
                 rc = -1;
             } else if (b->prefill(b, 0, ids, n, run_P, lg, NULL) == 0) {
                 /* Also count agreement on the steps that are not near-ties. */
@@ -212,8 +222,9 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
                 float *l2 = frigg_xmalloc(sizeof(float) * V2);
                 memcpy(l2, lg, sizeof(float) * V2);
                 for (int i = 0; i < nt; i++) {
-                    int ok = frigg_argmax(l2, V2) == top1[i];
+                    int am = frigg_argmax(l2, V2), ok = am == top1[i];
                     tfa += ok;
+                    if (top32) tf32_agree += am == top32[i];
                     if (tm[i] >= tie) {
                         tties++;
                         ttie_agree += ok;
@@ -275,11 +286,15 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
                fx, name, json_string_value(json_object_get(c, "mask")) ? json_string_value(json_object_get(c, "mask")) : "",
                P, run_P, n, max_abs, rel, top1_ok ? "true" : "false", isinf(margin0) ? -1.0 : margin0, ng, gagree, ftie,
                gok ? "true" : "false", nt, tfa, nt ? (double)tfa / nt : 1.0, tties, ttie_agree, tie);
+        if (top32) printf(",\"tf_fp32_agree\":%d,\"hf_bf16_vs_fp32_agree\":%d", tf32_agree, hf_bf16_agree);
+        free(top32);
         if (cpu) printf(",\"vs_cpu_max_abs\":%.5f,\"vs_cpu_greedy\":%d", cpu_abs, cpu_greedy);
         printf(",\"backend\":\"%s\",\"pass\":%s}\n", b->name, pass ? "true" : "false");
         fflush(stdout);
-        fprintf(stderr, "%-14s %-12s P=%-4d |d| %.4f rel %.4f top1 %s greedy %d/%d (tie at %d) tf %d/%d%s  %s\n", fx, name,
-                run_P, max_abs, rel, top1_ok ? "ok" : "NO", gagree, ng, ftie, tfa, nt, err ? " ERROR" : "",
+        char fp32_text[64] = "";
+        if (top32) snprintf(fp32_text, sizeof fp32_text, " vs-fp32 %d/%d (HF-bf16 %d/%d)", tf32_agree, nt, hf_bf16_agree, nt);
+        fprintf(stderr, "%-14s %-12s P=%-4d |d| %.4f rel %.4f top1 %s greedy %d/%d (tie at %d) tf %d/%d%s%s  %s\n", fx, name,
+                run_P, max_abs, rel, top1_ok ? "ok" : "NO", gagree, ng, ftie, tfa, nt, fp32_text, err ? " ERROR" : "",
                 pass ? "pass" : "FAIL");
         tot->cases++;
         tot->failed += !pass;
@@ -289,6 +304,11 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
         tot->tf_agree += tfa;
         tot->tf_nontie_steps += tties;
         tot->tf_nontie_agree += ttie_agree;
+        if (top32) {
+            tot->tf32_steps += nt;
+            tot->tf32_agree += tf32_agree;
+            tot->hf_bf16_agree += hf_bf16_agree;
+        }
         tot->greedy_broken += !gok;
         tot->top1_wrong += !top1_ok;
         free(ids);
@@ -350,13 +370,18 @@ int main(int argc, char **argv) {
     for (int i = optind; i < argc; i++) err |= run_dir(&o, argv[i], &tot) != 0;
     printf("{\"total\":true,\"cases\":%d,\"failed\":%d,\"worst_rel_err\":%.5f,\"worst_max_abs\":%.5f,\"tf_steps\":%ld,"
            "\"tf_agree\":%ld,\"tf_frac\":%.4f,\"tf_nontie_steps\":%ld,\"tf_nontie_agree\":%ld,\"greedy_broken\":%d,\"top1_wrong\":%d,\"force_causal\":%s,\"errors\":%s,"
+           "\"tf_fp32_steps\":%ld,\"tf_fp32_agree\":%ld,\"hf_bf16_vs_fp32_agree\":%ld,"
            "\"thresholds\":{\"max_rel\":%g,\"tie\":\"%s\",\"min_tf\":%g}}\n",
            tot.cases, tot.failed, tot.worst_rel, tot.worst_abs, tot.tf_steps, tot.tf_agree,
            tot.tf_steps ? (double)tot.tf_agree / tot.tf_steps : 1.0, tot.tf_nontie_steps, tot.tf_nontie_agree, tot.greedy_broken, tot.top1_wrong,
-           o.force_causal ? "true" : "false", err ? "true" : "false", o.max_rel, tie_text, o.min_tf);
+           o.force_causal ? "true" : "false", err ? "true" : "false", tot.tf32_steps, tot.tf32_agree, tot.hf_bf16_agree,
+           o.max_rel, tie_text, o.min_tf);
     fprintf(stderr, "frigg-parity: %d cases, %d failed; worst rel err %.4f, worst |d| %.4f; teacher-forced %ld/%ld "
                     "(%ld/%ld on steps that are not near-ties)%s\n",
             tot.cases, tot.failed, tot.worst_rel, tot.worst_abs, tot.tf_agree, tot.tf_steps, tot.tf_nontie_agree,
             tot.tf_nontie_steps, err ? "; ERRORS" : "");
+    if (tot.tf32_steps)
+        fprintf(stderr, "frigg-parity: against HF in float32: frigg %ld/%ld teacher-forced top-1, HF bf16 %ld/%ld\n",
+                tot.tf32_agree, tot.tf32_steps, tot.hf_bf16_agree, tot.tf32_steps);
     return err || tot.failed || !tot.cases ? 1 : 0;
 }
