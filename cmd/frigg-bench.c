@@ -34,6 +34,8 @@ typedef struct {
     int batches[MAXV], nb, ctxs[MAXV], nc, plens[MAXV], np;
     char command[1024];
     double read_gbs; /* from vram, for the roofline */
+    int skip;         /* --skip: FRIGG_SKIP_* mask (profiling; decode output is then wrong) */
+    char skip_text[64];
 } opts_t;
 
 static void usage(FILE *f) {
@@ -50,6 +52,8 @@ static void usage(FILE *f) {
             "      --batch LIST       decode batch sizes (default 1,4,8)\n"
             "      --ctx LIST         decode context lengths (default 512,2048,4096)\n"
             "      --prefill LIST     prefill lengths (default 1024,4096)\n"
+            "      --skip LIST        profiling: leave these kernels out of the decode step (qkv, attn, o, gu, down,\n"
+            "                         lmhead); the step's time difference is what they cost in it (output is wrong)\n"
             "  -h, --help, --version\n"
             "Output: one JSON object per line on stdout; a summary on stderr.\n");
 }
@@ -69,6 +73,31 @@ static int parse_list(const char *s, int *out, const char *what) {
     }
     free(dup);
     return n;
+}
+
+/* --skip qkv,attn,...: profiling of the CUDA decode step (cuda_backend.h FRIGG_SKIP_*). */
+static int parse_skip(const char *arg, opts_t *o) {
+#ifdef FRIGG_CUDA
+    static const char *names[] = {"qkv", "attn", "o", "gu", "down", "lmhead"};
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", arg);
+    snprintf(o->skip_text, sizeof o->skip_text, "%s", arg);
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int k = 0;
+        while (k < 6 && strcmp(t, names[k])) k++;
+        if (k == 6) {
+            fprintf(stderr, "frigg-bench: --skip: unknown kernel \"%s\" (qkv, attn, o, gu, down, lmhead)\n", t);
+            return -1;
+        }
+        o->skip |= 1 << k;
+    }
+    return 0;
+#else
+    (void)arg;
+    (void)o;
+    fprintf(stderr, "frigg-bench: --skip profiles the CUDA decode step: this build has no CUDA\n");
+    return -1;
+#endif
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -263,6 +292,9 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
         }
         frigg_backend *b = make_backend(o, m, maxb, ctx);
         if (!b) return -1;
+#ifdef FRIGG_CUDA
+        if (o->skip) frigg_cuda_set_skip(b, o->skip);
+#endif
         int32_t *ids = frigg_xmalloc(sizeof(int32_t) * n0);
         for (int s = 0; s < maxb; s++) {
             random_ids(ids, n0, c->vocab_size, &rs);
@@ -321,9 +353,9 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
             snprintf(body, sizeof body,
                      "\"bench\":\"decode\",\"backend\":\"%s\",\"batch\":%d,\"ctx\":%d,\"steps\":%d,\"tok_s\":%.1f,"
                      "\"tok_s_min\":%.1f,\"tok_s_max\":%.1f,\"ms_per_step\":%.3f,\"bytes_per_step\":%.0f,\"gb_s\":%.1f%s,"
-                     "\"kernels_per_step\":%d",
+                     "\"kernels_per_step\":%d,\"skip\":\"%s\"",
                      b->name, B, ctx, o->steps, B * 1e3 / ms.med, B * 1e3 / ms.max, B * 1e3 / ms.min, ms.med, bytes, gbs,
-                     roof, kps);
+                     roof, kps, o->skip_text);
             emit(o, body);
             fprintf(stderr, "decode batch %d ctx %d: %.1f tok/s (%.3f ms/step, %.0f GB/s%s)\n", B, ctx, B * 1e3 / ms.med,
                     ms.med, gbs, o->read_gbs > 0 ? ", see roofline_frac" : "");
@@ -397,7 +429,7 @@ int main(int argc, char **argv) {
                                        {"backend", 1, 0, 'b'}, {"device", 1, 0, 'd'},       {"repeats", 1, 0, 'r'},
                                        {"steps", 1, 0, 's'},   {"batch", 1, 0, 'B'},        {"ctx", 1, 0, 'C'},
                                        {"prefill", 1, 0, 'P'}, {"help", 0, 0, 'h'},         {"version", 0, 0, 'V'},
-                                       {0, 0, 0, 0}};
+                                       {"skip", 1, 0, 'K'},    {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "m:b:d:r:h", lo, NULL)) != -1) {
         switch (ch) {
@@ -411,6 +443,9 @@ int main(int argc, char **argv) {
         case 'B': o.nb = parse_list(optarg, o.batches, "batch"); break;
         case 'C': o.nc = parse_list(optarg, o.ctxs, "ctx"); break;
         case 'P': o.np = parse_list(optarg, o.plens, "prefill"); break;
+        case 'K':
+            if (parse_skip(optarg, &o)) return 2;
+            break;
         case 'h': usage(stdout); return 0;
         case 'V': frigg_print_version("frigg-bench"); return 0;
         default: usage(stderr); return 2;
@@ -441,6 +476,10 @@ int main(int argc, char **argv) {
 #else
     if (!strcmp(o.backend, "auto")) o.backend = "cpu";
 #endif
+    if (o.skip && strcmp(o.backend, "cuda")) {
+        fprintf(stderr, "frigg-bench: --skip profiles the CUDA decode step: it needs --backend cuda\n");
+        return 2;
+    }
     if ((want[0] || want[1]) && strcmp(o.backend, "cuda")) {
         fprintf(stderr, "frigg-bench: vram and launch measure a GPU: they need --backend cuda and a CUDA build\n");
         return 2;

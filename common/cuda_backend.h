@@ -11,6 +11,12 @@
 void frigg_cuda_set_graphs(frigg_backend *b, int on);
 /* Kernel nodes in the captured decode-step graph for nseq rows (captures it if needed); -1 on error. */
 int frigg_cuda_kernels_per_step(frigg_backend *b, int nseq);
+/* Profiling only (frigg-bench --skip): leave these kernels out of every decode step captured afterwards,
+ * so that the time a kind of kernel costs inside the real step is the step time's difference. The output
+ * is then wrong. Bits: FRIGG_SKIP_*. */
+enum { FRIGG_SKIP_QKV = 1, FRIGG_SKIP_ATTN = 2, FRIGG_SKIP_O = 4, FRIGG_SKIP_GU = 8, FRIGG_SKIP_DOWN = 16,
+       FRIGG_SKIP_LMHEAD = 32 };
+void frigg_cuda_set_skip(frigg_backend *b, int mask);
 /* Device memory the engine holds (weights, KV slabs, work buffers), in bytes. */
 size_t frigg_cuda_bytes(const frigg_backend *b);
 #endif

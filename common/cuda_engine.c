@@ -45,6 +45,7 @@ typedef struct {
     cudaGraphExec_t graph[MAX_BATCH + 1];
     int graph_nodes[MAX_BATCH + 1];
     int use_graphs;
+    int skip; /* FRIGG_SKIP_* (profiling) */
     size_t bytes;
     void *allocs[64];
     int nallocs;
@@ -188,16 +189,19 @@ static int enqueue_decode(frigg_backend *b, int B) {
             int slot = frigg_slot(c, r, i);
             fk_qkv_epi qa = {im->cos_t, im->sin_t, rseq, rpos, im->q, k_slot(im, slot), v_slot(im, slot),
                              im->seq_stride, b->max_ctx, hd};
-            OK(fk_gemv_qkv(Ls[i].gqkv, D, im->x, B, eps, im->gqkv, &qa, s)); /* norm + gqkv + RoPE + KV write */
-            OK(fk_attn_decode(im->q, k_slot(im, slot), v_slot(im, slot), im->seq_stride, rseq, rpos, im->gqkv, B, H,
-                              hd, b->max_ctx, im->attn_work, im->attn_counters, im->y, s));
-            OK(fk_gemv(Ls[i].o, D, D, im->y, B, 0, eps, FK_GEMV_RESID, im->x, s));
-            OK(fk_gemv(Ls[i].gu, 2 * I, D, im->x, B, 1, eps, FK_GEMV_SWIGLU, im->m, s));
-            OK(fk_gemv(Ls[i].down, D, I, im->m, B, 0, eps, FK_GEMV_RESID, im->x, s));
+            int sk = im->skip;
+            if (!(sk & FRIGG_SKIP_QKV)) /* norm + gqkv + RoPE + KV write */
+                OK(fk_gemv_qkv(Ls[i].gqkv, D, im->x, B, eps, im->gqkv, &qa, s));
+            if (!(sk & FRIGG_SKIP_ATTN))
+                OK(fk_attn_decode(im->q, k_slot(im, slot), v_slot(im, slot), im->seq_stride, rseq, rpos, im->gqkv, B, H,
+                                  hd, b->max_ctx, im->attn_work, im->attn_counters, im->y, s));
+            if (!(sk & FRIGG_SKIP_O)) OK(fk_gemv(Ls[i].o, D, D, im->y, B, 0, eps, FK_GEMV_RESID, im->x, s));
+            if (!(sk & FRIGG_SKIP_GU)) OK(fk_gemv(Ls[i].gu, 2 * I, D, im->x, B, 1, eps, FK_GEMV_SWIGLU, im->m, s));
+            if (!(sk & FRIGG_SKIP_DOWN)) OK(fk_gemv(Ls[i].down, D, I, im->m, B, 0, eps, FK_GEMV_RESID, im->x, s));
         }
         OK(run_end(im, c, r, B));
     }
-    OK(fk_gemv(im->lm_head, V, D, im->zH, B, 0, eps, FK_GEMV_STORE, im->logits, s));
+    if (!(im->skip & FRIGG_SKIP_LMHEAD)) OK(fk_gemv(im->lm_head, V, D, im->zH, B, 0, eps, FK_GEMV_STORE, im->logits, s));
     return fk_argmax_bf16(im->logits, B, V, im->d_out, s);
 }
 
@@ -457,6 +461,7 @@ int frigg_cuda_device_count(void) {
 }
 
 void frigg_cuda_set_graphs(frigg_backend *b, int on) { ((cuda_impl *)b->impl)->use_graphs = on; }
+void frigg_cuda_set_skip(frigg_backend *b, int mask) { ((cuda_impl *)b->impl)->skip = mask; }
 
 int frigg_cuda_kernels_per_step(frigg_backend *b, int nseq) {
     cuda_impl *im = b->impl;
