@@ -488,7 +488,7 @@ def mimir_size(args):
         s = make_shape(262144, 1536, 12, 128, 4096, 16, 2, 3, 4096, eos=106)
     t0 = time.time()
     gen = torch.Generator(device=device).manual_seed(args.seed)
-    bscale = branch_scale_for(s, args.init)
+    bscale = args.branch_scale if args.branch_scale is not None else branch_scale_for(s, args.init)
     split = random_split_weights(s, gen, device, args.logit_std, bscale)
     n_params = sum(v.numel() for v in split.values())
     if not args.tiny_test and n_params != 1786775040:
@@ -574,6 +574,8 @@ def main():
     ap.add_argument("--tf-mode", default="forward", choices=["forward", "decode"])
     ap.add_argument("--init", default="lecun", choices=["lecun", "scaled"],
                     help="--mimir-size: residual-branch init (see branch_scale_for)")
+    ap.add_argument("--branch-scale", type=float,
+                    help="--mimir-size: the o_proj/down_proj std factor itself (overrides --init's)")
     ap.add_argument("--fp32-ref", action="store_true",
                     help="--mimir-size: also run HF in float32 (teacher_forced_fp32: HF's own bf16-vs-fp32 agreement)")
     args = ap.parse_args()
@@ -584,8 +586,8 @@ def main():
     for opt in ("prompts", "fp32_ref"):
         if getattr(args, opt):
             ap.error(f"--{opt.replace('_', '-')} only applies to --mimir-size")
-    if args.init != "lecun":
-        ap.error("--init only applies to --mimir-size (the committed tiny fixtures use lecun)")
+    if args.init != "lecun" or args.branch_scale is not None:
+        ap.error("--init and --branch-scale only apply to --mimir-size (the committed tiny fixtures use lecun)")
     return tiny_fixtures(args)
 
 
