@@ -1,23 +1,36 @@
-/* gemv_tc.cu — the decode GEMV on tensor cores: out[b] = W·x[b] for B <= 8 rows as one mma.sync m16n8k16
- * per 16 weight rows x 16 K-elements, the batch rows being the n = 8 columns. The CUDA-core kernel (gemv.cu)
- * spends, at batch 8, eight x loads and ~128 conversions + FMAs per 16 bytes of weights and is instruction
- * bound there; here 1 KiB of weights costs 3 loads and 2 mma per warp. Measured (H200, run 6, context 512):
- * batch 8 831.7 tok/s against the CUDA-core kernel's 625.8, but batch 1 180.6 against 207.0 (the 16-row
- * tiles give down_proj and o_proj only 96 blocks, fewer than the 132 SMs; not yet tuned).
+/* gemv_tc.cu — the decode GEMV on tensor cores: out[b] = W·x[b] for B <= 8 rows, one mma.sync m16n8k16 per
+ * 8 weight rows x 16 K-elements with the WEIGHTS as the mma's B operand (the n = 8 columns) and the batch
+ * rows as A (rows 0..7 of the 16; rows 8..15 are zero). Tensor-core work is not the limit (at batch 8 this
+ * is 16 FLOP per weight byte, far below the ridge); what the layout buys is 8-row tiles: twice as many
+ * tiles as the older 16-row design (weights as A), so the 1536-row outputs have 192 tiles for 132 SMs.
  *
- * Layout: a block owns one tile: 16 weight rows for the plain epilogues (rows 16t + g and 16t + g + 8), or 8
- * output units for the paired ones (unit 8t + g: its two rows, gate/up or the RoPE pair, are mma rows g and
- * g + 8, so one thread ends up holding both values its epilogue needs). The block's warps split K; each
- * thread (group g = lane/4, t = lane%4) streams 16 bytes (8 K-elements) of row g and of row g + 8 per step,
- * chunk c + t. Because a dot product does not care in which order its K terms are summed, those 8 elements
- * are fed to the mma's k-slots {2t, 2t+1, 2t+8, 2t+9} of two mma's as they sit in the registers, and the x
- * fragment (batch row g, the same chunk) is loaded with the same permutation: no shuffles, no shared memory.
- * The warps' fp32 partials are added in warp order (deterministic; a batch row's result does not depend on
- * the other rows, so batched and single-row decode agree bit for bit). */
+ * Work split. A tile is 8 weight rows: rows 8t..8t+7 for the plain epilogues, or 4 output units for the
+ * paired ones (unit 4t + j has its two rows — gate/up, or the RoPE pair — in tile columns 2j and 2j + 1, so
+ * the thread holding C[b][2j], C[b][2j+1] has both values its epilogue needs). The block's warps split K
+ * (slices fixed by K alone); each thread (group g = lane/4, t = lane%4) streams 16 bytes (8 K-elements) of
+ * tile row g per step, chunk 4s + t of its warp's slice, all steps of the slice in registers at once. A dot
+ * product does not care in which order its K terms come, so those 8 elements feed k-slots {2t, 2t+1, 2t+8,
+ * 2t+9} of two mma's as they sit, and the x fragment (batch row g, the same chunk) is read with the same
+ * permutation: no shuffles.
+ *
+ * Blocks are persistent: the grid is at most what fits on the GPU at once, and each block walks tiles
+ * blockIdx.x, + gridDim.x, ... . So x (B x K, normalised when the RMSNorm is fused) is staged into shared
+ * memory once per block, not once per tile: at batch 8 and 1024 tiles, per-tile staging would read as many
+ * bytes from L2 as the weights themselves. The next tile's weights are requested right after the current
+ * tile's mma's, so they are in flight during the cross-warp reduction and the epilogue. Before
+ * griddepcontrol.wait (PDL) each block already streams its first tile: for o_proj and down_proj that is the
+ * whole matrix.
+ *
+ * Determinism: a tile's sum is fixed by K alone (the warp count and slices depend on K; partials are added
+ * in warp order), never by B, the grid size or which block takes the tile; the RMSNorm's sum of squares is
+ * fixed by K too. An mma output row depends only on its own A row, so batch row b's result does not depend
+ * on the other rows: batched decode is bit-identical to single-row decode. */
 #include "gemv_common.cuh"
 
-#define TC_MAX_WARPS 16 /* K split over up to 16 warps: 16 x 32 chunks = K 4096 in one round trip */
-#define TC_UNROLL 8     /* steps of 4 chunks per warp in flight: 8 KiB of weights per warp */
+#define TC_MAX_WARPS 16 /* K split over up to 16 warps: 16 warps x 8 steps x 4 chunks = K 4096 in one round */
+#define TC_STEPS 8      /* steps (4 chunks of 16 bytes per tile row) each warp holds in registers */
+#define TC_XPAD 4       /* uint4 of padding per staged x row: rows g and g+1 fall in different bank halves */
+#define TC_MAX_SMEM (100 * 1024)
 
 __device__ __forceinline__ void mma_bf16_16816(float c[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                                uint32_t b0, uint32_t b1) {
@@ -27,95 +40,152 @@ __device__ __forceinline__ void mma_bf16_16816(float c[4], uint32_t a0, uint32_t
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+/* The weight row that tile row g (0..7) of `tile` streams; false when it lies past the matrix. */
+template <int EPI>
+__device__ __forceinline__ bool tile_row(int tile, int g, int O, int hd, int *row) {
+    if (EPI == FK_GEMV_SWIGLU || EPI == FK_GEMV_QKV) {
+        int unit = tile * 4 + (g >> 1), r1, r2;
+        if (unit >= O / 2) return false;
+        pair_rows<EPI>(unit, O, hd, &r1, &r2);
+        *row = g & 1 ? r2 : r1;
+        return true;
+    }
+    *row = tile * 8 + g;
+    return *row < O;
+}
+
+/* x [B][nch] -> shared memory rows of xstride uint4; with NORM, each row becomes bf16(x * rsqrt(mean(x^2) +
+ * eps)). The sum of squares runs in a fixed order set by blockDim (a function of K) and nch, so every block,
+ * and every batch size, computes the same scale for the same row. Every thread must call it. */
+template <bool NORM>
+__device__ __forceinline__ void stage_x(const uint4 *xv, int B, int nch, int K, float eps, uint4 *xs, int xstride,
+                                        float (*red)[TC_MAX_WARPS]) {
+    const int tid = threadIdx.x, bs = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = bs >> 5;
+#pragma unroll 4
+    for (int i = tid; i < B * nch; i += bs) {
+        int b = i / nch, c = i - b * nch;
+        xs[b * xstride + c] = xv[i];
+    }
+    __syncthreads();
+    if (NORM) {
+        for (int b = 0; b < B; b++) {
+            float ss = 0.0f;
+            for (int c = tid; c < nch; c += bs) {
+                uint4 v = xs[b * xstride + c];
+                float a0 = bf_lo(v.x), a1 = bf_hi(v.x), a2 = bf_lo(v.y), a3 = bf_hi(v.y);
+                float a4 = bf_lo(v.z), a5 = bf_hi(v.z), a6 = bf_lo(v.w), a7 = bf_hi(v.w);
+                ss += a0 * a0 + a1 * a1 + a2 * a2 + a3 * a3 + a4 * a4 + a5 * a5 + a6 * a6 + a7 * a7;
+            }
+            ss = warp_sum(ss);
+            if (lane == 0) red[b][warp] = ss;
+        }
+        __syncthreads();
+        for (int b = 0; b < B; b++) {
+            float tot = 0.0f;
+            for (int w = 0; w < nw; w++) tot += red[b][w];
+            float r = 1.0f / sqrtf(tot / (float)K + eps); /* the formula of stage_norm (gemv_common.cuh) */
+            for (int c = tid; c < nch; c += bs) { /* the chunks this thread read above: no sync needed before */
+                uint4 v = xs[b * xstride + c];
+                uint32_t *p = (uint32_t *)&v;
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    uint32_t lo = f2bf(bf_lo(p[j]) * r), hi = f2bf(bf_hi(p[j]) * r);
+                    p[j] = lo | (hi << 16);
+                }
+                xs[b * xstride + c] = v;
+            }
+        }
+        __syncthreads();
+    }
+}
+
 template <bool NORM, int EPI>
-__global__ void __launch_bounds__(TC_MAX_WARPS * 32)
+__global__ void __launch_bounds__(TC_MAX_WARPS * 32, 2)
     gemv_tc_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, int B, float eps,
                    uint16_t *__restrict__ out, fk_qkv_epi qa) {
     constexpr bool PAIRED = EPI == FK_GEMV_SWIGLU || EPI == FK_GEMV_QKV;
-    extern __shared__ uint4 xs[];
-    __shared__ float scratch[32];
-    __shared__ float rs[8];
-    __shared__ float4 part[TC_MAX_WARPS][32];
+    extern __shared__ uint4 smem[];
+    __shared__ float red[8][TC_MAX_WARPS];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5, nch = K / 8;
     const int g = lane >> 2, t = lane & 3;
-    int unit, rowA, rowB;
-    bool okA, okB;
-    if (PAIRED) {
-        unit = blockIdx.x * 8 + g;
-        okA = okB = unit < O / 2;
-        pair_rows<EPI>(okA ? unit : 0, O, qa.hd, &rowA, &rowB);
-    } else {
-        unit = rowA = blockIdx.x * 16 + g;
-        rowB = rowA + 8;
-        okA = rowA < O;
-        okB = rowB < O;
-    }
+    const int xstride = nch + TC_XPAD;
+    uint4 *xs = smem;
+    float2 *part = (float2 *)(smem + (size_t)B * xstride); /* [2][nw][32]: double-buffered by tile parity */
+    const int tiles = PAIRED ? (O / 2 + 3) / 4 : (O + 7) / 8;
     /* this warp's slice of K, in chunks of 8 elements */
     const int c_lo = (int)((long long)nch * warp / nw), n = (int)((long long)nch * (warp + 1) / nw) - c_lo;
-    const uint4 *wa = (const uint4 *)(W + (size_t)(okA ? rowA : 0) * K) + c_lo;
-    const uint4 *wb = (const uint4 *)(W + (size_t)(okB ? rowB : 0) * K) + c_lo;
     const uint4 zero = make_uint4(0, 0, 0, 0);
-    /* The first steps' weights do not depend on earlier kernels: start streaming them before the wait. */
-    uint4 A[TC_UNROLL], Bw[TC_UNROLL];
+
+    uint4 w[TC_STEPS];
+    const uint4 *wp = NULL;
+    bool wok = false;
+    /* Point at tile row g of `tile` and request the slice's first round. */
+    auto fetch = [&](int tile) {
+        int row = 0;
+        wok = tile_row<EPI>(tile, g, O, qa.hd, &row);
+        wp = (const uint4 *)(W + (size_t)row * K) + c_lo;
 #pragma unroll
-    for (int u = 0; u < TC_UNROLL; u++) {
-        int c = 4 * u + t;
-        A[u] = okA && c < n ? ld_stream(wa + c) : zero;
-        Bw[u] = okB && c < n ? ld_stream(wb + c) : zero;
-    }
+        for (int s = 0; s < TC_STEPS; s++) {
+            int c = 4 * s + t;
+            w[s] = wok && c < n ? ld_stream(wp + c) : zero;
+        }
+    };
+    int tile = blockIdx.x;
+    fetch(tile); /* weights do not depend on earlier kernels: stream them before the wait */
     pdl_wait();
     pdl_launch();
-    const uint4 *xv = (const uint4 *)x;
-    if (NORM) xv = stage_norm(xv, B, nch, K, eps, xs, scratch, rs);
-    const bool xok = g < B; /* mma column g is batch row g; columns >= B stay zero */
-    const uint4 *xr = xv + (size_t)(xok ? g : 0) * nch + c_lo;
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int c0 = 0; c0 < n; c0 += 4 * TC_UNROLL) {
-        if (c0) {
+    stage_x<NORM>((const uint4 *)x, B, nch, K, eps, xs, xstride, red);
+    const bool xok = g < B; /* mma row g is batch row g; rows >= B (and 8..15) stay zero */
+    const uint4 *xr = xs + (xok ? g : 0) * xstride + c_lo;
+
+    for (int it = 0; tile < (int)tiles; tile += gridDim.x, it++) {
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int c0 = 0; c0 < n; c0 += 4 * TC_STEPS) {
+            if (c0) { /* K > 4 x TC_STEPS x 8 x warps: further rounds (not Mimir's shapes) */
 #pragma unroll
-            for (int u = 0; u < TC_UNROLL; u++) {
-                int c = c0 + 4 * u + t;
-                A[u] = okA && c < n ? ld_stream(wa + c) : zero;
-                Bw[u] = okB && c < n ? ld_stream(wb + c) : zero;
+                for (int s = 0; s < TC_STEPS; s++) {
+                    int c = c0 + 4 * s + t;
+                    w[s] = wok && c < n ? ld_stream(wp + c) : zero;
+                }
+            }
+#pragma unroll
+            for (int s = 0; s < TC_STEPS; s++) {
+                if (c0 + 4 * s >= n) break; /* warp-uniform: the mma needs every lane */
+                int c = c0 + 4 * s + t;
+                uint4 xx = xok && c < n ? xr[c] : zero;
+                /* k-slots 2t,2t+1 <- elements 0,1 (then 4,5); 2t+8,2t+9 <- elements 2,3 (then 6,7) */
+                mma_bf16_16816(acc, xx.x, 0u, xx.y, 0u, w[s].x, w[s].y);
+                mma_bf16_16816(acc, xx.z, 0u, xx.w, 0u, w[s].z, w[s].w);
             }
         }
-#pragma unroll
-        for (int u = 0; u < TC_UNROLL; u++) {
-            if (c0 + 4 * u >= n) break; /* warp-uniform: the mma needs every lane */
-            int c = c0 + 4 * u + t;
-            uint4 xx = xok && c < n ? xr[c] : zero; /* shared memory (normalised) or global */
-            /* k-slots 2t,2t+1 <- elements 0,1 (then 4,5); 2t+8,2t+9 <- elements 2,3 (then 6,7) */
-            mma_bf16_16816(acc, A[u].x, Bw[u].x, A[u].y, Bw[u].y, xx.x, xx.y);
-            mma_bf16_16816(acc, A[u].z, Bw[u].z, A[u].w, Bw[u].w, xx.z, xx.w);
+        const int cur = tile;
+        if (tile + (int)gridDim.x < tiles) fetch(tile + gridDim.x); /* in flight during the reduction below */
+        /* acc[0], acc[1] = batch row g, tile columns 2t, 2t+1 (acc[2], acc[3]: the zero rows 8..15) */
+        if (nw > 1) {
+            float2 *pb = part + (size_t)(it & 1) * nw * 32;
+            pb[warp * 32 + lane] = make_float2(acc[0], acc[1]);
+            __syncthreads();
+            if (warp != 0) continue;
+            float2 s = pb[lane];
+            for (int v = 1; v < nw; v++) {
+                float2 p = pb[v * 32 + lane];
+                s.x += p.x;
+                s.y += p.y;
+            }
+            acc[0] = s.x;
+            acc[1] = s.y;
         }
-    }
-    /* acc: [0], [1] = row A for batch rows 2t, 2t+1; [2], [3] = row B for the same batch rows */
-    if (nw > 1) {
-        part[warp][lane] = make_float4(acc[0], acc[1], acc[2], acc[3]);
-        __syncthreads();
-        if (warp != 0) return;
-        float4 s = part[0][lane];
-        for (int w = 1; w < nw; w++) {
-            float4 p = part[w][lane];
-            s.x += p.x;
-            s.y += p.y;
-            s.z += p.z;
-            s.w += p.w;
-        }
-        acc[0] = s.x;
-        acc[1] = s.y;
-        acc[2] = s.z;
-        acc[3] = s.w;
-    }
-#pragma unroll
-    for (int j = 0; j < 2; j++) {
-        int b = 2 * t + j;
-        if (b >= B) continue;
+        if (!xok) continue;
         if (PAIRED) {
-            if (okA) gemv_store<EPI>(unit, rowA, b, acc[j], acc[2 + j], O, out, qa);
+            int unit = cur * 4 + t, r1, r2;
+            if (unit < O / 2) {
+                pair_rows<EPI>(unit, O, qa.hd, &r1, &r2);
+                gemv_store<EPI>(unit, r1, g, acc[0], acc[1], O, out, qa);
+            }
         } else {
-            if (okA) gemv_store<EPI>(rowA, rowA, b, acc[j], 0.0f, O, out, qa);
-            if (okB) gemv_store<EPI>(rowB, rowB, b, acc[2 + j], 0.0f, O, out, qa);
+            int row = cur * 8 + 2 * t;
+            if (row < O) gemv_store<EPI>(row, row, g, acc[0], 0.0f, O, out, qa);
+            if (row + 1 < O) gemv_store<EPI>(row + 1, row + 1, g, acc[1], 0.0f, O, out, qa);
         }
     }
 }
@@ -131,26 +201,52 @@ static gemv_tc_fn pick_tc(int norm, int epi) {
     return norm ? gemv_tc_kernel<true, FK_GEMV_QKV> : gemv_tc_kernel<false, FK_GEMV_QKV>;
 }
 
+static int tc_max_blocks; /* fk_gemv_tc_set_max_blocks: 0 = as many as fit on the GPU at once */
+extern "C" void fk_gemv_tc_set_max_blocks(int blocks) { tc_max_blocks = blocks > 0 ? blocks : 0; }
+
 int gemv_tc_init(void) {
-    for (int epi = 0; epi < 4; epi++) {
-        cudaError_t e = cudaFuncSetAttribute((const void *)pick_tc(1, epi), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             GEMV_MAX_SMEM);
-        if (e != cudaSuccess) {
-            frigg_set_error("gemv_tc: cannot raise the shared-memory limit: %s", cudaGetErrorString(e));
-            return -1;
+    for (int norm = 0; norm <= 1; norm++)
+        for (int epi = 0; epi < 4; epi++) {
+            cudaError_t e = cudaFuncSetAttribute((const void *)pick_tc(norm, epi),
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, TC_MAX_SMEM);
+            if (e != cudaSuccess) {
+                frigg_set_error("gemv_tc: cannot raise the shared-memory limit: %s", cudaGetErrorString(e));
+                return -1;
+            }
         }
-    }
     return 0;
 }
 
-/* Shapes are validated by the caller (gemv.cu). */
-cudaError_t gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
+/* Shapes are validated by the caller (gemv.cu), except the shared-memory need, checked here. */
+int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
                            uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s) {
     int paired = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
-    int tiles = paired ? (O / 2 + 7) / 8 : (O + 15) / 16;
-    /* one warp per 32 chunks of K (one round of loads each), 1..TC_MAX_WARPS */
-    int nw = (K / 8 + 31) / 32;
+    int tiles = paired ? (O / 2 + 3) / 4 : (O + 7) / 8;
+    /* one warp per 32 chunks of K (one round of loads each), 1..TC_MAX_WARPS: a function of K only, which
+     * fixes the summation order (never B) */
+    int nch = K / 8, nw = (nch + 4 * TC_STEPS - 1) / (4 * TC_STEPS);
     nw = nw < 1 ? 1 : nw > TC_MAX_WARPS ? TC_MAX_WARPS : nw;
-    size_t smem = norm_in ? (size_t)B * K * 2 : 0;
-    return fk_launch(pick_tc(norm_in, epi), tiles, nw * 32, smem, s, W, O, K, x, B, eps, out, *qa);
+    size_t smem = (size_t)B * (nch + TC_XPAD) * 16 + (size_t)2 * nw * 32 * sizeof(float2);
+    if (smem > TC_MAX_SMEM) {
+        frigg_set_error("gemv_tc: %d rows of K %d need %zu bytes of shared memory (limit %d)", B, K, smem, TC_MAX_SMEM);
+        return -1;
+    }
+    if (tiles == 0) return 0;
+    gemv_tc_fn fn = pick_tc(norm_in, epi);
+    /* Persistent grid: every block resident at once; then the fewest blocks that keep the same number of
+     * rounds, so each block takes the same number of tiles (the grid does not change any result). */
+    int dev = 0, sms = 0, per_sm = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, nw * 32, smem);
+    if (e != cudaSuccess) {
+        frigg_set_error("gemv_tc: occupancy query failed: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    long long cap = (long long)sms * (per_sm > 0 ? per_sm : 1);
+    if (tc_max_blocks && cap > tc_max_blocks) cap = tc_max_blocks;
+    int rounds = (int)((tiles + cap - 1) / cap);
+    int grid = (tiles + rounds - 1) / rounds;
+    fk_launch(fn, grid, nw * 32, smem, s, W, O, K, x, B, eps, out, *qa);
+    return fk_check_launch("gemv_tc");
 }

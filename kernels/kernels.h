@@ -42,13 +42,25 @@ int fk_rope_kv(const uint16_t *gqkv, int T, int H, int hd, const int32_t *row_se
 /* ---- attention.cu ---- */
 /* Prefill attention over keys [0, T) of one sequence (cache slot pointers already offset to it), with the
  * PrefixLM mask: key j is visible from query i when j <= i, or when both are < prefix_len. fp32 scores,
- * online fp32 softmax, P·V with P kept to ~fp32 precision (hi+lo bf16 split), output rounded to bf16, then
+ * online fp32 softmax, P·V with P kept to ~fp32 precision (hi+lo bf16 split; or bf16 P, see below), output rounded to bf16, then
  * the gate epilogue y = bf16(bf16(sigmoid(g)) * o) with g read from gqkv rows (stride 4D). */
 int fk_attn_prefill(const uint16_t *q, const uint16_t *k_seq, const uint16_t *v_seq, const uint16_t *gqkv, int T,
                     int H, int hd, int max_ctx, int prefix_len, uint16_t *y, cudaStream_t s);
-/* Which prefill kernel: 0 = register-tile mma.sync (default), 1 = WMMA with shared-memory tiles. Both are
- * tested against the same reference; the switch exists so each can be checked and timed. */
+/* Which prefill kernel. All are tested against the same reference (tests/test_cuda_prefill.c) and timed by
+ * kernels/dev/prefill.cu; fk_init also takes the choice from FRIGG_PREFILL_ATTN=<name> (names as
+ * fk_prefill_impl_name; anything else is an error). The bf16p kernels round P to bf16 before P·V, as SDPA and
+ * flash kernels do: outputs move by up to ~1 bf16 ulp against the fp32-P CPU engine on many more elements. */
+enum {
+    FK_PREFILL_MMA = 0,        /* "mma": register-tile mma.sync, 4 warps, P as bf16 hi + lo (default) */
+    FK_PREFILL_WMMA = 1,       /* "wmma": WMMA with shared-memory tiles (the first kernel) */
+    FK_PREFILL_MMA8 = 2,       /* "mma8": as mma with 8 warps (128 query rows) per block */
+    FK_PREFILL_MMA_BF16P = 3,  /* "mma-bf16p": 4 warps, P rounded to bf16 */
+    FK_PREFILL_MMA8_BF16P = 4, /* "mma8-bf16p": 8 warps, P rounded to bf16 */
+    FK_PREFILL_NIMPL = 5
+};
 void fk_set_prefill_impl(int impl);
+int fk_get_prefill_impl(void);
+const char *fk_prefill_impl_name(int impl);
 /* Decode attention: row b (its query in q[b]) attends causally to positions [0, row_pos[b]] of sequence
  * row_seq[b]; split-K over key chunks (partials in `work`, see fk_attn_decode_work_floats); the last block of
  * each (row, head) combines them with the gate epilogue into y[b]. `counters`: B*H ints, zero before the
@@ -77,6 +89,9 @@ void fk_set_gemv_impl(int impl);
 int fk_get_gemv_impl(void);
 int fk_gemv(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
             uint16_t *out, cudaStream_t s);
+/* The tensor-core kernel runs a persistent grid (each block walks tiles); this caps its number of blocks
+ * (0: as many as fit on the GPU at once). A tuning and test hook: results do not depend on it. */
+void fk_gemv_tc_set_max_blocks(int blocks);
 
 /* Where the fused gqkv projection puts its rows (decode): RoPE'd q into q_out [B][D], RoPE'd k and v into the
  * slot's cache at (row_seq[b], row_pos[b]) (layout as fk_rope_kv), the gate rows into gqkv [B][4D]. */

@@ -1,0 +1,459 @@
+/* dev/gemv.cu — microbenchmark of the decode GEMV on DFM-Mimir's five per-token shapes: the CUDA-core kernel
+ * (gemv.cu, "simt"), the first tensor-core kernel (16-row tiles with the weights as mma A, one tile per block;
+ * kept here as "tc-old" so the two designs can be compared) and the current one (gemv_tc.cu, "tc").
+ *
+ * 1. Every version is checked against the CPU reference ops (cpu_ops.h) on random inputs, outputs poisoned
+ *    first, for batch sizes 1, 2, 4, 8: PASS/FAIL per (version, shape, B); also that each batch row equals
+ *    the same row of the batch-8 pass bit for bit. Exit status 1 on any FAIL.
+ * 2. Each version is timed per (shape, B) in a CUDA graph of launches over distinct weight copies (128 per
+ *    layer shape, far beyond the 60 MB L2, as in a real decode step; lm_head: 4 copies), launched through the
+ *    engine's entry points with PDL; median of the replays after warm-up; prints µs per launch and GB/s (the
+ *    bytes the launch must move: weights, x, outputs). A table ends the output.
+ *
+ *   gemv [--quick] [--max-blocks N]   (--quick: B 1 and 8, fewer replays; --max-blocks: cap tc's grid) */
+#include "gemv_common.cuh"
+
+#include <algorithm>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+extern "C" {
+#include "cpu_ops.h"
+#include "threadpool.h"
+#include "util.h"
+}
+
+/* ---------------- tc-old: the 16-row-tile tensor-core kernel as of commit 01f8ba6 (gemv_tc.cu) ---------------- */
+#define OLD_MAX_WARPS 16
+#define OLD_UNROLL 8
+
+__device__ __forceinline__ void old_mma(float c[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                        uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+template <bool NORM, int EPI>
+__global__ void __launch_bounds__(OLD_MAX_WARPS * 32)
+    old_tc_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, int B, float eps,
+                  uint16_t *__restrict__ out, fk_qkv_epi qa) {
+    constexpr bool PAIRED = EPI == FK_GEMV_SWIGLU || EPI == FK_GEMV_QKV;
+    extern __shared__ uint4 xs[];
+    __shared__ float scratch[32];
+    __shared__ float rs[8];
+    __shared__ float4 part[OLD_MAX_WARPS][32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5, nch = K / 8;
+    const int g = lane >> 2, t = lane & 3;
+    int unit, rowA, rowB;
+    bool okA, okB;
+    if (PAIRED) {
+        unit = blockIdx.x * 8 + g;
+        okA = okB = unit < O / 2;
+        pair_rows<EPI>(okA ? unit : 0, O, qa.hd, &rowA, &rowB);
+    } else {
+        unit = rowA = blockIdx.x * 16 + g;
+        rowB = rowA + 8;
+        okA = rowA < O;
+        okB = rowB < O;
+    }
+    const int c_lo = (int)((long long)nch * warp / nw), n = (int)((long long)nch * (warp + 1) / nw) - c_lo;
+    const uint4 *wa = (const uint4 *)(W + (size_t)(okA ? rowA : 0) * K) + c_lo;
+    const uint4 *wb = (const uint4 *)(W + (size_t)(okB ? rowB : 0) * K) + c_lo;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    uint4 A[OLD_UNROLL], Bw[OLD_UNROLL];
+#pragma unroll
+    for (int u = 0; u < OLD_UNROLL; u++) {
+        int c = 4 * u + t;
+        A[u] = okA && c < n ? ld_stream(wa + c) : zero;
+        Bw[u] = okB && c < n ? ld_stream(wb + c) : zero;
+    }
+    pdl_wait();
+    pdl_launch();
+    const uint4 *xv = (const uint4 *)x;
+    if (NORM) xv = stage_norm(xv, B, nch, K, eps, xs, scratch, rs);
+    const bool xok = g < B;
+    const uint4 *xr = xv + (size_t)(xok ? g : 0) * nch + c_lo;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int c0 = 0; c0 < n; c0 += 4 * OLD_UNROLL) {
+        if (c0) {
+#pragma unroll
+            for (int u = 0; u < OLD_UNROLL; u++) {
+                int c = c0 + 4 * u + t;
+                A[u] = okA && c < n ? ld_stream(wa + c) : zero;
+                Bw[u] = okB && c < n ? ld_stream(wb + c) : zero;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < OLD_UNROLL; u++) {
+            if (c0 + 4 * u >= n) break;
+            int c = c0 + 4 * u + t;
+            uint4 xx = xok && c < n ? xr[c] : zero;
+            old_mma(acc, A[u].x, Bw[u].x, A[u].y, Bw[u].y, xx.x, xx.y);
+            old_mma(acc, A[u].z, Bw[u].z, A[u].w, Bw[u].w, xx.z, xx.w);
+        }
+    }
+    if (nw > 1) {
+        part[warp][lane] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+        __syncthreads();
+        if (warp != 0) return;
+        float4 s = part[0][lane];
+        for (int w = 1; w < nw; w++) {
+            float4 p = part[w][lane];
+            s.x += p.x;
+            s.y += p.y;
+            s.z += p.z;
+            s.w += p.w;
+        }
+        acc[0] = s.x;
+        acc[1] = s.y;
+        acc[2] = s.z;
+        acc[3] = s.w;
+    }
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        int b = 2 * t + j;
+        if (b >= B) continue;
+        if (PAIRED) {
+            if (okA) gemv_store<EPI>(unit, rowA, b, acc[j], acc[2 + j], O, out, qa);
+        } else {
+            if (okA) gemv_store<EPI>(rowA, rowA, b, acc[j], 0.0f, O, out, qa);
+            if (okB) gemv_store<EPI>(rowB, rowB, b, acc[2 + j], 0.0f, O, out, qa);
+        }
+    }
+}
+
+typedef void (*old_fn)(const uint16_t *, int, int, const uint16_t *, int, float, uint16_t *, fk_qkv_epi);
+static old_fn old_pick(int norm, int epi) {
+    switch (epi) {
+    case FK_GEMV_STORE: return norm ? old_tc_kernel<true, FK_GEMV_STORE> : old_tc_kernel<false, FK_GEMV_STORE>;
+    case FK_GEMV_RESID: return norm ? old_tc_kernel<true, FK_GEMV_RESID> : old_tc_kernel<false, FK_GEMV_RESID>;
+    case FK_GEMV_SWIGLU: return norm ? old_tc_kernel<true, FK_GEMV_SWIGLU> : old_tc_kernel<false, FK_GEMV_SWIGLU>;
+    }
+    return norm ? old_tc_kernel<true, FK_GEMV_QKV> : old_tc_kernel<false, FK_GEMV_QKV>;
+}
+static int old_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm, float eps, int epi,
+                      uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s) {
+    int paired = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
+    int tiles = paired ? (O / 2 + 7) / 8 : (O + 15) / 16;
+    int nw = (K / 8 + 31) / 32;
+    nw = nw < 1 ? 1 : nw > OLD_MAX_WARPS ? OLD_MAX_WARPS : nw;
+    size_t smem = norm ? (size_t)B * K * 2 : 0;
+    fk_launch(old_pick(norm, epi), tiles, nw * 32, smem, s, W, O, K, x, B, eps, out, *qa);
+    return fk_check_launch("old_tc");
+}
+
+/* ---------------- the harness ---------------- */
+#define CK(call)                                                                                            \
+    do {                                                                                                    \
+        cudaError_t e_ = (call);                                                                            \
+        if (e_ != cudaSuccess) {                                                                            \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));          \
+            exit(2);                                                                                        \
+        }                                                                                                   \
+    } while (0)
+
+enum { V_SIMT, V_TC_OLD, V_TC, NV };
+static const char *vname[NV] = {"simt", "tc-old", "tc"};
+
+struct Shape {
+    const char *name;
+    int O, K, norm, epi, copies, launches;
+};
+/* Mimir: D 1536, I 4096, vocab 262144, 12 heads of 128 */
+static const Shape shapes[] = {
+    {"gqkv", 6144, 1536, 1, FK_GEMV_QKV, 128, 128},   {"o_proj", 1536, 1536, 0, FK_GEMV_RESID, 128, 128},
+    {"gate_up", 8192, 1536, 1, FK_GEMV_SWIGLU, 128, 128}, {"down", 1536, 4096, 0, FK_GEMV_RESID, 128, 128},
+    {"lm_head", 262144, 1536, 0, FK_GEMV_STORE, 4, 16},
+};
+#define NSHAPE (int)(sizeof shapes / sizeof shapes[0])
+#define HD 128
+#define MAX_CTX 64
+#define EPS 1e-6f
+
+__global__ void fill_kernel(uint16_t *p, size_t n, uint64_t seed, float scale) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint64_t h = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+        h ^= h >> 31;
+        h *= 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 29;
+        float u = (float)(h >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f;
+        p[i] = f2bf(u * scale);
+    }
+}
+static void fill_dev(uint16_t *p, size_t n, uint64_t seed, float scale) {
+    fill_kernel<<<1024, 256>>>(p, n, seed, scale);
+    CK(cudaGetLastError());
+}
+static std::vector<float> to_host(const uint16_t *d, size_t n) {
+    std::vector<uint16_t> h(n);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(h.data(), d, n * 2, cudaMemcpyDeviceToHost));
+    std::vector<float> f(n);
+    for (size_t i = 0; i < n; i++) f[i] = frigg_bf16_to_f32(h[i]);
+    return f;
+}
+
+/* The device buffers of one shape's outputs. QKV: gqkv rows (gate written), q, and one cache slot per batch
+ * row (row_seq[b] = b) at position row_pos[b]. */
+struct Io {
+    uint16_t *x, *out, *q, *kc, *vc, *cs, *sn;
+    int32_t *seq, *pos;
+    long long seq_stride;
+};
+static fk_qkv_epi qkv_of(const Io &io) {
+    fk_qkv_epi qa = {};
+    qa.cos_t = io.cs;
+    qa.sin_t = io.sn;
+    qa.row_seq = io.seq;
+    qa.row_pos = io.pos;
+    qa.q_out = io.q;
+    qa.k_slot = io.kc;
+    qa.v_slot = io.vc;
+    qa.seq_stride = io.seq_stride;
+    qa.max_ctx = MAX_CTX;
+    qa.hd = HD;
+    return qa;
+}
+
+static int launch(int v, const Shape &sh, const uint16_t *W, const Io &io, int B, cudaStream_t s) {
+    fk_qkv_epi qa = qkv_of(io);
+    if (v == V_TC_OLD) return old_launch(W, sh.O, sh.K, io.x, B, sh.norm, EPS, sh.epi, io.out, &qa, s);
+    fk_set_gemv_impl(v == V_TC ? FK_GEMV_IMPL_TC : FK_GEMV_IMPL_SIMT);
+    if (sh.epi == FK_GEMV_QKV) return fk_gemv_qkv(W, sh.K, io.x, B, EPS, io.out, &qa, s);
+    return fk_gemv(W, sh.O, sh.K, io.x, B, sh.norm, EPS, sh.epi, io.out, s);
+}
+
+static int out_cols(const Shape &sh) { return sh.epi == FK_GEMV_SWIGLU ? sh.O / 2 : sh.O; }
+
+/* As tests/test_cuda_ops.c: equal, or within 2 bf16 ulps + rms(ref)/128, on at most a fraction `frac`. */
+static bool close_enough(const float *got, const float *ref, size_t n, double frac, char *why, size_t whylen) {
+    size_t off = 0, bad = 0;
+    double ss = 0, worst = 0;
+    for (size_t i = 0; i < n; i++) ss += (double)ref[i] * ref[i];
+    double floor_abs = sqrt(ss / (double)(n ? n : 1)) / 128.0;
+    for (size_t i = 0; i < n; i++) {
+        if (got[i] == ref[i]) continue;
+        off++;
+        double d = fabs(got[i] - ref[i]);
+        if (!(d <= 2.0 * fabs(ref[i]) / 128.0 + floor_abs)) bad++; /* NaN (poison) counts as bad */
+        if (d > worst || d != d) worst = d;
+    }
+    snprintf(why, whylen, "%zu of %zu beyond tolerance, %zu differ, worst %.3g", bad, n, off, worst);
+    return bad == 0 && off <= frac * n + 1;
+}
+
+/* The reference outputs for all 8 rows, in the order `gather` reads the device: [8][cols] (QKV: gate, q, k, v
+ * each [8][D]). */
+static std::vector<float> reference(frigg_pool *pool, const Shape &sh, const uint16_t *Wh, const std::vector<float> &x,
+                                    const std::vector<float> &h, const std::vector<float> &cs, const std::vector<float> &sn,
+                                    const int *pos) {
+    int O = sh.O, K = sh.K;
+    std::vector<float> xn(x), lin((size_t)8 * O);
+    if (sh.norm) frigg_cpu_rmsnorm(x.data(), 8, K, EPS, xn.data());
+    frigg_mat M = {Wh, O, K};
+    frigg_cpu_linear(pool, &M, xn.data(), 8, lin.data());
+    if (sh.epi == FK_GEMV_STORE) return lin;
+    if (sh.epi == FK_GEMV_RESID) {
+        for (size_t i = 0; i < lin.size(); i++) lin[i] = frigg_round_bf16(h[i] + lin[i]);
+        return lin;
+    }
+    if (sh.epi == FK_GEMV_SWIGLU) {
+        int I = O / 2;
+        std::vector<float> r((size_t)8 * I);
+        for (int b = 0; b < 8; b++) frigg_cpu_swiglu(&lin[(size_t)b * O], &lin[(size_t)b * O + I], I, &r[(size_t)b * I]);
+        return r;
+    }
+    int D = O / 4;
+    std::vector<float> r((size_t)4 * 8 * D);
+    for (int sec = 0; sec < 4; sec++)
+        for (int b = 0; b < 8; b++) {
+            float *dst = &r[((size_t)sec * 8 + b) * D];
+            memcpy(dst, &lin[(size_t)b * O + (size_t)sec * D], sizeof(float) * D);
+            if (sec == 1 || sec == 2)
+                frigg_cpu_rope_apply(dst, 1, D / HD, HD, &cs[(size_t)pos[b] * HD], &sn[(size_t)pos[b] * HD]);
+        }
+    return r;
+}
+
+/* The device results of a B-row pass, laid out as `reference` (rows >= B left out). */
+static std::vector<float> gather(const Shape &sh, const Io &io, int B, const int *pos) {
+    if (sh.epi != FK_GEMV_QKV) return to_host(io.out, (size_t)B * out_cols(sh));
+    int D = sh.O / 4;
+    std::vector<float> g = to_host(io.out, (size_t)B * sh.O), q = to_host(io.q, (size_t)B * D);
+    std::vector<float> kc = to_host(io.kc, (size_t)8 * io.seq_stride), vc = to_host(io.vc, (size_t)8 * io.seq_stride);
+    std::vector<float> r((size_t)4 * B * D);
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < D; j++) {
+            size_t at = (size_t)b * io.seq_stride + ((size_t)(j / HD) * MAX_CTX + pos[b]) * HD + j % HD;
+            r[(size_t)b * D + j] = g[(size_t)b * sh.O + j];
+            r[((size_t)B + b) * D + j] = q[(size_t)b * D + j];
+            r[((size_t)2 * B + b) * D + j] = kc[at];
+            r[((size_t)3 * B + b) * D + j] = vc[at];
+        }
+    return r;
+}
+
+int main(int argc, char **argv) {
+    bool quick = false;
+    int max_blocks = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (!strcmp(argv[i], "--max-blocks") && i + 1 < argc) max_blocks = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: %s [--quick] [--max-blocks N]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (fk_init()) {
+        fprintf(stderr, "fk_init: %s\n", frigg_error());
+        return 2;
+    }
+    fk_gemv_tc_set_max_blocks(max_blocks);
+    for (int e = 0; e < 4; e++)
+        CK(cudaFuncSetAttribute((const void *)old_pick(1, e), cudaFuncAttributeMaxDynamicSharedMemorySize, GEMV_MAX_SMEM));
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    printf("device: %s, %d SMs; %s\n", prop.name, prop.multiProcessorCount, quick ? "quick" : "full");
+    const int Bs_full[] = {1, 2, 4, 8}, Bs_quick[] = {1, 8};
+    const int *Bs = quick ? Bs_quick : Bs_full, nB = quick ? 2 : 4;
+    const int reps = quick ? 5 : 9;
+    frigg_pool *pool = frigg_pool_create(0);
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    static double us[NSHAPE][4][NV], gbs[NSHAPE][4][NV];
+    int fails = 0;
+
+    /* shared small buffers (sized for the largest shape) */
+    const int maxO = 262144, maxK = 4096, D = 1536;
+    Io io = {};
+    io.seq_stride = (long long)(D / HD) * MAX_CTX * HD;
+    CK(cudaMalloc((void **)&io.x, (size_t)8 * maxK * 2));
+    CK(cudaMalloc((void **)&io.out, (size_t)8 * maxO * 2));
+    CK(cudaMalloc((void **)&io.q, (size_t)8 * D * 2));
+    CK(cudaMalloc((void **)&io.kc, (size_t)8 * io.seq_stride * 2));
+    CK(cudaMalloc((void **)&io.vc, (size_t)8 * io.seq_stride * 2));
+    CK(cudaMalloc((void **)&io.cs, (size_t)MAX_CTX * HD * 2));
+    CK(cudaMalloc((void **)&io.sn, (size_t)MAX_CTX * HD * 2));
+    CK(cudaMalloc((void **)&io.seq, 8 * sizeof(int32_t)));
+    CK(cudaMalloc((void **)&io.pos, 8 * sizeof(int32_t)));
+    const int seq[8] = {0, 1, 2, 3, 4, 5, 6, 7}, pos[8] = {0, 5, 17, 63, 1, 30, 42, 9};
+    CK(cudaMemcpy(io.seq, seq, sizeof seq, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(io.pos, pos, sizeof pos, cudaMemcpyHostToDevice));
+    fill_dev(io.cs, (size_t)MAX_CTX * HD, 11, 1.0f);
+    fill_dev(io.sn, (size_t)MAX_CTX * HD, 12, 1.0f);
+    std::vector<float> cs = to_host(io.cs, (size_t)MAX_CTX * HD), sn = to_host(io.sn, (size_t)MAX_CTX * HD);
+
+    for (int si = 0; si < NSHAPE; si++) {
+        const Shape &sh = shapes[si];
+        size_t wn = (size_t)sh.O * sh.K;
+        uint16_t *W;
+        CK(cudaMalloc((void **)&W, wn * 2 * sh.copies));
+        for (int c = 0; c < sh.copies; c++) fill_dev(W + wn * c, wn, 1000 + 77 * si + c, 1.0f / sqrtf((float)sh.K));
+        /* fresh inputs: x (magnitude ~2 for the normed shapes, ~1 otherwise), h (the residual) */
+        uint16_t *hdev;
+        CK(cudaMalloc((void **)&hdev, (size_t)8 * sh.O * 2));
+        fill_dev(io.x, (size_t)8 * sh.K, 500 + si, sh.norm ? 2.0f : 1.0f);
+        fill_dev(hdev, (size_t)8 * sh.O, 600 + si, 1.0f);
+        std::vector<float> x = to_host(io.x, (size_t)8 * sh.K), h = to_host(hdev, (size_t)8 * sh.O);
+        std::vector<uint16_t> Wh(wn);
+        CK(cudaMemcpy(Wh.data(), W, wn * 2, cudaMemcpyDeviceToHost));
+        std::vector<float> ref = reference(pool, sh, Wh.data(), x, h, cs, sn, pos);
+        int cols = sh.epi == FK_GEMV_QKV ? sh.O / 4 : out_cols(sh);
+        int sections = sh.epi == FK_GEMV_QKV ? 4 : 1;
+        double frac = sh.norm ? 0.3 : 0.03;
+
+        /* 1. correctness */
+        for (int v = 0; v < NV; v++) {
+            std::vector<float> got8;
+            for (int bi = 3; bi >= 0; bi--) { /* B = 8 first: the others are compared with its rows */
+                int B = Bs_full[bi];
+                CK(cudaMemset(io.out, 0xff, (size_t)8 * sh.O * 2)); /* poison: bf16 NaN */
+                CK(cudaMemset(io.q, 0xff, (size_t)8 * D * 2));
+                CK(cudaMemset(io.kc, 0xff, (size_t)8 * io.seq_stride * 2));
+                CK(cudaMemset(io.vc, 0xff, (size_t)8 * io.seq_stride * 2));
+                if (sh.epi == FK_GEMV_RESID) CK(cudaMemcpy(io.out, hdev, (size_t)8 * sh.O * 2, cudaMemcpyDeviceToDevice));
+                if (launch(v, sh, W, io, B, s)) {
+                    fprintf(stderr, "%s %s B=%d: %s\n", vname[v], sh.name, B, frigg_error());
+                    return 2;
+                }
+                CK(cudaStreamSynchronize(s));
+                std::vector<float> got = gather(sh, io, B, pos);
+                bool ok = true, same = true;
+                char why[160] = "";
+                for (int sec = 0; sec < sections; sec++) {
+                    const float *gp = &got[(size_t)sec * B * cols], *rp = &ref[(size_t)sec * 8 * cols];
+                    char w1[128];
+                    if (!close_enough(gp, rp, (size_t)B * cols, frac, w1, sizeof w1)) {
+                        ok = false;
+                        snprintf(why, sizeof why, "section %d: %s", sec, w1);
+                    }
+                    if (B < 8 && memcmp(gp, &got8[(size_t)sec * 8 * cols], sizeof(float) * B * cols)) same = false;
+                }
+                if (B == 8) got8 = got;
+                printf("check %-7s %-8s B=%d %s%s%s\n", vname[v], sh.name, B, ok && same ? "PASS" : "FAIL",
+                       ok ? "" : " (reference: ", ok ? "" : why);
+                if (!ok) printf(")\n");
+                if (!same) printf("  rows differ from the batch-8 pass\n");
+                fails += !(ok && same);
+            }
+        }
+
+        /* 2. timing: one graph per (version, B) */
+        size_t bytes_w = wn * 2;
+        for (int bi = 0; bi < nB; bi++) {
+            int B = Bs[bi], bidx = B == 1 ? 0 : B == 2 ? 1 : B == 4 ? 2 : 3;
+            for (int v = 0; v < NV; v++) {
+                cudaGraph_t graph;
+                cudaGraphExec_t exec;
+                CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+                for (int l = 0; l < sh.launches; l++)
+                    if (launch(v, sh, W + wn * (l % sh.copies), io, B, s)) {
+                        fprintf(stderr, "%s %s B=%d (capture): %s\n", vname[v], sh.name, B, frigg_error());
+                        return 2;
+                    }
+                CK(cudaStreamEndCapture(s, &graph));
+                CK(cudaGraphInstantiate(&exec, graph, 0));
+                for (int w = 0; w < 2; w++) CK(cudaGraphLaunch(exec, s));
+                std::vector<float> ms(reps);
+                for (int r = 0; r < reps; r++) {
+                    CK(cudaEventRecord(e0, s));
+                    CK(cudaGraphLaunch(exec, s));
+                    CK(cudaEventRecord(e1, s));
+                    CK(cudaEventSynchronize(e1));
+                    CK(cudaEventElapsedTime(&ms[r], e0, e1));
+                }
+                std::sort(ms.begin(), ms.end());
+                double t = ms[reps / 2] * 1000.0 / sh.launches;
+                size_t bytes = bytes_w + (size_t)B * sh.K * 2 + (size_t)B * out_cols(sh) * 2 * (sh.epi == FK_GEMV_RESID ? 2 : 1);
+                us[si][bidx][v] = t;
+                gbs[si][bidx][v] = bytes / (t * 1e3);
+                printf("time  %-7s %-8s B=%d %9.2f us/launch %8.1f GB/s\n", vname[v], sh.name, B, t, gbs[si][bidx][v]);
+                CK(cudaGraphExecDestroy(exec));
+                CK(cudaGraphDestroy(graph));
+            }
+        }
+        CK(cudaFree(W));
+        CK(cudaFree(hdev));
+    }
+
+    printf("\n%-8s %2s | %9s %9s %9s | %8s | %s\n", "shape", "B", "simt us", "tc-old us", "tc us", "tc GB/s",
+           "tc vs best other");
+    for (int si = 0; si < NSHAPE; si++)
+        for (int bi = 0; bi < nB; bi++) {
+            int B = Bs[bi], b = B == 1 ? 0 : B == 2 ? 1 : B == 4 ? 2 : 3;
+            double best = std::min(us[si][b][V_SIMT], us[si][b][V_TC_OLD]);
+            printf("%-8s %2d | %9.2f %9.2f %9.2f | %8.1f | %+.1f%%\n", shapes[si].name, B, us[si][b][V_SIMT],
+                   us[si][b][V_TC_OLD], us[si][b][V_TC], gbs[si][b][V_TC], 100.0 * (best - us[si][b][V_TC]) / best);
+        }
+    printf("%s: %d check(s) failed\n", fails ? "FAIL" : "PASS", fails);
+    frigg_pool_destroy(pool);
+    return fails ? 1 : 0;
+}
