@@ -1,0 +1,193 @@
+/* test_cuda_gemv.c — the decode GEMV implementations (tensor cores, CUDA cores) on the cases their tiling
+ * has edges at: every batch size 1..8, partial 8-row tiles (O % 8 != 0, paired O/2 % 4 != 0), K slices that
+ * do not divide evenly into warps (K/8 = 257) or need a second round of loads (K > 4096), against the CPU
+ * reference ops. And the properties batched decode relies on, bit for bit: each batch row's result equals
+ * the single-row pass on that row, for every B; results do not depend on the tensor-core kernel's grid
+ * (persistent blocks walking several tiles each); a repeated launch gives the same bits.
+ * Without CUDA in the build, or without a GPU, everything is skipped (0 failed). */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "util.h"
+
+#ifdef FRIGG_CUDA
+#include <cuda_runtime_api.h>
+
+#include "backend.h"
+#include "cpu_ops.h"
+#include "../kernels/kernels.h"
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static float frand(void) { /* uniform [-1, 1) */
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+static void fill(float *x, size_t n, float scale) {
+    for (size_t i = 0; i < n; i++) x[i] = frigg_round_bf16(frand() * scale);
+}
+static uint16_t *to_dev(const float *x, size_t n) {
+    uint16_t *h = malloc(n * 2), *d = NULL;
+    for (size_t i = 0; i < n; i++) h[i] = frigg_f32_to_bf16(x[i]);
+    cudaMalloc((void **)&d, n * 2 + 16);
+    cudaMemcpy(d, h, n * 2, cudaMemcpyHostToDevice);
+    free(h);
+    return d;
+}
+static void from_dev(const uint16_t *d, size_t n, float *x) {
+    uint16_t *h = malloc(n * 2);
+    cudaDeviceSynchronize();
+    cudaMemcpy(h, d, n * 2, cudaMemcpyDeviceToHost);
+    for (size_t i = 0; i < n; i++) x[i] = frigg_bf16_to_f32(h[i]);
+    free(h);
+}
+static void poison(uint16_t *d, size_t n) { cudaMemset(d, 0xff, n * 2); } /* bf16 NaN everywhere */
+
+/* As test_cuda_ops.c: equal, or within 2 ulps + rms(ref)/128, on at most a fraction `frac` of the elements
+ * (fp32 sums in another order cross a bf16 rounding boundary now and then). NaN (poison left) is bad. */
+static void expect_close(const char *what, const float *got, const float *ref, size_t n, double frac) {
+    size_t off = 0, bad = 0;
+    double worst = 0, ss = 0;
+    for (size_t i = 0; i < n; i++) ss += (double)ref[i] * ref[i];
+    double floor_abs = sqrt(ss / (double)(n ? n : 1)) / 128.0;
+    for (size_t i = 0; i < n; i++) {
+        if (got[i] == ref[i]) continue;
+        off++;
+        double d = fabs(got[i] - ref[i]);
+        if (!(d <= 2.0 * fabs(ref[i]) / 128.0 + floor_abs)) bad++;
+        if (d > worst) worst = d;
+    }
+    CHECK(bad == 0 && off <= frac * n + 1, "%s: %zu of %zu beyond tolerance, %zu differ (worst |d| %.3g)", what, bad, n,
+          off, worst);
+}
+
+static const char *impl_name;
+
+/* One (O, K) shape: every B, every epilogue, with and without the fused norm, against the CPU ops. */
+static void test_shape(frigg_pool *pool, int O, int K) {
+    float *W = malloc(sizeof(float) * O * K), *x = malloc(sizeof(float) * 8 * K), *h = malloc(sizeof(float) * 8 * O);
+    fill(W, (size_t)O * K, 1.0f / sqrtf((float)K));
+    fill(x, (size_t)8 * K, 2.0f);
+    fill(h, (size_t)8 * O, 1.0f);
+    uint16_t *Wb = malloc((size_t)O * K * 2);
+    for (size_t i = 0; i < (size_t)O * K; i++) Wb[i] = frigg_f32_to_bf16(W[i]);
+    frigg_mat M = {Wb, O, K};
+    uint16_t *dW = to_dev(W, (size_t)O * K), *dx = to_dev(x, (size_t)8 * K), *dout;
+    cudaMalloc((void **)&dout, (size_t)8 * O * 2);
+    float *xn = malloc(sizeof(float) * 8 * K), *lin[2], *ref = malloc(sizeof(float) * 8 * O), *got = malloc(sizeof(float) * 8 * O);
+    lin[0] = malloc(sizeof(float) * 8 * O);
+    lin[1] = malloc(sizeof(float) * 8 * O);
+    frigg_cpu_linear(pool, &M, x, 8, lin[0]); /* rows are independent: the B-row references are the first B rows */
+    frigg_cpu_rmsnorm(x, 8, K, 1e-6, xn);
+    frigg_cpu_linear(pool, &M, xn, 8, lin[1]);
+    int I = O / 2;
+    for (int B = 1; B <= 8; B++)
+        for (int norm = 0; norm <= 1; norm++) {
+            char what[128];
+            double frac = norm ? 0.3 : 0.03;
+            if (norm && (size_t)B * K * 2 > 64 * 1024) { /* beyond the staged-x limit: must be refused */
+                CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_STORE, dout, 0) != 0,
+                      "gemv %s %dx%d B=%d norm: accepted %zu bytes of staged x", impl_name, O, K, B, (size_t)B * K * 2);
+                continue;
+            }
+            poison(dout, (size_t)8 * O);
+            CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_STORE, dout, 0) == 0, "%s", frigg_error());
+            from_dev(dout, (size_t)B * O, got);
+            snprintf(what, sizeof what, "gemv %s %dx%d B=%d norm=%d store", impl_name, O, K, B, norm);
+            expect_close(what, got, lin[norm], (size_t)B * O, frac);
+
+            uint16_t *hd = to_dev(h, (size_t)B * O);
+            CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_RESID, hd, 0) == 0, "%s", frigg_error());
+            from_dev(hd, (size_t)B * O, got);
+            cudaFree(hd);
+            for (int i = 0; i < B * O; i++) ref[i] = frigg_round_bf16(h[i] + lin[norm][i]);
+            snprintf(what, sizeof what, "gemv %s %dx%d B=%d norm=%d resid", impl_name, O, K, B, norm);
+            expect_close(what, got, ref, (size_t)B * O, frac);
+
+            for (int b = 0; b < B; b++)
+                frigg_cpu_swiglu(lin[norm] + (size_t)b * O, lin[norm] + (size_t)b * O + I, I, ref + (size_t)b * I);
+            poison(dout, (size_t)8 * O);
+            CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
+            from_dev(dout, (size_t)B * I, got);
+            snprintf(what, sizeof what, "gemv %s %dx%d B=%d norm=%d swiglu", impl_name, O, K, B, norm);
+            expect_close(what, got, ref, (size_t)B * I, frac + 0.05);
+        }
+
+    /* Batch rows are independent, bit for bit: row b of a B-row pass equals the 1-row pass on x row b. */
+    int norm_ok = 8 * K * 2 <= 64 * 1024;
+    float *one = malloc(sizeof(float) * 8 * O);
+    for (int epi = FK_GEMV_STORE; epi <= FK_GEMV_SWIGLU; epi += FK_GEMV_SWIGLU) {
+        int cols = epi == FK_GEMV_SWIGLU ? I : O;
+        for (int b = 0; b < 8; b++) {
+            CHECK(fk_gemv(dW, O, K, dx + (size_t)b * K, 1, norm_ok, 1e-6f, epi, dout + (size_t)b * cols, 0) == 0, "%s",
+                  frigg_error());
+        }
+        from_dev(dout, (size_t)8 * cols, one);
+        int same = 1;
+        for (int B = 2; B <= 8; B++) {
+            poison(dout, (size_t)8 * O);
+            fk_gemv(dW, O, K, dx, B, norm_ok, 1e-6f, epi, dout, 0);
+            from_dev(dout, (size_t)B * cols, got);
+            same &= !memcmp(got, one, sizeof(float) * B * cols);
+        }
+        CHECK(same, "gemv %s %dx%d epi %d: a batch row differs from its single-row pass", impl_name, O, K, epi);
+    }
+    free(one);
+
+    /* The tensor-core kernel's grid (1 block walking every tile, 7 blocks, as many as fit) changes no bit;
+     * a repeated launch neither. */
+    if (!strcmp(impl_name, "tc")) {
+        static const int caps[] = {1, 7, 0};
+        float *base = malloc(sizeof(float) * 8 * O);
+        int B = norm_ok ? 8 : 3;
+        for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
+            fk_gemv_tc_set_max_blocks(caps[c]);
+            for (int rep = 0; rep < 2; rep++) {
+                poison(dout, (size_t)8 * O);
+                CHECK(fk_gemv(dW, O, K, dx, B, 1, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
+                from_dev(dout, (size_t)B * I, got);
+                if (c == 0 && rep == 0) memcpy(base, got, sizeof(float) * B * I);
+                else
+                    CHECK(!memcmp(got, base, sizeof(float) * B * I), "gemv tc %dx%d: grid cap %d (run %d) changed the result",
+                          O, K, caps[c], rep);
+            }
+        }
+        fk_gemv_tc_set_max_blocks(0);
+        free(base);
+    }
+    cudaFree(dW); cudaFree(dx); cudaFree(dout);
+    free(W); free(x); free(h); free(Wb); free(xn); free(lin[0]); free(lin[1]); free(ref); free(got);
+}
+#endif
+
+int main(void) {
+    TEST_MAIN_BEGIN("test_cuda_gemv");
+#ifndef FRIGG_CUDA
+    SKIP("built without CUDA (FRIGG_CUDA=0)");
+#else
+    if (frigg_cuda_device_count() < 1) {
+        SKIP("no CUDA device present");
+    } else {
+        CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
+        frigg_pool *pool = frigg_pool_create(0);
+        /* (O, K): Mimir's o_proj; a partial last tile in both tilings (100: 12.5 plain tiles, 50 units = 12.5
+         * paired tiles); K/8 = 257 over 9 warps; K/8 = 544 over 16 warps, two rounds of loads; a tiny K (1 warp) */
+        static const int shapes[][2] = {{1536, 1536}, {100, 512}, {72, 2056}, {40, 4352}, {24, 64}};
+        static const struct { int impl; const char *name; } impls[] = {{FK_GEMV_IMPL_TC, "tc"}, {FK_GEMV_IMPL_SIMT, "simt"}};
+        for (int i = 0; i < 2; i++) {
+            fk_set_gemv_impl(impls[i].impl);
+            impl_name = impls[i].name;
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) test_shape(pool, shapes[s][0], shapes[s][1]);
+        }
+        fk_set_gemv_impl(FK_GEMV_IMPL_SIMT);
+        frigg_pool_destroy(pool);
+        cudaError_t e = cudaDeviceSynchronize();
+        CHECK(e == cudaSuccess, "device error: %s", cudaGetErrorString(e));
+    }
+#endif
+    TEST_MAIN_END();
+}
