@@ -13,6 +13,7 @@
 #include "backend.h"
 #include "cpu_ops.h"
 #include "cuda_backend.h"
+#include "cuda_gemm.h"
 #include "../kernels/kernels.h"
 #include "util.h"
 
@@ -86,16 +87,9 @@ static int upload(uint16_t *dst, const uint16_t *src, size_t elems) {
     return 0;
 }
 
-/* C[T][O] = A[T][K] · W[O][K]^T, bf16 in and out, fp32 accumulation, one rounding (as HF's cuBLAS call). */
+/* C[T][O] = A[T][K] · W[O][K]^T (cuda_gemm.h: one call shared with the prefill microbenchmark). */
 static int gemm(cuda_impl *im, const uint16_t *W, int O, int K, const uint16_t *A, int T, uint16_t *C) {
-    const float one = 1.0f, zero = 0.0f;
-    cublasStatus_t st = cublasGemmEx(im->blas, CUBLAS_OP_T, CUBLAS_OP_N, O, T, K, &one, W, CUDA_R_16BF, K, A,
-                                     CUDA_R_16BF, K, &zero, C, CUDA_R_16BF, O, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-    if (st != CUBLAS_STATUS_SUCCESS) {
-        frigg_set_error("cuBLAS GEMM %dx%dx%d failed (status %d)", T, O, K, (int)st);
-        return -1;
-    }
-    return 0;
+    return frigg_cuda_gemm(im->blas, W, O, K, A, T, C);
 }
 
 static uint16_t *k_slot(cuda_impl *im, int slot) { return im->kc + (size_t)slot * im->slot_stride; }
@@ -373,12 +367,7 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     CU(cudaSetDevice(im->device));
     if (fk_init()) return -1;
     CU(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
-    if (cublasCreate(&im->blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(im->blas, im->stream) != CUBLAS_STATUS_SUCCESS ||
-        cublasSetMathMode(im->blas, CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION) !=
-            CUBLAS_STATUS_SUCCESS) {
-        frigg_set_error("backend \"cuda\": cuBLAS initialisation failed");
-        return -1;
-    }
+    if (frigg_cuda_gemm_handle(&im->blas, im->stream)) return -1;
     OK(upload_model(im, m));
     size_t D = c->hidden_size, I = c->intermediate_size, V = c->vocab_size, ctx = b->max_ctx;
     /* RoPE tables from the CPU reference function: identical bf16 values on both engines. */

@@ -5,6 +5,8 @@
  * bf16 depending on backend; the CPU engine keeps fp32, which this tracks to ~1e-5). Decode attention is in
  * attention_decode.cu. */
 #include <mma.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "common.cuh"
 #include "kernels.h"
@@ -151,8 +153,14 @@ __global__ void __launch_bounds__(128)
  * m16n8 tile (row g = lane/4, columns 2*(lane%4)+{0,1}, rows g and g+8) is known, so the per-row softmax
  * rescale and the reuse of S as the A operand of P·V need no shared memory. K and V tiles are kept [key][dim]
  * in shared memory, rows padded by 8 elements so fragment loads hit 32 distinct banks; V's B fragments come
- * from ldmatrix.trans (a transposing store into shared memory was 16-way bank-conflicted). */
-#define MM_BQ 64
+ * from ldmatrix.trans (a transposing store into shared memory was 16-way bank-conflicted).
+ * Template knobs, timed against each other by kernels/dev/prefill.cu:
+ *   NW    warps per block (16 query rows each): 8 halves the K/V traffic into shared memory per query row.
+ *   SPLIT P·V with P as bf16 hi + lo (~16 mantissa bits, tracks the CPU engine's fp32 P) or P rounded once to
+ *         bf16 as SDPA/flash kernels do (half the P·V tensor-core work).
+ * Per warp and key tile the mask is classified once: tiles no row of the warp can see are skipped, tiles
+ * every row sees entirely (inside the prefix, or below the diagonal) skip the per-element mask. Scores stay
+ * unscaled until the exponent, where scale·log2(e) and the row max fold into one FFMA. */
 #define MM_BK 64
 
 __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
@@ -173,28 +181,43 @@ __device__ __forceinline__ void cp_wait(void) {
     asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
+/* Two floats to a bf16x2 word (low element first), one cvt instruction, round to nearest even. */
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    return (uint32_t)f2bf(lo) | ((uint32_t)f2bf(hi) << 16);
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *(uint32_t *)&v;
 }
 /* p = hi + lo with both parts bf16: ~16 significant bits of p reach the tensor cores. */
 __device__ __forceinline__ void split_pair(float x0, float x1, uint32_t *hi, uint32_t *lo) {
     *hi = pack_bf16(x0, x1);
     *lo = pack_bf16(x0 - bf_lo(*hi), x1 - bf_hi(*hi));
 }
+/* 2^x on the SFU; -inf gives +0 (masked keys), results below 2^-126 flush to zero (they are below any
+ * bf16 output's resolution next to the row maximum's weight of 1). */
+__device__ __forceinline__ float ex2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
 
-template <int HD>
-__global__ void __launch_bounds__(128)
+/* Occupancy: at head_dim 128 the 4-warp kernel is held to 168 registers (ptxas -v: 12 bytes of spill) so three
+ * blocks (12 warps, 3 x 69.6 KB of tiles) share an SM instead of two; the 8-warp kernel runs one block per SM
+ * either way (256 threads x 168+ registers). */
+template <int HD, int NW, bool SPLIT>
+__global__ void __launch_bounds__(NW * 32, NW == 4 ? 3 : 1)
     attn_prefill_mma(const uint16_t *__restrict__ q, const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
-                     const uint16_t *__restrict__ gqkv, int T, int H, int max_ctx, int P, float scale,
+                     const uint16_t *__restrict__ gqkv, int T, int H, int max_ctx, int P, float sl2,
                      uint16_t *__restrict__ y) {
-    constexpr int KS = HD + 8, NT = MM_BK / 8, DT = HD / 8, KK = HD / 16, TILE = MM_BK * KS;
-    constexpr float LOG2E = 1.4426950408889634f;
+    constexpr int BQ = 16 * NW, KS = HD + 8, NT = MM_BK / 8, DT = HD / 8, KK = HD / 16, TILE = MM_BK * KS;
+    static_assert(DT % 2 == 0, "V fragments are loaded two 8-column tiles at a time");
     /* Two K and two V tiles: the next tile streams in (cp.async) while this one is computed. */
     extern __shared__ __align__(16) uint16_t kv_smem[];
     uint16_t *Kbuf = kv_smem, *Vbuf = kv_smem + 2 * TILE;
-    const int h = blockIdx.y, t0 = blockIdx.x * MM_BQ, D = H * HD;
+    /* Last query tiles first: under a causal mask they see the most keys, so the long blocks start early and
+     * the short ones fill the tail of the grid. */
+    const int h = blockIdx.y, t0 = (gridDim.x - 1 - blockIdx.x) * BQ, D = H * HD;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
-    const int r0 = t0 + warp * 16 + g, r1 = r0 + 8; /* this thread's two query rows */
+    const int w0 = t0 + warp * 16;               /* this warp's first query row */
+    const int r0 = w0 + g, r1 = r0 + 8;          /* this thread's two query rows */
     pdl_wait();
     pdl_launch();
     uint32_t qa[KK][4];
@@ -209,14 +232,15 @@ __global__ void __launch_bounds__(128)
     float o[DT][4];
 #pragma unroll
     for (int i = 0; i < DT; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+    /* m: running row max of the unscaled scores; l: this lane's partial row sum */
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
-    int kend = t0 + MM_BQ;
+    int kend = t0 + BQ;
     if (t0 < P && P > kend) kend = P;
     if (kend > T) kend = T;
     const uint16_t *Kh = kc + (size_t)h * max_ctx * HD, *Vh = vc + (size_t)h * max_ctx * HD;
     const int ntile = (kend + MM_BK - 1) / MM_BK;
     auto load_tile = [&](int buf, int jt) {
-        for (int i = tid; i < MM_BK * (HD / 8); i += blockDim.x) {
+        for (int i = tid; i < MM_BK * (HD / 8); i += NW * 32) {
             int r = i / (HD / 8), c = i % (HD / 8), j = jt + r;
             bool ok = j < T;
             cp_async16(&Kbuf[buf * TILE + r * KS + c * 8], ok ? Kh + (size_t)j * HD + c * 8 : Kh, ok);
@@ -226,7 +250,7 @@ __global__ void __launch_bounds__(128)
     };
     if (ntile > 0) load_tile(0, 0);
     for (int it = 0; it < ntile; it++) {
-        const int j0 = it * MM_BK;
+        const int j0 = it * MM_BK, jl = j0 + MM_BK - 1;
         const uint16_t *Ks = Kbuf + (it & 1) * TILE, *Vs = Vbuf + (it & 1) * TILE;
         if (it + 1 < ntile) {
             load_tile((it + 1) & 1, j0 + MM_BK);
@@ -235,89 +259,113 @@ __global__ void __launch_bounds__(128)
             cp_wait<0>();
         }
         __syncthreads();
-        float sc[NT][4];
+        /* Key j is visible from row r when j <= r or (r < P and j < P). No row of the warp sees the tile when
+         * its first key is past the warp's last row and outside the prefix (or the warp is past the prefix).
+         * Every row sees all of it when its last key exists and is at most the warp's first row, or lies in
+         * the prefix (rows >= P then have r >= P > jl). Tile 0 is never skipped (key 0 is visible to every
+         * row), so each row's max is finite from the first tile on. */
+        const bool skip = j0 > w0 + 15 && (w0 >= P || j0 >= P);
+        const bool full = jl < T && (jl <= w0 || jl < P);
+        if (!skip) {
+            float sc[NT][4];
 #pragma unroll
-        for (int nt = 0; nt < NT; nt++) {
-            sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
-            if (KK % 2 == 0) {
-                /* ldmatrix.x4: the B fragments of two k-steps (4 8x8 tiles: keys nt*8.., dims 16kk + 0/8/16/24) */
+            for (int nt = 0; nt < NT; nt++) {
+                sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
+                if (KK % 2 == 0) {
+                    /* ldmatrix.x4: the B fragments of two k-steps (keys nt*8.., dims 16kk + 0/8/16/24) */
 #pragma unroll
-                for (int kk = 0; kk < KK; kk += 2) {
-                    uint32_t b0, b1, b2, b3;
-                    unsigned addr = (unsigned)__cvta_generic_to_shared(&Ks[(nt * 8 + (lane & 7)) * KS + kk * 16 + (lane >> 3) * 8]);
-                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                                 : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
-                                 : "r"(addr));
-                    mma16816(sc[nt], qa[kk], b0, b1);
-                    mma16816(sc[nt], qa[(kk + 1) % KK], b2, b3);
+                    for (int kk = 0; kk < KK; kk += 2) {
+                        uint32_t b0, b1, b2, b3;
+                        unsigned addr = (unsigned)__cvta_generic_to_shared(&Ks[(nt * 8 + (lane & 7)) * KS + kk * 16 + (lane >> 3) * 8]);
+                        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                                     : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
+                                     : "r"(addr));
+                        mma16816(sc[nt], qa[kk], b0, b1);
+                        mma16816(sc[nt], qa[(kk + 1) % KK], b2, b3);
+                    }
+                } else {
+#pragma unroll
+                    for (int kk = 0; kk < KK; kk++) {
+                        const uint16_t *kp = &Ks[(nt * 8 + g) * KS + kk * 16 + 2 * tq];
+                        mma16816(sc[nt], qa[kk], *(const uint32_t *)kp, *(const uint32_t *)(kp + 8));
+                    }
                 }
-            } else {
-#pragma unroll
-                for (int kk = 0; kk < KK; kk++) {
-                    const uint16_t *kp = &Ks[(nt * 8 + g) * KS + kk * 16 + 2 * tq];
-                    mma16816(sc[nt], qa[kk], *(const uint32_t *)kp, *(const uint32_t *)(kp + 8));
-                }
             }
-        }
-        /* mask, scale, running max per row */
-        float mx0 = -INFINITY, mx1 = -INFINITY;
+            if (!full) {
 #pragma unroll
-        for (int nt = 0; nt < NT; nt++)
+                for (int nt = 0; nt < NT; nt++)
 #pragma unroll
-            for (int e = 0; e < 4; e++) {
-                int j = j0 + nt * 8 + 2 * tq + (e & 1), qr = e < 2 ? r0 : r1;
-                bool ok = j < T && (j <= qr || (qr < P && j < P));
-                float v = ok ? sc[nt][e] * scale : -INFINITY;
-                sc[nt][e] = v;
-                if (e < 2) mx0 = fmaxf(mx0, v);
-                else mx1 = fmaxf(mx1, v);
+                    for (int e = 0; e < 4; e++) {
+                        int j = j0 + nt * 8 + 2 * tq + (e & 1), qr = e < 2 ? r0 : r1;
+                        if (!(j < T && (j <= qr || (qr < P && j < P)))) sc[nt][e] = -INFINITY;
+                    }
             }
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-        float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
-        float a0 = n0 == -INFINITY || m0 == -INFINITY ? (n0 == -INFINITY ? 1.0f : 0.0f) : exp2f((m0 - n0) * LOG2E);
-        float a1 = n1 == -INFINITY || m1 == -INFINITY ? (n1 == -INFINITY ? 1.0f : 0.0f) : exp2f((m1 - n1) * LOG2E);
-        m0 = n0;
-        m1 = n1;
-        float ps0 = 0.0f, ps1 = 0.0f;
+            /* running max per row (unscaled: scale > 0 keeps the order) */
+            float mx0 = m0, mx1 = m1;
 #pragma unroll
-        for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                float mm = e < 2 ? m0 : m1;
-                float p = sc[nt][e] == -INFINITY ? 0.0f : exp2f((sc[nt][e] - mm) * LOG2E);
-                sc[nt][e] = p;
-                if (e < 2) ps0 += p;
-                else ps1 += p;
+            for (int nt = 0; nt < NT; nt++) {
+                mx0 = fmaxf(mx0, fmaxf(sc[nt][0], sc[nt][1]));
+                mx1 = fmaxf(mx1, fmaxf(sc[nt][2], sc[nt][3]));
             }
-        l0 = l0 * a0 + ps0; /* per-lane partial row sums; the 4 lanes of a row are added at the end */
-        l1 = l1 * a1 + ps1;
+            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+            /* The guard keeps -inf - -inf out for a row that has seen no key yet (cannot happen, see above). */
+            const float ms0 = (mx0 == -INFINITY ? 0.0f : mx0) * sl2, ms1 = (mx1 == -INFINITY ? 0.0f : mx1) * sl2;
+            const float a0 = ex2(fmaf(m0, sl2, -ms0)), a1 = ex2(fmaf(m1, sl2, -ms1)); /* m = -inf: 0 */
+            m0 = mx0;
+            m1 = mx1;
+            float ps0 = 0.0f, ps1 = 0.0f;
 #pragma unroll
-        for (int dt = 0; dt < DT; dt++) {
-            o[dt][0] *= a0;
-            o[dt][1] *= a0;
-            o[dt][2] *= a1;
-            o[dt][3] *= a1;
-        }
-        /* O += P V, P as the A operand straight from the S accumulators (hi and lo parts). */
-#pragma unroll
-        for (int kb = 0; kb < MM_BK / 16; kb++) {
-            uint32_t ah[4], al[4];
-            split_pair(sc[2 * kb][0], sc[2 * kb][1], &ah[0], &al[0]);
-            split_pair(sc[2 * kb][2], sc[2 * kb][3], &ah[1], &al[1]);
-            split_pair(sc[2 * kb + 1][0], sc[2 * kb + 1][1], &ah[2], &al[2]);
-            split_pair(sc[2 * kb + 1][2], sc[2 * kb + 1][3], &ah[3], &al[3]);
+            for (int nt = 0; nt < NT; nt++) {
+                sc[nt][0] = ex2(fmaf(sc[nt][0], sl2, -ms0));
+                sc[nt][1] = ex2(fmaf(sc[nt][1], sl2, -ms0));
+                sc[nt][2] = ex2(fmaf(sc[nt][2], sl2, -ms1));
+                sc[nt][3] = ex2(fmaf(sc[nt][3], sl2, -ms1));
+                ps0 += sc[nt][0] + sc[nt][1];
+                ps1 += sc[nt][2] + sc[nt][3];
+            }
+            l0 = l0 * a0 + ps0; /* per-lane partial row sums; the 4 lanes of a row are added at the end */
+            l1 = l1 * a1 + ps1;
 #pragma unroll
             for (int dt = 0; dt < DT; dt++) {
-                uint32_t b0, b1;
-                unsigned addr = (unsigned)__cvta_generic_to_shared(&Vs[(kb * 16 + (lane & 15)) * KS + dt * 8]);
-                asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
-                             : "=r"(b0), "=r"(b1)
-                             : "r"(addr));
-                mma16816(o[dt], ah, b0, b1);
-                mma16816(o[dt], al, b0, b1);
+                o[dt][0] *= a0;
+                o[dt][1] *= a0;
+                o[dt][2] *= a1;
+                o[dt][3] *= a1;
+            }
+            /* O += P V, P as the A operand straight from the S accumulators. */
+#pragma unroll
+            for (int kb = 0; kb < MM_BK / 16; kb++) {
+                uint32_t ah[4], al[4];
+                if (SPLIT) {
+                    split_pair(sc[2 * kb][0], sc[2 * kb][1], &ah[0], &al[0]);
+                    split_pair(sc[2 * kb][2], sc[2 * kb][3], &ah[1], &al[1]);
+                    split_pair(sc[2 * kb + 1][0], sc[2 * kb + 1][1], &ah[2], &al[2]);
+                    split_pair(sc[2 * kb + 1][2], sc[2 * kb + 1][3], &ah[3], &al[3]);
+                } else {
+                    ah[0] = pack_bf16(sc[2 * kb][0], sc[2 * kb][1]);
+                    ah[1] = pack_bf16(sc[2 * kb][2], sc[2 * kb][3]);
+                    ah[2] = pack_bf16(sc[2 * kb + 1][0], sc[2 * kb + 1][1]);
+                    ah[3] = pack_bf16(sc[2 * kb + 1][2], sc[2 * kb + 1][3]);
+                }
+#pragma unroll
+                for (int dt = 0; dt < DT; dt += 2) {
+                    /* ldmatrix.x4.trans: lanes 0-15 address keys kb*16+0..15 at dims dt*8 (b0, b1), lanes 16-31 the
+                     * same keys at dims (dt+1)*8 (b2, b3). */
+                    uint32_t b0, b1, b2, b3;
+                    unsigned addr = (unsigned)__cvta_generic_to_shared(&Vs[(kb * 16 + (lane & 15)) * KS + (dt + (lane >> 4)) * 8]);
+                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                                 : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
+                                 : "r"(addr));
+                    mma16816(o[dt], ah, b0, b1);
+                    mma16816(o[dt + 1], ah, b2, b3);
+                    if (SPLIT) {
+                        mma16816(o[dt], al, b0, b1);
+                        mma16816(o[dt + 1], al, b2, b3);
+                    }
+                }
             }
         }
         __syncthreads(); /* every warp is done with this buffer before the next iteration refills it */
@@ -339,16 +387,26 @@ __global__ void __launch_bounds__(128)
         }
 }
 
-static int prefill_impl; /* 0: mma.sync register tiles (default), 1: WMMA with shared-memory tiles */
+static int prefill_impl = FK_PREFILL_MMA;
 extern "C" void fk_set_prefill_impl(int impl) { prefill_impl = impl; }
+extern "C" int fk_get_prefill_impl(void) { return prefill_impl; }
+
+static const char *const impl_names[FK_PREFILL_NIMPL] = {"mma", "wmma", "mma8", "mma-bf16p", "mma8-bf16p"};
+extern "C" const char *fk_prefill_impl_name(int impl) {
+    return impl >= 0 && impl < FK_PREFILL_NIMPL ? impl_names[impl] : "?";
+}
 
 template <int HD>
+static size_t mma_smem(void) {
+    return 4 * (size_t)MM_BK * (HD + 8) * 2; /* two K and two V tiles */
+}
+
+template <int HD, int NW, bool SPLIT>
 static int launch_prefill_mma(const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *gqkv, int T, int H,
                               int max_ctx, int P, uint16_t *y, cudaStream_t s) {
-    dim3 grid((T + MM_BQ - 1) / MM_BQ, H);
-    float scale = (float)(1.0 / sqrt((double)HD));
-    size_t smem = 4 * (size_t)MM_BK * (HD + 8) * 2; /* shared-memory limit raised in fk_attention_init */
-    fk_launch(attn_prefill_mma<HD>, grid, 128, smem, s, q, k, v, gqkv, T, H, max_ctx, P, scale, y);
+    dim3 grid((T + 16 * NW - 1) / (16 * NW), H);
+    float sl2 = (float)(1.4426950408889634 / sqrt((double)HD)); /* scale * log2(e) */
+    fk_launch(attn_prefill_mma<HD, NW, SPLIT>, grid, NW * 32, mma_smem<HD>(), s, q, k, v, gqkv, T, H, max_ctx, P, sl2, y);
     return fk_check_launch("attn_prefill_mma");
 }
 
@@ -362,11 +420,28 @@ static int launch_prefill(const uint16_t *q, const uint16_t *k, const uint16_t *
     return fk_check_launch("attn_prefill");
 }
 
+template <int HD>
+static int launch_hd(int impl, const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *gqkv, int T, int H,
+                     int max_ctx, int P, uint16_t *y, cudaStream_t s) {
+    switch (impl) {
+    case FK_PREFILL_MMA: return launch_prefill_mma<HD, 4, true>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
+    case FK_PREFILL_WMMA: return launch_prefill<HD>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
+    case FK_PREFILL_MMA8: return launch_prefill_mma<HD, 8, true>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
+    case FK_PREFILL_MMA_BF16P: return launch_prefill_mma<HD, 4, false>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
+    case FK_PREFILL_MMA8_BF16P: return launch_prefill_mma<HD, 8, false>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
+    }
+    frigg_set_error("attention: unknown prefill implementation %d", impl);
+    return -1;
+}
+
 /* Function attributes are per device: called by fk_init for each device a model binds. */
 template <int HD>
 static int raise_smem(void) {
-    cudaError_t e = cudaFuncSetAttribute((const void *)attn_prefill_mma<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)(4 * (size_t)MM_BK * (HD + 8) * 2));
+    const void *mma[] = {(const void *)attn_prefill_mma<HD, 4, true>, (const void *)attn_prefill_mma<HD, 8, true>,
+                         (const void *)attn_prefill_mma<HD, 4, false>, (const void *)attn_prefill_mma<HD, 8, false>};
+    cudaError_t e = cudaSuccess;
+    for (int i = 0; i < 4 && e == cudaSuccess; i++)
+        e = cudaFuncSetAttribute(mma[i], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem<HD>());
     if (e == cudaSuccess)
         e = cudaFuncSetAttribute((const void *)attn_prefill_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)prefill_smem<HD>());
@@ -377,21 +452,30 @@ static int raise_smem(void) {
     return 0;
 }
 
-int fk_attention_init(void) { return raise_smem<16>() || raise_smem<32>() || raise_smem<64>() || raise_smem<128>() ? -1 : 0; }
+/* Also reads FRIGG_PREFILL_ATTN (an implementation name, see fk_prefill_impl_name) so the engine's prefill can
+ * be A/B-timed without a rebuild; an unknown name is an error. */
+int fk_attention_init(void) {
+    const char *env = getenv("FRIGG_PREFILL_ATTN");
+    if (env && *env) {
+        int found = -1;
+        for (int i = 0; i < FK_PREFILL_NIMPL; i++)
+            if (!strcmp(env, impl_names[i])) found = i;
+        if (found < 0) {
+            frigg_set_error("FRIGG_PREFILL_ATTN must be mma, wmma, mma8, mma-bf16p or mma8-bf16p, not '%s'", env);
+            return -1;
+        }
+        prefill_impl = found;
+    }
+    return raise_smem<16>() || raise_smem<32>() || raise_smem<64>() || raise_smem<128>() ? -1 : 0;
+}
 
 extern "C" int fk_attn_prefill(const uint16_t *q, const uint16_t *k_seq, const uint16_t *v_seq, const uint16_t *gqkv,
                                int T, int H, int hd, int max_ctx, int prefix_len, uint16_t *y, cudaStream_t s) {
-    if (prefill_impl == 0) switch (hd) {
-        case 16: return launch_prefill_mma<16>(q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
-        case 32: return launch_prefill_mma<32>(q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
-        case 64: return launch_prefill_mma<64>(q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
-        case 128: return launch_prefill_mma<128>(q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
-        }
     switch (hd) {
-    case 16: return launch_prefill<16>(q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
-    case 32: return launch_prefill<32>(q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
-    case 64: return launch_prefill<64>(q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
-    case 128: return launch_prefill<128>(q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
+    case 16: return launch_hd<16>(prefill_impl, q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
+    case 32: return launch_hd<32>(prefill_impl, q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
+    case 64: return launch_hd<64>(prefill_impl, q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
+    case 128: return launch_hd<128>(prefill_impl, q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
     }
     frigg_set_error("attention: head_dim %d is not supported by the CUDA backend (16, 32, 64 or 128)", hd);
     return -1;

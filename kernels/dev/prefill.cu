@@ -1,0 +1,592 @@
+/* prefill.cu — microbenchmark of one prefill layer step at DFM-Mimir's shapes (D 1536, 12 heads x 128,
+ * I 4096) and T = 1024 / 4096 tokens: where the time of a 4096-token prefill goes.
+ *   attention  every fk_attn_prefill implementation (FK_PREFILL_*), prefix P = T (frigg-bench's prefill: the
+ *              whole prompt is the prefix) and P = 0 (causal)
+ *   gemm       the engine's call (frigg_cuda_gemm: cublasGemmEx) on gqkv, o, gate_up and down, and the best of
+ *              cuBLASLt's heuristic algorithms with a 64 MiB workspace on the same product
+ *   eltwise    rmsnorm, rope_kv, swiglu, add_rmsnorm as cuda_prefill launches them
+ * Every version is first checked against the CPU reference on fresh random inputs (outputs poisoned first;
+ * sampled rows, since a full CPU reference at T = 4096 would take minutes) and prints PASS/FAIL; then timed as
+ * a CUDA graph of launches over distinct buffers (far more data than the 60 MB L2), launched as the engine
+ * launches them (fk_* entry points, PDL on), median of the replays after warm-up. Exit 1 on any FAIL.
+ *   prefill [--quick]     (--quick: T = 4096 only, 5 replays, 4 cuBLASLt candidates) */
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "cpu_ops.h"
+#include "threadpool.h"
+#include "util.h"
+}
+#include "cuda_gemm.h"
+#include "kernels.h"
+
+#define CK(call)                                                                                     \
+    do {                                                                                             \
+        cudaError_t e_ = (call);                                                                     \
+        if (e_ != cudaSuccess) {                                                                     \
+            fprintf(stderr, "prefill: %s: %s (line %d)\n", #call, cudaGetErrorString(e_), __LINE__); \
+            exit(2);                                                                                 \
+        }                                                                                            \
+    } while (0)
+#define FK(call)                                                                \
+    do {                                                                        \
+        if ((call)) {                                                           \
+            fprintf(stderr, "prefill: %s: %s (line %d)\n", #call, frigg_error(), __LINE__); \
+            exit(2);                                                            \
+        }                                                                       \
+    } while (0)
+
+static const int H = 12, HD = 128, D = 1536, I = 4096;
+static const float EPS = 1e-6f;
+static int reps = 9, fails = 0;
+
+/* ------------------------------------------------------------------ helpers */
+/* Uniform values in [-scale, scale) from a hash of (seed, index), rounded to bf16: fresh per buffer. */
+__global__ void fill_kernel(uint16_t *p, size_t n, unsigned long long seed, float scale) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        unsigned long long z = seed * 0x9E3779B97F4A7C15ull + i;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        float u = (float)(z >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f;
+        p[i] = __bfloat16_as_ushort(__float2bfloat16_rn(u * scale));
+    }
+}
+static unsigned long long next_seed = 1;
+static uint16_t *dev_random(size_t n, float scale) {
+    uint16_t *p;
+    CK(cudaMalloc((void **)&p, n * 2 + 16));
+    fill_kernel<<<1024, 256>>>(p, n, next_seed++, scale);
+    CK(cudaGetLastError());
+    return p;
+}
+static uint16_t *dev_alloc(size_t n) {
+    uint16_t *p;
+    CK(cudaMalloc((void **)&p, n * 2 + 16));
+    CK(cudaMemset(p, 0xff, n * 2)); /* bf16 0xffff is a NaN: anything a kernel fails to write shows */
+    return p;
+}
+static float *to_host(const uint16_t *d, size_t n) {
+    uint16_t *h = (uint16_t *)malloc(n * 2);
+    float *f = (float *)malloc(n * 4);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(h, d, n * 2, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; i++) f[i] = frigg_bf16_to_f32(h[i]);
+    free(h);
+    return f;
+}
+static uint16_t *to_host16(const uint16_t *d, size_t n) {
+    uint16_t *h = (uint16_t *)malloc(n * 2);
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(h, d, n * 2, cudaMemcpyDeviceToHost));
+    return h;
+}
+
+/* Rows of a [T][...] output that the CPU reference recomputes: tile edges, the prefix boundary, the end, and a
+ * spread in between. */
+static int sample_rows(int T, int P, int *rows) {
+    int cand[40], n = 0, out = 0;
+    int fixed[] = {0, 1, 15, 16, 63, 64, 127, 128, P - 1, P, P + 1, T - 65, T - 64, T - 2, T - 1};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) cand[n++] = fixed[i];
+    for (int k = 1; k <= 12; k++) cand[n++] = (int)((long long)T * k / 13) + k;
+    for (int i = 0; i < n; i++) {
+        int r = cand[i], dup = 0;
+        if (r < 0 || r >= T) continue;
+        for (int j = 0; j < out; j++) dup |= rows[j] == r;
+        if (!dup) rows[out++] = r;
+    }
+    return out;
+}
+
+/* Compare sampled rows: the bound of tests/test_cuda_ops.c expect_close (2 bf16 ulps of the value plus rms/128),
+ * and at most `frac` of the elements different at all. */
+typedef struct {
+    size_t n, off, bad;
+    double worst_ulp;
+} cmp_t;
+static double ulp_of(float x) {
+    int e;
+    frexp(fabs((double)x) > 1e-30 ? (double)x : 1e-30, &e);
+    return ldexp(1.0, e - 8); /* bf16: 8 significant bits */
+}
+static cmp_t compare(const float *got, const float *ref, size_t n) {
+    cmp_t c = {n, 0, 0, 0};
+    double ss = 0;
+    for (size_t i = 0; i < n; i++) ss += (double)ref[i] * ref[i];
+    double floor_abs = sqrt(ss / (double)(n ? n : 1)) / 128.0;
+    for (size_t i = 0; i < n; i++) {
+        if (got[i] == ref[i]) continue;
+        c.off++;
+        double d = fabs((double)got[i] - ref[i]);
+        if (!(d <= 2.0 * fabs(ref[i]) / 128.0 + floor_abs)) c.bad++; /* NaN lands here too */
+        double u = d / ulp_of(ref[i]);
+        if (!(u <= c.worst_ulp)) c.worst_ulp = u;
+    }
+    return c;
+}
+static const char *verdict(const char *what, cmp_t c, double frac) {
+    int ok = c.bad == 0 && c.off <= frac * c.n + 1;
+    if (!ok) fails++;
+    printf("check %-44s %s  %zu of %zu differ (%.2f%%, allowed %.0f%%), %zu beyond bound, worst %.2f ulp\n", what,
+           ok ? "PASS" : "FAIL", c.off, c.n, 100.0 * c.off / (double)c.n, 100 * frac, c.bad, c.worst_ulp);
+    return ok ? "PASS" : "FAIL";
+}
+
+/* Capture n enqueues (f(i, stream)) into one graph; median µs per enqueue over the replays. */
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+template <class F>
+static double time_graph(cudaStream_t s, int n, F f) {
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < n; i++) FK(f(i, s));
+    CK(cudaStreamEndCapture(s, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    for (int w = 0; w < 2; w++) CK(cudaGraphLaunch(ge, s));
+    double t[64];
+    for (int r = 0; r < reps; r++) {
+        CK(cudaEventRecord(e0, s));
+        CK(cudaGraphLaunch(ge, s));
+        CK(cudaEventRecord(e1, s));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        t[r] = ms * 1e3 / n;
+    }
+    qsort(t, reps, sizeof t[0], cmp_double);
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(g));
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+    return t[reps / 2];
+}
+
+/* ------------------------------------------------------------------ attention */
+/* The CPU engine's attention (cpu_engine.c attn_range) for one (row, head): fp32 scores, fp32 softmax, fp32
+ * P·V, then the gate: y = bf16(bf16(sigmoid(g)) * bf16(o)). K/V in the cache layout [head][max_ctx][hd]. */
+static void ref_attn_row(const float *q, const float *K, const float *V, const float *g, int T, int max_ctx, int P,
+                         int t, int h, float *p, float *y) {
+    const float scale = (float)(1.0 / sqrt((double)HD));
+    const float *qr = q + (size_t)t * D + h * HD;
+    float mx = -INFINITY;
+    for (int j = 0; j < T; j++) {
+        if (!(j <= t || (t < P && j < P))) {
+            p[j] = -INFINITY;
+            continue;
+        }
+        const float *kr = K + ((size_t)h * max_ctx + j) * HD;
+        float s = 0;
+        for (int d = 0; d < HD; d++) s += qr[d] * kr[d];
+        p[j] = s * scale;
+        if (p[j] > mx) mx = p[j];
+    }
+    float sum = 0, acc[HD] = {0};
+    for (int j = 0; j < T; j++) {
+        p[j] = p[j] == -INFINITY ? 0.0f : expf(p[j] - mx);
+        sum += p[j];
+    }
+    for (int j = 0; j < T; j++) {
+        if (p[j] == 0) continue;
+        float w = p[j] / sum;
+        const float *vr = V + ((size_t)h * max_ctx + j) * HD;
+        for (int d = 0; d < HD; d++) acc[d] += w * vr[d];
+    }
+    for (int d = 0; d < HD; d++) {
+        float sg = frigg_round_bf16(1.0f / (1.0f + expf(-g[(size_t)t * 4 * D + h * HD + d])));
+        y[h * HD + d] = frigg_round_bf16(sg * frigg_round_bf16(acc[d]));
+    }
+}
+
+typedef struct {
+    uint16_t *q, *k, *v, *g, *y;
+} attn_set;
+
+static double attn_us[2][2][FK_PREFILL_NIMPL]; /* [T index][P = T, P = 0][impl] */
+
+static void bench_attention(cudaStream_t s, int ti, int T, int nsets) {
+    attn_set *set = (attn_set *)calloc(nsets, sizeof *set);
+    size_t nq = (size_t)T * D, nkv = (size_t)H * T * HD, ng = (size_t)T * 4 * D;
+    for (int i = 0; i < nsets; i++) {
+        set[i].q = dev_random(nq, 2.0f);
+        set[i].k = dev_random(nkv, 2.0f);
+        set[i].v = dev_random(nkv, 1.0f);
+        set[i].g = dev_random(ng, 3.0f);
+        set[i].y = dev_alloc(nq);
+    }
+    float *q = to_host(set[0].q, nq), *K = to_host(set[0].k, nkv), *V = to_host(set[0].v, nkv), *g = to_host(set[0].g, ng);
+    float *p = (float *)malloc(sizeof(float) * T);
+    int Ps[2] = {T, 0};
+    for (int pi = 0; pi < 2; pi++) {
+        int P = Ps[pi], rows[64], nr = sample_rows(T, P, rows);
+        float *ref = (float *)malloc(sizeof(float) * nr * D), *got = (float *)malloc(sizeof(float) * nr * D);
+        for (int r = 0; r < nr; r++)
+            for (int h = 0; h < H; h++) ref_attn_row(q, K, V, g, T, T, P, rows[r], h, p, ref + (size_t)r * D);
+        double pairs = (double)P * P + ((double)T * (T + 1) - (double)P * (P + 1)) / 2; /* visible (query, key) */
+        for (int impl = 0; impl < FK_PREFILL_NIMPL; impl++) {
+            fk_set_prefill_impl(impl);
+            CK(cudaMemset(set[0].y, 0xff, nq * 2));
+            FK(fk_attn_prefill(set[0].q, set[0].k, set[0].v, set[0].g, T, H, HD, T, P, set[0].y, s));
+            float *y = to_host(set[0].y, nq);
+            for (int r = 0; r < nr; r++) memcpy(got + (size_t)r * D, y + (size_t)rows[r] * D, sizeof(float) * D);
+            free(y);
+            /* hi+lo P tracks fp32 P (test_cuda_ops: 2% may differ by an ulp); bf16 P moves o by ~0.2 ulp before its
+             * rounding, as SDPA/flash do, so up to half may land one ulp away; the magnitude bound is the same. */
+            int bf16p = impl == FK_PREFILL_MMA_BF16P || impl == FK_PREFILL_MMA8_BF16P;
+            char what[96];
+            snprintf(what, sizeof what, "attn %s T=%d P=%d", fk_prefill_impl_name(impl), T, P);
+            const char *v = verdict(what, compare(got, ref, (size_t)nr * D), bf16p ? 0.5 : 0.02);
+            double us = time_graph(s, nsets, [&](int i, cudaStream_t st) {
+                return fk_attn_prefill(set[i].q, set[i].k, set[i].v, set[i].g, T, H, HD, T, P, set[i].y, st);
+            });
+            attn_us[ti][pi][impl] = us;
+            double bytes = 5.0 * nq * 2, flop = 4.0 * HD * H * pairs;
+            printf("time  attn %-11s T=%-5d P=%-5d %9.1f us  %7.1f GB/s  %6.1f TFLOP/s  %s\n", fk_prefill_impl_name(impl),
+                   T, P, us, bytes / us / 1e3, flop / us / 1e6, v);
+        }
+        free(ref);
+        free(got);
+    }
+    fk_set_prefill_impl(FK_PREFILL_MMA);
+    for (int i = 0; i < nsets; i++) {
+        cudaFree(set[i].q);
+        cudaFree(set[i].k);
+        cudaFree(set[i].v);
+        cudaFree(set[i].g);
+        cudaFree(set[i].y);
+    }
+    free(set);
+    free(q);
+    free(K);
+    free(V);
+    free(g);
+    free(p);
+}
+
+/* ------------------------------------------------------------------ GEMMs */
+typedef struct {
+    const char *name;
+    int O, K;
+} gemm_shape;
+static const gemm_shape gshapes[4] = {{"gqkv", 4 * D, D}, {"o", D, D}, {"gate_up", 2 * I, D}, {"down", D, I}};
+static double gemm_us[4], gemm_lt_us[4];
+
+static void check_gemm(const char *what, const uint16_t *dC, const uint16_t *hW, const float *A, int O, int K, int T,
+                       frigg_pool *pool, const int *rows, int nr) {
+    frigg_mat W = {hW, O, K};
+    float *x = (float *)malloc(sizeof(float) * nr * K), *ref = (float *)malloc(sizeof(float) * nr * O);
+    float *C = to_host(dC, (size_t)T * O), *got = (float *)malloc(sizeof(float) * nr * O);
+    for (int r = 0; r < nr; r++) {
+        memcpy(x + (size_t)r * K, A + (size_t)rows[r] * K, sizeof(float) * K);
+        memcpy(got + (size_t)r * O, C + (size_t)rows[r] * O, sizeof(float) * O);
+    }
+    frigg_cpu_linear(pool, &W, x, nr, ref);
+    verdict(what, compare(got, ref, (size_t)nr * O), 0.05);
+    free(x);
+    free(ref);
+    free(C);
+    free(got);
+}
+
+static void bench_gemm(cudaStream_t s, cublasHandle_t blas, frigg_pool *pool, int T, int nsets, int nalgo) {
+    cublasLtHandle_t lt;
+    if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "prefill: cublasLtCreate failed\n");
+        exit(2);
+    }
+    size_t ws_bytes = 64u << 20;
+    void *ws;
+    CK(cudaMalloc(&ws, ws_bytes));
+    int rows[64], nr = sample_rows(T, T / 2, rows);
+    for (int si = 0; si < 4; si++) {
+        const gemm_shape *sh = &gshapes[si];
+        int O = sh->O, K = sh->K;
+        uint16_t **W = (uint16_t **)calloc(nsets, sizeof *W), **A = (uint16_t **)calloc(nsets, sizeof *A),
+                 **C = (uint16_t **)calloc(nsets, sizeof *C);
+        for (int i = 0; i < nsets; i++) {
+            W[i] = dev_random((size_t)O * K, 1.0f / sqrtf((float)K));
+            A[i] = dev_random((size_t)T * K, 2.0f);
+            C[i] = dev_alloc((size_t)T * O);
+        }
+        uint16_t *hW = to_host16(W[0], (size_t)O * K);
+        float *hA = to_host(A[0], (size_t)T * K);
+        char what[96];
+        /* the engine's call */
+        FK(frigg_cuda_gemm(blas, W[0], O, K, A[0], T, C[0]));
+        snprintf(what, sizeof what, "gemm cublas %s %dx%dx%d", sh->name, T, O, K);
+        check_gemm(what, C[0], hW, hA, O, K, T, pool, rows, nr);
+        double us = time_graph(s, nsets, [&](int i, cudaStream_t) { return frigg_cuda_gemm(blas, W[i], O, K, A[i], T, C[i]); });
+        gemm_us[si] = us;
+        double flop = 2.0 * T * O * K, bytes = 2.0 * ((double)O * K + (double)T * K + (double)T * O);
+        printf("time  gemm cublas   %-8s T=%-5d %9.1f us  %7.1f GB/s  %6.1f TFLOP/s\n", sh->name, T, us, bytes / us / 1e3,
+               flop / us / 1e6);
+        /* cuBLASLt: the same column-major product C^T[O][T] = op(W)[O][K] · A^T[K][T], heuristic candidates */
+        cublasLtMatmulDesc_t desc;
+        cublasLtMatrixLayout_t lw, la, lc;
+        cublasLtMatmulPreference_t pref;
+        cublasOperation_t opT = CUBLAS_OP_T;
+        uint32_t red = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE; /* split-K partials in fp32, as the engine's mode */
+        cublasLtMatmulHeuristicResult_t res[16];
+        int nres = 0;
+        int lt_ok = cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
+                    cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT) == CUBLAS_STATUS_SUCCESS &&
+                    cublasLtMatrixLayoutCreate(&lw, CUDA_R_16BF, K, O, K) == CUBLAS_STATUS_SUCCESS &&
+                    cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, K, T, K) == CUBLAS_STATUS_SUCCESS &&
+                    cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, O, T, O) == CUBLAS_STATUS_SUCCESS &&
+                    cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
+                    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
+                                                         sizeof ws_bytes) == CUBLAS_STATUS_SUCCESS &&
+                    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &red,
+                                                         sizeof red) == CUBLAS_STATUS_SUCCESS &&
+                    cublasLtMatmulAlgoGetHeuristic(lt, desc, lw, la, lc, lc, pref, nalgo, res, &nres) == CUBLAS_STATUS_SUCCESS;
+        if (!lt_ok || nres == 0) {
+            printf("time  gemm cublasLt %-8s no algorithm (heuristic failed)\n", sh->name);
+            gemm_lt_us[si] = us;
+        } else {
+            const float one = 1.0f, zero = 0.0f;
+            double best = 1e30;
+            int best_i = -1;
+            for (int a = 0; a < nres; a++) {
+                auto run = [&](int i, cudaStream_t st) {
+                    return cublasLtMatmul(lt, desc, &one, W[i], lw, A[i], la, &zero, C[i], lc, C[i], lc, &res[a].algo, ws,
+                                          ws_bytes, st) != CUBLAS_STATUS_SUCCESS
+                               ? (frigg_set_error("cublasLtMatmul failed (algorithm %d)", a), -1)
+                               : 0;
+                };
+                FK(run(0, s));
+                double t = time_graph(s, nsets, run);
+                if (t < best) {
+                    best = t;
+                    best_i = a;
+                }
+            }
+            const float one2 = 1.0f, zero2 = 0.0f;
+            CK(cudaMemset(C[0], 0xff, (size_t)T * O * 2));
+            if (cublasLtMatmul(lt, desc, &one2, W[0], lw, A[0], la, &zero2, C[0], lc, C[0], lc, &res[best_i].algo, ws, ws_bytes,
+                               s) != CUBLAS_STATUS_SUCCESS) {
+                fprintf(stderr, "prefill: cublasLtMatmul failed\n");
+                exit(2);
+            }
+            snprintf(what, sizeof what, "gemm cublasLt %s (best of %d)", sh->name, nres);
+            check_gemm(what, C[0], hW, hA, O, K, T, pool, rows, nr);
+            gemm_lt_us[si] = best;
+            printf("time  gemm cublasLt %-8s T=%-5d %9.1f us  %7.1f GB/s  %6.1f TFLOP/s  (best of %d candidates: #%d)\n", sh->name,
+                   T, best, bytes / best / 1e3, flop / best / 1e6, nres, best_i);
+        }
+        if (lt_ok) {
+            cublasLtMatmulPreferenceDestroy(pref);
+            cublasLtMatrixLayoutDestroy(lw);
+            cublasLtMatrixLayoutDestroy(la);
+            cublasLtMatrixLayoutDestroy(lc);
+            cublasLtMatmulDescDestroy(desc);
+        }
+        for (int i = 0; i < nsets; i++) {
+            cudaFree(W[i]);
+            cudaFree(A[i]);
+            cudaFree(C[i]);
+        }
+        free(W);
+        free(A);
+        free(C);
+        free(hW);
+        free(hA);
+    }
+    cudaFree(ws);
+    cublasLtDestroy(lt);
+}
+
+/* ------------------------------------------------------------------ elementwise kernels */
+static double elt_us[4]; /* rmsnorm, rope_kv, swiglu, add_rmsnorm */
+
+static void bench_eltwise(cudaStream_t s, int T, int nsets) {
+    typedef struct {
+        uint16_t *x, *a, *t1, *gqkv, *gu, *m, *q, *k, *v;
+    } eset;
+    eset *e = (eset *)calloc(nsets, sizeof *e);
+    size_t nd = (size_t)T * D;
+    for (int i = 0; i < nsets; i++) {
+        e[i].x = dev_random(nd, 3.0f);
+        e[i].t1 = dev_random(nd, 1.0f);
+        e[i].gqkv = dev_random(4 * nd, 3.0f);
+        e[i].gu = dev_random((size_t)T * 2 * I, 6.0f);
+        e[i].a = dev_alloc(nd);
+        e[i].m = dev_alloc((size_t)T * I);
+        e[i].q = dev_alloc(nd);
+        e[i].k = dev_alloc(nd);
+        e[i].v = dev_alloc(nd);
+    }
+    /* RoPE tables for positions [0, T) from the CPU function (as the engine uploads them), row_seq 0, row_pos t */
+    frigg_config c;
+    memset(&c, 0, sizeof c);
+    c.head_dim = HD;
+    c.num_heads = H;
+    c.rope_theta = 10000.0;
+    float *cs = (float *)malloc(sizeof(float) * T * HD), *sn = (float *)malloc(sizeof(float) * T * HD);
+    frigg_cpu_rope_tables(&c, 0, T, cs, sn);
+    uint16_t *h16 = (uint16_t *)malloc((size_t)T * HD * 2), *dcos, *dsin;
+    CK(cudaMalloc((void **)&dcos, (size_t)T * HD * 2));
+    CK(cudaMalloc((void **)&dsin, (size_t)T * HD * 2));
+    for (size_t i = 0; i < (size_t)T * HD; i++) h16[i] = frigg_f32_to_bf16(cs[i]);
+    CK(cudaMemcpy(dcos, h16, (size_t)T * HD * 2, cudaMemcpyHostToDevice));
+    for (size_t i = 0; i < (size_t)T * HD; i++) h16[i] = frigg_f32_to_bf16(sn[i]);
+    CK(cudaMemcpy(dsin, h16, (size_t)T * HD * 2, cudaMemcpyHostToDevice));
+    int32_t *hpos = (int32_t *)malloc((size_t)T * 4), *dpos, *dzero;
+    for (int t = 0; t < T; t++) hpos[t] = t;
+    CK(cudaMalloc((void **)&dpos, (size_t)T * 4));
+    CK(cudaMalloc((void **)&dzero, (size_t)T * 4));
+    CK(cudaMemcpy(dpos, hpos, (size_t)T * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemset(dzero, 0, (size_t)T * 4));
+
+    int rows[64], nr = sample_rows(T, T / 2, rows);
+    float *x = to_host(e[0].x, nd), *t1 = to_host(e[0].t1, nd), *gq = to_host(e[0].gqkv, 4 * nd),
+          *gu = to_host(e[0].gu, (size_t)T * 2 * I);
+    float *ref = (float *)malloc(sizeof(float) * nr * 2 * I), *got = (float *)malloc(sizeof(float) * nr * 2 * I),
+          *row = (float *)malloc(sizeof(float) * 2 * I);
+    /* rmsnorm */
+    FK(fk_rmsnorm(e[0].x, e[0].a, T, D, EPS, s));
+    float *out = to_host(e[0].a, nd);
+    for (int r = 0; r < nr; r++) {
+        frigg_cpu_rmsnorm(x + (size_t)rows[r] * D, 1, D, EPS, ref + (size_t)r * D);
+        memcpy(got + (size_t)r * D, out + (size_t)rows[r] * D, sizeof(float) * D);
+    }
+    free(out);
+    verdict("rmsnorm", compare(got, ref, (size_t)nr * D), 0.01);
+    /* rope_kv: q output rows against the CPU RoPE of the q block */
+    FK(fk_rope_kv(e[0].gqkv, T, H, HD, dzero, dpos, dcos, dsin, e[0].q, e[0].k, e[0].v, 0, T, s));
+    out = to_host(e[0].q, nd);
+    for (int r = 0; r < nr; r++) {
+        int t = rows[r];
+        memcpy(ref + (size_t)r * D, gq + (size_t)t * 4 * D + D, sizeof(float) * D);
+        frigg_cpu_rope_apply(ref + (size_t)r * D, 1, H, HD, cs + (size_t)t * HD, sn + (size_t)t * HD);
+        memcpy(got + (size_t)r * D, out + (size_t)t * D, sizeof(float) * D);
+    }
+    free(out);
+    verdict("rope_kv (q rows)", compare(got, ref, (size_t)nr * D), 0.01);
+    /* swiglu */
+    FK(fk_swiglu(e[0].gu, T, I, e[0].m, s));
+    out = to_host(e[0].m, (size_t)T * I);
+    for (int r = 0; r < nr; r++) {
+        const float *gr = gu + (size_t)rows[r] * 2 * I;
+        frigg_cpu_swiglu(gr, gr + I, I, ref + (size_t)r * I);
+        memcpy(got + (size_t)r * I, out + (size_t)rows[r] * I, sizeof(float) * I);
+    }
+    free(out);
+    verdict("swiglu", compare(got, ref, (size_t)nr * I), 0.01);
+    /* add_rmsnorm: h = bf16(h + y), a = rmsnorm(h) */
+    FK(fk_add_rmsnorm(e[0].x, e[0].t1, e[0].a, T, D, EPS, s));
+    out = to_host(e[0].a, nd);
+    for (int r = 0; r < nr; r++) {
+        for (int d = 0; d < D; d++) row[d] = frigg_round_bf16(x[(size_t)rows[r] * D + d] + t1[(size_t)rows[r] * D + d]);
+        frigg_cpu_rmsnorm(row, 1, D, EPS, ref + (size_t)r * D);
+        memcpy(got + (size_t)r * D, out + (size_t)rows[r] * D, sizeof(float) * D);
+    }
+    free(out);
+    verdict("add_rmsnorm", compare(got, ref, (size_t)nr * D), 0.01);
+
+    double bytes[4] = {2.0 * nd * 2, 6.0 * nd * 2, 3.0 * T * I * 2, 4.0 * nd * 2};
+    const char *names[4] = {"rmsnorm", "rope_kv", "swiglu", "add_rmsnorm"};
+    elt_us[0] = time_graph(s, nsets, [&](int i, cudaStream_t st) { return fk_rmsnorm(e[i].x, e[i].a, T, D, EPS, st); });
+    elt_us[1] = time_graph(s, nsets, [&](int i, cudaStream_t st) {
+        return fk_rope_kv(e[i].gqkv, T, H, HD, dzero, dpos, dcos, dsin, e[i].q, e[i].k, e[i].v, 0, T, st);
+    });
+    elt_us[2] = time_graph(s, nsets, [&](int i, cudaStream_t st) { return fk_swiglu(e[i].gu, T, I, e[i].m, st); });
+    elt_us[3] = time_graph(s, nsets, [&](int i, cudaStream_t st) { return fk_add_rmsnorm(e[i].x, e[i].t1, e[i].a, T, D, EPS, st); });
+    for (int k = 0; k < 4; k++)
+        printf("time  eltwise %-12s T=%-5d %9.1f us  %7.1f GB/s\n", names[k], T, elt_us[k], bytes[k] / elt_us[k] / 1e3);
+    for (int i = 0; i < nsets; i++) {
+        uint16_t *ps[] = {e[i].x, e[i].a, e[i].t1, e[i].gqkv, e[i].gu, e[i].m, e[i].q, e[i].k, e[i].v};
+        for (size_t j = 0; j < sizeof ps / sizeof ps[0]; j++) cudaFree(ps[j]);
+    }
+    free(e);
+    cudaFree(dcos);
+    cudaFree(dsin);
+    cudaFree(dpos);
+    cudaFree(dzero);
+    free(cs);
+    free(sn);
+    free(h16);
+    free(hpos);
+    free(x);
+    free(t1);
+    free(gq);
+    free(gu);
+    free(ref);
+    free(got);
+    free(row);
+}
+
+int main(int argc, char **argv) {
+    int quick = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) {
+            quick = 1;
+        } else {
+            fprintf(stderr, "usage: prefill [--quick]\n");
+            return 2;
+        }
+    }
+    if (quick) reps = 5;
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        fprintf(stderr, "prefill: no CUDA device\n");
+        return 2;
+    }
+    FK(fk_init());
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cublasHandle_t blas;
+    FK(frigg_cuda_gemm_handle(&blas, s));
+    frigg_pool *pool = frigg_pool_create(0);
+    const int T4 = 4096;
+    printf("prefill microbench on %s: D %d, %d heads x %d, I %d; %d replays (median), distinct buffers per launch\n",
+           prop.name, D, H, HD, I, reps);
+    /* attention: 16 buffer sets (~100 MB each at T = 4096) */
+    if (!quick) bench_attention(s, 0, 1024, 16);
+    bench_attention(s, 1, T4, 16);
+    /* GEMMs at T = 4096: 8 weight/activation sets per shape */
+    bench_gemm(s, blas, pool, T4, 8, quick ? 4 : 16);
+    bench_eltwise(s, T4, 8);
+
+    /* One layer step at T = 4096 as cuda_prefill runs it: 4 GEMMs, rope_kv, attention, swiglu, 2 add_rmsnorm;
+     * x 128 layer steps (embedding, run ends and the lm_head row are left out). */
+    printf("\nsummary, T = %d (us per launch)\n", T4);
+    double g = 0, glt = 0;
+    for (int si = 0; si < 4; si++) {
+        printf("  gemm %-8s cublas %8.1f   cublasLt best %8.1f\n", gshapes[si].name, gemm_us[si], gemm_lt_us[si]);
+        g += gemm_us[si];
+        glt += gemm_lt_us[si];
+    }
+    double elt = elt_us[1] + elt_us[2] + 2 * elt_us[3];
+    printf("  eltwise per layer (rope_kv + swiglu + 2 add_rmsnorm) %8.1f\n", elt);
+    printf("  %-11s %10s %10s %12s %12s %14s\n", "attention", "P=T us", "P=0 us", "layer us", "prefill ms", "tok/s (P=T)");
+    for (int impl = 0; impl < FK_PREFILL_NIMPL; impl++) {
+        double a = attn_us[1][0][impl], layer = g + elt + a, ms = layer * 128 / 1e3;
+        printf("  %-11s %10.1f %10.1f %12.1f %12.1f %14.0f\n", fk_prefill_impl_name(impl), a, attn_us[1][1][impl], layer, ms,
+               T4 / (ms / 1e3));
+    }
+    printf("  (with the cuBLASLt best per GEMM instead: %.1f us less per layer)\n", g - glt);
+    if (!quick) {
+        printf("  T = 1024 attention (P=T / P=0 us):");
+        for (int impl = 0; impl < FK_PREFILL_NIMPL; impl++)
+            printf(" %s %.1f/%.1f", fk_prefill_impl_name(impl), attn_us[0][0][impl], attn_us[0][1][impl]);
+        printf("\n");
+    }
+    printf("%s: %d check(s) failed\n", fails ? "FAIL" : "PASS", fails);
+    frigg_pool_destroy(pool);
+    cublasDestroy(blas);
+    CK(cudaStreamDestroy(s));
+    return fails ? 1 : 0;
+}
