@@ -204,22 +204,34 @@ static gemv_tc_fn pick_tc(int norm, int epi) {
 static int tc_max_blocks; /* fk_gemv_tc_set_max_blocks: 0 = as many as fit on the GPU at once */
 extern "C" void fk_gemv_tc_set_max_blocks(int blocks) { tc_max_blocks = blocks > 0 ? blocks : 0; }
 
+/* Measured once in gemv_tc_init (the launcher runs inside graph capture, where device queries are best
+ * avoided): SM count, shared memory per SM, and how many blocks of each kernel and warp count fit on one SM
+ * by registers and threads. Shared memory, which depends on B and K, is accounted for at launch. With two
+ * devices these are the last-initialised device's: the same for identical GPUs. */
+static int tc_sms = 1, tc_smem_per_sm, tc_fit[2][4][TC_MAX_WARPS + 1];
+
 int gemv_tc_init(void) {
-    for (int norm = 0; norm <= 1; norm++)
-        for (int epi = 0; epi < 4; epi++) {
-            cudaError_t e = cudaFuncSetAttribute((const void *)pick_tc(norm, epi),
-                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, TC_MAX_SMEM);
-            if (e != cudaSuccess) {
-                frigg_set_error("gemv_tc: cannot raise the shared-memory limit: %s", cudaGetErrorString(e));
-                return -1;
-            }
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&tc_sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&tc_smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev);
+    for (int norm = 0; norm <= 1 && e == cudaSuccess; norm++)
+        for (int epi = 0; epi < 4 && e == cudaSuccess; epi++) {
+            gemv_tc_fn fn = pick_tc(norm, epi);
+            e = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, TC_MAX_SMEM);
+            for (int nw = 1; nw <= TC_MAX_WARPS && e == cudaSuccess; nw++)
+                e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&tc_fit[norm][epi][nw], fn, nw * 32, 0);
         }
+    if (e != cudaSuccess) {
+        frigg_set_error("gemv_tc: cannot set up the kernels: %s", cudaGetErrorString(e));
+        return -1;
+    }
     return 0;
 }
 
 /* Shapes are validated by the caller (gemv.cu), except the shared-memory need, checked here. */
 int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
-                           uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s) {
+                   uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s) {
     int paired = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
     int tiles = paired ? (O / 2 + 3) / 4 : (O + 7) / 8;
     /* one warp per 32 chunks of K (one round of loads each), 1..TC_MAX_WARPS: a function of K only, which
@@ -233,17 +245,14 @@ int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, in
     }
     if (tiles == 0) return 0;
     gemv_tc_fn fn = pick_tc(norm_in, epi);
-    /* Persistent grid: every block resident at once; then the fewest blocks that keep the same number of
-     * rounds, so each block takes the same number of tiles (the grid does not change any result). */
-    int dev = 0, sms = 0, per_sm = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, fn, nw * 32, smem);
-    if (e != cudaSuccess) {
-        frigg_set_error("gemv_tc: occupancy query failed: %s", cudaGetErrorString(e));
-        return -1;
-    }
-    long long cap = (long long)sms * (per_sm > 0 ? per_sm : 1);
+    /* Persistent grid: every block resident at once (registers and threads from tc_fit; shared memory:
+     * this launch's, the kernel's static 512 bytes and the 1 KiB the system reserves per block); then the
+     * fewest blocks that keep the same number of rounds, so each block takes the same number of tiles. The
+     * grid changes no result. */
+    int per_sm = tc_fit[norm_in != 0][epi][nw];
+    int by_smem = tc_smem_per_sm ? (int)(tc_smem_per_sm / (smem + 512 + 1024)) : 1;
+    if (by_smem < per_sm) per_sm = by_smem;
+    long long cap = (long long)tc_sms * (per_sm > 0 ? per_sm : 1);
     if (tc_max_blocks && cap > tc_max_blocks) cap = tc_max_blocks;
     int rounds = (int)((tiles + cap - 1) / cap);
     int grid = (tiles + rounds - 1) / rounds;
