@@ -1,9 +1,9 @@
 /* attention.cu — prefill attention (tiled, flash-style, PrefixLM mask computed per element, never
  * materialised) with the output gate y = bf16(bf16(sigmoid(g)) * bf16(o)) fused into the epilogue. Scores and
- * softmax are fp32 like the CPU engine; the P·V product runs on tensor cores with P split into bf16 hi + lo
- * parts so that P keeps ~16 bits of mantissa instead of bf16's 8 (HF's reference keeps P in fp32 or rounds to
- * bf16 depending on backend; the CPU engine keeps fp32, which this tracks to ~1e-5). Decode attention is in
- * attention_decode.cu. */
+ * softmax are fp32 like the CPU engine. The P·V product runs on tensor cores with P either split into bf16 hi +
+ * lo parts (~16 bits of mantissa instead of bf16's 8; tracks the CPU engine's fp32 P to ~1e-5; the default) or
+ * rounded once to bf16 (the bf16p variants: what HF's SDPA/flash kernels and its eager path, which casts the
+ * softmax to bf16, do; half the P·V tensor work). Decode attention is in attention_decode.cu. */
 #include <mma.h>
 #include <stdlib.h>
 #include <string.h>
