@@ -56,7 +56,9 @@ enum {
     FK_PREFILL_MMA8 = 2,       /* "mma8": as mma with 8 warps (128 query rows) per block */
     FK_PREFILL_MMA_BF16P = 3,  /* "mma-bf16p": 4 warps, P rounded to bf16 */
     FK_PREFILL_MMA8_BF16P = 4, /* "mma8-bf16p": 8 warps, P rounded to bf16 */
-    FK_PREFILL_NIMPL = 5
+    FK_PREFILL_MMA_2B = 5,       /* "mma-2b": as mma, 2 blocks per SM instead of 3 (no register cap, no spill) */
+    FK_PREFILL_MMA_BF16P_2B = 6, /* "mma-bf16p-2b": as mma-bf16p, 2 blocks per SM */
+    FK_PREFILL_NIMPL = 7
 };
 void fk_set_prefill_impl(int impl);
 int fk_get_prefill_impl(void);
