@@ -184,9 +184,11 @@ __global__ void __launch_bounds__(DEC_THREADS)
     }
     float *wrow = work + ((size_t)b * H + h) * nsplit * PW;
     if (t < HD) wrow[(size_t)sp * PW + 4 + t] = a;
-    if (t == 0) {
+    if (t == 0) { /* the two pad floats too: the merge reads whole 16-byte words */
         wrow[(size_t)sp * PW] = M;
         wrow[(size_t)sp * PW + 1] = L;
+        wrow[(size_t)sp * PW + 2] = 0.0f;
+        wrow[(size_t)sp * PW + 3] = 0.0f;
     }
     /* The last split block of this (row, head) to finish merges all partials: no separate kernel. It resets
      * the counter, so it is zero again for the next layer and step. */

@@ -66,7 +66,12 @@ const char *fk_prefill_impl_name(int impl);
 /* Decode attention: row b (its query in q[b]) attends causally to positions [0, row_pos[b]] of sequence
  * row_seq[b]; split-K over key chunks (partials in `work`, see fk_attn_decode_work_floats); the last block of
  * each (row, head) combines them with the gate epilogue into y[b]. `counters`: B*H ints, zero before the
- * first call, left zero after each. Reads lengths on the device, so it is CUDA-graph safe. One kernel. */
+ * first call, left zero after each. Reads lengths on the device, so it is CUDA-graph safe. One kernel.
+ * A row's split depends only on its length, H and max_ctx, so batched rows equal single-row calls bit for bit.
+ * Launched with PDL, it reads row_seq, row_pos and the cached keys/values at positions < row_pos[b] BEFORE
+ * waiting for the previous kernel (only q, the gate and position row_pos[b] itself after): the kernel right
+ * before it may write those three (fk_gemv_qkv does), not the older cache entries or row_seq/row_pos (kernels
+ * further back are complete: every frigg kernel lets its dependents start only after its own wait). */
 int fk_attn_decode(const uint16_t *q, const uint16_t *k_slot, const uint16_t *v_slot, long long seq_stride,
                    const int32_t *row_seq, const int32_t *row_pos, const uint16_t *gqkv, int B, int H, int hd,
                    int max_ctx, float *work, int *counters, uint16_t *y, cudaStream_t s);
