@@ -199,11 +199,11 @@ __device__ __forceinline__ float ex2(float x) {
     return y;
 }
 
-/* Occupancy: at head_dim 128 the 4-warp kernel is held to 168 registers (ptxas -v: 12 bytes of spill) so three
- * blocks (12 warps, 3 x 69.6 KB of tiles) share an SM instead of two; the 8-warp kernel runs one block per SM
- * either way (256 threads x 168+ registers). */
-template <int HD, int NW, bool SPLIT>
-__global__ void __launch_bounds__(NW * 32, NW == 4 ? 3 : 1)
+/* MINB, blocks per SM: at head_dim 128 the 4-warp kernel needs 174 registers (ptxas -v), two blocks per SM; held
+ * to 168 (12 bytes of spill) three blocks (12 warps, 3 x 69.6 KB of tiles) share an SM. Both are kept for the
+ * A/B in kernels/dev/prefill.cu. The 8-warp kernel runs one block per SM either way (256 x 168+ registers). */
+template <int HD, int NW, bool SPLIT, int MINB>
+__global__ void __launch_bounds__(NW * 32, MINB)
     attn_prefill_mma(const uint16_t *__restrict__ q, const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
                      const uint16_t *__restrict__ gqkv, int T, int H, int max_ctx, int P, float sl2,
                      uint16_t *__restrict__ y) {
@@ -391,7 +391,8 @@ static int prefill_impl = FK_PREFILL_MMA;
 extern "C" void fk_set_prefill_impl(int impl) { prefill_impl = impl; }
 extern "C" int fk_get_prefill_impl(void) { return prefill_impl; }
 
-static const char *const impl_names[FK_PREFILL_NIMPL] = {"mma", "wmma", "mma8", "mma-bf16p", "mma8-bf16p"};
+static const char *const impl_names[FK_PREFILL_NIMPL] = {"mma",        "wmma",  "mma8", "mma-bf16p",
+                                                         "mma8-bf16p", "mma-2b", "mma-bf16p-2b"};
 extern "C" const char *fk_prefill_impl_name(int impl) {
     return impl >= 0 && impl < FK_PREFILL_NIMPL ? impl_names[impl] : "?";
 }
@@ -401,12 +402,12 @@ static size_t mma_smem(void) {
     return 4 * (size_t)MM_BK * (HD + 8) * 2; /* two K and two V tiles */
 }
 
-template <int HD, int NW, bool SPLIT>
+template <int HD, int NW, bool SPLIT, int MINB>
 static int launch_prefill_mma(const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *gqkv, int T, int H,
                               int max_ctx, int P, uint16_t *y, cudaStream_t s) {
     dim3 grid((T + 16 * NW - 1) / (16 * NW), H);
     float sl2 = (float)(1.4426950408889634 / sqrt((double)HD)); /* scale * log2(e) */
-    fk_launch(attn_prefill_mma<HD, NW, SPLIT>, grid, NW * 32, mma_smem<HD>(), s, q, k, v, gqkv, T, H, max_ctx, P, sl2, y);
+    fk_launch(attn_prefill_mma<HD, NW, SPLIT, MINB>, grid, NW * 32, mma_smem<HD>(), s, q, k, v, gqkv, T, H, max_ctx, P, sl2, y);
     return fk_check_launch("attn_prefill_mma");
 }
 
@@ -424,11 +425,13 @@ template <int HD>
 static int launch_hd(int impl, const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *gqkv, int T, int H,
                      int max_ctx, int P, uint16_t *y, cudaStream_t s) {
     switch (impl) {
-    case FK_PREFILL_MMA: return launch_prefill_mma<HD, 4, true>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
+    case FK_PREFILL_MMA: return launch_prefill_mma<HD, 4, true, 3>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
     case FK_PREFILL_WMMA: return launch_prefill<HD>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
-    case FK_PREFILL_MMA8: return launch_prefill_mma<HD, 8, true>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
-    case FK_PREFILL_MMA_BF16P: return launch_prefill_mma<HD, 4, false>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
-    case FK_PREFILL_MMA8_BF16P: return launch_prefill_mma<HD, 8, false>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
+    case FK_PREFILL_MMA8: return launch_prefill_mma<HD, 8, true, 1>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
+    case FK_PREFILL_MMA_BF16P: return launch_prefill_mma<HD, 4, false, 3>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
+    case FK_PREFILL_MMA8_BF16P: return launch_prefill_mma<HD, 8, false, 1>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
+    case FK_PREFILL_MMA_2B: return launch_prefill_mma<HD, 4, true, 2>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
+    case FK_PREFILL_MMA_BF16P_2B: return launch_prefill_mma<HD, 4, false, 2>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
     }
     frigg_set_error("attention: unknown prefill implementation %d", impl);
     return -1;
@@ -437,10 +440,11 @@ static int launch_hd(int impl, const uint16_t *q, const uint16_t *k, const uint1
 /* Function attributes are per device: called by fk_init for each device a model binds. */
 template <int HD>
 static int raise_smem(void) {
-    const void *mma[] = {(const void *)attn_prefill_mma<HD, 4, true>, (const void *)attn_prefill_mma<HD, 8, true>,
-                         (const void *)attn_prefill_mma<HD, 4, false>, (const void *)attn_prefill_mma<HD, 8, false>};
+    const void *mma[] = {(const void *)attn_prefill_mma<HD, 4, true, 3>,  (const void *)attn_prefill_mma<HD, 8, true, 1>,
+                         (const void *)attn_prefill_mma<HD, 4, false, 3>, (const void *)attn_prefill_mma<HD, 8, false, 1>,
+                         (const void *)attn_prefill_mma<HD, 4, true, 2>,  (const void *)attn_prefill_mma<HD, 4, false, 2>};
     cudaError_t e = cudaSuccess;
-    for (int i = 0; i < 4 && e == cudaSuccess; i++)
+    for (int i = 0; i < 6 && e == cudaSuccess; i++)
         e = cudaFuncSetAttribute(mma[i], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem<HD>());
     if (e == cudaSuccess)
         e = cudaFuncSetAttribute((const void *)attn_prefill_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -461,7 +465,7 @@ int fk_attention_init(void) {
         for (int i = 0; i < FK_PREFILL_NIMPL; i++)
             if (!strcmp(env, impl_names[i])) found = i;
         if (found < 0) {
-            frigg_set_error("FRIGG_PREFILL_ATTN must be mma, wmma, mma8, mma-bf16p or mma8-bf16p, not '%s'", env);
+            frigg_set_error("FRIGG_PREFILL_ATTN must be mma, wmma, mma8, mma-bf16p, mma8-bf16p, mma-2b or mma-bf16p-2b, not '%s'", env);
             return -1;
         }
         prefill_impl = found;

@@ -75,7 +75,9 @@ static void ref_attention(const float *q, const float *K, const float *V, const 
     free(o);
 }
 
-static int is_bf16p(int impl) { return impl == FK_PREFILL_MMA_BF16P || impl == FK_PREFILL_MMA8_BF16P; }
+static int is_bf16p(int impl) {
+    return impl == FK_PREFILL_MMA_BF16P || impl == FK_PREFILL_MMA8_BF16P || impl == FK_PREFILL_MMA_BF16P_2B;
+}
 
 /* Returns how many elements of got differ from ref; records a failure past the bound. */
 static size_t expect_close(const char *what, const uint16_t *got, const float *ref, size_t n, double frac) {

@@ -254,7 +254,7 @@ static void bench_attention(cudaStream_t s, int ti, int T, int nsets) {
             free(y);
             /* hi+lo P tracks fp32 P (test_cuda_ops: 2% may differ by an ulp); bf16 P moves o by ~0.2 ulp before its
              * rounding, as SDPA/flash do, so up to half may land one ulp away; the magnitude bound is the same. */
-            int bf16p = impl == FK_PREFILL_MMA_BF16P || impl == FK_PREFILL_MMA8_BF16P;
+            int bf16p = impl == FK_PREFILL_MMA_BF16P || impl == FK_PREFILL_MMA8_BF16P || impl == FK_PREFILL_MMA_BF16P_2B;
             char what[96];
             snprintf(what, sizeof what, "attn %s T=%d P=%d", fk_prefill_impl_name(impl), T, P);
             const char *v = verdict(what, compare(got, ref, (size_t)nr * D), bf16p ? 0.5 : 0.02);
