@@ -107,6 +107,6 @@ __device__ __forceinline__ void pair_rows(int unit, int O, int hd, int *row1, in
 int gemv_tc_init(void);
 /* 0, or -1 with frigg_error set (shared memory beyond its limit, a failed launch) */
 int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
-                           uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s);
+                   uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s);
 
 #endif
