@@ -11,7 +11,7 @@
  *     caches, 128 x 201 MB at B=8 ctx 4096, are far larger than L2), every row at position ctx-1; median of
  *     the timed replays after warm-up. Prints µs per launch and GB/s (K+V bytes + q, gate and y).
  * max_ctx (which sizes v0's grid) is the shape's ctx, as frigg-bench sets it, unless --max-ctx N.
- * Exit 1 on any FAIL. Usage: attn_decode [--quick] [--max-ctx N]   (--quick: 3 timed replays, not 9) */
+ * Exit 1 on any FAIL. Usage: attn_decode [--quick] [--max-ctx N]   (--quick: 5 timed replays, not 11) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,7 +259,7 @@ int main(int argc, char **argv) {
     printf("device: %s, %d SMs; H=%d head_dim=%d, %d launches per graph over %d K/V slots\n", prop.name,
            prop.multiProcessorCount, H, HD, LAYERS, LAYERS);
     static const int Bs[] = {1, 4, 8}, ctxs[] = {128, 512, 2048, 4096};
-    const int nB = 3, nC = 4, replays = quick ? 3 : 9, warm = 2;
+    const int nB = 3, nC = 4, replays = quick ? 5 : 11, warm = 2;
 
     /* Device buffers: 128 slots of [MAXB seqs][H][max_ctx][HD] for K and V (the layout any max_ctx <= MAXCTX
      * fits in), shared q / gate / y / work / counters like the engine's. */
