@@ -313,7 +313,10 @@ __global__ void __launch_bounds__(NW * 32, MINB)
             mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
             /* The guard keeps -inf - -inf out for a row that has seen no key yet (cannot happen, see above). */
             const float ms0 = (mx0 == -INFINITY ? 0.0f : mx0) * sl2, ms1 = (mx1 == -INFINITY ? 0.0f : mx1) * sl2;
-            const float a0 = ex2(fmaf(m0, sl2, -ms0)), a1 = ex2(fmaf(m1, sl2, -ms1)); /* m = -inf: 0 */
+            /* alpha = 1 exactly when the max did not move (m = -inf: 0); when it moved for no row of the warp,
+             * the rescale of O is skipped (a warp-uniform branch): with a stable max most tiles take that path. */
+            const float a0 = mx0 == m0 ? 1.0f : ex2(fmaf(m0, sl2, -ms0)), a1 = mx1 == m1 ? 1.0f : ex2(fmaf(m1, sl2, -ms1));
+            const bool moved = __any_sync(0xffffffffu, mx0 != m0 || mx1 != m1);
             m0 = mx0;
             m1 = mx1;
             float ps0 = 0.0f, ps1 = 0.0f;
@@ -328,12 +331,14 @@ __global__ void __launch_bounds__(NW * 32, MINB)
             }
             l0 = l0 * a0 + ps0; /* per-lane partial row sums; the 4 lanes of a row are added at the end */
             l1 = l1 * a1 + ps1;
+            if (moved) {
 #pragma unroll
-            for (int dt = 0; dt < DT; dt++) {
-                o[dt][0] *= a0;
-                o[dt][1] *= a0;
-                o[dt][2] *= a1;
-                o[dt][3] *= a1;
+                for (int dt = 0; dt < DT; dt++) {
+                    o[dt][0] *= a0;
+                    o[dt][1] *= a0;
+                    o[dt][2] *= a1;
+                    o[dt][3] *= a1;
+                }
             }
             /* O += P V, P as the A operand straight from the S accumulators. */
 #pragma unroll
