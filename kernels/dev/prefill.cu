@@ -64,12 +64,14 @@ static uint16_t *dev_random(size_t n, float scale) {
     CK(cudaMalloc((void **)&p, n * 2 + 16));
     fill_kernel<<<1024, 256>>>(p, n, next_seed++, scale);
     CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize()); /* the default stream does not order against the non-blocking timing stream */
     return p;
 }
 static uint16_t *dev_alloc(size_t n) {
     uint16_t *p;
     CK(cudaMalloc((void **)&p, n * 2 + 16));
     CK(cudaMemset(p, 0xff, n * 2)); /* bf16 0xffff is a NaN: anything a kernel fails to write shows */
+    CK(cudaDeviceSynchronize());
     return p;
 }
 static float *to_host(const uint16_t *d, size_t n) {
@@ -247,7 +249,7 @@ static void bench_attention(cudaStream_t s, int ti, int T, int nsets) {
         double pairs = (double)P * P + ((double)T * (T + 1) - (double)P * (P + 1)) / 2; /* visible (query, key) */
         for (int impl = 0; impl < FK_PREFILL_NIMPL; impl++) {
             fk_set_prefill_impl(impl);
-            CK(cudaMemset(set[0].y, 0xff, nq * 2));
+            CK(cudaMemsetAsync(set[0].y, 0xff, nq * 2, s)); /* poison, on the stream the kernel runs on */
             FK(fk_attn_prefill(set[0].q, set[0].k, set[0].v, set[0].g, T, H, HD, T, P, set[0].y, s));
             float *y = to_host(set[0].y, nq);
             for (int r = 0; r < nr; r++) memcpy(got + (size_t)r * D, y + (size_t)rows[r] * D, sizeof(float) * D);
@@ -383,7 +385,7 @@ static void bench_gemm(cudaStream_t s, cublasHandle_t blas, frigg_pool *pool, in
                 }
             }
             const float one2 = 1.0f, zero2 = 0.0f;
-            CK(cudaMemset(C[0], 0xff, (size_t)T * O * 2));
+            CK(cudaMemsetAsync(C[0], 0xff, (size_t)T * O * 2, s));
             if (cublasLtMatmul(lt, desc, &one2, W[0], lw, A[0], la, &zero2, C[0], lc, C[0], lc, &res[best_i].algo, ws, ws_bytes,
                                s) != CUBLAS_STATUS_SUCCESS) {
                 fprintf(stderr, "prefill: cublasLtMatmul failed\n");
@@ -458,6 +460,7 @@ static void bench_eltwise(cudaStream_t s, int T, int nsets) {
     CK(cudaMalloc((void **)&dzero, (size_t)T * 4));
     CK(cudaMemcpy(dpos, hpos, (size_t)T * 4, cudaMemcpyHostToDevice));
     CK(cudaMemset(dzero, 0, (size_t)T * 4));
+    CK(cudaDeviceSynchronize());
 
     int rows[64], nr = sample_rows(T, T / 2, rows);
     float *x = to_host(e[0].x, nd), *t1 = to_host(e[0].t1, nd), *gq = to_host(e[0].gqkv, 4 * nd),
