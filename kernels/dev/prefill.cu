@@ -1,7 +1,8 @@
 /* prefill.cu — microbenchmark of one prefill layer step at DFM-Mimir's shapes (D 1536, 12 heads x 128,
  * I 4096) and T = 1024 / 4096 tokens: where the time of a 4096-token prefill goes.
- *   attention  every fk_attn_prefill implementation (FK_PREFILL_*), prefix P = T (frigg-bench's prefill: the
- *              whole prompt is the prefix) and P = 0 (causal)
+ *   attention  every fk_attn_prefill implementation (FK_PREFILL_*) and v0 (the previous kernel, copied below
+ *              for the A/B); prefix P = T (frigg-bench's prefill: the whole prompt is the prefix) and P = 0
+ *              (causal)
  *   gemm       the engine's call (frigg_cuda_gemm: cublasGemmEx) on gqkv, o, gate_up and down, and the best of
  *              cuBLASLt's heuristic algorithms with a 64 MiB workspace on the same product
  *   eltwise    rmsnorm, rope_kv, swiglu, add_rmsnorm as cuda_prefill launches them
@@ -23,6 +24,7 @@ extern "C" {
 #include "threadpool.h"
 #include "util.h"
 }
+#include "common.cuh"
 #include "cuda_gemm.h"
 #include "kernels.h"
 
@@ -186,6 +188,218 @@ static double time_graph(cudaStream_t s, int n, F f) {
     return t[reps / 2];
 }
 
+/* ------------------------------------------------------------------ v0: the previous kernel (A/B only) */
+/* attn_prefill_mma as of commit 01f8ba6 (run 4's prefill attention, 4 warps, hi+lo P, mask on every tile),
+ * copied unchanged so that each run measures the new kernels against it on the same GPU. */
+namespace v0 {
+constexpr int MM_BQ = 64, MM_BK = 64;
+
+__device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+/* 16-byte global -> shared copy that does not stall the thread; src_ok false writes zeros instead. */
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool src_ok) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    int n = src_ok ? 16 : 0;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(n) : "memory");
+}
+__device__ __forceinline__ void cp_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_wait(void) {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    return (uint32_t)f2bf(lo) | ((uint32_t)f2bf(hi) << 16);
+}
+/* p = hi + lo with both parts bf16: ~16 significant bits of p reach the tensor cores. */
+__device__ __forceinline__ void split_pair(float x0, float x1, uint32_t *hi, uint32_t *lo) {
+    *hi = pack_bf16(x0, x1);
+    *lo = pack_bf16(x0 - bf_lo(*hi), x1 - bf_hi(*hi));
+}
+
+template <int HD>
+__global__ void __launch_bounds__(128)
+    attn_prefill_mma(const uint16_t *__restrict__ q, const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
+                     const uint16_t *__restrict__ gqkv, int T, int H, int max_ctx, int P, float scale,
+                     uint16_t *__restrict__ y) {
+    constexpr int KS = HD + 8, NT = MM_BK / 8, DT = HD / 8, KK = HD / 16, TILE = MM_BK * KS;
+    constexpr float LOG2E = 1.4426950408889634f;
+    /* Two K and two V tiles: the next tile streams in (cp.async) while this one is computed. */
+    extern __shared__ __align__(16) uint16_t kv_smem[];
+    uint16_t *Kbuf = kv_smem, *Vbuf = kv_smem + 2 * TILE;
+    const int h = blockIdx.y, t0 = blockIdx.x * MM_BQ, D = H * HD;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
+    const int r0 = t0 + warp * 16 + g, r1 = r0 + 8; /* this thread's two query rows */
+    pdl_wait();
+    pdl_launch();
+    uint32_t qa[KK][4];
+#pragma unroll
+    for (int kk = 0; kk < KK; kk++) {
+        const uint16_t *q0 = q + (size_t)r0 * D + h * HD + kk * 16 + 2 * tq, *q1 = q + (size_t)r1 * D + h * HD + kk * 16 + 2 * tq;
+        qa[kk][0] = r0 < T ? *(const uint32_t *)q0 : 0u;
+        qa[kk][1] = r1 < T ? *(const uint32_t *)q1 : 0u;
+        qa[kk][2] = r0 < T ? *(const uint32_t *)(q0 + 8) : 0u;
+        qa[kk][3] = r1 < T ? *(const uint32_t *)(q1 + 8) : 0u;
+    }
+    float o[DT][4];
+#pragma unroll
+    for (int i = 0; i < DT; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+    int kend = t0 + MM_BQ;
+    if (t0 < P && P > kend) kend = P;
+    if (kend > T) kend = T;
+    const uint16_t *Kh = kc + (size_t)h * max_ctx * HD, *Vh = vc + (size_t)h * max_ctx * HD;
+    const int ntile = (kend + MM_BK - 1) / MM_BK;
+    auto load_tile = [&](int buf, int jt) {
+        for (int i = tid; i < MM_BK * (HD / 8); i += blockDim.x) {
+            int r = i / (HD / 8), c = i % (HD / 8), j = jt + r;
+            bool ok = j < T;
+            cp_async16(&Kbuf[buf * TILE + r * KS + c * 8], ok ? Kh + (size_t)j * HD + c * 8 : Kh, ok);
+            cp_async16(&Vbuf[buf * TILE + r * KS + c * 8], ok ? Vh + (size_t)j * HD + c * 8 : Vh, ok);
+        }
+        cp_commit();
+    };
+    if (ntile > 0) load_tile(0, 0);
+    for (int it = 0; it < ntile; it++) {
+        const int j0 = it * MM_BK;
+        const uint16_t *Ks = Kbuf + (it & 1) * TILE, *Vs = Vbuf + (it & 1) * TILE;
+        if (it + 1 < ntile) {
+            load_tile((it + 1) & 1, j0 + MM_BK);
+            cp_wait<1>();
+        } else {
+            cp_wait<0>();
+        }
+        __syncthreads();
+        float sc[NT][4];
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
+            if (KK % 2 == 0) {
+                /* ldmatrix.x4: the B fragments of two k-steps (4 8x8 tiles: keys nt*8.., dims 16kk + 0/8/16/24) */
+#pragma unroll
+                for (int kk = 0; kk < KK; kk += 2) {
+                    uint32_t b0, b1, b2, b3;
+                    unsigned addr = (unsigned)__cvta_generic_to_shared(&Ks[(nt * 8 + (lane & 7)) * KS + kk * 16 + (lane >> 3) * 8]);
+                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                                 : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
+                                 : "r"(addr));
+                    mma16816(sc[nt], qa[kk], b0, b1);
+                    mma16816(sc[nt], qa[(kk + 1) % KK], b2, b3);
+                }
+            } else {
+#pragma unroll
+                for (int kk = 0; kk < KK; kk++) {
+                    const uint16_t *kp = &Ks[(nt * 8 + g) * KS + kk * 16 + 2 * tq];
+                    mma16816(sc[nt], qa[kk], *(const uint32_t *)kp, *(const uint32_t *)(kp + 8));
+                }
+            }
+        }
+        /* mask, scale, running max per row */
+        float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int j = j0 + nt * 8 + 2 * tq + (e & 1), qr = e < 2 ? r0 : r1;
+                bool ok = j < T && (j <= qr || (qr < P && j < P));
+                float v = ok ? sc[nt][e] * scale : -INFINITY;
+                sc[nt][e] = v;
+                if (e < 2) mx0 = fmaxf(mx0, v);
+                else mx1 = fmaxf(mx1, v);
+            }
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
+        float a0 = n0 == -INFINITY || m0 == -INFINITY ? (n0 == -INFINITY ? 1.0f : 0.0f) : exp2f((m0 - n0) * LOG2E);
+        float a1 = n1 == -INFINITY || m1 == -INFINITY ? (n1 == -INFINITY ? 1.0f : 0.0f) : exp2f((m1 - n1) * LOG2E);
+        m0 = n0;
+        m1 = n1;
+        float ps0 = 0.0f, ps1 = 0.0f;
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                float mm = e < 2 ? m0 : m1;
+                float p = sc[nt][e] == -INFINITY ? 0.0f : exp2f((sc[nt][e] - mm) * LOG2E);
+                sc[nt][e] = p;
+                if (e < 2) ps0 += p;
+                else ps1 += p;
+            }
+        l0 = l0 * a0 + ps0; /* per-lane partial row sums; the 4 lanes of a row are added at the end */
+        l1 = l1 * a1 + ps1;
+#pragma unroll
+        for (int dt = 0; dt < DT; dt++) {
+            o[dt][0] *= a0;
+            o[dt][1] *= a0;
+            o[dt][2] *= a1;
+            o[dt][3] *= a1;
+        }
+        /* O += P V, P as the A operand straight from the S accumulators (hi and lo parts). */
+#pragma unroll
+        for (int kb = 0; kb < MM_BK / 16; kb++) {
+            uint32_t ah[4], al[4];
+            split_pair(sc[2 * kb][0], sc[2 * kb][1], &ah[0], &al[0]);
+            split_pair(sc[2 * kb][2], sc[2 * kb][3], &ah[1], &al[1]);
+            split_pair(sc[2 * kb + 1][0], sc[2 * kb + 1][1], &ah[2], &al[2]);
+            split_pair(sc[2 * kb + 1][2], sc[2 * kb + 1][3], &ah[3], &al[3]);
+#pragma unroll
+            for (int dt = 0; dt < DT; dt++) {
+                uint32_t b0, b1;
+                unsigned addr = (unsigned)__cvta_generic_to_shared(&Vs[(kb * 16 + (lane & 15)) * KS + dt * 8]);
+                asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
+                             : "=r"(b0), "=r"(b1)
+                             : "r"(addr));
+                mma16816(o[dt], ah, b0, b1);
+                mma16816(o[dt], al, b0, b1);
+            }
+        }
+        __syncthreads(); /* every warp is done with this buffer before the next iteration refills it */
+    }
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+#pragma unroll
+    for (int dt = 0; dt < DT; dt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            int tt = e < 2 ? r0 : r1, d = dt * 8 + 2 * tq + (e & 1);
+            if (tt >= T) continue;
+            float ov = rbf(o[dt][e] / (e < 2 ? l0 : l1));
+            float gv = bf2f(gqkv[(size_t)tt * 4 * D + h * HD + d]);
+            float sg = rbf(1.0f / (1.0f + expf(-gv)));
+            y[(size_t)tt * D + h * HD + d] = f2bf(sg * ov);
+        }
+}
+
+static int launch(const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *gqkv, int T, int max_ctx, int P,
+                  uint16_t *y, cudaStream_t s) {
+    dim3 grid((T + MM_BQ - 1) / MM_BQ, H);
+    float scale = (float)(1.0 / sqrt((double)HD));
+    size_t smem = 4 * (size_t)MM_BK * (HD + 8) * 2;
+    static int raised;
+    if (!raised) {
+        cudaError_t e = cudaFuncSetAttribute((const void *)attn_prefill_mma<128>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e != cudaSuccess) {
+            frigg_set_error("v0: %s", cudaGetErrorString(e));
+            return -1;
+        }
+        raised = 1;
+    }
+    if (fk_launch(attn_prefill_mma<128>, grid, 128, smem, s, q, k, v, gqkv, T, H, max_ctx, P, scale, y) != cudaSuccess) {
+        frigg_set_error("v0: launch failed: %s", cudaGetErrorString(cudaGetLastError()));
+        return -1;
+    }
+    return 0;
+}
+} // namespace v0
+
 /* ------------------------------------------------------------------ attention */
 /* The CPU engine's attention (cpu_engine.c attn_range) for one (row, head): fp32 scores, fp32 softmax, fp32
  * P·V, then the gate: y = bf16(bf16(sigmoid(g)) * bf16(o)). K/V in the cache layout [head][max_ctx][hd]. */
@@ -226,7 +440,14 @@ typedef struct {
     uint16_t *q, *k, *v, *g, *y;
 } attn_set;
 
-static double attn_us[2][2][FK_PREFILL_NIMPL]; /* [T index][P = T, P = 0][impl] */
+#define NVER (FK_PREFILL_NIMPL + 1) /* every FK_PREFILL_* implementation, then v0 */
+static double attn_us[2][2][NVER]; /* [T index][P = T, P = 0][version] */
+static const char *ver_name(int v) { return v == FK_PREFILL_NIMPL ? "v0" : fk_prefill_impl_name(v); }
+static int run_attn(int v, const attn_set *a, int T, int P, cudaStream_t s) {
+    if (v == FK_PREFILL_NIMPL) return v0::launch(a->q, a->k, a->v, a->g, T, T, P, a->y, s);
+    fk_set_prefill_impl(v);
+    return fk_attn_prefill(a->q, a->k, a->v, a->g, T, H, HD, T, P, a->y, s);
+}
 
 static void bench_attention(cudaStream_t s, int ti, int T, int nsets) {
     attn_set *set = (attn_set *)calloc(nsets, sizeof *set);
@@ -247,10 +468,9 @@ static void bench_attention(cudaStream_t s, int ti, int T, int nsets) {
         for (int r = 0; r < nr; r++)
             for (int h = 0; h < H; h++) ref_attn_row(q, K, V, g, T, T, P, rows[r], h, p, ref + (size_t)r * D);
         double pairs = (double)P * P + ((double)T * (T + 1) - (double)P * (P + 1)) / 2; /* visible (query, key) */
-        for (int impl = 0; impl < FK_PREFILL_NIMPL; impl++) {
-            fk_set_prefill_impl(impl);
+        for (int impl = 0; impl < NVER; impl++) {
             CK(cudaMemsetAsync(set[0].y, 0xff, nq * 2, s)); /* poison, on the stream the kernel runs on */
-            FK(fk_attn_prefill(set[0].q, set[0].k, set[0].v, set[0].g, T, H, HD, T, P, set[0].y, s));
+            FK(run_attn(impl, &set[0], T, P, s));
             float *y = to_host(set[0].y, nq);
             for (int r = 0; r < nr; r++) memcpy(got + (size_t)r * D, y + (size_t)rows[r] * D, sizeof(float) * D);
             free(y);
@@ -258,14 +478,12 @@ static void bench_attention(cudaStream_t s, int ti, int T, int nsets) {
              * rounding, as SDPA/flash do, so up to half may land one ulp away; the magnitude bound is the same. */
             int bf16p = impl == FK_PREFILL_MMA_BF16P || impl == FK_PREFILL_MMA8_BF16P || impl == FK_PREFILL_MMA_BF16P_2B;
             char what[96];
-            snprintf(what, sizeof what, "attn %s T=%d P=%d", fk_prefill_impl_name(impl), T, P);
+            snprintf(what, sizeof what, "attn %s T=%d P=%d", ver_name(impl), T, P);
             const char *v = verdict(what, compare(got, ref, (size_t)nr * D), bf16p ? 0.5 : 0.02);
-            double us = time_graph(s, nsets, [&](int i, cudaStream_t st) {
-                return fk_attn_prefill(set[i].q, set[i].k, set[i].v, set[i].g, T, H, HD, T, P, set[i].y, st);
-            });
+            double us = time_graph(s, nsets, [&](int i, cudaStream_t st) { return run_attn(impl, &set[i], T, P, st); });
             attn_us[ti][pi][impl] = us;
             double bytes = 5.0 * nq * 2, flop = 4.0 * HD * H * pairs;
-            printf("time  attn %-11s T=%-5d P=%-5d %9.1f us  %7.1f GB/s  %6.1f TFLOP/s  %s\n", fk_prefill_impl_name(impl),
+            printf("time  attn %-12s T=%-5d P=%-5d %9.1f us  %7.1f GB/s  %6.1f TFLOP/s  %s\n", ver_name(impl),
                    T, P, us, bytes / us / 1e3, flop / us / 1e6, v);
         }
         free(ref);
@@ -592,17 +810,17 @@ int main(int argc, char **argv) {
     }
     double elt = elt_us[1] + elt_us[2] + 2 * elt_us[3];
     printf("  eltwise per layer (rope_kv + swiglu + 2 add_rmsnorm) %8.1f\n", elt);
-    printf("  %-11s %10s %10s %12s %12s %14s\n", "attention", "P=T us", "P=0 us", "layer us", "prefill ms", "tok/s (P=T)");
-    for (int impl = 0; impl < FK_PREFILL_NIMPL; impl++) {
+    printf("  %-12s %10s %10s %12s %12s %14s\n", "attention", "P=T us", "P=0 us", "layer us", "prefill ms", "tok/s (P=T)");
+    for (int impl = 0; impl < NVER; impl++) {
         double a = attn_us[1][0][impl], layer = g + elt + a, ms = layer * 128 / 1e3;
-        printf("  %-11s %10.1f %10.1f %12.1f %12.1f %14.0f\n", fk_prefill_impl_name(impl), a, attn_us[1][1][impl], layer, ms,
+        printf("  %-12s %10.1f %10.1f %12.1f %12.1f %14.0f\n", ver_name(impl), a, attn_us[1][1][impl], layer, ms,
                T4 / (ms / 1e3));
     }
     printf("  (with the cuBLASLt best per GEMM instead: %.1f us less per layer)\n", g - glt);
     if (!quick) {
         printf("  T = 1024 attention (P=T / P=0 us):");
-        for (int impl = 0; impl < FK_PREFILL_NIMPL; impl++)
-            printf(" %s %.1f/%.1f", fk_prefill_impl_name(impl), attn_us[0][0][impl], attn_us[0][1][impl]);
+        for (int impl = 0; impl < NVER; impl++)
+            printf(" %s %.1f/%.1f", ver_name(impl), attn_us[0][0][impl], attn_us[0][1][impl]);
         printf("\n");
     }
     printf("%s: %d check(s) failed\n", fails ? "FAIL" : "PASS", fails);
