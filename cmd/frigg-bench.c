@@ -144,7 +144,7 @@ static void gpu_state(const opts_t *o, char *out, size_t n) {
      * describe themselves. */
     if (strcmp(o->backend, "cpu") && w > 0 && (size_t)w < n)
         snprintf(out + w, n - (size_t)w, ",\"gemv_impl\":\"%s\",\"prefill_attn\":\"%s\"",
-                 fk_get_gemv_impl() == FK_GEMV_IMPL_TC ? "tc" : "simt", fk_prefill_impl_name(fk_get_prefill_impl()));
+                 fk_gemv_impl_name(fk_get_gemv_impl()), fk_prefill_impl_name(fk_get_prefill_impl()));
 #else
     (void)w;
 #endif

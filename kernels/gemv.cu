@@ -1,22 +1,25 @@
 /* gemv.cu — decode-time matrix·vector products for 1..8 rows in one pass over the weights, and the
- * launcher that picks between the two implementations (FK_GEMV_IMPL_SIMT, the default: this file's kernel;
- * FK_GEMV_IMPL_TC: gemv_tc.cu). On the H200 (run 6, context 512, same call) the tensor-core kernel decoded
- * 831.7 tok/s at batch 8 against 625.8 and 180.6 at batch 1 against 207.0: the default serves batch 1;
- * batch-heavy serving can choose the other (FRIGG_GEMV_IMPL=tc). One implementation for all batch sizes
- * keeps batched decode bit-identical to single-row decode.
+ * launcher that picks the implementation: FK_GEMV_IMPL_SIMT (this file's kernel), FK_GEMV_IMPL_TC (gemv_tc.cu),
+ * or FK_GEMV_IMPL_AUTO (the default): per batch size and shape class, the one the H200 measured faster (the
+ * table below). A forced implementation serves every batch size with one summation order, so batched decode
+ * is bit-identical to single-row decode; under auto a row's bits depend on how many rows share the pass
+ * (B = 1 runs simt, B = 8 the tensor-core kernel), so batched equals single only within rounding.
  * The CUDA-core kernel: warp per output row (two rows for the fused SwiGLU: gate row i and up row I+i), 16-byte
- * streaming loads, 8 chunks per lane in flight before any arithmetic. The batch size is a template parameter so
- * the accumulators live in registers. Optional fused input RMSNorm (x staged, normalised, in shared memory)
- * and fused epilogues (residual add, SwiGLU) remove the separate elementwise kernels of a decode step.
- * Split-K over two warps per row for down_proj (K 4096, two rounds of loads per warp) was tried and measured
- * (run 6: batch 1 210.0 against 207.0 tok/s, batch 8 616.6 against 625.8, context 512): not kept. */
+ * streaming loads, GEMV_UNROLL chunks per lane in flight before any arithmetic. The batch size is a template
+ * parameter so the accumulators live in registers. Optional fused input RMSNorm (x staged, normalised, in
+ * shared memory) and fused epilogues (residual add, SwiGLU) remove the separate elementwise kernels of a
+ * decode step. Split-K over two warps per row for down_proj (K 4096, two rounds of loads per warp) was tried
+ * and measured (run 6: batch 1 210.0 against 207.0 tok/s, batch 8 616.6 against 625.8, context 512): not
+ * kept; a deeper unroll (all 16 chunks of a K-4096 row in flight at once, the same summation order, so the
+ * same bits) is the A/B hook gemv_simt_set_long_unroll. */
 #include "gemv_common.cuh"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define GEMV_WARPS 4
-#define GEMV_UNROLL 8
+#define GEMV_UNROLL 8       /* chunks of 16 bytes per lane (and row) in flight */
+#define GEMV_LONG_UNROLL 16 /* with gemv_simt_set_long_unroll, for one-row units of K > 32 x GEMV_UNROLL x 8 */
 
 __device__ __forceinline__ float dot8(uint4 w, const float *x) {
     float s = bf_lo(w.x) * x[0];
@@ -30,7 +33,7 @@ __device__ __forceinline__ float dot8(uint4 w, const float *x) {
     return s;
 }
 
-template <int B, int R, bool NORM, int EPI>
+template <int B, int R, bool NORM, int EPI, int U>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
     gemv_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, float eps,
                 uint16_t *__restrict__ out, fk_qkv_epi qa) {
@@ -46,9 +49,9 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
     wrow[0] = (const uint4 *)(W + (size_t)row1 * K);
     if (R > 1) wrow[R - 1] = (const uint4 *)(W + (size_t)row2 * K);
     /* The first batch of weights does not depend on earlier kernels: start streaming it before the wait. */
-    uint4 w[GEMV_UNROLL][R];
+    uint4 w[U][R];
 #pragma unroll
-    for (int u = 0; u < GEMV_UNROLL; u++) {
+    for (int u = 0; u < U; u++) {
         int c = lane + 32 * u;
 #pragma unroll
         for (int r = 0; r < R; r++) w[u][r] = valid && c < nch ? ld_stream(wrow[r] + c) : make_uint4(0, 0, 0, 0);
@@ -63,17 +66,17 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
     for (int r = 0; r < R; r++)
 #pragma unroll
         for (int b = 0; b < B; b++) acc[r][b] = 0.0f;
-    for (int c0 = lane; c0 < nch; c0 += 32 * GEMV_UNROLL) {
+    for (int c0 = lane; c0 < nch; c0 += 32 * U) { /* chunks in increasing order whatever U: same sums */
         if (c0 != lane) {
 #pragma unroll
-            for (int u = 0; u < GEMV_UNROLL; u++) {
+            for (int u = 0; u < U; u++) {
                 int c = c0 + 32 * u;
 #pragma unroll
                 for (int r = 0; r < R; r++) w[u][r] = c < nch ? ld_stream(wrow[r] + c) : make_uint4(0, 0, 0, 0);
             }
         }
 #pragma unroll
-        for (int u = 0; u < GEMV_UNROLL; u++) {
+        for (int u = 0; u < U; u++) {
             int c = c0 + 32 * u;
             if (c >= nch) break;
 #pragma unroll
@@ -98,30 +101,70 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
 typedef void (*gemv_fn)(const uint16_t *, int, int, const uint16_t *, float, uint16_t *, fk_qkv_epi);
 
 template <int B>
-static gemv_fn pick(int norm, int epi) {
-    if (epi == FK_GEMV_QKV) return norm ? gemv_kernel<B, 2, true, FK_GEMV_QKV> : gemv_kernel<B, 2, false, FK_GEMV_QKV>;
-    if (epi == FK_GEMV_SWIGLU) return norm ? gemv_kernel<B, 2, true, FK_GEMV_SWIGLU> : gemv_kernel<B, 2, false, FK_GEMV_SWIGLU>;
-    if (epi == FK_GEMV_RESID) return norm ? gemv_kernel<B, 1, true, FK_GEMV_RESID> : gemv_kernel<B, 1, false, FK_GEMV_RESID>;
-    return norm ? gemv_kernel<B, 1, true, FK_GEMV_STORE> : gemv_kernel<B, 1, false, FK_GEMV_STORE>;
+static gemv_fn pick(int norm, int epi, int long_unroll) {
+    if (epi == FK_GEMV_QKV) return norm ? gemv_kernel<B, 2, true, FK_GEMV_QKV, GEMV_UNROLL> : gemv_kernel<B, 2, false, FK_GEMV_QKV, GEMV_UNROLL>;
+    if (epi == FK_GEMV_SWIGLU)
+        return norm ? gemv_kernel<B, 2, true, FK_GEMV_SWIGLU, GEMV_UNROLL> : gemv_kernel<B, 2, false, FK_GEMV_SWIGLU, GEMV_UNROLL>;
+    if (long_unroll) {
+        if (epi == FK_GEMV_RESID)
+            return norm ? gemv_kernel<B, 1, true, FK_GEMV_RESID, GEMV_LONG_UNROLL> : gemv_kernel<B, 1, false, FK_GEMV_RESID, GEMV_LONG_UNROLL>;
+        return norm ? gemv_kernel<B, 1, true, FK_GEMV_STORE, GEMV_LONG_UNROLL> : gemv_kernel<B, 1, false, FK_GEMV_STORE, GEMV_LONG_UNROLL>;
+    }
+    if (epi == FK_GEMV_RESID) return norm ? gemv_kernel<B, 1, true, FK_GEMV_RESID, GEMV_UNROLL> : gemv_kernel<B, 1, false, FK_GEMV_RESID, GEMV_UNROLL>;
+    return norm ? gemv_kernel<B, 1, true, FK_GEMV_STORE, GEMV_UNROLL> : gemv_kernel<B, 1, false, FK_GEMV_STORE, GEMV_UNROLL>;
 }
 
-static gemv_fn pick_b(int B, int norm, int epi) {
+static gemv_fn pick_b(int B, int norm, int epi, int long_unroll) {
     switch (B) {
-    case 1: return pick<1>(norm, epi);
-    case 2: return pick<2>(norm, epi);
-    case 3: return pick<3>(norm, epi);
-    case 4: return pick<4>(norm, epi);
-    case 5: return pick<5>(norm, epi);
-    case 6: return pick<6>(norm, epi);
-    case 7: return pick<7>(norm, epi);
-    case 8: return pick<8>(norm, epi);
+    case 1: return pick<1>(norm, epi, long_unroll);
+    case 2: return pick<2>(norm, epi, long_unroll);
+    case 3: return pick<3>(norm, epi, long_unroll);
+    case 4: return pick<4>(norm, epi, long_unroll);
+    case 5: return pick<5>(norm, epi, long_unroll);
+    case 6: return pick<6>(norm, epi, long_unroll);
+    case 7: return pick<7>(norm, epi, long_unroll);
+    case 8: return pick<8>(norm, epi, long_unroll);
     }
     return NULL;
 }
 
-static int gemv_impl = FK_GEMV_IMPL_SIMT;
+static int simt_long_unroll; /* gemv_simt_set_long_unroll: an A/B hook, off until measured */
+void gemv_simt_set_long_unroll(int on) { simt_long_unroll = on != 0; }
+
+/* FRIGG_GEMV_IMPL=auto. Per shape class and batch size: 's' simt, 't' tc (as many blocks as fit), '2' tc with
+ * at most 2 blocks per SM (x staged fewer times; the grid changes no bit). From run 9 (dev/gemv on the H200,
+ * /work/notes/r9/dev-gemv.txt), µs per launch as simt / tc / tc-2sm:
+ *   gqkv    B1 8.54/11.55/10.77  B2 11.55/13.38/11.63  B4 18.29/15.11/13.24  B8 31.09/19.77/16.98
+ *   gate_up B1 9.27/10.23/11.21  B2 12.13/12.05/12.10  B4 17.88/13.64/13.54  B8 29.64/18.00/16.48
+ *   o_proj  B1 3.20/3.95/3.95    B2 3.60/4.14/4.14     B4 4.37/4.28/4.27     B8 6.44/4.97/4.97
+ *   down    B1 6.80/7.07/7.06    B2 7.68/7.38/7.37     B4 8.68/7.68/7.67     B8 12.53/8.46/8.45
+ *   lm_head B1 175.0/240.9/213.7 B2 177.4/242.5/214.9  B4 239.9/242.9/218.1  B8 424.3/218.6/224.3
+ * B 3, 5, 6, 7 were not measured: each takes the side of the crossover its neighbours put it on (o_proj B3:
+ * simt, interpolating 3.98 against 4.21; lm_head B3: simt, 208 against 216). */
+enum { AUTO_GQKV, AUTO_GATE_UP, AUTO_O_PROJ, AUTO_DOWN, AUTO_LM_HEAD };
+static const char auto_table[5][9] = {
+    /* B = 12345678 */
+    "ss222222", /* gqkv: QKV epilogue */
+    "st222222", /* gate_up: SwiGLU epilogue */
+    "sss22222", /* o_proj: plain, K <= 2048, O <= 65536 */
+    "s2222222", /* down: plain, K > 2048 */
+    "sss2222t", /* lm_head: plain, O > 65536 */
+};
+static char auto_choice(int B, int O, int K, int epi) {
+    int cls = epi == FK_GEMV_QKV ? AUTO_GQKV : epi == FK_GEMV_SWIGLU ? AUTO_GATE_UP : O > 65536 ? AUTO_LM_HEAD
+              : K > 2048 ? AUTO_DOWN : AUTO_O_PROJ;
+    return auto_table[cls][B - 1];
+}
+extern "C" int fk_gemv_auto_impl(int B, int O, int K, int epi) {
+    return B >= 1 && B <= 8 && auto_choice(B, O, K, epi) != 's' ? FK_GEMV_IMPL_TC : FK_GEMV_IMPL_SIMT;
+}
+
+static int gemv_impl = FK_GEMV_IMPL_AUTO;
 extern "C" void fk_set_gemv_impl(int impl) { gemv_impl = impl; }
 extern "C" int fk_get_gemv_impl(void) { return gemv_impl; }
+extern "C" const char *fk_gemv_impl_name(int impl) {
+    return impl == FK_GEMV_IMPL_TC ? "tc" : impl == FK_GEMV_IMPL_SIMT ? "simt" : impl == FK_GEMV_IMPL_AUTO ? "auto" : "?";
+}
 
 int fk_pdl;
 
@@ -131,17 +174,19 @@ extern "C" int fk_init(void) {
         fk_pdl = major >= 9;
     const char *impl_env = getenv("FRIGG_GEMV_IMPL");
     if (impl_env && *impl_env) {
-        if (strcmp(impl_env, "tc") && strcmp(impl_env, "simt")) {
-            frigg_set_error("FRIGG_GEMV_IMPL must be tc or simt, not '%s'", impl_env);
+        if (!strcmp(impl_env, "auto")) gemv_impl = FK_GEMV_IMPL_AUTO;
+        else if (!strcmp(impl_env, "simt")) gemv_impl = FK_GEMV_IMPL_SIMT;
+        else if (!strcmp(impl_env, "tc")) gemv_impl = FK_GEMV_IMPL_TC;
+        else {
+            frigg_set_error("FRIGG_GEMV_IMPL must be auto, simt or tc, not '%s'", impl_env);
             return -1;
         }
-        gemv_impl = strcmp(impl_env, "tc") ? FK_GEMV_IMPL_SIMT : FK_GEMV_IMPL_TC;
     }
     if (fk_attention_init() || gemv_tc_init()) return -1;
     for (int B = 1; B <= 8; B++)
-        for (int epi = 0; epi < 4; epi++) {
-            cudaError_t e = cudaFuncSetAttribute((const void *)pick_b(B, 1, epi), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                 GEMV_MAX_SMEM);
+        for (int epi = 0; epi < 8; epi++) {
+            cudaError_t e = cudaFuncSetAttribute((const void *)pick_b(B, 1, epi & 3, epi >> 2),
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, GEMV_MAX_SMEM);
             if (e != cudaSuccess) {
                 frigg_set_error("gemv: cannot raise the shared-memory limit: %s", cudaGetErrorString(e));
                 return -1;
@@ -158,14 +203,14 @@ static int gemv_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B
         frigg_set_error("gemv: unsupported shape (rows %d, out %d, in %d, epilogue %d)", B, O, K, epi);
         return -1;
     }
-    if (gemv_impl == FK_GEMV_IMPL_TC) {
-        return gemv_tc_launch(W, O, K, x, B, norm_in, eps, epi, out, qa, s);
-    }
+    char use = gemv_impl == FK_GEMV_IMPL_TC ? 't' : gemv_impl == FK_GEMV_IMPL_SIMT ? 's' : auto_choice(B, O, K, epi);
+    if (use != 's') return gemv_tc_launch(W, O, K, x, B, norm_in, eps, epi, out, qa, use == '2' ? 2 : 0, s);
     /* Two rows per warp only where the epilogue needs the pair. Pairing plain rows to halve the x reads at
      * batch >= 3 was measured slower on the H200 (batch 8: 581 against 643 tok/s), so it is not done. */
     int pair = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
     int units = pair ? O / 2 : O;
-    fk_launch(pick_b(B, norm_in, epi), (units + GEMV_WARPS - 1) / GEMV_WARPS, GEMV_WARPS * 32, smem, s, W, O, K, x, eps,
+    int long_unroll = simt_long_unroll && !pair && K > 32 * GEMV_UNROLL * 8;
+    fk_launch(pick_b(B, norm_in, epi, long_unroll), (units + GEMV_WARPS - 1) / GEMV_WARPS, GEMV_WARPS * 32, smem, s, W, O, K, x, eps,
               out, *qa);
     return fk_check_launch("gemv");
 }

@@ -102,7 +102,7 @@ __device__ __forceinline__ void stage_x(const uint4 *xv, int B, int nch, int K, 
 template <bool NORM, int EPI>
 __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 2)
     gemv_tc_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, int B, float eps,
-                   uint16_t *__restrict__ out, fk_qkv_epi qa) {
+                   uint16_t *__restrict__ out, fk_qkv_epi qa, int rotate) {
     constexpr bool PAIRED = EPI == FK_GEMV_SWIGLU || EPI == FK_GEMV_QKV;
     extern __shared__ uint4 smem[];
     __shared__ float red[8][TC_MAX_WARPS];
@@ -165,7 +165,10 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 2)
             float2 *pb = part + (size_t)(it & 1) * nw * 32;
             pb[warp * 32 + lane] = make_float2(acc[0], acc[1]);
             __syncthreads();
-            if (warp != 0) continue;
+            /* The tile's reducing warp also runs its epilogue (dependent loads: row_pos, RoPE tables, the
+             * residual): with `rotate` that duty passes from warp to warp, tile by tile, so no one warp is late
+             * for every next tile's __syncthreads. The sum is in warp order either way: the same bits. */
+            if (warp != (rotate ? it % nw : 0)) continue;
             float2 s = pb[lane];
             for (int v = 1; v < nw; v++) {
                 float2 p = pb[v * 32 + lane];
@@ -190,7 +193,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 2)
     }
 }
 
-typedef void (*gemv_tc_fn)(const uint16_t *, int, int, const uint16_t *, int, float, uint16_t *, fk_qkv_epi);
+typedef void (*gemv_tc_fn)(const uint16_t *, int, int, const uint16_t *, int, float, uint16_t *, fk_qkv_epi, int);
 
 static gemv_tc_fn pick_tc(int norm, int epi) {
     switch (epi) {
@@ -202,6 +205,8 @@ static gemv_tc_fn pick_tc(int norm, int epi) {
 }
 
 static int tc_max_blocks; /* fk_gemv_tc_set_max_blocks: 0 = as many as fit on the GPU at once */
+static int tc_rotate;     /* gemv_tc_set_rotate: an A/B hook, off until measured */
+void gemv_tc_set_rotate(int on) { tc_rotate = on != 0; }
 extern "C" void fk_gemv_tc_set_max_blocks(int blocks) { tc_max_blocks = blocks > 0 ? blocks : 0; }
 
 /* Measured once in gemv_tc_init (the launcher runs inside graph capture, where device queries are best
@@ -231,7 +236,7 @@ int gemv_tc_init(void) {
 
 /* Shapes are validated by the caller (gemv.cu), except the shared-memory need, checked here. */
 int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
-                   uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s) {
+                   uint16_t *out, const fk_qkv_epi *qa, int per_sm_cap, cudaStream_t s) {
     int paired = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
     int tiles = paired ? (O / 2 + 3) / 4 : (O + 7) / 8;
     /* one warp per 32 chunks of K (one round of loads each), 1..TC_MAX_WARPS: a function of K only, which
@@ -252,10 +257,11 @@ int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, in
     int per_sm = tc_fit[norm_in != 0][epi][nw];
     int by_smem = tc_smem_per_sm ? (int)(tc_smem_per_sm / (smem + 512 + 1024)) : 1;
     if (by_smem < per_sm) per_sm = by_smem;
+    if (per_sm_cap > 0 && per_sm_cap < per_sm) per_sm = per_sm_cap;
     long long cap = (long long)tc_sms * (per_sm > 0 ? per_sm : 1);
     if (tc_max_blocks && cap > tc_max_blocks) cap = tc_max_blocks;
     int rounds = (int)((tiles + cap - 1) / cap);
     int grid = (tiles + rounds - 1) / rounds;
-    fk_launch(fn, grid, nw * 32, smem, s, W, O, K, x, B, eps, out, *qa);
+    fk_launch(fn, grid, nw * 32, smem, s, W, O, K, x, B, eps, out, *qa, tc_rotate);
     return fk_check_launch("gemv_tc");
 }

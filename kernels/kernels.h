@@ -86,14 +86,18 @@ enum {
 };
 /* y = W·x for B rows (1..8). W [O][K] bf16 row-major, K % 8 == 0. x [B][K]. norm_in: x is first replaced by
  * rmsnorm(x) (each block normalises the B rows itself, so no separate norm kernel is needed).
- * Two implementations, chosen by fk_set_gemv_impl or, at fk_init, by the environment variable
- * FRIGG_GEMV_IMPL=simt|tc (anything else is an error): one warp per row on CUDA cores (default; gemv.cu) or
- * tensor cores (gemv_tc.cu; faster from batch 4 on the H200, slower at batch 1). Both are tested against the
- * same reference; one implementation serves every batch size, so batched decode stays bit-identical to
- * single-row decode. */
-enum { FK_GEMV_IMPL_SIMT = 0, FK_GEMV_IMPL_TC = 1 };
+ * Implementations, chosen by fk_set_gemv_impl or, at fk_init, by the environment variable
+ * FRIGG_GEMV_IMPL=auto|simt|tc (anything else is an error): one warp per row on CUDA cores (gemv.cu), tensor
+ * cores (gemv_tc.cu), or auto (the default): per batch size and shape class, whichever the H200 measured
+ * faster (table in gemv.cu). simt and tc each keep batched decode bit-identical to single-row decode; under
+ * auto a row's result depends on how many rows share the pass (another kernel, another summation order), so
+ * batched equals single only within rounding. All are tested against the same reference. */
+enum { FK_GEMV_IMPL_SIMT = 0, FK_GEMV_IMPL_TC = 1, FK_GEMV_IMPL_AUTO = 2 };
 void fk_set_gemv_impl(int impl);
 int fk_get_gemv_impl(void);
+const char *fk_gemv_impl_name(int impl); /* "simt", "tc", "auto" */
+/* What auto runs for this call (FK_GEMV_IMPL_SIMT or FK_GEMV_IMPL_TC): a test hook. */
+int fk_gemv_auto_impl(int B, int O, int K, int epi);
 int fk_gemv(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
             uint16_t *out, cudaStream_t s);
 /* The tensor-core kernel runs a persistent grid (each block walks tiles); this caps its number of blocks

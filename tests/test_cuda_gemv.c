@@ -65,7 +65,7 @@ static void expect_close(const char *what, const float *got, const float *ref, s
           off, worst);
 }
 
-static const char *impl_name;
+static const char *impl_name; /* "tc", "simt", "auto" */
 
 /* One (O, K) shape: every B, every epilogue, with and without the fused norm, against the CPU ops. */
 static void test_shape(frigg_pool *pool, int O, int K) {
@@ -117,8 +117,32 @@ static void test_shape(frigg_pool *pool, int O, int K) {
             expect_close(what, got, ref, (size_t)B * I, frac + 0.05);
         }
 
-    /* Batch rows are independent, bit for bit: row b of a B-row pass equals the 1-row pass on x row b. */
     int norm_ok = 8 * K * 2 <= 64 * 1024;
+    if (!strcmp(impl_name, "auto")) {
+        /* auto runs, for each B, exactly the implementation its table names (bit for bit); its rows are not
+         * batch-invariant (B = 1 and B = 8 may run different kernels), so the checks below are not for it */
+        float *forced = malloc(sizeof(float) * 8 * O);
+        for (int epi = FK_GEMV_STORE; epi <= FK_GEMV_SWIGLU; epi++)
+            for (int B = 1; B <= 8; B++) {
+                int cols = epi == FK_GEMV_SWIGLU ? I : O, named = fk_gemv_auto_impl(B, O, K, epi);
+                CHECK(named == FK_GEMV_IMPL_SIMT || named == FK_GEMV_IMPL_TC, "auto names implementation %d", named);
+                for (int k = 0; k < 2; k++) {
+                    fk_set_gemv_impl(k ? named : FK_GEMV_IMPL_AUTO);
+                    uint16_t *hd = to_dev(h, (size_t)8 * O); /* RESID adds into its output: a fresh copy each run */
+                    poison(dout, (size_t)8 * O);
+                    uint16_t *o = epi == FK_GEMV_RESID ? hd : dout;
+                    CHECK(fk_gemv(dW, O, K, dx, B, epi == FK_GEMV_SWIGLU && norm_ok, 1e-6f, epi, o, 0) == 0, "%s",
+                          frigg_error());
+                    from_dev(o, (size_t)B * cols, k ? forced : got);
+                    cudaFree(hd);
+                }
+                fk_set_gemv_impl(FK_GEMV_IMPL_AUTO);
+                CHECK(!memcmp(got, forced, sizeof(float) * B * cols), "gemv auto %dx%d B=%d epi %d: differs from %s, its table's choice",
+                      O, K, B, epi, fk_gemv_impl_name(named));
+            }
+        free(forced);
+    } else {
+    /* Batch rows are independent, bit for bit: row b of a B-row pass equals the 1-row pass on x row b. */
     float *one = malloc(sizeof(float) * 8 * O);
     for (int epi = FK_GEMV_STORE; epi <= FK_GEMV_SWIGLU; epi += FK_GEMV_SWIGLU) {
         int cols = epi == FK_GEMV_SWIGLU ? I : O;
@@ -159,6 +183,7 @@ static void test_shape(frigg_pool *pool, int O, int K) {
         fk_gemv_tc_set_max_blocks(0);
         free(base);
     }
+    }
     cudaFree(dW); cudaFree(dx); cudaFree(dout);
     free(W); free(x); free(h); free(Wb); free(xn); free(lin[0]); free(lin[1]); free(ref); free(got);
 }
@@ -177,13 +202,23 @@ int main(void) {
         /* (O, K): Mimir's o_proj; a partial last tile in both tilings (100: 12.5 plain tiles, 50 units = 12.5
          * paired tiles); K/8 = 257 over 9 warps; K/8 = 544 over 16 warps, two rounds of loads; a tiny K (1 warp) */
         static const int shapes[][2] = {{1536, 1536}, {100, 512}, {72, 2056}, {40, 4352}, {24, 64}};
-        static const struct { int impl; const char *name; } impls[] = {{FK_GEMV_IMPL_TC, "tc"}, {FK_GEMV_IMPL_SIMT, "simt"}};
-        for (int i = 0; i < 2; i++) {
-            fk_set_gemv_impl(impls[i].impl);
-            impl_name = impls[i].name;
+        static const int impls[] = {FK_GEMV_IMPL_TC, FK_GEMV_IMPL_SIMT, FK_GEMV_IMPL_AUTO};
+        int impl_env = fk_get_gemv_impl();
+        for (int i = 0; i < 3; i++) {
+            fk_set_gemv_impl(impls[i]);
+            impl_name = fk_gemv_impl_name(impls[i]);
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) test_shape(pool, shapes[s][0], shapes[s][1]);
         }
-        fk_set_gemv_impl(FK_GEMV_IMPL_SIMT);
+        /* auto's table, at Mimir's shapes: simt at batch 1 for all four layer GEMVs, tensor cores at batch 8 */
+        static const int mimir[][3] = {{6144, 1536, FK_GEMV_QKV}, {1536, 1536, FK_GEMV_RESID}, {8192, 1536, FK_GEMV_SWIGLU},
+                                       {1536, 4096, FK_GEMV_RESID}};
+        for (int i = 0; i < 4; i++) {
+            CHECK(fk_gemv_auto_impl(1, mimir[i][0], mimir[i][1], mimir[i][2]) == FK_GEMV_IMPL_SIMT, "auto B=1 %dx%d: not simt",
+                  mimir[i][0], mimir[i][1]);
+            CHECK(fk_gemv_auto_impl(8, mimir[i][0], mimir[i][1], mimir[i][2]) == FK_GEMV_IMPL_TC, "auto B=8 %dx%d: not tc",
+                  mimir[i][0], mimir[i][1]);
+        }
+        fk_set_gemv_impl(impl_env);
         frigg_pool_destroy(pool);
         cudaError_t e = cudaDeviceSynchronize();
         CHECK(e == cudaSuccess, "device error: %s", cudaGetErrorString(e));

@@ -433,6 +433,7 @@ int main(void) {
     } else {
         CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
         frigg_pool *pool = frigg_pool_create(0);
+        int impl_env = fk_get_gemv_impl();
         /* both decode GEMV implementations (tensor cores, CUDA cores) against the same references; the RoPE
          * test includes the fused gqkv GEMV */
         static const struct { int impl; const char *name; } impls[] = {{FK_GEMV_IMPL_TC, "tc"}, {FK_GEMV_IMPL_SIMT, "simt"}};
@@ -443,7 +444,7 @@ int main(void) {
             test_gemv(pool);
             test_rope();
         }
-        fk_set_gemv_impl(FK_GEMV_IMPL_SIMT); /* the default */
+        fk_set_gemv_impl(impl_env); /* as the environment chose (default: auto) */
         test_norms();
         test_attention();
         test_argmax();

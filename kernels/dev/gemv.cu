@@ -1,17 +1,23 @@
 /* dev/gemv.cu — microbenchmark of the decode GEMV on DFM-Mimir's five per-token shapes: the CUDA-core kernel
  * (gemv.cu, "simt"), the first tensor-core kernel (16-row tiles with the weights as mma A, one tile per block;
- * kept here as "tc-old" so the two designs can be compared) and the current one (gemv_tc.cu, "tc").
+ * kept here as "tc-old" so the two designs can be compared), the current one (gemv_tc.cu, "tc"), their A/B
+ * variants, and FRIGG_GEMV_IMPL=auto (the per-batch-size dispatch of gemv.cu).
  *
  * 1. Every version is checked against the CPU reference ops (cpu_ops.h) on random inputs, outputs poisoned
- *    first, for batch sizes 1, 2, 4, 8: PASS/FAIL per (version, shape, B); also that each batch row equals
- *    the same row of the batch-8 pass bit for bit. Exit status 1 on any FAIL.
+ *    first, for batch sizes 1, 2, 4, 8: PASS/FAIL per (version, shape, B); also (every version but auto, whose
+ *    kernel changes with B) that each batch row equals the same row of the batch-8 pass bit for bit. Exit
+ *    status 1 on any FAIL.
  * 2. Each version is timed per (shape, B) in a CUDA graph of launches over distinct weight copies (128 per
  *    layer shape, far beyond the 60 MB L2, as in a real decode step; lm_head: 4 copies), launched through the
  *    engine's entry points with PDL; median of the replays after warm-up; prints µs per launch and GB/s (the
  *    bytes the launch must move: weights, x, outputs). A table ends the output.
  *
- *   gemv [--quick] [--max-blocks N]   (--quick: B 1 and 8, fewer replays; --max-blocks: cap tc's grid)
- * Versions: simt, tc-old, tc, and tc-2sm (tc with at most 2 blocks per SM: x staged fewer times). */
+ *   gemv [--quick] [--max-blocks N] [--only NAME[,NAME...]]
+ *   (--quick: B 1 and 8, fewer replays; --max-blocks: cap tc's grid; --only: these versions)
+ * Versions: simt; simt-u16 (all 16 chunks of a K-4096 row in flight per lane: down_proj in one round of loads;
+ * same bits); tc-old; tc; tc-rot (the per-tile reduction and epilogue rotate over the warps instead of always
+ * warp 0; same bits); tc-1sm, tc-2sm, tc-3sm (grid capped at 1, 2, 3 blocks per SM: x staged fewer times,
+ * fewer warps streaming); tc-2sm-rot; auto. */
 #include "gemv_common.cuh"
 
 #include <algorithm>
@@ -158,10 +164,22 @@ static int old_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B,
         }                                                                                                   \
     } while (0)
 
-/* tc-2sm: the current kernel with its grid capped at 2 blocks per SM, which stages x (B x K from L2) fewer
- * times at the cost of fewer warps streaming weights: the trade-off fk_gemv_tc_set_max_blocks exposes. */
-enum { V_SIMT, V_TC_OLD, V_TC, V_TC_2SM, NV };
-static const char *vname[NV] = {"simt", "tc-old", "tc", "tc-2sm"};
+/* The versions: which implementation, and the A/B hooks set for it. */
+struct Version {
+    const char *name;
+    int impl;        /* FK_GEMV_IMPL_*, or -1: tc-old */
+    int per_sm;      /* tc grid cap in blocks per SM (0: as many as fit, or --max-blocks) */
+    int rotate;      /* gemv_tc_set_rotate */
+    int long_unroll; /* gemv_simt_set_long_unroll */
+};
+static const Version versions[] = {
+    {"simt", FK_GEMV_IMPL_SIMT, 0, 0, 0},  {"simt-u16", FK_GEMV_IMPL_SIMT, 0, 0, 1}, {"tc-old", -1, 0, 0, 0},
+    {"tc", FK_GEMV_IMPL_TC, 0, 0, 0},      {"tc-rot", FK_GEMV_IMPL_TC, 0, 1, 0},     {"tc-1sm", FK_GEMV_IMPL_TC, 1, 0, 0},
+    {"tc-2sm", FK_GEMV_IMPL_TC, 2, 0, 0},  {"tc-2sm-rot", FK_GEMV_IMPL_TC, 2, 1, 0}, {"tc-3sm", FK_GEMV_IMPL_TC, 3, 0, 0},
+    {"auto", FK_GEMV_IMPL_AUTO, 0, 0, 0},
+};
+#define NV (int)(sizeof versions / sizeof versions[0])
+static bool enabled[NV];
 static int max_blocks, sm_count;
 
 struct Shape {
@@ -226,9 +244,12 @@ static fk_qkv_epi qkv_of(const Io &io) {
 
 static int launch(int v, const Shape &sh, const uint16_t *W, const Io &io, int B, cudaStream_t s) {
     fk_qkv_epi qa = qkv_of(io);
-    if (v == V_TC_OLD) return old_launch(W, sh.O, sh.K, io.x, B, sh.norm, EPS, sh.epi, io.out, &qa, s);
-    fk_set_gemv_impl(v == V_TC || v == V_TC_2SM ? FK_GEMV_IMPL_TC : FK_GEMV_IMPL_SIMT);
-    fk_gemv_tc_set_max_blocks(v == V_TC_2SM ? 2 * sm_count : max_blocks);
+    const Version &ver = versions[v];
+    if (ver.impl < 0) return old_launch(W, sh.O, sh.K, io.x, B, sh.norm, EPS, sh.epi, io.out, &qa, s);
+    fk_set_gemv_impl(ver.impl);
+    fk_gemv_tc_set_max_blocks(ver.per_sm ? ver.per_sm * sm_count : max_blocks);
+    gemv_tc_set_rotate(ver.rotate);
+    gemv_simt_set_long_unroll(ver.long_unroll);
     if (sh.epi == FK_GEMV_QKV) return fk_gemv_qkv(W, sh.K, io.x, B, EPS, io.out, &qa, s);
     return fk_gemv(W, sh.O, sh.K, io.x, B, sh.norm, EPS, sh.epi, io.out, s);
 }
@@ -305,13 +326,27 @@ static std::vector<float> gather(const Shape &sh, const Io &io, int B, const int
 
 int main(int argc, char **argv) {
     bool quick = false;
+    const char *only = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = true;
         else if (!strcmp(argv[i], "--max-blocks") && i + 1 < argc) max_blocks = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--quick] [--max-blocks N]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick] [--max-blocks N] [--only NAME[,NAME...]]\n", argv[0]);
             return 2;
         }
+    }
+    for (int v = 0; v < NV; v++) enabled[v] = !only;
+    for (const char *p = only; p && *p;) { /* comma-separated names, each must be a version */
+        size_t len = strcspn(p, ",");
+        int found = 0;
+        for (int v = 0; v < NV; v++)
+            if (strlen(versions[v].name) == len && !strncmp(p, versions[v].name, len)) enabled[v] = found = 1;
+        if (!found) {
+            fprintf(stderr, "--only: no version '%.*s'\n", (int)len, p);
+            return 2;
+        }
+        p += len + (p[len] == ',');
     }
     if (fk_init()) {
         fprintf(stderr, "fk_init: %s\n", frigg_error());
@@ -372,10 +407,19 @@ int main(int argc, char **argv) {
         std::vector<float> ref = reference(pool, sh, Wh.data(), x, h, cs, sn, pos);
         int cols = sh.epi == FK_GEMV_QKV ? sh.O / 4 : out_cols(sh);
         int sections = sh.epi == FK_GEMV_QKV ? 4 : 1;
-        double frac = sh.norm ? 0.3 : 0.03;
+        /* The fraction of outputs that may differ from the reference at all (each still within the tolerance):
+         * an fp32 sum in another order rounds to the other bf16 neighbour now and then, more often behind the
+         * fused RMSNorm (f = 0.3, as before; f = 0.03 without). An output that combines TWO rounded sums
+         * differs when either does, so its bound is 1 - (1 - f)^2: SwiGLU (bf16(silu(bf16(gate))) *
+         * bf16(up)) and the RoPE'd q and k (sections 1, 2: each mixes the pair of dims i, i + hd/2). The
+         * gate and v sections of gqkv and the plain epilogues are one sum each. Run 9 is why: gate_up B=1 had
+         * 1231 of 4096 outputs differ (30.05%, 0 beyond the tolerance) for all four versions alike, and the
+         * one-sum bound 0.3 failed it. */
+        double frac1 = sh.norm ? 0.3 : 0.03, frac2 = 1.0 - (1.0 - frac1) * (1.0 - frac1);
 
         /* 1. correctness */
         for (int v = 0; v < NV; v++) {
+            if (!enabled[v]) continue;
             std::vector<float> got8;
             for (int bi = 3; bi >= 0; bi--) { /* B = 8 first: the others are compared with its rows */
                 int B = Bs_full[bi];
@@ -385,7 +429,7 @@ int main(int argc, char **argv) {
                 CK(cudaMemset(io.vc, 0xff, (size_t)8 * io.seq_stride * 2));
                 if (sh.epi == FK_GEMV_RESID) CK(cudaMemcpy(io.out, hdev, (size_t)8 * sh.O * 2, cudaMemcpyDeviceToDevice));
                 if (launch(v, sh, W, io, B, s)) {
-                    fprintf(stderr, "%s %s B=%d: %s\n", vname[v], sh.name, B, frigg_error());
+                    fprintf(stderr, "%s %s B=%d: %s\n", versions[v].name, sh.name, B, frigg_error());
                     return 2;
                 }
                 CK(cudaStreamSynchronize(s));
@@ -395,14 +439,15 @@ int main(int argc, char **argv) {
                 for (int sec = 0; sec < sections; sec++) {
                     const float *gp = &got[(size_t)sec * B * cols], *rp = &ref[(size_t)sec * 8 * cols];
                     char w1[128];
-                    if (!close_enough(gp, rp, (size_t)B * cols, frac, w1, sizeof w1)) {
+                    bool two_sums = sh.epi == FK_GEMV_SWIGLU || (sh.epi == FK_GEMV_QKV && (sec == 1 || sec == 2));
+                    if (!close_enough(gp, rp, (size_t)B * cols, two_sums ? frac2 : frac1, w1, sizeof w1)) {
                         ok = false;
                         snprintf(why, sizeof why, "section %d: %s", sec, w1);
                     }
-                    if (B < 8 && memcmp(gp, &got8[(size_t)sec * 8 * cols], sizeof(float) * B * cols)) same = false;
+                    if (B < 8 && versions[v].impl != FK_GEMV_IMPL_AUTO && memcmp(gp, &got8[(size_t)sec * 8 * cols], sizeof(float) * B * cols)) same = false;
                 }
                 if (B == 8) got8 = got;
-                printf("check %-7s %-8s B=%d %s%s%s\n", vname[v], sh.name, B, ok && same ? "PASS" : "FAIL",
+                printf("check %-10s %-8s B=%d %s%s%s\n", versions[v].name, sh.name, B, ok && same ? "PASS" : "FAIL",
                        ok ? "" : " (reference: ", ok ? "" : why);
                 if (!ok) printf(")\n");
                 if (!same) printf("  rows differ from the batch-8 pass\n");
@@ -415,12 +460,13 @@ int main(int argc, char **argv) {
         for (int bi = 0; bi < nB; bi++) {
             int B = Bs[bi], bidx = B == 1 ? 0 : B == 2 ? 1 : B == 4 ? 2 : 3;
             for (int v = 0; v < NV; v++) {
+                if (!enabled[v]) continue;
                 cudaGraph_t graph;
                 cudaGraphExec_t exec;
                 CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
                 for (int l = 0; l < sh.launches; l++)
                     if (launch(v, sh, W + wn * (l % sh.copies), io, B, s)) {
-                        fprintf(stderr, "%s %s B=%d (capture): %s\n", vname[v], sh.name, B, frigg_error());
+                        fprintf(stderr, "%s %s B=%d (capture): %s\n", versions[v].name, sh.name, B, frigg_error());
                         return 2;
                     }
                 CK(cudaStreamEndCapture(s, &graph));
@@ -439,7 +485,7 @@ int main(int argc, char **argv) {
                 size_t bytes = bytes_w + (size_t)B * sh.K * 2 + (size_t)B * out_cols(sh) * 2 * (sh.epi == FK_GEMV_RESID ? 2 : 1);
                 us[si][bidx][v] = t;
                 gbs[si][bidx][v] = bytes / (t * 1e3);
-                printf("time  %-7s %-8s B=%d %9.2f us/launch %8.1f GB/s\n", vname[v], sh.name, B, t, gbs[si][bidx][v]);
+                printf("time  %-10s %-8s B=%d %9.2f us/launch %8.1f GB/s\n", versions[v].name, sh.name, B, t, gbs[si][bidx][v]);
                 CK(cudaGraphExecDestroy(exec));
                 CK(cudaGraphDestroy(graph));
             }
@@ -448,15 +494,22 @@ int main(int argc, char **argv) {
         CK(cudaFree(hdev));
     }
 
-    printf("\n%-8s %2s | %9s %9s %9s %9s | %8s | %s\n", "shape", "B", "simt us", "tc-old us", "tc us", "tc-2sm us",
-           "tc GB/s", "tc vs best of simt, tc-old");
+    /* the table: µs per launch of every version, then the fastest and its GB/s */
+    printf("\n%-8s %2s |", "shape", "B");
+    for (int v = 0; v < NV; v++)
+        if (enabled[v]) printf(" %10s", versions[v].name);
+    printf(" | %-10s %8s\n", "fastest", "GB/s");
     for (int si = 0; si < NSHAPE; si++)
         for (int bi = 0; bi < nB; bi++) {
-            int B = Bs[bi], b = B == 1 ? 0 : B == 2 ? 1 : B == 4 ? 2 : 3;
-            double best = std::min(us[si][b][V_SIMT], us[si][b][V_TC_OLD]);
-            printf("%-8s %2d | %9.2f %9.2f %9.2f %9.2f | %8.1f | %+.1f%% faster\n", shapes[si].name, B, us[si][b][V_SIMT],
-                   us[si][b][V_TC_OLD], us[si][b][V_TC], us[si][b][V_TC_2SM], gbs[si][b][V_TC],
-                   100.0 * (best - us[si][b][V_TC]) / best);
+            int B = Bs[bi], b = B == 1 ? 0 : B == 2 ? 1 : B == 4 ? 2 : 3, best = -1;
+            printf("%-8s %2d |", shapes[si].name, B);
+            for (int v = 0; v < NV; v++) {
+                if (!enabled[v]) continue;
+                printf(" %10.2f", us[si][b][v]);
+                if (best < 0 || us[si][b][v] < us[si][b][best]) best = v;
+            }
+            if (best >= 0) printf(" | %-10s %8.1f\n", versions[best].name, gbs[si][b][best]);
+            else printf("\n");
         }
     printf("%s: %d check(s) failed\n", fails ? "FAIL" : "PASS", fails);
     frigg_pool_destroy(pool);
