@@ -29,6 +29,10 @@ int fk_add_rmsnorm(uint16_t *h, const uint16_t *y, uint16_t *a, int T, int D, fl
 int fk_run_end(uint16_t *x, uint16_t *state, const uint16_t *other, int T, int D, float eps, cudaStream_t s);
 /* out[t][i] = bf16(bf16(silu(gu[t][i])) * gu[t][I + i]) for the packed gate_up output [T][2I]. */
 int fk_swiglu(const uint16_t *gu, int T, int I, uint16_t *out, cudaStream_t s);
+/* on != 0: rmsnorm, add_rmsnorm, run_end, swiglu and rope_kv take their general paths (one block per row or
+ * element-wise accesses, the kernels before round 2) even where the 16-byte paths apply: for the A/B in
+ * kernels/dev/prefill.cu and for tests/test_cuda_prefill.c, which checks both. Off by default. */
+void fk_set_eltwise_general(int on);
 
 /* ---- rope.cu ---- */
 /* From the gqkv projection rows [T][4D] (gate, q, k, v): q_out[t] = rope(q), and the slot's cache gets
@@ -42,19 +46,22 @@ int fk_rope_kv(const uint16_t *gqkv, int T, int H, int hd, const int32_t *row_se
 /* ---- attention.cu ---- */
 /* Prefill attention over keys [0, T) of one sequence (cache slot pointers already offset to it), with the
  * PrefixLM mask: key j is visible from query i when j <= i, or when both are < prefix_len. fp32 scores,
- * online fp32 softmax, P·V with P kept to ~fp32 precision (hi+lo bf16 split; or bf16 P, see below), output rounded to bf16, then
+ * online fp32 softmax, P·V with P rounded to bf16 (the default, as HF; or kept to ~fp32 precision as a hi+lo bf16
+ * split, see below), output rounded to bf16, then
  * the gate epilogue y = bf16(bf16(sigmoid(g)) * o) with g read from gqkv rows (stride 4D). */
 int fk_attn_prefill(const uint16_t *q, const uint16_t *k_seq, const uint16_t *v_seq, const uint16_t *gqkv, int T,
                     int H, int hd, int max_ctx, int prefix_len, uint16_t *y, cudaStream_t s);
 /* Which prefill kernel. All are tested against the same reference (tests/test_cuda_prefill.c) and timed by
  * kernels/dev/prefill.cu; fk_init also takes the choice from FRIGG_PREFILL_ATTN=<name> (names as
- * fk_prefill_impl_name; anything else is an error). The bf16p kernels round P to bf16 before P·V, as SDPA and
- * flash kernels do: outputs move by up to ~1 bf16 ulp against the fp32-P CPU engine on many more elements. */
+ * fk_prefill_impl_name; anything else is an error). The bf16p kernels (mma-bf16p is the default) round P to
+ * bf16 before P·V, as HF does (eager casts the softmax to bf16 before P·V; SDPA/flash keep P in bf16): o moves
+ * by at most 2^-9 · sum_j p_j |v_j| / sum_j p_j against fp32 P (bound in tests/test_cuda_prefill.c). The mma
+ * kernels split P into bf16 hi + lo and track the fp32-P CPU engine to ~1e-5. */
 enum {
-    FK_PREFILL_MMA = 0,        /* "mma": register-tile mma.sync, 4 warps, P as bf16 hi + lo (default) */
+    FK_PREFILL_MMA = 0,        /* "mma": register-tile mma.sync, 4 warps, P as bf16 hi + lo */
     FK_PREFILL_WMMA = 1,       /* "wmma": WMMA with shared-memory tiles (the first kernel) */
     FK_PREFILL_MMA8 = 2,       /* "mma8": as mma with 8 warps (128 query rows) per block */
-    FK_PREFILL_MMA_BF16P = 3,  /* "mma-bf16p": 4 warps, P rounded to bf16 */
+    FK_PREFILL_MMA_BF16P = 3,  /* "mma-bf16p": 4 warps, P rounded to bf16 (default) */
     FK_PREFILL_MMA8_BF16P = 4, /* "mma8-bf16p": 8 warps, P rounded to bf16 */
     FK_PREFILL_MMA_2B = 5,       /* "mma-2b": as mma, 2 blocks per SM instead of 3 (no register cap, no spill) */
     FK_PREFILL_MMA_BF16P_2B = 6, /* "mma-bf16p-2b": as mma-bf16p, 2 blocks per SM */
@@ -76,6 +83,15 @@ int fk_attn_decode(const uint16_t *q, const uint16_t *k_slot, const uint16_t *v_
                    const int32_t *row_seq, const int32_t *row_pos, const uint16_t *gqkv, int B, int H, int hd,
                    int max_ctx, float *work, int *counters, uint16_t *y, cudaStream_t s);
 size_t fk_attn_decode_work_floats(int B, int H, int hd, int max_ctx);
+/* How fk_attn_decode merges a row's split partials (attention_decode.cu says why): FK_ATTND_SPLIT through
+ * `work` + an atomic counter (default), FK_ATTND_CLUSTER through a thread-block cluster's distributed shared
+ * memory (sm_90; at most 16 splits per row). spb: splits per block, 0 = chosen from the batch size, else
+ * 1..32 (A/B timing). Also set by FRIGG_ATTN_DECODE=split|cluster[:N], read at the first fk_attn_decode;
+ * an explicit call overrides it. Each (impl) keeps batched rows bit-identical to single rows; the two
+ * impls differ from each other within tolerance (different split counts). */
+enum { FK_ATTND_SPLIT = 0, FK_ATTND_CLUSTER = 1 };
+void fk_set_attn_decode_impl(int impl, int spb);
+int fk_get_attn_decode_impl(void);
 
 /* ---- gemv.cu (decode: 1..8 rows per pass over the weights) ---- */
 enum {
@@ -103,6 +119,11 @@ int fk_gemv(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_
 /* The tensor-core kernel runs a persistent grid (each block walks tiles); this caps its number of blocks
  * (0: as many as fit on the GPU at once). A tuning and test hook: results do not depend on it. */
 void fk_gemv_tc_set_max_blocks(int blocks);
+/* A/B hooks for the microbenchmark and tests (no result depends on them): the tensor-core kernel with `depth`
+ * (1, 2) weight tiles in flight per warp, and the per-tile reduction and epilogue rotating over the warps
+ * (rotate); the CUDA-core kernel with every chunk of a K-4096 row in flight at once (long_unroll). */
+void fk_gemv_tc_set_variant(int depth, int rotate);
+void fk_gemv_simt_set_long_unroll(int on);
 
 /* Where the fused gqkv projection puts its rows (decode): RoPE'd q into q_out [B][D], RoPE'd k and v into the
  * slot's cache at (row_seq[b], row_pos[b]) (layout as fk_rope_kv), the gate rows into gqkv [B][4D]. */

@@ -1,10 +1,12 @@
 /* test_cuda_attn_decode.c — fk_attn_decode (kernels/attention_decode.cu) against the CPU reference
- * (tests/attn_decode_ref.h), on the cases its split scheme makes special: rows whose length sits on either
+ * (tests/attn_decode_ref.h), in both merge modes (global partials + counter, thread-block cluster) and with
+ * splits-per-block chosen by batch size or fixed, on the cases its split scheme makes special: rows whose length sits on either
  * side of a split or round boundary (1, 2, 31..33, 63..65, 127..129, ...), every batch size 1..8 with rows
  * of different lengths in other sequences, long rows (4096 keys: the most splits, 32 for one head), every
  * supported head_dim. Also: a batched call equals single-row calls bit for bit (a row's arithmetic must not
  * depend on its batch); a CUDA-graph replay equals the eager call bit for bit; the split counters are left
- * at zero; a preceding kernel's write of the newest key (fk_rope_kv, launched with PDL right before, as
+ * at zero; the splits-per-block setting never changes a bit of the output (it only moves splits between
+ * blocks); a preceding kernel's write of the newest key (fk_rope_kv, launched with PDL right before, as
  * fk_gemv_qkv is in the engine) is seen; unsupported shapes are errors.
  * Without CUDA in the build, or without a GPU, everything is skipped (0 failed). */
 #include <math.h>
@@ -240,6 +242,31 @@ static void test_newest_key(void) {
     problem_free(&p);
 }
 
+/* Splits per block only moves whole splits between blocks: every setting gives the same bits as one split
+ * per block, in each mode, for a batch of rows whose lengths cover one to all splits. */
+static void test_spb_invariance(int impl, int H, int hd, int max_ctx) {
+    problem p;
+    problem_init(&p, H, hd, max_ctx);
+    int32_t seq[MAXB] = {2, 7, 0, 5, 1, 6, 3, 4}, pos[MAXB];
+    static const int lens[MAXB] = {1, 33, 97, 200, 511, 64, 700, 129};
+    for (int b = 0; b < MAXB; b++) pos[b] = (lens[b] > max_ctx ? max_ctx : lens[b]) - 1;
+    uint16_t *y1 = malloc((size_t)MAXB * p.D * 2), *yk = malloc((size_t)MAXB * p.D * 2);
+    fk_set_attn_decode_impl(impl, 1);
+    CHECK(run(&p, 0, MAXB, seq, pos, y1) == 0, "%s", frigg_error());
+    check_rows(impl == FK_ATTND_CLUSTER ? "cluster spb=1" : "split spb=1", &p, 0, MAXB, seq, pos, y1);
+    static const int spbs[] = {2, 3, 5, 16, 32, 0};
+    for (int i = 0; i < (int)(sizeof spbs / sizeof spbs[0]); i++) {
+        fk_set_attn_decode_impl(impl, spbs[i]);
+        CHECK(run(&p, 0, MAXB, seq, pos, yk) == 0, "%s", frigg_error());
+        CHECK(!memcmp(y1, yk, (size_t)MAXB * p.D * 2), "impl %d H=%d hd=%d: %d splits per block differs from 1", impl,
+              H, hd, spbs[i]);
+        CHECK(counters_zero(&p), "impl %d spb %d: split counters not left at zero", impl, spbs[i]);
+    }
+    free(y1);
+    free(yk);
+    problem_free(&p);
+}
+
 static void test_errors(void) {
     problem p;
     problem_init(&p, 2, 128, 64);
@@ -247,6 +274,13 @@ static void test_errors(void) {
           "head_dim 48 accepted");
     CHECK(fk_attn_decode(p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 0, 2, 128, 64, p.work, p.cnt, p.dy, 0) != 0,
           "batch 0 accepted");
+    fk_set_attn_decode_impl(7, 0);
+    CHECK(fk_attn_decode(p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 1, 2, 128, 64, p.work, p.cnt, p.dy, 0) != 0,
+          "unknown implementation accepted");
+    fk_set_attn_decode_impl(FK_ATTND_SPLIT, 33);
+    CHECK(fk_attn_decode(p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 1, 2, 128, 64, p.work, p.cnt, p.dy, 0) != 0,
+          "33 splits per block accepted");
+    fk_set_attn_decode_impl(FK_ATTND_SPLIT, 0);
     problem_free(&p);
 }
 #endif
@@ -263,16 +297,26 @@ int main(void) {
         /* split and round boundaries (32-key minimum split, 32-key rounds at head_dim 128), odd lengths */
         static const int lens[] = {1, 2, 31, 32, 33, 63, 64, 65, 127, 128, 129, 200, 511, 700, 3, 97};
         const int nlen = (int)(sizeof lens / sizeof lens[0]);
-        test_lengths(12, 128, 700, lens, nlen); /* Mimir's heads: up to 22 splits */
-        test_lengths(3, 64, 700, lens, nlen);
-        test_lengths(2, 32, 700, lens, nlen);
-        test_lengths(1, 16, 700, lens, nlen);
-        /* long rows: one head gets 32 splits of 128 keys at 4096 */
+        /* long rows: one head gets 32 splits of 128 keys at 4096 (16 of 256 in cluster mode) */
         static const int long_lens[] = {4096, 4095, 3001, 1025, 4000, 2048, 17, 4096};
-        test_lengths(1, 128, 4096, long_lens, 8);
-        test_lengths(12, 128, 4096, long_lens, 8);
-        test_graph();
-        test_newest_key();
+        /* each merge mode with splits per block by batch size (batch 1: one per block, batch 8 at 12 heads:
+         * several, so "batched = alone" also compares different block mappings) and fixed at 3 */
+        static const int modes[][2] = {{FK_ATTND_SPLIT, 0}, {FK_ATTND_SPLIT, 3}, {FK_ATTND_CLUSTER, 0}, {FK_ATTND_CLUSTER, 3}};
+        for (int mi = 0; mi < 4; mi++) {
+            fk_set_attn_decode_impl(modes[mi][0], modes[mi][1]);
+            test_lengths(12, 128, 700, lens, nlen); /* Mimir's heads: up to 22 splits (16 in cluster mode) */
+            test_lengths(3, 64, 700, lens, nlen);
+            test_lengths(2, 32, 700, lens, nlen);
+            test_lengths(1, 16, 700, lens, nlen);
+            test_lengths(1, 128, 4096, long_lens, 8);
+            test_lengths(12, 128, 4096, long_lens, 8);
+            test_graph();
+            test_newest_key();
+        }
+        test_spb_invariance(FK_ATTND_SPLIT, 12, 128, 700);
+        test_spb_invariance(FK_ATTND_SPLIT, 2, 64, 4096);
+        test_spb_invariance(FK_ATTND_CLUSTER, 12, 128, 700);
+        test_spb_invariance(FK_ATTND_CLUSTER, 2, 64, 4096);
         test_errors();
         cudaError_t e = cudaDeviceSynchronize();
         CHECK(e == cudaSuccess, "device error: %s", cudaGetErrorString(e));

@@ -1,17 +1,22 @@
-/* attn_decode.cu — microbenchmark of decode attention (kernels/attention_decode.cu) against the kernel it
- * replaced ("v0", copied below from commit 2ba0469 with only its names changed).
+/* attn_decode.cu — microbenchmark of decode attention (kernels/attention_decode.cu): the previous kernel
+ * ("v1", copied below from commit c8fb248 with only its names changed) against the current one in each merge
+ * mode ("split": partials through global memory + atomic counter; "cluster": through a thread-block cluster's
+ * distributed shared memory) and splits-per-block setting (":N" fixed, none = the batch-size policy).
  *
  * For each shape (batch B in {1,4,8} x context in {128,512,2048,4096}; DFM-Mimir's 12 heads of head_dim 128):
  *  1. correctness: fresh random q, gate, K and V (never zeros), rows at different lengths (row b at
  *     ctx - 37*b), output poisoned with NaN first; every version is run twice (the split counters must be
  *     left at zero) and compared with the CPU reference (tests/attn_decode_ref.h, the CPU engine's
- *     arithmetic) under test_cuda_ops's tolerance. Prints PASS/FAIL per (version, shape).
+ *     arithmetic) under test_cuda_ops's tolerance; the versions of one mode must also agree bit for bit
+ *     (splits per block only moves splits between blocks). Prints PASS/FAIL per (version, shape).
  *  2. timing: one CUDA graph of 128 launches (PDL on, through each version's launcher, as the engine
  *     launches), launch i reading its own K/V slot i like the 128 virtual layers of a decode step (so the
  *     caches, 128 x 201 MB at B=8 ctx 4096, are far larger than L2), every row at position ctx-1; median of
- *     the timed replays after warm-up. Prints µs per launch and GB/s (K+V bytes + q, gate and y).
- * max_ctx (which sizes v0's grid) is the shape's ctx, as frigg-bench sets it, unless --max-ctx N.
- * Exit 1 on any FAIL. Usage: attn_decode [--quick] [--max-ctx N]   (--quick: 5 timed replays, not 11) */
+ *     the timed replays after warm-up. Prints µs per launch and GB/s (K+V bytes + q, gate and y), then a
+ *     table of µs per version with the fastest per shape.
+ * max_ctx (which sizes the split count) is the shape's ctx, as frigg-bench sets it, unless --max-ctx N.
+ * --no-cluster leaves the cluster versions out. Exit 1 on any FAIL.
+ * Usage: attn_decode [--quick] [--max-ctx N] [--no-cluster]   (--quick: 5 timed replays, not 11) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,172 +31,279 @@ extern "C" {
 #include "kernels.h"
 #include "../../tests/attn_decode_ref.h"
 
-/* ---------------- v0: the decode attention kernel before this rewrite ---------------- */
-#define V0_CHUNK 64  /* keys per split block */
-#define V0_WARPS 8
+/* ---------------- v1: the decode attention kernel of commit c8fb248 (names prefixed v1_) ---------------- */
+#define V1_THREADS 128    /* threads per block */
+#define V1_KPT 4          /* keys each key group holds per round */
+#define V1_MIN_KEYS 32    /* fewest keys per split: below this a split's fixed costs dominate */
+#define V1_MAX_SPLITS 32  /* most splits per (row, head); bounds the merge's shared memory */
+#define V1_SPLIT_BLOCKS 256 /* splits * heads aimed at: about two blocks per SM of a 132-SM H200 at batch 1 */
 
-/* Merge the split partials of one (row, head) and apply the output gate. Loads bypass L1 (__ldcg): the
- * partials were written by other blocks. */
-static __device__ void v0_combine_row(int len, const uint16_t *gqkv, int H, int hd, int nsplit, const float *w, int b, int h,
-                            uint16_t *y) {
-    const int D = H * hd, ns = (len + V0_CHUNK - 1) / V0_CHUNK;
-    (void)nsplit;
-    float M = -INFINITY;
-    for (int sp = 0; sp < ns; sp++) M = fmaxf(M, __ldcg(w + sp * (hd + 2)));
-    float L = 0.0f;
-    for (int sp = 0; sp < ns; sp++) L += __ldcg(w + sp * (hd + 2) + 1) * expf(__ldcg(w + sp * (hd + 2)) - M);
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-        float a = 0.0f;
-        for (int sp = 0; sp < ns; sp++) a += __ldcg(w + sp * (hd + 2) + 2 + d) * expf(__ldcg(w + sp * (hd + 2)) - M);
-        float o = rbf(a / L);
-        float g = bf2f(gqkv[(size_t)b * 4 * D + h * hd + d]);
-        float sg = rbf(1.0f / (1.0f + expf(-g)));
-        y[(size_t)b * D + h * hd + d] = f2bf(sg * o);
+/* Splits per (row, head) at most: depends on H and max_ctx only (never on B), so every batch size lays a
+ * row's keys out the same way. */
+static int v1_nsplit(int H, int max_ctx) {
+    int s = (V1_SPLIT_BLOCKS + H - 1) / H;
+    int cap = (max_ctx + V1_MIN_KEYS - 1) / V1_MIN_KEYS;
+    if (s > V1_MAX_SPLITS) s = V1_MAX_SPLITS;
+    if (s > cap) s = cap;
+    return s < 1 ? 1 : s;
+}
+
+/* A row of `len` keys: `ns` splits of `chunk` keys (the last one shorter), at most nsplit of them. */
+__device__ __forceinline__ void v1_split(int len, int nsplit, int &chunk, int &ns) {
+    int want = (len + V1_MIN_KEYS - 1) / V1_MIN_KEYS;
+    if (want > nsplit) want = nsplit;
+    chunk = (len + want - 1) / want;
+    ns = (len + chunk - 1) / chunk;
+}
+
+/* K and V of keys r0 + u*GROUPS + g (u < V1_KPT) for this lane's 8 dims; zeros past j1 (no load). Keys of
+ * a warp are adjacent in memory, so each warp load is whole contiguous rows. Streaming loads: each key is
+ * read once per step, and 128 layers' caches do not fit L2 anyway. */
+template <int HD, int GROUPS>
+__device__ __forceinline__ void v1_load(const uint16_t *K, const uint16_t *V, int r0, int g, int j1, int skip,
+                                         uint4 (&kb)[V1_KPT], uint4 (&vb)[V1_KPT]) {
+#pragma unroll
+    for (int u = 0; u < V1_KPT; u++) {
+        int j = r0 + u * GROUPS + g;
+        if (j < j1 && j != skip) {
+            kb[u] = __ldcs((const uint4 *)(K + (size_t)j * HD));
+            vb[u] = __ldcs((const uint4 *)(V + (size_t)j * HD));
+        } else {
+            kb[u] = make_uint4(0, 0, 0, 0);
+            vb[u] = make_uint4(0, 0, 0, 0);
+        }
     }
 }
 
-/* DPL dims per lane; lanes with lane*DPL >= hd idle in the dot product. */
-template <int DPL>
-__global__ void __launch_bounds__(V0_WARPS * 32)
-    v0_attn_decode_split(const uint16_t *__restrict__ q, const uint16_t *__restrict__ k_slot,
-                      const uint16_t *__restrict__ v_slot, long long seq_stride, const int32_t *row_seq,
-                      const int32_t *row_pos, int H, int hd, int max_ctx, int nsplit, float scale, float *work,
-                      int *counters, const uint16_t *__restrict__ gqkv, uint16_t *__restrict__ y) {
-    __shared__ float wm[V0_WARPS], wl[V0_WARPS];
-    __shared__ float wacc[V0_WARPS][256];
+__device__ __forceinline__ void v1_unpack8(uint4 w, float (&f)[8]) {
+    f[0] = bf_lo(w.x); f[1] = bf_hi(w.x); f[2] = bf_lo(w.y); f[3] = bf_hi(w.y);
+    f[4] = bf_lo(w.z); f[5] = bf_hi(w.z); f[6] = bf_lo(w.w); f[7] = bf_hi(w.w);
+}
+
+/* y = bf16(bf16(sigmoid(g)) * bf16(a / L)) for dim d of (row b, head h): the CPU engine's rounding points. */
+__device__ __forceinline__ void v1_gate_store(float a, float L, const uint16_t *gqkv, int D, int b, int h, int HD,
+                                               int d, uint16_t *y) {
+    float o = rbf(a / L);
+    float g = bf2f(gqkv[(size_t)b * 4 * D + h * HD + d]);
+    float sg = rbf(1.0f / (1.0f + expf(-g)));
+    y[(size_t)b * D + h * HD + d] = f2bf(sg * o);
+}
+
+/* grid (nsplit, H, B), V1_THREADS threads. Work partial of (b, h, sp): [m, l, -, -, acc[HD]] (HD + 4 floats,
+ * so each partial starts 16-byte aligned). */
+template <int HD>
+__global__ void __launch_bounds__(V1_THREADS)
+    v1_attn_decode_kernel(const uint16_t *__restrict__ q, const uint16_t *__restrict__ k_slot,
+                       const uint16_t *__restrict__ v_slot, long long seq_stride, const int32_t *row_seq,
+                       const int32_t *row_pos, int H, int max_ctx, int nsplit, float scale, float *work,
+                       int *counters, const uint16_t *__restrict__ gqkv, uint16_t *__restrict__ y) {
+    constexpr int LPK = HD / 8;                /* lanes per key */
+    constexpr int GROUPS = V1_THREADS / LPK;  /* keys per block load */
+    constexpr int KR = GROUPS * V1_KPT;       /* keys per round */
+    constexpr int PW = HD + 4;                 /* floats per work partial */
+    __shared__ float s_m[GROUPS], s_l[GROUPS];
+    /* the key groups' accumulators, later every split's partial (last block only) */
+    constexpr int SACC = GROUPS * HD > V1_MAX_SPLITS * PW ? GROUPS * HD : V1_MAX_SPLITS * PW;
+    __shared__ __align__(16) float s_acc[SACC];
+    __shared__ int s_last;
+    const int sp = blockIdx.x, h = blockIdx.y, b = blockIdx.z, D = H * HD;
+    /* row_seq/row_pos are set before the step starts (host copy), never by the kernel in front of this one. */
+    const int len = row_pos[b] + 1;
+    int chunk, ns;
+    v1_split(len, nsplit, chunk, ns);
+    if (sp >= ns) return; /* no keys: nothing to wait for, nothing to write */
+    const int j0 = sp * chunk, j1 = min(len, j0 + chunk);
+    const int g = threadIdx.x / LPK, li = threadIdx.x % LPK;
+    const size_t base = (size_t)row_seq[b] * seq_stride + (size_t)h * max_ctx * HD + li * 8;
+    const uint16_t *K = k_slot + base, *V = v_slot + base;
+
+    uint4 kc[V1_KPT], vc[V1_KPT];
+    v1_load<HD, GROUPS>(K, V, j0, g, j1, len - 1, kc, vc); /* before the wait: all but the newest key */
     pdl_wait();
     pdl_launch();
-    const int sp = blockIdx.x, h = blockIdx.y, b = blockIdx.z, D = H * hd;
-    const int len = row_pos[b] + 1, j0 = sp * V0_CHUNK;
-    if (j0 >= len) return;
-    const int j1 = min(len, j0 + V0_CHUNK);
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, d0 = lane * DPL;
-    const bool active = d0 < hd;
-    size_t base = (size_t)row_seq[b] * seq_stride + (size_t)h * max_ctx * hd;
-    const uint16_t *K = k_slot + base, *V = v_slot + base;
-    float qf[DPL], acc[DPL];
 #pragma unroll
-    for (int i = 0; i < DPL; i++) {
-        qf[i] = active ? bf2f(q[(size_t)b * D + h * hd + d0 + i]) : 0.0f;
-        acc[i] = 0.0f;
-    }
-    float m = -INFINITY, l = 0.0f;
-    /* Each warp takes a contiguous quarter of the chunk, 4 keys at a time: the 8 loads of a group are all in
-     * flight before the first dot product needs them. */
-    const int per_warp = V0_CHUNK / V0_WARPS, kw0 = j0 + warp * per_warp, kw1 = min(j1, kw0 + per_warp);
-    for (int jb = kw0; jb < kw1; jb += 4) {
-        float kf[4][DPL], vf[4][DPL];
+    for (int u = 0; u < V1_KPT; u++)
+        if (j0 + u * GROUPS + g == len - 1 && len - 1 < j1) { /* a round may reach past a short split */
+            kc[u] = __ldcg((const uint4 *)(K + (size_t)(len - 1) * HD));
+            vc[u] = __ldcg((const uint4 *)(V + (size_t)(len - 1) * HD));
+        }
+    float qf[8];
+    v1_unpack8(*(const uint4 *)(q + (size_t)b * D + h * HD + li * 8), qf);
+
+    float m = -INFINITY, l = 0.0f, acc[8];
 #pragma unroll
-        for (int u = 0; u < 4; u++) {
-            int j = jb + u;
-            bool live = active && j < kw1;
+    for (int i = 0; i < 8; i++) acc[i] = 0.0f;
+    for (int r0 = j0; r0 < j1; r0 += KR) {
+        uint4 kn[V1_KPT], vn[V1_KPT];
+        v1_load<HD, GROUPS>(K, V, r0 + KR, g, j1, -1, kn, vn); /* next round in flight while this one computes */
+        float s[V1_KPT], smax = -INFINITY;
 #pragma unroll
-            for (int i = 0; i < DPL; i++) kf[u][i] = vf[u][i] = 0.0f;
-            if (live) {
-                if (DPL == 4) {
-                    uint2 kk = *(const uint2 *)(K + (size_t)j * hd + d0), vv = *(const uint2 *)(V + (size_t)j * hd + d0);
-                    kf[u][0] = bf_lo(kk.x); kf[u][1 % DPL] = bf_hi(kk.x); kf[u][2 % DPL] = bf_lo(kk.y); kf[u][3 % DPL] = bf_hi(kk.y);
-                    vf[u][0] = bf_lo(vv.x); vf[u][1 % DPL] = bf_hi(vv.x); vf[u][2 % DPL] = bf_lo(vv.y); vf[u][3 % DPL] = bf_hi(vv.y);
-                } else {
+        for (int u = 0; u < V1_KPT; u++) {
+            float kf[8], part = 0.0f;
+            v1_unpack8(kc[u], kf);
 #pragma unroll
-                    for (int i = 0; i < DPL; i++) {
-                        kf[u][i] = bf2f(K[(size_t)j * hd + d0 + i]);
-                        vf[u][i] = bf2f(V[(size_t)j * hd + d0 + i]);
-                    }
-                }
+            for (int i = 0; i < 8; i++) part += qf[i] * kf[i];
+#pragma unroll
+            for (int o = LPK / 2; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+            s[u] = r0 + u * GROUPS + g < j1 ? part * scale : -INFINITY;
+            smax = fmaxf(smax, s[u]);
+        }
+        float m_new = fmaxf(m, smax);
+        if (m_new != -INFINITY) { /* this group had a key in this round */
+            float alpha = expf(m - m_new);
+            l *= alpha;
+#pragma unroll
+            for (int i = 0; i < 8; i++) acc[i] *= alpha;
+#pragma unroll
+            for (int u = 0; u < V1_KPT; u++) {
+                float p = expf(s[u] - m_new), vf[8];
+                v1_unpack8(vc[u], vf);
+                l += p;
+#pragma unroll
+                for (int i = 0; i < 8; i++) acc[i] += p * vf[i];
             }
-        }
-        float sc[4];
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            float part = 0.0f;
-#pragma unroll
-            for (int i = 0; i < DPL; i++) part += qf[i] * kf[u][i];
-            sc[u] = warp_sum(part) * scale;
-        }
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            if (jb + u >= kw1) break;
-            float m_new = fmaxf(m, sc[u]);
-            float alpha = m == -INFINITY ? 0.0f : expf(m - m_new), p = expf(sc[u] - m_new);
-            l = l * alpha + p;
-#pragma unroll
-            for (int i = 0; i < DPL; i++) acc[i] = acc[i] * alpha + p * vf[u][i];
             m = m_new;
         }
-    }
-    if (lane == 0) {
-        wm[warp] = m;
-        wl[warp] = l;
-    }
-    if (active)
 #pragma unroll
-        for (int i = 0; i < DPL; i++) wacc[warp][d0 + i] = acc[i];
+        for (int u = 0; u < V1_KPT; u++) {
+            kc[u] = kn[u];
+            vc[u] = vn[u];
+        }
+    }
+
+    /* Merge the key groups of this block (fixed group order). */
+    if (li == 0) {
+        s_m[g] = m;
+        s_l[g] = l;
+    }
+#pragma unroll
+    for (int i = 0; i < 8; i++) s_acc[g * HD + li * 8 + i] = acc[i];
     __syncthreads();
-    float M = -INFINITY;
-    for (int w = 0; w < V0_WARPS; w++) M = fmaxf(M, wm[w]);
-    float *out = work + (((size_t)b * H + h) * nsplit + sp) * (hd + 2);
-    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-        float a = 0.0f;
-        for (int w = 0; w < V0_WARPS; w++)
-            if (wm[w] != -INFINITY) a += wacc[w][d] * expf(wm[w] - M);
-        out[2 + d] = a;
+    const int t = threadIdx.x;
+    float M = -INFINITY, L = 0.0f, a = 0.0f;
+    for (int k = 0; k < GROUPS; k++) M = fmaxf(M, s_m[k]);
+    if (t < HD)
+        for (int k = 0; k < GROUPS; k++) {
+            if (s_m[k] == -INFINITY) continue;
+            float w = expf(s_m[k] - M);
+            L += s_l[k] * w;
+            a += s_acc[k * HD + t] * w;
+        }
+    if (ns == 1) { /* the whole row in this block */
+        if (t < HD) v1_gate_store(a, L, gqkv, D, b, h, HD, t, y);
+        return;
     }
-    if (threadIdx.x == 0) {
-        float L = 0.0f;
-        for (int w = 0; w < V0_WARPS; w++)
-            if (wm[w] != -INFINITY) L += wl[w] * expf(wm[w] - M);
-        out[0] = M;
-        out[1] = L;
+    float *wrow = work + ((size_t)b * H + h) * nsplit * PW;
+    if (t < HD) wrow[(size_t)sp * PW + 4 + t] = a;
+    if (t == 0) { /* the two pad floats too: the merge reads whole 16-byte words */
+        wrow[(size_t)sp * PW] = M;
+        wrow[(size_t)sp * PW + 1] = L;
+        wrow[(size_t)sp * PW + 2] = 0.0f;
+        wrow[(size_t)sp * PW + 3] = 0.0f;
     }
-    /* The last split block of this (row, head) to finish combines all partials: no separate kernel, no
-     * launch gap. The counter is reset by that block, so it is zero again for the next layer and step. */
-    __shared__ int is_last;
+    /* The last split block of this (row, head) to finish merges all partials: no separate kernel. It resets
+     * the counter, so it is zero again for the next layer and step. */
     __threadfence();
     __syncthreads();
-    if (threadIdx.x == 0) {
-        int ns = (len + V0_CHUNK - 1) / V0_CHUNK;
+    if (t == 0) {
         int prev = atomicAdd(&counters[b * H + h], 1);
-        is_last = prev == ns - 1;
-        if (is_last) counters[b * H + h] = 0;
+        s_last = prev == ns - 1;
+        if (s_last) counters[b * H + h] = 0;
     }
     __syncthreads();
-    if (!is_last) return;
+    if (!s_last) return;
     __threadfence();
-    v0_combine_row(len, gqkv, H, hd, nsplit, work + ((size_t)b * H + h) * nsplit * (hd + 2), b, h, y);
+    /* All partials into shared memory with independent 16-byte loads (one L2 round trip), bypassing L1:
+     * other blocks wrote them. */
+    constexpr int MAXV = V1_MAX_SPLITS * PW / 4, PER = (MAXV + V1_THREADS - 1) / V1_THREADS;
+    const int nv = ns * PW / 4;
+    float4 tmp[PER];
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+        int v = i * V1_THREADS + t;
+        if (v < nv) tmp[i] = __ldcg((const float4 *)wrow + v);
+    }
+    /* (s_acc's group sums were all read before the counter's __syncthreads) */
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+        int v = i * V1_THREADS + t;
+        if (v < nv) ((float4 *)s_acc)[v] = tmp[i];
+    }
+    __syncthreads();
+    if (t >= HD) return;
+    M = -INFINITY;
+    for (int k = 0; k < ns; k++) M = fmaxf(M, s_acc[k * PW]);
+    L = 0.0f;
+    a = 0.0f;
+    for (int k = 0; k < ns; k++) { /* split order: the same sum whichever block came last */
+        float w = expf(s_acc[k * PW] - M);
+        L += s_acc[k * PW + 1] * w;
+        a += s_acc[k * PW + 4 + t] * w;
+    }
+    v1_gate_store(a, L, gqkv, D, b, h, HD, t, y);
 }
 
-
-static size_t v0_work_floats(int B, int H, int hd, int max_ctx) {
-    int nsplit = (max_ctx + V0_CHUNK - 1) / V0_CHUNK;
-    return (size_t)B * H * nsplit * (hd + 2);
+static size_t v1_work_floats(int B, int H, int hd, int max_ctx) {
+    return (size_t)B * H * v1_nsplit(H, max_ctx) * (hd + 4);
 }
 
-static int v0_attn_decode(const uint16_t *q, const uint16_t *k_slot, const uint16_t *v_slot, long long seq_stride,
-                          const int32_t *row_seq, const int32_t *row_pos, const uint16_t *gqkv, int B, int H, int hd,
-                          int max_ctx, float *work, int *counters, uint16_t *y, cudaStream_t s) {
-    int nsplit = (max_ctx + V0_CHUNK - 1) / V0_CHUNK;
-    dim3 grid(nsplit, H, B);
-    float scale = (float)(1.0 / sqrt((double)hd));
-    if (hd != 128) {
-        frigg_set_error("v0: the benchmark runs head_dim 128 only");
+static int v1_attn_decode(const uint16_t *q, const uint16_t *k_slot, const uint16_t *v_slot, long long seq_stride,
+                              const int32_t *row_seq, const int32_t *row_pos, const uint16_t *gqkv, int B, int H,
+                              int hd, int max_ctx, float *work, int *counters, uint16_t *y, cudaStream_t s) {
+    if (B < 1 || H < 1 || max_ctx < 1) {
+        frigg_set_error("attn_decode: bad shape B=%d H=%d max_ctx=%d", B, H, max_ctx);
         return -1;
     }
-    fk_launch(v0_attn_decode_split<4>, grid, V0_WARPS * 32, 0, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, hd,
-              max_ctx, nsplit, scale, work, counters, gqkv, y);
-    return fk_check_launch("v0_attn_decode");
+    int nsplit = v1_nsplit(H, max_ctx);
+    dim3 grid(nsplit, H, B);
+    float scale = (float)(1.0 / sqrt((double)hd));
+    switch (hd) {
+    case 16: fk_launch(v1_attn_decode_kernel<16>, grid, V1_THREADS, 0, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, max_ctx, nsplit, scale, work, counters, gqkv, y); break;
+    case 32: fk_launch(v1_attn_decode_kernel<32>, grid, V1_THREADS, 0, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, max_ctx, nsplit, scale, work, counters, gqkv, y); break;
+    case 64: fk_launch(v1_attn_decode_kernel<64>, grid, V1_THREADS, 0, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, max_ctx, nsplit, scale, work, counters, gqkv, y); break;
+    case 128: fk_launch(v1_attn_decode_kernel<128>, grid, V1_THREADS, 0, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, max_ctx, nsplit, scale, work, counters, gqkv, y); break;
+    default:
+        frigg_set_error("attention: head_dim %d is not supported by the CUDA backend (16, 32, 64 or 128)", hd);
+        return -1;
+    }
+    return fk_check_launch("attn_decode");
 }
 
 /* ---------------- the benchmark ---------------- */
 typedef int (*decode_fn)(const uint16_t *, const uint16_t *, const uint16_t *, long long, const int32_t *,
                          const int32_t *, const uint16_t *, int, int, int, int, float *, int *, uint16_t *,
                          cudaStream_t);
+/* The current kernel in each merge mode and splits-per-block setting (0 = its batch-size policy). */
+#define CUR_VERSION(fname, impl, spb)                                                                                  \
+    static int fname(const uint16_t *q, const uint16_t *k, const uint16_t *v, long long ss, const int32_t *rs,       \
+                     const int32_t *rp, const uint16_t *g, int B, int H, int hd, int mc, float *w, int *c, uint16_t *y, \
+                     cudaStream_t s) {                                                                                 \
+        fk_set_attn_decode_impl(impl, spb);                                                                            \
+        return fk_attn_decode(q, k, v, ss, rs, rp, g, B, H, hd, mc, w, c, y, s);                                       \
+    }
+CUR_VERSION(split_auto, FK_ATTND_SPLIT, 0)
+CUR_VERSION(split_1, FK_ATTND_SPLIT, 1)
+CUR_VERSION(split_2, FK_ATTND_SPLIT, 2)
+CUR_VERSION(split_4, FK_ATTND_SPLIT, 4)
+CUR_VERSION(cluster_auto, FK_ATTND_CLUSTER, 0)
+CUR_VERSION(cluster_1, FK_ATTND_CLUSTER, 1)
+CUR_VERSION(cluster_2, FK_ATTND_CLUSTER, 2)
+CUR_VERSION(cluster_4, FK_ATTND_CLUSTER, 4)
+
 static const struct {
     const char *name;
     size_t (*work_floats)(int, int, int, int);
     decode_fn run;
-} versions[] = {{"v0", v0_work_floats, v0_attn_decode}, {"v1", fk_attn_decode_work_floats, fk_attn_decode}};
-enum { NVER = 2 };
+} versions[] = {{"v1", v1_work_floats, v1_attn_decode},
+                {"split", fk_attn_decode_work_floats, split_auto},
+                {"split:1", fk_attn_decode_work_floats, split_1},
+                {"split:2", fk_attn_decode_work_floats, split_2},
+                {"split:4", fk_attn_decode_work_floats, split_4},
+                {"cluster", fk_attn_decode_work_floats, cluster_auto},
+                {"cluster:1", fk_attn_decode_work_floats, cluster_1},
+                {"cluster:2", fk_attn_decode_work_floats, cluster_2},
+                {"cluster:4", fk_attn_decode_work_floats, cluster_4}};
+enum { NVER = 9 };
 static_assert(sizeof versions / sizeof versions[0] == NVER, "NVER counts versions[]");
 
 enum { H = 12, HD = 128, D = H * HD, LAYERS = 128, MAXB = 8, MAXCTX = 4096 };
@@ -229,20 +341,30 @@ __global__ void fill_hash(uint16_t *x, size_t n, uint32_t seed, float scale) {
     }
 }
 
+/* 0: the current kernel's split mode, 1: its cluster mode, -1: another kernel */
+static int family(const char *name) {
+    if (!strncmp(name, "split", 5)) return 0;
+    if (!strncmp(name, "cluster", 7)) return 1;
+    return -1;
+}
+static int skip_version(const char *name, int no_cluster) { return no_cluster && family(name) == 1; }
+
 static int cmp_float(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
     return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv) {
-    int quick = 0, fixed_max_ctx = 0;
+    int quick = 0, fixed_max_ctx = 0, no_cluster = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
+        else if (!strcmp(argv[i], "--no-cluster"))
+            no_cluster = 1;
         else if (!strcmp(argv[i], "--max-ctx") && i + 1 < argc)
             fixed_max_ctx = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--quick] [--max-ctx N]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick] [--max-ctx N] [--no-cluster]\n", argv[0]);
             return 2;
         }
     }
@@ -299,6 +421,7 @@ int main(int argc, char **argv) {
     uint16_t *hg = (uint16_t *)malloc((size_t)MAXB * 4 * D * 2), *hy = (uint16_t *)malloc((size_t)MAXB * D * 2);
     float *ref = (float *)malloc(sizeof(float) * MAXB * D), *got = (float *)malloc(sizeof(float) * MAXB * D);
     float us[NVER][3][4], gbs[NVER][3][4];
+    static uint16_t fam_y[2][MAXB * D];
     int fails = 0;
     for (int bi = 0; bi < nB; bi++)
         for (int ci = 0; ci < nC; ci++) {
@@ -317,7 +440,9 @@ int main(int argc, char **argv) {
             CU(cudaMemcpy(dpos, posh, sizeof posh, cudaMemcpyHostToDevice));
             CU(cudaDeviceSynchronize());
             attn_decode_ref(hq, hk, hv, seq_stride, seqh, posh, hg, B, H, HD, max_ctx, ref);
+            int fam_have[2] = {0, 0};
             for (int v = 0; v < NVER; v++) {
+                if (skip_version(versions[v].name, no_cluster)) continue;
                 CU(cudaMemset(dy, 0xff, (size_t)MAXB * D * 2)); /* NaN: an output not written fails */
                 int rc = 0;
                 for (int rep = 0; rep < 2 && rc == 0; rep++)
@@ -328,16 +453,29 @@ int main(int argc, char **argv) {
                 size_t off = 0, bad = 0;
                 double worst = 0;
                 int ok = rc == 0 && attn_decode_close(got, ref, (size_t)B * D, 0.02, &off, &bad, &worst);
+                /* splits per block only moves splits between blocks: a mode's outputs must agree bit for bit */
+                int fam = family(versions[v].name), same = 1;
+                if (fam >= 0 && rc == 0) {
+                    if (!fam_have[fam]) {
+                        memcpy(fam_y[fam], hy, (size_t)B * D * 2);
+                        fam_have[fam] = 1;
+                    } else
+                        same = !memcmp(fam_y[fam], hy, (size_t)B * D * 2);
+                }
+                ok &= same;
                 fails += !ok;
-                printf("%s %-3s B=%d ctx=%-4d max_ctx=%-4d: %zu of %d differ, %zu beyond tolerance, worst |d| %.3g%s%s\n",
+                printf("%s %-9s B=%d ctx=%-4d max_ctx=%-4d: %zu of %d differ, %zu beyond tolerance, worst |d| %.3g%s%s%s\n",
                        ok ? "PASS" : "FAIL", versions[v].name, B, ctx, max_ctx, off, B * D, bad, worst,
-                       rc ? ", launch error: " : "", rc ? frigg_error() : "");
+                       same ? "" : ", NOT bit-identical to its mode's first version", rc ? ", launch error: " : "",
+                       rc ? frigg_error() : "");
             }
             /* timing: every row at position ctx-1 */
             for (int b = 0; b < B; b++) posh[b] = ctx - 1;
             CU(cudaMemcpy(dpos, posh, sizeof posh, cudaMemcpyHostToDevice));
             double bytes = (double)B * H * ctx * HD * 2 * 2 + (double)B * D * 2 * 3;
             for (int v = 0; v < NVER; v++) {
+                us[v][bi][ci] = gbs[v][bi][ci] = 0;
+                if (skip_version(versions[v].name, no_cluster)) continue;
                 cudaGraph_t graph;
                 cudaGraphExec_t exec;
                 CU(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
@@ -365,22 +503,31 @@ int main(int argc, char **argv) {
                 float per = t[replays / 2] * 1000.0f / LAYERS;
                 us[v][bi][ci] = per;
                 gbs[v][bi][ci] = (float)(bytes / (per * 1e-6) / 1e9);
-                printf("time %-3s B=%d ctx=%-4d max_ctx=%-4d: %8.2f us/launch %8.1f GB/s (median of %d graphs of %d)\n",
+                printf("time %-9s B=%d ctx=%-4d max_ctx=%-4d: %8.2f us/launch %8.1f GB/s (median of %d graphs of %d)\n",
                        versions[v].name, B, ctx, max_ctx, per, gbs[v][bi][ci], replays, LAYERS);
                 CU(cudaGraphExecDestroy(exec));
                 CU(cudaGraphDestroy(graph));
             }
         }
+    /* µs per launch; the fastest version of each shape and its speed-up over v1 */
     printf("\n| B | ctx | max_ctx |");
-    for (int v = 0; v < NVER; v++) printf(" %s us | %s GB/s |", versions[v].name, versions[v].name);
-    printf(" v0/v1 |\n|---|---|---|");
-    for (int v = 0; v < NVER; v++) printf("---|---|");
-    printf("---|\n");
+    for (int v = 0; v < NVER; v++) printf(" %s |", versions[v].name);
+    printf(" best | best GB/s | v1/best |\n|---|---|---|");
+    for (int v = 0; v < NVER; v++) printf("---|");
+    printf("---|---|---|\n");
     for (int bi = 0; bi < nB; bi++)
         for (int ci = 0; ci < nC; ci++) {
             printf("| %d | %d | %d |", Bs[bi], ctxs[ci], fixed_max_ctx ? fixed_max_ctx : ctxs[ci]);
-            for (int v = 0; v < NVER; v++) printf(" %.2f | %.0f |", us[v][bi][ci], gbs[v][bi][ci]);
-            printf(" %.2fx |\n", us[NVER - 1][bi][ci] > 0 ? us[0][bi][ci] / us[NVER - 1][bi][ci] : 0.0);
+            int best = -1;
+            for (int v = 0; v < NVER; v++) {
+                printf(" %.2f |", us[v][bi][ci]);
+                if (us[v][bi][ci] > 0 && (best < 0 || us[v][bi][ci] < us[best][bi][ci])) best = v;
+            }
+            if (best < 0)
+                printf(" - | - | - |\n");
+            else
+                printf(" %s | %.0f | %.2fx |\n", versions[best].name, gbs[best][bi][ci],
+                       us[0][bi][ci] > 0 ? us[0][bi][ci] / us[best][bi][ci] : 0.0);
         }
     cudaError_t e = cudaDeviceSynchronize();
     if (e != cudaSuccess) {
