@@ -61,6 +61,25 @@ __device__ __forceinline__ float rbf(float f) { return bf2f(f2bf(f)); }
 __device__ __forceinline__ float bf_lo(uint32_t w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float bf_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
 
+/* Eight bf16 values in one 16-byte chunk (memory order) to floats and back (round to nearest even). */
+__device__ __forceinline__ void bf16x8_unpack(uint4 w, float f[8]) {
+    const uint32_t u[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        f[2 * k] = bf_lo(u[k]);
+        f[2 * k + 1] = bf_hi(u[k]);
+    }
+}
+__device__ __forceinline__ uint4 bf16x8_pack(const float f[8]) {
+    uint32_t u[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) u[k] = (uint32_t)f2bf(f[2 * k]) | ((uint32_t)f2bf(f[2 * k + 1]) << 16);
+    return make_uint4(u[0], u[1], u[2], u[3]);
+}
+/* 16-byte accesses need 16-byte aligned bases (cudaMalloc gives 256). */
+static inline int fk_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+/* Set by fk_set_eltwise_general (kernels.h): the elementwise kernels take their general paths. */
+extern int fk_eltwise_general;
 __device__ __forceinline__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;

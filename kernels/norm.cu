@@ -1,6 +1,7 @@
 /* norm.cu — row-wise kernels: embedding + first injection, weightless RMSNorm (alone, fused with the
  * residual add, fused with the end of a module run and the next injection), and SwiGLU for prefill.
- * One block per row; the row is read once into registers/L1 and written once. */
+ * The norms run one warp per row with the row in registers (16-byte accesses) where D allows, else one block
+ * per row; SwiGLU runs 16-byte chunks over the flat [T][I/8] space where I allows. */
 #include "common.cuh"
 #include "kernels.h"
 
@@ -21,7 +22,8 @@ __global__ void embed_kernel(const uint16_t *embed, const uint16_t *zli, const i
     }
 }
 
-/* Shared body: mode 0 = out=rmsnorm(in); 1 = h+=y then a=rmsnorm(h); 2 = state=rmsnorm(x), x=state+other. */
+/* Shared body: mode 0 = out=rmsnorm(in); 1 = h+=y then a=rmsnorm(h); 2 = state=rmsnorm(x), x=state+other.
+ * The general path (any D, any alignment): one block per row, two passes over the row. */
 __global__ void norm_kernel(int mode, uint16_t *h, const uint16_t *y, uint16_t *out, const uint16_t *other, int D,
                             float eps) {
     __shared__ float scratch[32];
@@ -45,6 +47,87 @@ __global__ void norm_kernel(int mode, uint16_t *h, const uint16_t *y, uint16_t *
     }
 }
 
+/* The fast path (D % 8 == 0, D <= 32 * 8 * NORM_VEC_MAX, 16-byte aligned rows): one warp per row, the row held
+ * in registers as 16-byte chunks (lane l owns chunks l, l + 32, ...), so every byte is read once and written
+ * once with 16-byte accesses and all of a lane's loads are in flight together; a warp shuffle replaces the
+ * block reduction. The roundings are the general path's (fp32 sum of squares in another order). */
+#define NORM_VEC_MAX 8 /* chunks per lane: D up to 2048 */
+#define NORM_ROWS 4    /* rows (warps) per block */
+
+template <int MODE>
+__global__ void __launch_bounds__(32 * NORM_ROWS)
+    norm_vec_kernel(uint16_t *h, const uint16_t *y, uint16_t *out, const uint16_t *other, int T, int D, float eps) {
+    pdl_wait();
+    pdl_launch();
+    const int lane = threadIdx.x & 31, t = blockIdx.x * NORM_ROWS + (threadIdx.x >> 5), nc = D / 8;
+    if (t >= T) return;
+    uint4 *hr = (uint4 *)(h + (size_t)t * D);
+    float v[NORM_VEC_MAX][8];
+    uint4 w[NORM_VEC_MAX], wy[NORM_VEC_MAX];
+#pragma unroll
+    for (int c = 0; c < NORM_VEC_MAX; c++) {
+        int ci = lane + 32 * c;
+        if (ci < nc) {
+            w[c] = hr[ci];
+            if (MODE == 1) wy[c] = ((const uint4 *)(y + (size_t)t * D))[ci];
+        }
+    }
+    float ss = 0.0f;
+#pragma unroll
+    for (int c = 0; c < NORM_VEC_MAX; c++) {
+        int ci = lane + 32 * c;
+        if (ci < nc) {
+            bf16x8_unpack(w[c], v[c]);
+            if (MODE == 1) {
+                float fy[8];
+                bf16x8_unpack(wy[c], fy);
+#pragma unroll
+                for (int k = 0; k < 8; k++) v[c][k] = rbf(v[c][k] + fy[k]);
+                hr[ci] = bf16x8_pack(v[c]);
+            }
+#pragma unroll
+            for (int k = 0; k < 8; k++) ss += v[c][k] * v[c][k];
+        }
+    }
+    const float r = 1.0f / sqrtf(warp_sum(ss) / (float)D + eps);
+#pragma unroll
+    for (int c = 0; c < NORM_VEC_MAX; c++) {
+        int ci = lane + 32 * c;
+        if (ci < nc) {
+            float n[8];
+#pragma unroll
+            for (int k = 0; k < 8; k++) n[k] = rbf(v[c][k] * r);
+            ((uint4 *)(out + (size_t)t * D))[ci] = bf16x8_pack(n);
+            if (MODE == 2 && other) {
+                float o[8];
+                bf16x8_unpack(((const uint4 *)(other + (size_t)t * D))[ci], o);
+#pragma unroll
+                for (int k = 0; k < 8; k++) o[k] += n[k];
+                hr[ci] = bf16x8_pack(o);
+            }
+        }
+    }
+}
+
+int fk_eltwise_general = 0;
+extern "C" void fk_set_eltwise_general(int on) { fk_eltwise_general = on; }
+
+static int launch_norm(const char *what, int mode, uint16_t *h, const uint16_t *y, uint16_t *out, const uint16_t *other,
+                       int T, int D, float eps, cudaStream_t s) {
+    int vec = !fk_eltwise_general && D % 8 == 0 && D <= 32 * 8 * NORM_VEC_MAX && fk_aligned16(h) &&
+              fk_aligned16(out) && (!y || fk_aligned16(y)) && (!other || fk_aligned16(other));
+    if (!vec) {
+        fk_launch(norm_kernel, T, NORM_THREADS, 0, s, mode, h, y, out, other, D, eps);
+    } else {
+        int grid = (T + NORM_ROWS - 1) / NORM_ROWS;
+        if (mode == 0) fk_launch(norm_vec_kernel<0>, grid, 32 * NORM_ROWS, 0, s, h, y, out, other, T, D, eps);
+        else if (mode == 1) fk_launch(norm_vec_kernel<1>, grid, 32 * NORM_ROWS, 0, s, h, y, out, other, T, D, eps);
+        else fk_launch(norm_vec_kernel<2>, grid, 32 * NORM_ROWS, 0, s, h, y, out, other, T, D, eps);
+    }
+    return fk_check_launch(what);
+}
+
+/* SwiGLU, general path: gu rows are [gate | up] of 2I. */
 __global__ void swiglu_kernel(const uint16_t *gu, int I, uint16_t *out) {
     pdl_wait();
     pdl_launch();
@@ -56,6 +139,25 @@ __global__ void swiglu_kernel(const uint16_t *gu, int I, uint16_t *out) {
     }
 }
 
+/* SwiGLU, fast path (I % 8 == 0, aligned): one 16-byte chunk of gate, up and out per thread over the flat
+ * [T][I/8] index space, so a 4096-token prefill runs millions of independent 16-byte loads. */
+__global__ void swiglu_vec_kernel(const uint16_t *gu, int T, int I, uint16_t *out) {
+    pdl_wait();
+    pdl_launch();
+    const int nc = I / 8;
+    const size_t n = (size_t)T * nc;
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {
+        size_t t = idx / nc, c = idx % nc;
+        const uint4 *row = (const uint4 *)(gu + t * 2 * I);
+        float g[8], u[8], m[8];
+        bf16x8_unpack(row[c], g);
+        bf16x8_unpack(row[nc + c], u);
+#pragma unroll
+        for (int k = 0; k < 8; k++) m[k] = rbf(g[k] / (1.0f + expf(-g[k]))) * u[k];
+        ((uint4 *)(out + t * I))[c] = bf16x8_pack(m);
+    }
+}
+
 extern "C" int fk_embed(const uint16_t *embed, const uint16_t *z_L_init, const int32_t *ids, int T, int D,
                         float scale, uint16_t *zH, uint16_t *zL, uint16_t *x, cudaStream_t s) {
     fk_launch(embed_kernel, T, NORM_THREADS, 0, s, embed, z_L_init, ids, D, scale, zH, zL, x);
@@ -63,23 +165,27 @@ extern "C" int fk_embed(const uint16_t *embed, const uint16_t *z_L_init, const i
 }
 
 extern "C" int fk_rmsnorm(const uint16_t *in, uint16_t *out, int T, int D, float eps, cudaStream_t s) {
-    fk_launch(norm_kernel, T, NORM_THREADS, 0, s, 0, (uint16_t *)in, (const uint16_t *)NULL, out, (const uint16_t *)NULL, D, eps);
-    return fk_check_launch("rmsnorm");
+    return launch_norm("rmsnorm", 0, (uint16_t *)in, NULL, out, NULL, T, D, eps, s);
 }
 
 extern "C" int fk_add_rmsnorm(uint16_t *h, const uint16_t *y, uint16_t *a, int T, int D, float eps, cudaStream_t s) {
-    fk_launch(norm_kernel, T, NORM_THREADS, 0, s, 1, h, y, a, (const uint16_t *)NULL, D, eps);
-    return fk_check_launch("add_rmsnorm");
+    return launch_norm("add_rmsnorm", 1, h, y, a, NULL, T, D, eps, s);
 }
 
 extern "C" int fk_run_end(uint16_t *x, uint16_t *state, const uint16_t *other, int T, int D, float eps,
                           cudaStream_t s) {
-    fk_launch(norm_kernel, T, NORM_THREADS, 0, s, 2, x, (const uint16_t *)NULL, state, other, D, eps);
-    return fk_check_launch("run_end");
+    return launch_norm("run_end", 2, x, NULL, state, other, T, D, eps, s);
 }
 
 extern "C" int fk_swiglu(const uint16_t *gu, int T, int I, uint16_t *out, cudaStream_t s) {
-    dim3 grid((I + 255) / 256, T);
-    fk_launch(swiglu_kernel, grid, 256, 0, s, gu, I, out);
+    if (!fk_eltwise_general && I % 8 == 0 && fk_aligned16(gu) && fk_aligned16(out)) {
+        /* grid-stride: at most 132 SMs x 16 blocks of 256 threads resident; more blocks only add launch tail */
+        size_t n = (size_t)T * (I / 8), blocks = (n + 255) / 256;
+        if (blocks > 132 * 16) blocks = 132 * 16;
+        fk_launch(swiglu_vec_kernel, (unsigned)(blocks ? blocks : 1), 256, 0, s, gu, T, I, out);
+    } else {
+        dim3 grid((I + 255) / 256, T);
+        fk_launch(swiglu_kernel, grid, 256, 0, s, gu, I, out);
+    }
     return fk_check_launch("swiglu");
 }

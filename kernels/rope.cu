@@ -29,6 +29,58 @@ __global__ void rope_kv_kernel(const uint16_t *gqkv, int H, int hd, const int32_
     }
 }
 
+/* Fast path (head_dim % 16 == 0, 16-byte aligned buffers): a thread owns 8 consecutive dims i..i+7 of the
+ * first half of one head and their partners i+half..: it reads q, k, v, cos and sin of both as 16-byte chunks
+ * and writes q, the k and v cache entries the same way. The flat [T][H * hd/16] index space gives a
+ * 4096-token prefill hundreds of thousands of independent threads. Same roundings as the general path. */
+/* x1 (first half) and x2 (second half) rotated: x1' = x1 c1 - x2 s1, x2' = x2 c2 + x1 s2, rounded as HF. */
+__device__ __forceinline__ void rope8(const float x1[8], const float x2[8], const float c1[8], const float s1[8],
+                                      const float c2[8], const float s2[8], float o1[8], float o2[8]) {
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        o1[k] = rbf(rbf(x1[k] * c1[k]) + rbf(-x2[k] * s1[k]));
+        o2[k] = rbf(rbf(x2[k] * c2[k]) + rbf(x1[k] * s2[k]));
+    }
+}
+
+__global__ void rope_kv_vec_kernel(const uint16_t *gqkv, int T, int H, int hd, const int32_t *row_seq,
+                                   const int32_t *row_pos, const uint16_t *cos_t, const uint16_t *sin_t,
+                                   uint16_t *q_out, uint16_t *k_slot, uint16_t *v_slot, long long seq_stride,
+                                   int max_ctx) {
+    pdl_wait();
+    pdl_launch();
+    const int half = hd / 2, cph = half / 8, cpr = H * cph, D = H * hd; /* chunks per head half, per row */
+    const size_t n = (size_t)T * cpr;
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {
+        const int t = (int)(idx / cpr), c = (int)(idx % cpr), h = c / cph, i = (c % cph) * 8;
+        const int pos = row_pos[t];
+        const uint16_t *row = gqkv + (size_t)t * 4 * D + h * hd + i;
+        const uint16_t *C = cos_t + (size_t)pos * hd + i, *S = sin_t + (size_t)pos * hd + i;
+        uint4 wq1 = *(const uint4 *)(row + D), wq2 = *(const uint4 *)(row + D + half);
+        uint4 wk1 = *(const uint4 *)(row + 2 * D), wk2 = *(const uint4 *)(row + 2 * D + half);
+        uint4 wv1 = *(const uint4 *)(row + 3 * D), wv2 = *(const uint4 *)(row + 3 * D + half);
+        float c1[8], s1[8], c2[8], s2[8], x1[8], x2[8], o1[8], o2[8];
+        bf16x8_unpack(*(const uint4 *)C, c1);
+        bf16x8_unpack(*(const uint4 *)S, s1);
+        bf16x8_unpack(*(const uint4 *)(C + half), c2);
+        bf16x8_unpack(*(const uint4 *)(S + half), s2);
+        bf16x8_unpack(wq1, x1);
+        bf16x8_unpack(wq2, x2);
+        rope8(x1, x2, c1, s1, c2, s2, o1, o2);
+        uint16_t *qo = q_out + (size_t)t * D + h * hd + i;
+        *(uint4 *)qo = bf16x8_pack(o1);
+        *(uint4 *)(qo + half) = bf16x8_pack(o2);
+        bf16x8_unpack(wk1, x1);
+        bf16x8_unpack(wk2, x2);
+        rope8(x1, x2, c1, s1, c2, s2, o1, o2);
+        size_t at = (size_t)row_seq[t] * seq_stride + ((size_t)h * max_ctx + pos) * hd + i;
+        *(uint4 *)(k_slot + at) = bf16x8_pack(o1);
+        *(uint4 *)(k_slot + at + half) = bf16x8_pack(o2);
+        *(uint4 *)(v_slot + at) = wv1;
+        *(uint4 *)(v_slot + at + half) = wv2;
+    }
+}
+
 extern "C" int fk_rope_kv(const uint16_t *gqkv, int T, int H, int hd, const int32_t *row_seq, const int32_t *row_pos,
                           const uint16_t *cos_t, const uint16_t *sin_t, uint16_t *q_out, uint16_t *k_slot,
                           uint16_t *v_slot, long long seq_stride, int max_ctx, cudaStream_t s) {
@@ -36,7 +88,17 @@ extern "C" int fk_rope_kv(const uint16_t *gqkv, int T, int H, int hd, const int3
         frigg_set_error("rope: head_dim %d is odd", hd);
         return -1;
     }
-    fk_launch(rope_kv_kernel, T, 256, 0, s, gqkv, H, hd, row_seq, row_pos, cos_t, sin_t, q_out, k_slot, v_slot,
-              seq_stride, max_ctx);
+    /* 16-byte chunks need 8-aligned element offsets everywhere: hd % 16 (so half % 8), and aligned bases and
+     * sequence stride */
+    if (!fk_eltwise_general && hd % 16 == 0 && seq_stride % 8 == 0 && fk_aligned16(gqkv) && fk_aligned16(cos_t) &&
+        fk_aligned16(sin_t) && fk_aligned16(q_out) && fk_aligned16(k_slot) && fk_aligned16(v_slot)) {
+        size_t n = (size_t)T * H * (hd / 16), blocks = (n + 255) / 256;
+        if (blocks > 132 * 16) blocks = 132 * 16; /* grid-stride beyond a few waves of resident blocks */
+        fk_launch(rope_kv_vec_kernel, (unsigned)(blocks ? blocks : 1), 256, 0, s, gqkv, T, H, hd, row_seq, row_pos,
+                  cos_t, sin_t, q_out, k_slot, v_slot, seq_stride, max_ctx);
+    } else {
+        fk_launch(rope_kv_kernel, T, 256, 0, s, gqkv, H, hd, row_seq, row_pos, cos_t, sin_t, q_out, k_slot, v_slot,
+                  seq_stride, max_ctx);
+    }
     return fk_check_launch("rope_kv");
 }

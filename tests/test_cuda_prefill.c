@@ -2,12 +2,23 @@
  * reference with the PrefixLM mask, at the edges the tiled kernels classify: lengths around the 16-row warp,
  * 64-key tile and 64/128-row block boundaries, prefix lengths on and next to tile edges (fully visible,
  * partly visible and skipped tiles), head dims 16..128, a single token. Also: nothing is written past row T
- * (poisoned rows stay poisoned), bf16 P really differs from the hi+lo split, an unknown implementation or
- * FRIGG_PREFILL_ATTN name is an error. Skips without CUDA or a GPU.
+ * (poisoned rows stay poisoned), bf16 P really differs from the hi+lo split and is the default, an unknown
+ * implementation or FRIGG_PREFILL_ATTN name is an error. Also the prefill elementwise kernels (rmsnorm,
+ * add_rmsnorm, run_end, swiglu, rope_kv) on both of their paths — 16-byte chunks (D, I a multiple of 8, D up to
+ * 2048; head_dim a multiple of 16) and the general one — against the CPU ops, at Mimir's sizes and at the
+ * edges of the chunked paths (lanes without a chunk, rows not a multiple of the rows per block, in place).
+ * Skips without CUDA or a GPU.
  * Tolerance (as tests/test_cuda_ops.c expect_close): every element within 2 bf16 ulps of the reference plus
- * rms/128; with P as hi+lo at most 2% of the elements differ at all (fp32 sums in another order). With P
- * rounded to bf16 (SDPA/flash practice) o moves by ~0.2 ulp before its own rounding, so up to half of the
- * elements may sit one ulp away; the magnitude bound is unchanged. */
+ * rms/128; with P as hi+lo at most 2% of the elements differ at all (fp32 sums in another order).
+ * With P rounded to bf16 (the default kernel; HF's own practice) there is one more, derived term. The kernel
+ * feeds the tensor cores w_j = bf16(p_j) = p_j (1 + d_j) with |d_j| <= 2^-9 (round to nearest, 8 significant
+ * bits; the online-softmax rescales are fp32, ~2^-24, inside the first term) but divides by l = sum_j p_j of the
+ * unrounded p. So o' - o = sum_j d_j p_j v_j / l, and |o' - o| <= 2^-9 * A with A = sum_j p_j |v_j| / sum_j p_j
+ * (<= max |v_j|): a near-zero o whose terms cancel can move by far more ulps of itself than a large one.
+ * The output y = bf16(bf16(sg) * bf16(o)) carries that through the gate (|sg| <= 1): the bound adds
+ * sg * 2^-9 * A * (1 + 2^-6), the last factor for the two roundings (o, y) applied to the moved value.
+ * A is computed in double beside the reference, per element. Up to half of the elements may then differ by an
+ * ulp (typically ~35%). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,6 +31,8 @@
 #include <cuda_runtime_api.h>
 
 #include "backend.h"
+#include "config.h"
+#include "cpu_ops.h"
 #include "../kernels/kernels.h"
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
@@ -41,11 +54,12 @@ static uint16_t *to_dev(const float *x, size_t n) {
     return d;
 }
 
-/* y rows [0, T) with the gate; K, V in the cache layout [head][max_ctx][hd]. */
+/* y rows [0, T) with the gate; K, V in the cache layout [head][max_ctx][hd]. bf16p_bound[i]: the bf16-P term
+ * of y[i]'s tolerance, sg * 2^-9 * sum_j p_j |v_j| / sum_j p_j * (1 + 2^-6) (see the header). */
 static void ref_attention(const float *q, const float *K, const float *V, const float *g, int T, int H, int hd,
-                          int max_ctx, int P, float *y) {
+                          int max_ctx, int P, float *y, double *bf16p_bound) {
     int D = H * hd;
-    double *p = malloc(sizeof(double) * T), *o = malloc(sizeof(double) * hd);
+    double *p = malloc(sizeof(double) * T), *o = malloc(sizeof(double) * hd), *oa = malloc(sizeof(double) * hd);
     for (int t = 0; t < T; t++)
         for (int h = 0; h < H; h++) {
             double mx = -INFINITY, sum = 0;
@@ -59,28 +73,36 @@ static void ref_attention(const float *q, const float *K, const float *V, const 
                 p[j] = s / sqrt((double)hd);
                 if (p[j] > mx) mx = p[j];
             }
-            for (int d = 0; d < hd; d++) o[d] = 0;
+            for (int d = 0; d < hd; d++) o[d] = oa[d] = 0;
             for (int j = 0; j < T; j++) {
                 if (p[j] == -INFINITY) continue;
                 double w = exp(p[j] - mx);
                 sum += w;
-                for (int d = 0; d < hd; d++) o[d] += w * V[((size_t)h * max_ctx + j) * hd + d];
+                for (int d = 0; d < hd; d++) {
+                    double v = V[((size_t)h * max_ctx + j) * hd + d];
+                    o[d] += w * v;
+                    oa[d] += w * fabs(v);
+                }
             }
             for (int d = 0; d < hd; d++) {
                 float sg = frigg_round_bf16(1.0f / (1.0f + expf(-g[(size_t)t * 4 * D + h * hd + d])));
                 y[(size_t)t * D + h * hd + d] = frigg_round_bf16(sg * frigg_round_bf16((float)(o[d] / sum)));
+                bf16p_bound[(size_t)t * D + h * hd + d] = sg * ldexp(oa[d] / sum, -9) * (1.0 + ldexp(1.0, -6));
             }
         }
     free(p);
     free(o);
+    free(oa);
 }
 
 static int is_bf16p(int impl) {
     return impl == FK_PREFILL_MMA_BF16P || impl == FK_PREFILL_MMA8_BF16P || impl == FK_PREFILL_MMA_BF16P_2B;
 }
 
-/* Returns how many elements of got differ from ref; records a failure past the bound. */
-static size_t expect_close(const char *what, const uint16_t *got, const float *ref, size_t n, double frac) {
+/* Returns how many elements of got differ from ref; records a failure past the bound. extra: a per-element
+ * addition to the bound (the bf16-P term), or NULL. */
+static size_t expect_close(const char *what, const uint16_t *got, const float *ref, const double *extra, size_t n,
+                           double frac) {
     size_t off = 0, bad = 0;
     double ss = 0, worst = 0;
     for (size_t i = 0; i < n; i++) ss += (double)ref[i] * ref[i];
@@ -90,7 +112,7 @@ static size_t expect_close(const char *what, const uint16_t *got, const float *r
         if (v == ref[i]) continue;
         off++;
         double d = fabs((double)v - ref[i]);
-        if (!(d <= 2.0 * fabs(ref[i]) / 128.0 + floor_abs)) bad++; /* NaN (poison) lands here */
+        if (!(d <= 2.0 * fabs(ref[i]) / 128.0 + floor_abs + (extra ? extra[i] : 0.0))) bad++; /* NaN (poison) too */
         if (!(d <= worst)) worst = d;
     }
     CHECK(bad == 0 && off <= frac * n + 1, "%s: %zu of %zu beyond tolerance, %zu differ (worst |d| %.3g, rms/128 %.3g)", what,
@@ -107,6 +129,7 @@ static void test_shapes(void) {
         float *q = malloc(sizeof(float) * T * D), *Kc = malloc(sizeof(float) * H * max_ctx * hd);
         float *Vc = malloc(sizeof(float) * H * max_ctx * hd), *g = malloc(sizeof(float) * T * 4 * D);
         float *ref = malloc(sizeof(float) * T * D);
+        double *bound = malloc(sizeof(double) * T * D);
         uint16_t *got = malloc((size_t)(T + extra) * D * 2), *split = malloc((size_t)T * D * 2);
         fill(q, (size_t)T * D, 2.0f);
         fill(Kc, (size_t)H * max_ctx * hd, 2.0f); /* positions >= T hold values too: they must stay unread */
@@ -124,7 +147,7 @@ static void test_shapes(void) {
         }
         for (int pi = 0; pi < np; pi++) {
             int P = prefixes[pi];
-            ref_attention(q, Kc, Vc, g, T, H, hd, max_ctx, P, ref);
+            ref_attention(q, Kc, Vc, g, T, H, hd, max_ctx, P, ref, bound);
             for (int impl = 0; impl < FK_PREFILL_NIMPL; impl++) {
                 fk_set_prefill_impl(impl);
                 cudaMemset(dy, 0xff, (size_t)(T + extra) * D * 2); /* bf16 NaN */
@@ -133,7 +156,7 @@ static void test_shapes(void) {
                 cudaMemcpy(got, dy, (size_t)(T + extra) * D * 2, cudaMemcpyDeviceToHost);
                 char what[96];
                 snprintf(what, sizeof what, "attn_prefill %s T=%d H=%d hd=%d P=%d", fk_prefill_impl_name(impl), T, H, hd, P);
-                expect_close(what, got, ref, (size_t)T * D, is_bf16p(impl) ? 0.5 : 0.02);
+                expect_close(what, got, ref, is_bf16p(impl) ? bound : NULL, (size_t)T * D, is_bf16p(impl) ? 0.5 : 0.02);
                 int untouched = 1;
                 for (size_t i = (size_t)T * D; i < (size_t)(T + extra) * D; i++) untouched &= got[i] == 0xffff;
                 CHECK(untouched, "%s: wrote past row T", what);
@@ -145,7 +168,7 @@ static void test_shapes(void) {
         }
         fk_set_prefill_impl(FK_PREFILL_MMA);
         cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dg); cudaFree(dy);
-        free(q); free(Kc); free(Vc); free(g); free(ref); free(got); free(split);
+        free(q); free(Kc); free(Vc); free(g); free(ref); free(bound); free(got); free(split);
     }
 }
 
@@ -170,6 +193,161 @@ static void test_errors(void) {
     CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
     fk_set_prefill_impl(FK_PREFILL_MMA);
 }
+static float *from_dev(const uint16_t *d, size_t n) {
+    uint16_t *h = malloc(n * 2);
+    float *f = malloc(n * 4);
+    cudaDeviceSynchronize();
+    cudaMemcpy(h, d, n * 2, cudaMemcpyDeviceToHost);
+    for (size_t i = 0; i < n; i++) f[i] = frigg_bf16_to_f32(h[i]);
+    free(h);
+    return f;
+}
+static int eltwise_general; /* which path test_norms / test_swiglu / test_rope exercise */
+static const char *path(void) { return eltwise_general ? " (general path)" : ""; }
+/* Elementwise outputs: the bound of expect_close on floats, at most 1% of the elements off at all. */
+static void expect_close_f(const char *what, const float *got, const float *ref, size_t n) {
+    uint16_t *g16 = malloc(n * 2);
+    for (size_t i = 0; i < n; i++) g16[i] = frigg_f32_to_bf16(got[i]);
+    expect_close(what, g16, ref, NULL, n, 0.01);
+    free(g16);
+}
+
+/* rmsnorm (also in place), add_rmsnorm (the sum exactly bf16(h + y)), run_end (x exactly bf16(state + other)).
+ * D: 1536 (Mimir: 6 chunks per lane), 2048 (all 8), 40 (5 lanes of 32 hold a chunk), 2056 and 36 (general
+ * path); T: 1, 7, 9 (not multiples of the 4 rows per block). */
+static void test_norms(void) {
+    static const int shapes[][2] = {{7, 1536}, {1, 1536}, {9, 2048}, {5, 40}, {3, 2056}, {6, 36}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        int T = shapes[si][0], D = shapes[si][1];
+        size_t n = (size_t)T * D;
+        float *h = malloc(n * 4), *y = malloc(n * 4), *o = malloc(n * 4), *ref = malloc(n * 4), *hs = malloc(n * 4);
+        fill(h, n, 3.0f);
+        fill(y, n, 1.0f);
+        fill(o, n, 1.0f);
+        uint16_t *dh = to_dev(h, n), *dy = to_dev(y, n), *dother = to_dev(o, n), *da, *ds;
+        cudaMalloc((void **)&da, n * 2 + 16);
+        cudaMalloc((void **)&ds, n * 2 + 16);
+        char what[96];
+        frigg_cpu_rmsnorm(h, T, D, 1e-6, ref);
+        cudaMemset(da, 0xff, n * 2);
+        CHECK(fk_rmsnorm(dh, da, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
+        float *got = from_dev(da, n);
+        snprintf(what, sizeof what, "rmsnorm T=%d D=%d%s", T, D, path());
+        expect_close_f(what, got, ref, n);
+        free(got);
+        /* in place: in == out */
+        uint16_t *dcopy = to_dev(h, n);
+        CHECK(fk_rmsnorm(dcopy, dcopy, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
+        got = from_dev(dcopy, n);
+        snprintf(what, sizeof what, "rmsnorm in place T=%d D=%d%s", T, D, path());
+        expect_close_f(what, got, ref, n);
+        free(got);
+        cudaFree(dcopy);
+        for (size_t i = 0; i < n; i++) hs[i] = frigg_round_bf16(h[i] + y[i]);
+        frigg_cpu_rmsnorm(hs, T, D, 1e-6, ref);
+        cudaMemset(da, 0xff, n * 2);
+        CHECK(fk_add_rmsnorm(dh, dy, da, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
+        got = from_dev(dh, n);
+        CHECK(!memcmp(got, hs, n * 4), "add_rmsnorm T=%d D=%d%s: the residual sum is not bf16(h + y)", T, D, path());
+        free(got);
+        got = from_dev(da, n);
+        snprintf(what, sizeof what, "add_rmsnorm T=%d D=%d%s", T, D, path());
+        expect_close_f(what, got, ref, n);
+        free(got);
+        cudaMemset(ds, 0xff, n * 2);
+        CHECK(fk_run_end(dh, ds, dother, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
+        float *st = from_dev(ds, n);
+        snprintf(what, sizeof what, "run_end state T=%d D=%d%s", T, D, path());
+        expect_close_f(what, st, ref, n);
+        got = from_dev(dh, n);
+        int ok = 1;
+        for (size_t i = 0; i < n; i++) ok &= got[i] == frigg_round_bf16(st[i] + o[i]);
+        CHECK(ok, "run_end T=%d D=%d%s: next input is not bf16(state + other)", T, D, path());
+        free(got);
+        free(st);
+        cudaFree(dh); cudaFree(dy); cudaFree(dother); cudaFree(da); cudaFree(ds);
+        free(h); free(y); free(o); free(ref); free(hs);
+    }
+}
+
+/* I: 4096 (Mimir), 8 (one chunk per row), 700 and 12 (general path); T 3 and 33. */
+static void test_swiglu(void) {
+    static const int shapes[][2] = {{3, 4096}, {33, 8}, {3, 700}, {5, 12}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        int T = shapes[si][0], I = shapes[si][1];
+        float *gu = malloc(sizeof(float) * T * 2 * I), *ref = malloc(sizeof(float) * T * I);
+        fill(gu, (size_t)T * 2 * I, 6.0f);
+        for (int t = 0; t < T; t++) frigg_cpu_swiglu(gu + (size_t)t * 2 * I, gu + (size_t)t * 2 * I + I, I, ref + (size_t)t * I);
+        uint16_t *dgu = to_dev(gu, (size_t)T * 2 * I), *dm;
+        cudaMalloc((void **)&dm, (size_t)T * I * 2 + 16);
+        cudaMemset(dm, 0xff, (size_t)T * I * 2);
+        CHECK(fk_swiglu(dgu, T, I, dm, 0) == 0, "%s", frigg_error());
+        float *got = from_dev(dm, (size_t)T * I);
+        char what[96];
+        snprintf(what, sizeof what, "swiglu T=%d I=%d%s", T, I, path());
+        expect_close_f(what, got, ref, (size_t)T * I);
+        free(got);
+        cudaFree(dgu); cudaFree(dm);
+        free(gu); free(ref);
+    }
+}
+
+/* rope_kv, bit-exact against frigg_cpu_rope_apply (q, k) and a copy (v), rows of two sequences at scattered
+ * positions. head_dim 128 (Mimir), 64, 16 (one chunk per half) on the chunked path; 8 and 24 on the general. */
+static void test_rope(void) {
+    static const int shapes[][3] = {{12, 128, 70}, {3, 64, 9}, {2, 16, 5}, {2, 8, 4}, {3, 24, 6}}; /* H, hd, T */
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        int H = shapes[si][0], hd = shapes[si][1], T = shapes[si][2], D = H * hd, max_ctx = 80;
+        frigg_config c;
+        memset(&c, 0, sizeof c);
+        c.head_dim = hd;
+        c.num_heads = H;
+        c.rope_theta = 10000.0;
+        float *cs = malloc(sizeof(float) * max_ctx * hd), *sn = malloc(sizeof(float) * max_ctx * hd);
+        frigg_cpu_rope_tables(&c, 0, max_ctx, cs, sn);
+        float *gqkv = malloc(sizeof(float) * T * 4 * D);
+        fill(gqkv, (size_t)T * 4 * D, 3.0f);
+        int32_t *pos = malloc(4 * T), *seq = malloc(4 * T), *dpos, *dseq;
+        for (int t = 0; t < T; t++) {
+            seq[t] = t % 2;
+            pos[t] = (t * 37 + 5) % max_ctx;
+            for (int u = 0; u < t; u++) /* distinct (seq, pos) so no row overwrites another */
+                if (seq[u] == seq[t] && pos[u] == pos[t]) pos[t] = (pos[t] + 1) % max_ctx, u = -1;
+        }
+        cudaMalloc((void **)&dpos, 4 * T);
+        cudaMalloc((void **)&dseq, 4 * T);
+        cudaMemcpy(dpos, pos, 4 * T, cudaMemcpyHostToDevice);
+        cudaMemcpy(dseq, seq, 4 * T, cudaMemcpyHostToDevice);
+        uint16_t *dg = to_dev(gqkv, (size_t)T * 4 * D), *dcos = to_dev(cs, (size_t)max_ctx * hd), *dsin = to_dev(sn, (size_t)max_ctx * hd);
+        uint16_t *dq, *dk, *dv;
+        long long seq_stride = (long long)H * max_ctx * hd;
+        cudaMalloc((void **)&dq, (size_t)T * D * 2);
+        cudaMalloc((void **)&dk, (size_t)2 * seq_stride * 2);
+        cudaMalloc((void **)&dv, (size_t)2 * seq_stride * 2);
+        cudaMemset(dq, 0xff, (size_t)T * D * 2);
+        CHECK(fk_rope_kv(dg, T, H, hd, dseq, dpos, dcos, dsin, dq, dk, dv, seq_stride, max_ctx, 0) == 0, "%s", frigg_error());
+        float *got = from_dev(dq, (size_t)T * D), *kc = from_dev(dk, (size_t)2 * seq_stride), *vc = from_dev(dv, (size_t)2 * seq_stride);
+        float *q = malloc(sizeof(float) * D), *k = malloc(sizeof(float) * D);
+        int qok = 1, kok = 1, vok = 1;
+        for (int t = 0; t < T; t++) {
+            memcpy(q, gqkv + (size_t)t * 4 * D + D, sizeof(float) * D);
+            memcpy(k, gqkv + (size_t)t * 4 * D + 2 * D, sizeof(float) * D);
+            frigg_cpu_rope_apply(q, 1, H, hd, cs + (size_t)pos[t] * hd, sn + (size_t)pos[t] * hd);
+            frigg_cpu_rope_apply(k, 1, H, hd, cs + (size_t)pos[t] * hd, sn + (size_t)pos[t] * hd);
+            for (int j = 0; j < D; j++) {
+                size_t at = (size_t)seq[t] * seq_stride + ((size_t)(j / hd) * max_ctx + pos[t]) * hd + j % hd;
+                qok &= got[(size_t)t * D + j] == q[j];
+                kok &= kc[at] == k[j];
+                vok &= vc[at] == gqkv[(size_t)t * 4 * D + 3 * D + j];
+            }
+        }
+        CHECK(qok, "rope_kv H=%d hd=%d T=%d%s: rotated q differs from frigg_cpu_rope_apply", H, hd, T, path());
+        CHECK(kok, "rope_kv H=%d hd=%d T=%d%s: cached k differs from frigg_cpu_rope_apply", H, hd, T, path());
+        CHECK(vok, "rope_kv H=%d hd=%d T=%d%s: cached v is not the gqkv v block", H, hd, T, path());
+        cudaFree(dpos); cudaFree(dseq); cudaFree(dg); cudaFree(dcos); cudaFree(dsin); cudaFree(dq); cudaFree(dk); cudaFree(dv);
+        free(cs); free(sn); free(gqkv); free(pos); free(seq); free(got); free(kc); free(vc); free(q); free(k);
+    }
+}
 #endif
 
 int main(void) {
@@ -181,8 +359,20 @@ int main(void) {
         SKIP("no CUDA device present");
     } else {
         CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
+        const char *env = getenv("FRIGG_PREFILL_ATTN");
+        if (!env || !*env)
+            CHECK(fk_get_prefill_impl() == FK_PREFILL_MMA_BF16P, "the default prefill attention is %s, not mma-bf16p",
+                  fk_prefill_impl_name(fk_get_prefill_impl()));
         test_shapes();
         test_errors();
+        for (int general = 0; general < 2; general++) { /* the 16-byte paths, then the general ones at the same shapes */
+            fk_set_eltwise_general(general);
+            eltwise_general = general;
+            test_norms();
+            test_swiglu();
+            test_rope();
+        }
+        fk_set_eltwise_general(0);
         cudaError_t e = cudaDeviceSynchronize();
         CHECK(e == cudaSuccess, "device error: %s", cudaGetErrorString(e));
     }
