@@ -708,7 +708,9 @@ static void bench_eltwise(cudaStream_t s, int T, int nsets) {
     uint16_t *x16 = to_host16(e[0].x, nd);
     for (int general = 0; general < 2; general++) {
         fk_set_eltwise_general(general);
+        CK(cudaMemcpy(e[0].x, x16, nd * 2, cudaMemcpyHostToDevice)); /* the previous pass's add_rmsnorm updated x */
         /* rmsnorm */
+        CK(cudaMemsetAsync(e[0].a, 0xff, nd * 2, s)); /* poison: NaN where nothing is written */
         FK(fk_rmsnorm(e[0].x, e[0].a, T, D, EPS, s));
         float *out = to_host(e[0].a, nd);
         for (int r = 0; r < nr; r++) {
@@ -718,6 +720,7 @@ static void bench_eltwise(cudaStream_t s, int T, int nsets) {
         free(out);
         verdict(general ? "rmsnorm (general)" : "rmsnorm (vec16)", compare(got, ref, (size_t)nr * D), 0.01);
         /* rope_kv: q output rows against the CPU RoPE of the q block */
+        CK(cudaMemsetAsync(e[0].q, 0xff, nd * 2, s)); /* poison: NaN where nothing is written */
         FK(fk_rope_kv(e[0].gqkv, T, H, HD, dzero, dpos, dcos, dsin, e[0].q, e[0].k, e[0].v, 0, T, s));
         out = to_host(e[0].q, nd);
         for (int r = 0; r < nr; r++) {
@@ -729,6 +732,7 @@ static void bench_eltwise(cudaStream_t s, int T, int nsets) {
         free(out);
         verdict(general ? "rope_kv (q rows, general)" : "rope_kv (q rows, vec16)", compare(got, ref, (size_t)nr * D), 0.01);
         /* swiglu */
+        CK(cudaMemsetAsync(e[0].m, 0xff, (size_t)T * I * 2, s)); /* poison: NaN where nothing is written */
         FK(fk_swiglu(e[0].gu, T, I, e[0].m, s));
         out = to_host(e[0].m, (size_t)T * I);
         for (int r = 0; r < nr; r++) {
@@ -739,7 +743,7 @@ static void bench_eltwise(cudaStream_t s, int T, int nsets) {
         free(out);
         verdict(general ? "swiglu (general)" : "swiglu (vec16)", compare(got, ref, (size_t)nr * I), 0.01);
         /* add_rmsnorm: h = bf16(h + y), a = rmsnorm(h) */
-        CK(cudaMemcpy(e[0].x, x16, nd * 2, cudaMemcpyHostToDevice)); /* add_rmsnorm updates x in place */
+        CK(cudaMemsetAsync(e[0].a, 0xff, nd * 2, s)); /* poison: NaN where nothing is written */
         FK(fk_add_rmsnorm(e[0].x, e[0].t1, e[0].a, T, D, EPS, s));
         out = to_host(e[0].a, nd);
         for (int r = 0; r < nr; r++) {
