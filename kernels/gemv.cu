@@ -11,7 +11,7 @@
  * decode step. Split-K over two warps per row for down_proj (K 4096, two rounds of loads per warp) was tried
  * and measured (run 6: batch 1 210.0 against 207.0 tok/s, batch 8 616.6 against 625.8, context 512): not
  * kept; a deeper unroll (all 16 chunks of a K-4096 row in flight at once, the same summation order, so the
- * same bits) is the A/B hook gemv_simt_set_long_unroll. */
+ * same bits) is the A/B hook fk_gemv_simt_set_long_unroll. */
 #include "gemv_common.cuh"
 
 #include <stdlib.h>
@@ -19,7 +19,7 @@
 
 #define GEMV_WARPS 4
 #define GEMV_UNROLL 8       /* chunks of 16 bytes per lane (and row) in flight */
-#define GEMV_LONG_UNROLL 16 /* with gemv_simt_set_long_unroll, for one-row units of K > 32 x GEMV_UNROLL x 8 */
+#define GEMV_LONG_UNROLL 16 /* with fk_gemv_simt_set_long_unroll, for one-row units of K > 32 x GEMV_UNROLL x 8 */
 
 __device__ __forceinline__ float dot8(uint4 w, const float *x) {
     float s = bf_lo(w.x) * x[0];
@@ -128,8 +128,8 @@ static gemv_fn pick_b(int B, int norm, int epi, int long_unroll) {
     return NULL;
 }
 
-static int simt_long_unroll; /* gemv_simt_set_long_unroll: an A/B hook, off until measured */
-void gemv_simt_set_long_unroll(int on) { simt_long_unroll = on != 0; }
+static int simt_long_unroll; /* fk_gemv_simt_set_long_unroll: an A/B hook, off until measured */
+extern "C" void fk_gemv_simt_set_long_unroll(int on) { simt_long_unroll = on != 0; }
 
 /* FRIGG_GEMV_IMPL=auto. Per shape class and batch size: 's' simt, 't' tc (as many blocks as fit), '2' tc with
  * at most 2 blocks per SM (x staged fewer times; the grid changes no bit). From run 9 (dev/gemv on the H200,

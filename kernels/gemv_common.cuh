@@ -109,9 +109,5 @@ int gemv_tc_init(void);
 /* per_sm_cap: at most this many blocks per SM (0: as many as fit); no result depends on it */
 int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
                    uint16_t *out, const fk_qkv_epi *qa, int per_sm_cap, cudaStream_t s);
-/* gemv.cu: simt keeps all GEMV_LONG_UNROLL chunks of a long one-row unit in flight (same bits): A/B hook */
-void gemv_simt_set_long_unroll(int on);
-/* gemv_tc.cu: the tile's reduction and epilogue rotate over the warps (same bits): A/B hook */
-void gemv_tc_set_rotate(int on);
 
 #endif

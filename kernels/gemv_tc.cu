@@ -99,8 +99,12 @@ __device__ __forceinline__ void stage_x(const uint4 *xv, int B, int nch, int K, 
     }
 }
 
-template <bool NORM, int EPI>
-__global__ void __launch_bounds__(TC_MAX_WARPS * 32, 2)
+/* DEPTH: weight tiles each warp has in flight. 1: the next tile is requested after the current tile's mma's
+ * (two register sets' worth never needed). 2 (an A/B variant, fk_gemv_tc_set_variant): tiles i+1 and i+2 stream
+ * while tile i is reduced, twice the bytes in flight per warp, at up to 128 registers (one block of 16 warps
+ * per SM by registers). The tile order, slices and sums are the same: the same bits. */
+template <bool NORM, int EPI, int DEPTH>
+__global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     gemv_tc_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, int B, float eps,
                    uint16_t *__restrict__ out, fk_qkv_epi qa, int rotate) {
     constexpr bool PAIRED = EPI == FK_GEMV_SWIGLU || EPI == FK_GEMV_QKV;
@@ -116,11 +120,12 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 2)
     const int c_lo = (int)((long long)nch * warp / nw), n = (int)((long long)nch * (warp + 1) / nw) - c_lo;
     const uint4 zero = make_uint4(0, 0, 0, 0);
 
-    uint4 w[TC_STEPS];
-    const uint4 *wp = NULL;
-    bool wok = false;
-    /* Point at tile row g of `tile` and request the slice's first round. */
-    auto fetch = [&](int tile) {
+    /* register sets of weights (DEPTH of them), each with its row pointer and in-matrix flag */
+    uint4 wa[TC_STEPS], wb[TC_STEPS];
+    const uint4 *pa = NULL, *pb = NULL;
+    bool oka = false, okb = false;
+    /* Point set (w, wp, wok) at tile row g of `tile` and request the slice's first round. */
+    auto fetch = [&](uint4(&w)[TC_STEPS], const uint4 *&wp, bool &wok, int tile) {
         int row = 0;
         wok = tile_row<EPI>(tile, g, O, qa.hd, &row);
         wp = (const uint4 *)(W + (size_t)row * K) + c_lo;
@@ -131,14 +136,17 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 2)
         }
     };
     int tile = blockIdx.x;
-    fetch(tile); /* weights do not depend on earlier kernels: stream them before the wait */
+    /* weights do not depend on earlier kernels: stream them before the wait */
+    fetch(wa, pa, oka, tile);
+    if (DEPTH == 2 && tile + (int)gridDim.x < tiles) fetch(wb, pb, okb, tile + gridDim.x);
     pdl_wait();
     pdl_launch();
     stage_x<NORM>((const uint4 *)x, B, nch, K, eps, xs, xstride, red);
     const bool xok = g < B; /* mma row g is batch row g; rows >= B (and 8..15) stay zero */
     const uint4 *xr = xs + (xok ? g : 0) * xstride + c_lo;
 
-    for (int it = 0; tile < (int)tiles; tile += gridDim.x, it++) {
+    /* One tile from register set (w, wp, wok): its mma's, the set's next request, the reduction, the epilogue. */
+    auto run_tile = [&](uint4(&w)[TC_STEPS], const uint4 *&wp, bool &wok, int cur, int it) {
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         for (int c0 = 0; c0 < n; c0 += 4 * TC_STEPS) {
             if (c0) { /* K > 4 x TC_STEPS x 8 x warps: further rounds (not Mimir's shapes) */
@@ -158,27 +166,27 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 2)
                 mma_bf16_16816(acc, xx.z, 0u, xx.w, 0u, w[s].z, w[s].w);
             }
         }
-        const int cur = tile;
-        if (tile + (int)gridDim.x < tiles) fetch(tile + gridDim.x); /* in flight during the reduction below */
+        const int next = cur + DEPTH * (int)gridDim.x;
+        if (next < tiles) fetch(w, wp, wok, next); /* in flight during the reduction below */
         /* acc[0], acc[1] = batch row g, tile columns 2t, 2t+1 (acc[2], acc[3]: the zero rows 8..15) */
         if (nw > 1) {
-            float2 *pb = part + (size_t)(it & 1) * nw * 32;
-            pb[warp * 32 + lane] = make_float2(acc[0], acc[1]);
+            float2 *pt = part + (size_t)(it & 1) * nw * 32;
+            pt[warp * 32 + lane] = make_float2(acc[0], acc[1]);
             __syncthreads();
             /* The tile's reducing warp also runs its epilogue (dependent loads: row_pos, RoPE tables, the
              * residual): with `rotate` that duty passes from warp to warp, tile by tile, so no one warp is late
              * for every next tile's __syncthreads. The sum is in warp order either way: the same bits. */
-            if (warp != (rotate ? it % nw : 0)) continue;
-            float2 s = pb[lane];
+            if (warp != (rotate ? it % nw : 0)) return;
+            float2 s = pt[lane];
             for (int v = 1; v < nw; v++) {
-                float2 p = pb[v * 32 + lane];
+                float2 p = pt[v * 32 + lane];
                 s.x += p.x;
                 s.y += p.y;
             }
             acc[0] = s.x;
             acc[1] = s.y;
         }
-        if (!xok) continue;
+        if (!xok) return;
         if (PAIRED) {
             int unit = cur * 4 + t, r1, r2;
             if (unit < O / 2) {
@@ -190,43 +198,60 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 2)
             if (row < O) gemv_store<EPI>(row, row, g, acc[0], 0.0f, O, out, qa);
             if (row + 1 < O) gemv_store<EPI>(row + 1, row + 1, g, acc[1], 0.0f, O, out, qa);
         }
+    };
+    /* every warp of the block walks the same tiles, so the __syncthreads above match */
+    for (int it = 0; tile < tiles;) {
+        run_tile(wa, pa, oka, tile, it);
+        tile += gridDim.x;
+        it++;
+        if (tile >= tiles) break;
+        if (DEPTH == 2) run_tile(wb, pb, okb, tile, it);
+        else run_tile(wa, pa, oka, tile, it);
+        tile += gridDim.x;
+        it++;
     }
 }
 
 typedef void (*gemv_tc_fn)(const uint16_t *, int, int, const uint16_t *, int, float, uint16_t *, fk_qkv_epi, int);
 
-static gemv_tc_fn pick_tc(int norm, int epi) {
+template <int DEPTH>
+static gemv_tc_fn pick_tc_d(int norm, int epi) {
     switch (epi) {
-    case FK_GEMV_STORE: return norm ? gemv_tc_kernel<true, FK_GEMV_STORE> : gemv_tc_kernel<false, FK_GEMV_STORE>;
-    case FK_GEMV_RESID: return norm ? gemv_tc_kernel<true, FK_GEMV_RESID> : gemv_tc_kernel<false, FK_GEMV_RESID>;
-    case FK_GEMV_SWIGLU: return norm ? gemv_tc_kernel<true, FK_GEMV_SWIGLU> : gemv_tc_kernel<false, FK_GEMV_SWIGLU>;
+    case FK_GEMV_STORE: return norm ? gemv_tc_kernel<true, FK_GEMV_STORE, DEPTH> : gemv_tc_kernel<false, FK_GEMV_STORE, DEPTH>;
+    case FK_GEMV_RESID: return norm ? gemv_tc_kernel<true, FK_GEMV_RESID, DEPTH> : gemv_tc_kernel<false, FK_GEMV_RESID, DEPTH>;
+    case FK_GEMV_SWIGLU: return norm ? gemv_tc_kernel<true, FK_GEMV_SWIGLU, DEPTH> : gemv_tc_kernel<false, FK_GEMV_SWIGLU, DEPTH>;
     }
-    return norm ? gemv_tc_kernel<true, FK_GEMV_QKV> : gemv_tc_kernel<false, FK_GEMV_QKV>;
+    return norm ? gemv_tc_kernel<true, FK_GEMV_QKV, DEPTH> : gemv_tc_kernel<false, FK_GEMV_QKV, DEPTH>;
 }
+static gemv_tc_fn pick_tc(int norm, int epi, int depth) { return depth == 2 ? pick_tc_d<2>(norm, epi) : pick_tc_d<1>(norm, epi); }
 
 static int tc_max_blocks; /* fk_gemv_tc_set_max_blocks: 0 = as many as fit on the GPU at once */
-static int tc_rotate;     /* gemv_tc_set_rotate: an A/B hook, off until measured */
-void gemv_tc_set_rotate(int on) { tc_rotate = on != 0; }
+static int tc_rotate, tc_depth = 1; /* fk_gemv_tc_set_variant: A/B hooks, off until measured */
+extern "C" void fk_gemv_tc_set_variant(int depth, int rotate) {
+    tc_depth = depth == 2 ? 2 : 1;
+    tc_rotate = rotate != 0;
+}
 extern "C" void fk_gemv_tc_set_max_blocks(int blocks) { tc_max_blocks = blocks > 0 ? blocks : 0; }
 
 /* Measured once in gemv_tc_init (the launcher runs inside graph capture, where device queries are best
  * avoided): SM count, shared memory per SM, and how many blocks of each kernel and warp count fit on one SM
  * by registers and threads. Shared memory, which depends on B and K, is accounted for at launch. With two
  * devices these are the last-initialised device's: the same for identical GPUs. */
-static int tc_sms = 1, tc_smem_per_sm, tc_fit[2][4][TC_MAX_WARPS + 1];
+static int tc_sms = 1, tc_smem_per_sm, tc_fit[2][2][4][TC_MAX_WARPS + 1]; /* [depth-1][norm][epi][warps] */
 
 int gemv_tc_init(void) {
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&tc_sms, cudaDevAttrMultiProcessorCount, dev);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&tc_smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev);
-    for (int norm = 0; norm <= 1 && e == cudaSuccess; norm++)
-        for (int epi = 0; epi < 4 && e == cudaSuccess; epi++) {
-            gemv_tc_fn fn = pick_tc(norm, epi);
-            e = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, TC_MAX_SMEM);
-            for (int nw = 1; nw <= TC_MAX_WARPS && e == cudaSuccess; nw++)
-                e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&tc_fit[norm][epi][nw], fn, nw * 32, 0);
-        }
+    for (int d = 0; d < 2 && e == cudaSuccess; d++)
+        for (int norm = 0; norm <= 1 && e == cudaSuccess; norm++)
+            for (int epi = 0; epi < 4 && e == cudaSuccess; epi++) {
+                gemv_tc_fn fn = pick_tc(norm, epi, d + 1);
+                e = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, TC_MAX_SMEM);
+                for (int nw = 1; nw <= TC_MAX_WARPS && e == cudaSuccess; nw++)
+                    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&tc_fit[d][norm][epi][nw], fn, nw * 32, 0);
+            }
     if (e != cudaSuccess) {
         frigg_set_error("gemv_tc: cannot set up the kernels: %s", cudaGetErrorString(e));
         return -1;
@@ -249,12 +274,12 @@ int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, in
         return -1;
     }
     if (tiles == 0) return 0;
-    gemv_tc_fn fn = pick_tc(norm_in, epi);
+    gemv_tc_fn fn = pick_tc(norm_in, epi, tc_depth);
     /* Persistent grid: every block resident at once (registers and threads from tc_fit; shared memory:
      * this launch's, the kernel's static 512 bytes and the 1 KiB the system reserves per block); then the
      * fewest blocks that keep the same number of rounds, so each block takes the same number of tiles. The
      * grid changes no result. */
-    int per_sm = tc_fit[norm_in != 0][epi][nw];
+    int per_sm = tc_fit[tc_depth - 1][norm_in != 0][epi][nw];
     int by_smem = tc_smem_per_sm ? (int)(tc_smem_per_sm / (smem + 512 + 1024)) : 1;
     if (by_smem < per_sm) per_sm = by_smem;
     if (per_sm_cap > 0 && per_sm_cap < per_sm) per_sm = per_sm_cap;

@@ -181,8 +181,35 @@ static void test_shape(frigg_pool *pool, int O, int K) {
             }
         }
         fk_gemv_tc_set_max_blocks(0);
+        /* the A/B variants (two tiles in flight per warp; the reduction and epilogue rotating over the
+         * warps), with a grid of as many blocks as fit and with 1 block: the same bits as the default */
+        for (int v = 1; v < 4; v++)
+            for (int c = 0; c < 2; c++) {
+                fk_gemv_tc_set_variant(v & 1 ? 2 : 1, v >> 1);
+                fk_gemv_tc_set_max_blocks(c);
+                poison(dout, (size_t)8 * O);
+                CHECK(fk_gemv(dW, O, K, dx, B, 1, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
+                from_dev(dout, (size_t)B * I, got);
+                CHECK(!memcmp(got, base, sizeof(float) * B * I), "gemv tc %dx%d: depth %d rotate %d grid cap %d changed the result",
+                      O, K, v & 1 ? 2 : 1, v >> 1, c);
+            }
+        fk_gemv_tc_set_variant(1, 0);
+        fk_gemv_tc_set_max_blocks(0);
         free(base);
     }
+    }
+    /* simt with every chunk of a long row in flight (K > 2048 here): the same chunk order, the same bits */
+    if (!strcmp(impl_name, "simt") && K > 2048) {
+        float *base = malloc(sizeof(float) * 8 * O);
+        for (int lu = 0; lu < 2; lu++) {
+            fk_gemv_simt_set_long_unroll(lu);
+            poison(dout, (size_t)8 * O);
+            CHECK(fk_gemv(dW, O, K, dx, 3, 0, 1e-6f, FK_GEMV_STORE, dout, 0) == 0, "%s", frigg_error());
+            from_dev(dout, (size_t)3 * O, lu ? got : base);
+        }
+        fk_gemv_simt_set_long_unroll(0);
+        CHECK(!memcmp(got, base, sizeof(float) * 3 * O), "gemv simt %dx%d: the long unroll changed the result", O, K);
+        free(base);
     }
     cudaFree(dW); cudaFree(dx); cudaFree(dout);
     free(W); free(x); free(h); free(Wb); free(xn); free(lin[0]); free(lin[1]); free(ref); free(got);
