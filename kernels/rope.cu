@@ -29,10 +29,6 @@ __global__ void rope_kv_kernel(const uint16_t *gqkv, int H, int hd, const int32_
     }
 }
 
-/* Fast path (head_dim % 16 == 0, 16-byte aligned buffers): a thread owns 8 consecutive dims i..i+7 of the
- * first half of one head and their partners i+half..: it reads q, k, v, cos and sin of both as 16-byte chunks
- * and writes q, the k and v cache entries the same way. The flat [T][H * hd/16] index space gives a
- * 4096-token prefill hundreds of thousands of independent threads. Same roundings as the general path. */
 /* x1 (first half) and x2 (second half) rotated: x1' = x1 c1 - x2 s1, x2' = x2 c2 + x1 s2, rounded as HF. */
 __device__ __forceinline__ void rope8(const float x1[8], const float x2[8], const float c1[8], const float s1[8],
                                       const float c2[8], const float s2[8], float o1[8], float o2[8]) {
@@ -43,6 +39,10 @@ __device__ __forceinline__ void rope8(const float x1[8], const float x2[8], cons
     }
 }
 
+/* Fast path (head_dim % 16 == 0, 16-byte aligned buffers): a thread owns 8 consecutive dims i..i+7 of the
+ * first half of one head and their partners i+half..: it reads q, k, v, cos and sin of both as 16-byte chunks
+ * and writes q, the k and v cache entries the same way. The flat [T][H * hd/16] index space gives a
+ * 4096-token prefill hundreds of thousands of independent threads. Same roundings as the general path. */
 __global__ void rope_kv_vec_kernel(const uint16_t *gqkv, int T, int H, int hd, const int32_t *row_seq,
                                    const int32_t *row_pos, const uint16_t *cos_t, const uint16_t *sin_t,
                                    uint16_t *q_out, uint16_t *k_slot, uint16_t *v_slot, long long seq_stride,
