@@ -41,7 +41,8 @@
 #define DEC_MAX_CLUSTER 16   /* most blocks per cluster (16 needs the non-portable cluster size attribute) */
 #define DEC_WAVE_BLOCKS 4    /* auto spb: blocks per SM aimed at (5 fit at 96 registers: launch bounds) */
 
-static int dec_impl = FK_ATTND_SPLIT, dec_spb = 0, dec_env_read = 0;
+/* dec_env: 0 = FRIGG_ATTN_DECODE not read yet, 1 = read (or overridden), -1 = it is invalid (every call fails) */
+static int dec_impl = FK_ATTND_SPLIT, dec_spb = 0, dec_env = 0;
 
 /* Splits per (row, head) at most: depends on H, max_ctx and the merge mode only (never on B), so every batch
  * size lays a row's keys out the same way. */
@@ -84,6 +85,16 @@ __device__ __forceinline__ void dec_load(const uint16_t *K, const uint16_t *V, i
 __device__ __forceinline__ void unpack8(uint4 w, float (&f)[8]) {
     f[0] = bf_lo(w.x); f[1] = bf_hi(w.x); f[2] = bf_lo(w.y); f[3] = bf_hi(w.y);
     f[4] = bf_lo(w.z); f[5] = bf_hi(w.z); f[6] = bf_lo(w.w); f[7] = bf_hi(w.w);
+}
+
+/* The gpu-scope acquire-release fence: what the partials/counter handshake needs, lighter than the
+ * sequentially consistent fence of __threadfence(). */
+__device__ __forceinline__ void fence_acq_rel_gpu(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+#else
+    __threadfence();
+#endif
 }
 
 /* Cluster barrier halves (sm_90): arrive early, wait late, so the barrier's latency hides behind other work. */
@@ -273,7 +284,7 @@ __global__ void __launch_bounds__(DEC_THREADS, 5)
         float *wrow = work + ((size_t)b * H + h) * nsplit * PW;
         const int v0 = s0 * PW / 4, v1 = s1 * PW / 4;
         for (int v = v0 + t; v < v1; v += DEC_THREADS) ((float4 *)wrow)[v] = ((const float4 *)s_part)[v];
-        __threadfence();
+        fence_acq_rel_gpu(); /* release: these partials before the counter (fence-fence with the merger's) */
         __syncthreads();
         const int nblk = (ns + spb - 1) / spb;
         if (t == 0) {
@@ -283,7 +294,7 @@ __global__ void __launch_bounds__(DEC_THREADS, 5)
         }
         __syncthreads();
         if (!s_last) return;
-        __threadfence();
+        fence_acq_rel_gpu(); /* acquire: the other blocks' partials after their counter increments */
         /* the other blocks' partials into shared memory, bypassing L1 (other blocks wrote them) */
         const int nv = ns * PW / 4;
         for (int v = t; v < nv; v += DEC_THREADS)
@@ -309,15 +320,15 @@ extern "C" size_t fk_attn_decode_work_floats(int B, int H, int hd, int max_ctx) 
 extern "C" void fk_set_attn_decode_impl(int impl, int spb) {
     dec_impl = impl;
     dec_spb = spb;
-    dec_env_read = 1; /* an explicit choice overrides FRIGG_ATTN_DECODE */
+    dec_env = 1; /* an explicit choice overrides FRIGG_ATTN_DECODE */
 }
 extern "C" int fk_get_attn_decode_impl(void) { return dec_impl; }
 
 /* FRIGG_ATTN_DECODE = split | cluster, optionally ":N" (N splits per block, 1..32; absent = by batch size). */
-static int dec_read_env(void) {
-    dec_env_read = 1;
+static void dec_read_env(void) {
+    dec_env = 1;
     const char *env = getenv("FRIGG_ATTN_DECODE");
-    if (!env || !*env) return 0;
+    if (!env || !*env) return;
     const char *colon = strchr(env, ':');
     size_t n = colon ? (size_t)(colon - env) : strlen(env);
     int spb = 0;
@@ -330,12 +341,10 @@ static int dec_read_env(void) {
     if (spb >= 0 && n == 5 && !strncmp(env, "split", 5)) dec_impl = FK_ATTND_SPLIT;
     else if (spb >= 0 && n == 7 && !strncmp(env, "cluster", 7)) dec_impl = FK_ATTND_CLUSTER;
     else {
-        frigg_set_error("FRIGG_ATTN_DECODE must be split or cluster, optionally :N with N splits per block "
-                        "(1..%d), not '%s'", DEC_MAX_SPLITS, env);
-        return -1;
+        dec_env = -1;
+        return;
     }
     dec_spb = spb;
-    return 0;
 }
 
 /* Splits per block when not fixed: the fewest that keep B*H*blocks within about DEC_WAVE_BLOCKS blocks per
@@ -399,7 +408,12 @@ static int dec_launch(int impl, int spb, dim3 grid, cudaStream_t s, const uint16
 extern "C" int fk_attn_decode(const uint16_t *q, const uint16_t *k_slot, const uint16_t *v_slot, long long seq_stride,
                               const int32_t *row_seq, const int32_t *row_pos, const uint16_t *gqkv, int B, int H,
                               int hd, int max_ctx, float *work, int *counters, uint16_t *y, cudaStream_t s) {
-    if (!dec_env_read && dec_read_env()) return -1;
+    if (dec_env == 0) dec_read_env();
+    if (dec_env < 0) {
+        frigg_set_error("FRIGG_ATTN_DECODE must be split or cluster, optionally :N with N splits per block (1..%d), "
+                        "not '%s'", DEC_MAX_SPLITS, getenv("FRIGG_ATTN_DECODE"));
+        return -1;
+    }
     if (B < 1 || H < 1 || max_ctx < 1) {
         frigg_set_error("attn_decode: bad shape B=%d H=%d max_ctx=%d", B, H, max_ctx);
         return -1;
