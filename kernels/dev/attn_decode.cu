@@ -440,7 +440,7 @@ int main(int argc, char **argv) {
             CU(cudaMemcpy(dpos, posh, sizeof posh, cudaMemcpyHostToDevice));
             CU(cudaDeviceSynchronize());
             attn_decode_ref(hq, hk, hv, seq_stride, seqh, posh, hg, B, H, HD, max_ctx, ref);
-            int fam_have[2] = {0, 0};
+            int fam_have[2] = {0, 0}, launch_failed[NVER] = {0};
             for (int v = 0; v < NVER; v++) {
                 if (skip_version(versions[v].name, no_cluster)) continue;
                 CU(cudaMemset(dy, 0xff, (size_t)MAXB * D * 2)); /* NaN: an output not written fails */
@@ -464,6 +464,7 @@ int main(int argc, char **argv) {
                 }
                 ok &= same;
                 fails += !ok;
+                launch_failed[v] = rc != 0;
                 printf("%s %-9s B=%d ctx=%-4d max_ctx=%-4d: %zu of %d differ, %zu beyond tolerance, worst |d| %.3g%s%s%s\n",
                        ok ? "PASS" : "FAIL", versions[v].name, B, ctx, max_ctx, off, B * D, bad, worst,
                        same ? "" : ", NOT bit-identical to its mode's first version", rc ? ", launch error: " : "",
@@ -475,7 +476,7 @@ int main(int argc, char **argv) {
             double bytes = (double)B * H * ctx * HD * 2 * 2 + (double)B * D * 2 * 3;
             for (int v = 0; v < NVER; v++) {
                 us[v][bi][ci] = gbs[v][bi][ci] = 0;
-                if (skip_version(versions[v].name, no_cluster)) continue;
+                if (skip_version(versions[v].name, no_cluster) || launch_failed[v]) continue; /* (failed above) */
                 cudaGraph_t graph;
                 cudaGraphExec_t exec;
                 CU(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
@@ -483,11 +484,13 @@ int main(int argc, char **argv) {
                 for (int l = 0; l < LAYERS && rc == 0; l++)
                     rc = versions[v].run(dq, kc + (size_t)l * slot, vc + (size_t)l * slot, seq_stride, dseq, dpos, dg, B, H,
                                          HD, max_ctx, work, counters, dy, st);
-                CU(cudaStreamEndCapture(st, &graph));
-                if (rc) {
-                    printf("FAIL %s B=%d ctx=%d: capture: %s\n", versions[v].name, B, ctx, frigg_error());
+                cudaError_t ce = cudaStreamEndCapture(st, &graph);
+                if (rc || ce != cudaSuccess) { /* a launch refused inside the capture invalidates it */
+                    printf("FAIL %s B=%d ctx=%d: capture: %s\n", versions[v].name, B, ctx,
+                           rc ? frigg_error() : cudaGetErrorString(ce));
                     fails++;
-                    us[v][bi][ci] = gbs[v][bi][ci] = 0;
+                    if (ce == cudaSuccess) CU(cudaGraphDestroy(graph));
+                    (void)cudaGetLastError();
                     continue;
                 }
                 CU(cudaGraphInstantiate(&exec, graph, 0));
