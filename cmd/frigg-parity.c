@@ -44,7 +44,7 @@ static void usage(FILE *f) {
             "  -d, --device N       CUDA device (default 0)\n"
             "  -t, --threads N      CPU threads (default: all cores)\n"
             "      --vs-cpu         also compare the engine with the CPU engine on every case\n"
-            "      --max-rel X      fail when max|dlogit| / max|ref logit| at the last prompt row > X (default 0.05)\n"
+            "      --max-rel X      fail when max|dlogit| / max|ref logit| at the last prompt row > X (default 0.03)\n"
             "      --tie X|auto     HF top-2 margin below which a step is a near-tie (default 0.5); auto: per case,\n"
             "                       HF's own cached-vs-uncached max |dlogit| (greedy_nocache_check), the noise\n"
             "                       floor of the reference itself (falls back to 0.5 when absent)\n"
@@ -326,7 +326,10 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
 }
 
 int main(int argc, char **argv) {
-    opts_t o = {.backend = "auto", .max_rel = 0.05, .tie = 0.5, .min_tf = 0.99};
+    /* max_rel 0.03: about 2.5x the worst a correct engine shows against HF bf16 on both fixture families
+     * (0.0109 on the Mimir-size model at branch scale 0.25, run 10; 0.0120 CUDA and 0.0148 CPU on the tiny
+     * fixtures), while a causal build of the Mimir-size prefix cases reaches 0.020-0.058. */
+    opts_t o = {.backend = "auto", .max_rel = 0.03, .tie = 0.5, .min_tf = 0.99};
     static const struct option lo[] = {{"backend", 1, 0, 'b'}, {"device", 1, 0, 'd'},      {"threads", 1, 0, 't'},
                                        {"vs-cpu", 0, 0, 'C'},  {"max-rel", 1, 0, 'R'},     {"tie", 1, 0, 'T'},
                                        {"min-tf", 1, 0, 'F'},  {"force-causal", 0, 0, 'X'}, {"help", 0, 0, 'h'},

@@ -24,13 +24,21 @@ static inline int fk_check_launch(const char *what) {
  * reads: writes come after the wait too); work before the wait is limited to reading constant data such as
  * weights, which is how a GEMV overlaps its weight stream with the previous kernel's tail. On older GPUs
  * both are no-ops and fk_launch launches normally. */
+/* FRIGG_PDL_EARLY (a compile-time experiment, make FRIGG_NVCC_DEFS=-DFRIGG_PDL_EARLY): every kernel lets its
+ * successor launch *before* its own wait instead of after it, so two kernels ahead can be resident and
+ * streaming their weights while one waits. Safe under the rule above: what a kernel reads before its wait
+ * is never written by the kernels in flight in front of it, and its wait still returns only once its
+ * predecessor (and so, transitively, every earlier kernel) has completed. */
 __device__ __forceinline__ void pdl_wait(void) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#ifdef FRIGG_PDL_EARLY
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
 __device__ __forceinline__ void pdl_launch(void) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(FRIGG_PDL_EARLY)
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }

@@ -132,8 +132,14 @@ static int simt_long_unroll; /* fk_gemv_simt_set_long_unroll: an A/B hook, off u
 extern "C" void fk_gemv_simt_set_long_unroll(int on) { simt_long_unroll = on != 0; }
 
 /* FRIGG_GEMV_IMPL=auto. Per shape class and batch size: 's' simt, 't' tc (as many blocks as fit), '2' tc with
- * at most 2 blocks per SM (x staged fewer times; the grid changes no bit). From run 9 (dev/gemv on the H200,
- * /work/notes/r9/dev-gemv.txt), µs per launch as simt / tc / tc-2sm:
+ * at most 2 blocks per SM (x staged fewer times; the grid changes no bit). The table is run 10's
+ * (benchmarks/h200-2026-11-30/dev-gemv-run10.txt), µs per launch as simt / tc at depth 2 (the default):
+ *   gqkv    B1 8.54/9.36    B2 11.50/10.60  B4 18.22/11.71  B8 31.09/14.38
+ *   gate_up B1 9.24/9.85    B2 12.06/10.72  B4 17.83/11.85  B8 29.65/14.46
+ *   o_proj  B1 3.18/3.10    B2 3.59/3.27    B4 4.39/3.29    B8 6.45/3.80
+ *   down    B1 6.77/5.83    B2 7.69/6.18    B4 8.66/6.22    B8 12.49/6.74
+ *   lm_head B1 178.0/206.9  B2 179.5/208.3  B4 247.8/210.4  B8 423.7/217.2
+ * Run 9's table (depth 1), which chose the first version of this table:
  *   gqkv    B1 8.54/11.55/10.77  B2 11.55/13.38/11.63  B4 18.29/15.11/13.24  B8 31.09/19.77/16.98
  *   gate_up B1 9.27/10.23/11.21  B2 12.13/12.05/12.10  B4 17.88/13.64/13.54  B8 29.64/18.00/16.48
  *   o_proj  B1 3.20/3.95/3.95    B2 3.60/4.14/4.14     B4 4.37/4.28/4.27     B8 6.44/4.97/4.97
@@ -144,11 +150,11 @@ extern "C" void fk_gemv_simt_set_long_unroll(int on) { simt_long_unroll = on != 
 enum { AUTO_GQKV, AUTO_GATE_UP, AUTO_O_PROJ, AUTO_DOWN, AUTO_LM_HEAD };
 static const char auto_table[5][9] = {
     /* B = 12345678 */
-    "ss222222", /* gqkv: QKV epilogue */
-    "st222222", /* gate_up: SwiGLU epilogue */
-    "sss22222", /* o_proj: plain, K <= 2048, O <= 65536 */
-    "s2222222", /* down: plain, K > 2048 */
-    "sss2222t", /* lm_head: plain, O > 65536 */
+    "sttttttt", /* gqkv: QKV epilogue */
+    "sttttttt", /* gate_up: SwiGLU epilogue */
+    "tttttttt", /* o_proj: plain, K <= 2048, O <= 65536 */
+    "tttttttt", /* down: plain, K > 2048 */
+    "sssttttt", /* lm_head: plain, O > 65536 */
 };
 static char auto_choice(int B, int O, int K, int epi) {
     int cls = epi == FK_GEMV_QKV ? AUTO_GQKV : epi == FK_GEMV_SWIGLU ? AUTO_GATE_UP : O > 65536 ? AUTO_LM_HEAD

@@ -181,7 +181,7 @@ static const Version versions[] = {
     {"tc-2sm", FK_GEMV_IMPL_TC, 2, 0, 1, 0},      {"tc-2sm-rot", FK_GEMV_IMPL_TC, 2, 1, 1, 0},
     {"tc-3sm", FK_GEMV_IMPL_TC, 3, 0, 1, 0},      {"tc-d2", FK_GEMV_IMPL_TC, 0, 0, 2, 0},
     {"tc-d2-rot", FK_GEMV_IMPL_TC, 0, 1, 2, 0},   {"tc-d2-1sm", FK_GEMV_IMPL_TC, 1, 0, 2, 0},
-    {"auto", FK_GEMV_IMPL_AUTO, 0, 0, 1, 0},
+    {"auto", FK_GEMV_IMPL_AUTO, 0, 0, 2, 0},
 };
 #define NV (int)(sizeof versions / sizeof versions[0])
 static bool enabled[NV];
