@@ -24,7 +24,7 @@
 typedef struct {
     const char *backend;
     int device, threads, force_causal, vs_cpu;
-    double max_rel, tie, min_tf;
+    double max_rel, tie, min_tf, min_tf_case;
     int tie_auto; /* near-tie threshold per case = HF's own cached-vs-uncached |dlogit| (greedy_nocache_check) */
 } opts_t;
 
@@ -48,8 +48,10 @@ static void usage(FILE *f) {
             "      --tie X|auto     HF top-2 margin below which a step is a near-tie (default 0.5); auto: per case,\n"
             "                       HF's own cached-vs-uncached max |dlogit| (greedy_nocache_check), the noise\n"
             "                       floor of the reference itself (falls back to 0.5 when absent)\n"
-            "      --min-tf X       fail when teacher-forced top-1 agreement on the steps that are not near-ties\n"
-            "                       is < X (default 0.99); the agreement over all steps is reported too\n"
+            "      --min-tf X       fail when teacher-forced top-1 agreement on the steps that are not near-ties,\n"
+            "                       pooled over every case of the run, is < X (default 0.99); the agreement over\n"
+            "                       all steps is reported too\n"
+            "      --min-tf-case X  fail a case whose own agreement on those steps is < X (default 0.97)\n"
             "      --force-causal   run every prompt causally (must fail: proves the gate can fail)\n"
             "  -h, --help, --version\n");
 }
@@ -276,7 +278,9 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
                 err = 1;
             }
         }
-        int tf_ok = tties == 0 || (double)ttie_agree / tties >= o->min_tf;
+        /* Per case a floor; the 99 % gate is on the pooled agreement (main): with ~130 such steps per case,
+         * one case's 99 % would allow a single miss, finer than the reference's own bf16 noise. */
+        int tf_ok = tties == 0 || (double)ttie_agree / tties >= o->min_tf_case;
         int pass = !err && rel <= o->max_rel && (top1_ok || margin0 < tie) && gok && tf_ok &&
                    (cpu_greedy >= 0 || !cpu);
         printf("{\"fixture\":\"%s\",\"case\":\"%s\",\"mask\":\"%s\",\"prefix_tokens\":%d,\"run_prefix_tokens\":%d,"
@@ -329,10 +333,10 @@ int main(int argc, char **argv) {
     /* max_rel 0.03: about 2.5x the worst a correct engine shows against HF bf16 on both fixture families
      * (0.0109 on the Mimir-size model at branch scale 0.25, run 10; 0.0120 CUDA and 0.0148 CPU on the tiny
      * fixtures), while a causal build of the Mimir-size prefix cases reaches 0.020-0.058. */
-    opts_t o = {.backend = "auto", .max_rel = 0.03, .tie = 0.5, .min_tf = 0.99};
+    opts_t o = {.backend = "auto", .max_rel = 0.03, .tie = 0.5, .min_tf = 0.99, .min_tf_case = 0.97};
     static const struct option lo[] = {{"backend", 1, 0, 'b'}, {"device", 1, 0, 'd'},      {"threads", 1, 0, 't'},
                                        {"vs-cpu", 0, 0, 'C'},  {"max-rel", 1, 0, 'R'},     {"tie", 1, 0, 'T'},
-                                       {"min-tf", 1, 0, 'F'},  {"force-causal", 0, 0, 'X'}, {"help", 0, 0, 'h'},
+                                       {"min-tf", 1, 0, 'F'}, {"min-tf-case", 1, 0, 'G'},  {"force-causal", 0, 0, 'X'}, {"help", 0, 0, 'h'},
                                        {"version", 0, 0, 'V'}, {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "b:d:t:h", lo, NULL)) != -1) {
@@ -355,6 +359,7 @@ int main(int argc, char **argv) {
             }
             break;
         case 'F': o.min_tf = atof(optarg); break;
+        case 'G': o.min_tf_case = atof(optarg); break;
         case 'X': o.force_causal = 1; break;
         case 'h': usage(stdout); return 0;
         case 'V': frigg_print_version("frigg-parity"); return 0;
@@ -371,20 +376,23 @@ int main(int argc, char **argv) {
     totals tot = {0};
     int err = 0;
     for (int i = optind; i < argc; i++) err |= run_dir(&o, argv[i], &tot) != 0;
+    double tf_pooled = tot.tf_nontie_steps ? (double)tot.tf_nontie_agree / tot.tf_nontie_steps : 1.0;
+    int tf_gate_ok = tf_pooled >= o.min_tf;
     printf("{\"total\":true,\"cases\":%d,\"failed\":%d,\"worst_rel_err\":%.5f,\"worst_max_abs\":%.5f,\"tf_steps\":%ld,"
            "\"tf_agree\":%ld,\"tf_frac\":%.4f,\"tf_nontie_steps\":%ld,\"tf_nontie_agree\":%ld,\"greedy_broken\":%d,\"top1_wrong\":%d,\"force_causal\":%s,\"errors\":%s,"
            "\"tf_fp32_steps\":%ld,\"tf_fp32_agree\":%ld,\"hf_bf16_vs_fp32_agree\":%ld,"
-           "\"thresholds\":{\"max_rel\":%g,\"tie\":\"%s\",\"min_tf\":%g}}\n",
+           "\"tf_nontie_frac\":%.4f,\"tf_gate_ok\":%s,"
+           "\"thresholds\":{\"max_rel\":%g,\"tie\":\"%s\",\"min_tf\":%g,\"min_tf_case\":%g}}\n",
            tot.cases, tot.failed, tot.worst_rel, tot.worst_abs, tot.tf_steps, tot.tf_agree,
            tot.tf_steps ? (double)tot.tf_agree / tot.tf_steps : 1.0, tot.tf_nontie_steps, tot.tf_nontie_agree, tot.greedy_broken, tot.top1_wrong,
            o.force_causal ? "true" : "false", err ? "true" : "false", tot.tf32_steps, tot.tf32_agree, tot.hf_bf16_agree,
-           o.max_rel, tie_text, o.min_tf);
+           tf_pooled, tf_gate_ok ? "true" : "false", o.max_rel, tie_text, o.min_tf, o.min_tf_case);
     fprintf(stderr, "frigg-parity: %d cases, %d failed; worst rel err %.4f, worst |d| %.4f; teacher-forced %ld/%ld "
-                    "(%ld/%ld on steps that are not near-ties)%s\n",
+                    "(%ld/%ld = %.2f%% on steps that are not near-ties: %s the %.0f%% gate)%s\n",
             tot.cases, tot.failed, tot.worst_rel, tot.worst_abs, tot.tf_agree, tot.tf_steps, tot.tf_nontie_agree,
-            tot.tf_nontie_steps, err ? "; ERRORS" : "");
+            tot.tf_nontie_steps, 100 * tf_pooled, tf_gate_ok ? "meets" : "FAILS", 100 * o.min_tf, err ? "; ERRORS" : "");
     if (tot.tf32_steps)
         fprintf(stderr, "frigg-parity: against HF in float32: frigg %ld/%ld teacher-forced top-1, HF bf16 %ld/%ld\n",
                 tot.tf32_agree, tot.tf32_steps, tot.hf_bf16_agree, tot.tf32_steps);
-    return err || tot.failed || !tot.cases ? 1 : 0;
+    return err || tot.failed || !tf_gate_ok || !tot.cases ? 1 : 0;
 }
