@@ -19,64 +19,23 @@
 #include "backend.h"
 #include "cpu_ops.h"
 #include "../kernels/kernels.h"
+#define CUDA_TEST_SEED 0x2545f4914f6cdd1dull
+#include "cuda_test_util.h"
 
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-static float frand(void) { /* uniform [-1, 1) */
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
-}
-static void fill(float *x, size_t n, float scale) {
-    for (size_t i = 0; i < n; i++) x[i] = frigg_round_bf16(frand() * scale);
-}
-static uint16_t *to_dev(const float *x, size_t n) {
-    uint16_t *h = malloc(n * 2), *d = NULL;
-    for (size_t i = 0; i < n; i++) h[i] = frigg_f32_to_bf16(x[i]);
-    cudaMalloc((void **)&d, n * 2 + 16);
-    cudaMemcpy(d, h, n * 2, cudaMemcpyHostToDevice);
-    free(h);
-    return d;
-}
-static void from_dev(const uint16_t *d, size_t n, float *x) {
-    uint16_t *h = malloc(n * 2);
-    cudaDeviceSynchronize();
-    cudaMemcpy(h, d, n * 2, cudaMemcpyDeviceToHost);
-    for (size_t i = 0; i < n; i++) x[i] = frigg_bf16_to_f32(h[i]);
-    free(h);
-}
-static void poison(uint16_t *d, size_t n) { cudaMemset(d, 0xff, n * 2); } /* bf16 NaN everywhere */
 
-/* As test_cuda_ops.c: equal, or within 2 ulps + rms(ref)/128, on at most a fraction `frac` of the elements
- * (fp32 sums in another order cross a bf16 rounding boundary now and then). NaN (poison left) is bad. */
-static void expect_close(const char *what, const float *got, const float *ref, size_t n, double frac) {
-    size_t off = 0, bad = 0;
-    double worst = 0, ss = 0;
-    for (size_t i = 0; i < n; i++) ss += (double)ref[i] * ref[i];
-    double floor_abs = sqrt(ss / (double)(n ? n : 1)) / 128.0;
-    for (size_t i = 0; i < n; i++) {
-        if (got[i] == ref[i]) continue;
-        off++;
-        double d = fabs(got[i] - ref[i]);
-        if (!(d <= 2.0 * fabs(ref[i]) / 128.0 + floor_abs)) bad++;
-        if (d > worst) worst = d;
-    }
-    CHECK(bad == 0 && off <= frac * n + 1, "%s: %zu of %zu beyond tolerance, %zu differ (worst |d| %.3g)", what, bad, n,
-          off, worst);
-}
 
 static const char *impl_name; /* "tc", "simt", "auto" */
 
 /* One (O, K) shape: every B, every epilogue, with and without the fused norm, against the CPU ops. */
 static void test_shape(frigg_pool *pool, int O, int K) {
     float *W = malloc(sizeof(float) * O * K), *x = malloc(sizeof(float) * 8 * K), *h = malloc(sizeof(float) * 8 * O);
-    fill(W, (size_t)O * K, 1.0f / sqrtf((float)K));
-    fill(x, (size_t)8 * K, 2.0f);
-    fill(h, (size_t)8 * O, 1.0f);
+    ct_fill(W, (size_t)O * K, 1.0f / sqrtf((float)K));
+    ct_fill(x, (size_t)8 * K, 2.0f);
+    ct_fill(h, (size_t)8 * O, 1.0f);
     uint16_t *Wb = malloc((size_t)O * K * 2);
     for (size_t i = 0; i < (size_t)O * K; i++) Wb[i] = frigg_f32_to_bf16(W[i]);
     frigg_mat M = {Wb, O, K};
-    uint16_t *dW = to_dev(W, (size_t)O * K), *dx = to_dev(x, (size_t)8 * K), *dout;
+    uint16_t *dW = ct_to_dev(W, (size_t)O * K), *dx = ct_to_dev(x, (size_t)8 * K), *dout;
     cudaMalloc((void **)&dout, (size_t)8 * O * 2);
     float *xn = malloc(sizeof(float) * 8 * K), *lin[2], *ref = malloc(sizeof(float) * 8 * O), *got = malloc(sizeof(float) * 8 * O);
     lin[0] = malloc(sizeof(float) * 8 * O);
@@ -94,27 +53,27 @@ static void test_shape(frigg_pool *pool, int O, int K) {
                       "gemv %s %dx%d B=%d norm: accepted %zu bytes of staged x", impl_name, O, K, B, (size_t)B * K * 2);
                 continue;
             }
-            poison(dout, (size_t)8 * O);
+            ct_poison(dout, (size_t)8 * O);
             CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_STORE, dout, 0) == 0, "%s", frigg_error());
-            from_dev(dout, (size_t)B * O, got);
+            ct_from_dev(dout, (size_t)B * O, got);
             snprintf(what, sizeof what, "gemv %s %dx%d B=%d norm=%d store", impl_name, O, K, B, norm);
-            expect_close(what, got, lin[norm], (size_t)B * O, frac);
+            ct_expect_close(what, got, lin[norm], (size_t)B * O, frac);
 
-            uint16_t *hd = to_dev(h, (size_t)B * O);
+            uint16_t *hd = ct_to_dev(h, (size_t)B * O);
             CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_RESID, hd, 0) == 0, "%s", frigg_error());
-            from_dev(hd, (size_t)B * O, got);
+            ct_from_dev(hd, (size_t)B * O, got);
             cudaFree(hd);
             for (int i = 0; i < B * O; i++) ref[i] = frigg_round_bf16(h[i] + lin[norm][i]);
             snprintf(what, sizeof what, "gemv %s %dx%d B=%d norm=%d resid", impl_name, O, K, B, norm);
-            expect_close(what, got, ref, (size_t)B * O, frac);
+            ct_expect_close(what, got, ref, (size_t)B * O, frac);
 
             for (int b = 0; b < B; b++)
                 frigg_cpu_swiglu(lin[norm] + (size_t)b * O, lin[norm] + (size_t)b * O + I, I, ref + (size_t)b * I);
-            poison(dout, (size_t)8 * O);
+            ct_poison(dout, (size_t)8 * O);
             CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
-            from_dev(dout, (size_t)B * I, got);
+            ct_from_dev(dout, (size_t)B * I, got);
             snprintf(what, sizeof what, "gemv %s %dx%d B=%d norm=%d swiglu", impl_name, O, K, B, norm);
-            expect_close(what, got, ref, (size_t)B * I, frac + 0.05);
+            ct_expect_close(what, got, ref, (size_t)B * I, frac + 0.05);
         }
 
     int norm_ok = 8 * K * 2 <= 64 * 1024;
@@ -128,12 +87,12 @@ static void test_shape(frigg_pool *pool, int O, int K) {
                 CHECK(named == FK_GEMV_IMPL_SIMT || named == FK_GEMV_IMPL_TC, "auto names implementation %d", named);
                 for (int k = 0; k < 2; k++) {
                     fk_set_gemv_impl(k ? named : FK_GEMV_IMPL_AUTO);
-                    uint16_t *hd = to_dev(h, (size_t)8 * O); /* RESID adds into its output: a fresh copy each run */
-                    poison(dout, (size_t)8 * O);
+                    uint16_t *hd = ct_to_dev(h, (size_t)8 * O); /* RESID adds into its output: a fresh copy each run */
+                    ct_poison(dout, (size_t)8 * O);
                     uint16_t *o = epi == FK_GEMV_RESID ? hd : dout;
                     CHECK(fk_gemv(dW, O, K, dx, B, epi == FK_GEMV_SWIGLU && norm_ok, 1e-6f, epi, o, 0) == 0, "%s",
                           frigg_error());
-                    from_dev(o, (size_t)B * cols, k ? forced : got);
+                    ct_from_dev(o, (size_t)B * cols, k ? forced : got);
                     cudaFree(hd);
                 }
                 fk_set_gemv_impl(FK_GEMV_IMPL_AUTO);
@@ -150,12 +109,12 @@ static void test_shape(frigg_pool *pool, int O, int K) {
             CHECK(fk_gemv(dW, O, K, dx + (size_t)b * K, 1, norm_ok, 1e-6f, epi, dout + (size_t)b * cols, 0) == 0, "%s",
                   frigg_error());
         }
-        from_dev(dout, (size_t)8 * cols, one);
+        ct_from_dev(dout, (size_t)8 * cols, one);
         int same = 1;
         for (int B = 2; B <= 8; B++) {
-            poison(dout, (size_t)8 * O);
+            ct_poison(dout, (size_t)8 * O);
             fk_gemv(dW, O, K, dx, B, norm_ok, 1e-6f, epi, dout, 0);
-            from_dev(dout, (size_t)B * cols, got);
+            ct_from_dev(dout, (size_t)B * cols, got);
             same &= !memcmp(got, one, sizeof(float) * B * cols);
         }
         CHECK(same, "gemv %s %dx%d epi %d: a batch row differs from its single-row pass", impl_name, O, K, epi);
@@ -171,9 +130,9 @@ static void test_shape(frigg_pool *pool, int O, int K) {
         for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
             fk_gemv_tc_set_max_blocks(caps[c]);
             for (int rep = 0; rep < 2; rep++) {
-                poison(dout, (size_t)8 * O);
+                ct_poison(dout, (size_t)8 * O);
                 CHECK(fk_gemv(dW, O, K, dx, B, 1, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
-                from_dev(dout, (size_t)B * I, got);
+                ct_from_dev(dout, (size_t)B * I, got);
                 if (c == 0 && rep == 0) memcpy(base, got, sizeof(float) * B * I);
                 else
                     CHECK(!memcmp(got, base, sizeof(float) * B * I), "gemv tc %dx%d: grid cap %d (run %d) changed the result",
@@ -187,9 +146,9 @@ static void test_shape(frigg_pool *pool, int O, int K) {
             for (int c = 0; c < 2; c++) {
                 fk_gemv_tc_set_variant(v & 1 ? 2 : 1, v >> 1);
                 fk_gemv_tc_set_max_blocks(c);
-                poison(dout, (size_t)8 * O);
+                ct_poison(dout, (size_t)8 * O);
                 CHECK(fk_gemv(dW, O, K, dx, B, 1, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
-                from_dev(dout, (size_t)B * I, got);
+                ct_from_dev(dout, (size_t)B * I, got);
                 CHECK(!memcmp(got, base, sizeof(float) * B * I), "gemv tc %dx%d: depth %d rotate %d grid cap %d changed the result",
                       O, K, v & 1 ? 2 : 1, v >> 1, c);
             }
@@ -203,9 +162,9 @@ static void test_shape(frigg_pool *pool, int O, int K) {
         float *base = malloc(sizeof(float) * 8 * O);
         for (int lu = 0; lu < 2; lu++) {
             fk_gemv_simt_set_long_unroll(lu);
-            poison(dout, (size_t)8 * O);
+            ct_poison(dout, (size_t)8 * O);
             CHECK(fk_gemv(dW, O, K, dx, 3, 0, 1e-6f, FK_GEMV_STORE, dout, 0) == 0, "%s", frigg_error());
-            from_dev(dout, (size_t)3 * O, lu ? got : base);
+            ct_from_dev(dout, (size_t)3 * O, lu ? got : base);
         }
         fk_gemv_simt_set_long_unroll(0);
         CHECK(!memcmp(got, base, sizeof(float) * 3 * O), "gemv simt %dx%d: the long unroll changed the result", O, K);

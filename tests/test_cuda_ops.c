@@ -17,52 +17,10 @@
 #include "backend.h"
 #include "cpu_ops.h"
 #include "../kernels/kernels.h"
+#define CUDA_TEST_SEED 88172645463325252ull
+#include "cuda_test_util.h"
 
-static uint64_t rng = 88172645463325252ull;
-static float frand(void) { /* uniform [-1, 1) */
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
-}
-static void fill(float *x, size_t n, float scale) {
-    for (size_t i = 0; i < n; i++) x[i] = frigg_round_bf16(frand() * scale);
-}
-static uint16_t *to_dev(const float *x, size_t n) {
-    uint16_t *h = malloc(n * 2), *d = NULL;
-    for (size_t i = 0; i < n; i++) h[i] = frigg_f32_to_bf16(x[i]);
-    cudaMalloc((void **)&d, n * 2 + 16);
-    cudaMemcpy(d, h, n * 2, cudaMemcpyHostToDevice);
-    free(h);
-    return d;
-}
-static void from_dev(const uint16_t *d, size_t n, float *x) {
-    uint16_t *h = malloc(n * 2);
-    cudaDeviceSynchronize();
-    cudaMemcpy(h, d, n * 2, cudaMemcpyDeviceToHost);
-    for (size_t i = 0; i < n; i++) x[i] = frigg_bf16_to_f32(h[i]);
-    free(h);
-}
 
-/* Equal, or close: fp32 sums in another order move a result across a bf16 rounding boundary now and then
- * (a fraction `frac` of the elements may differ at all), and an input that is itself one ulp off (e.g. a
- * normalised row whose rsqrt differs in the last bit) moves an output by about 2^-8 of the row's typical
- * magnitude. Anything beyond 2 ulps + rms(ref) * 2^-7 is a real error. */
-static void expect_close(const char *what, const float *got, const float *ref, size_t n, double frac) {
-    size_t off = 0, bad = 0;
-    double worst = 0, ss = 0;
-    for (size_t i = 0; i < n; i++) ss += (double)ref[i] * ref[i];
-    double floor_abs = sqrt(ss / (double)(n ? n : 1)) / 128.0;
-    for (size_t i = 0; i < n; i++) {
-        if (got[i] == ref[i]) continue;
-        off++;
-        double d = fabs(got[i] - ref[i]);
-        if (!(d <= 2.0 * fabs(ref[i]) / 128.0 + floor_abs)) bad++;
-        if (d > worst) worst = d;
-    }
-    CHECK(bad == 0 && off <= frac * n + 1, "%s: %zu of %zu beyond tolerance, %zu differ (worst |d| %.3g, rms/128 %.3g)", what,
-          bad, n, off, worst, floor_abs);
-}
 
 static const char *gemv_impl_name = "tc"; /* which decode GEMV implementation the gemv checks run */
 
@@ -72,13 +30,13 @@ static void test_gemv(frigg_pool *pool) {
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         int O = shapes[si][0], K = shapes[si][1];
         float *W = malloc(sizeof(float) * O * K), *x = malloc(sizeof(float) * 8 * K), *h = malloc(sizeof(float) * 8 * O);
-        fill(W, (size_t)O * K, 1.0f / sqrtf((float)K));
-        fill(x, (size_t)8 * K, 2.0f);
-        fill(h, (size_t)8 * O, 1.0f);
+        ct_fill(W, (size_t)O * K, 1.0f / sqrtf((float)K));
+        ct_fill(x, (size_t)8 * K, 2.0f);
+        ct_fill(h, (size_t)8 * O, 1.0f);
         uint16_t *Wb = malloc((size_t)O * K * 2);
         for (size_t i = 0; i < (size_t)O * K; i++) Wb[i] = frigg_f32_to_bf16(W[i]);
         frigg_mat M = {Wb, O, K};
-        uint16_t *dW = to_dev(W, (size_t)O * K), *dx = to_dev(x, (size_t)8 * K), *dout;
+        uint16_t *dW = ct_to_dev(W, (size_t)O * K), *dx = ct_to_dev(x, (size_t)8 * K), *dout;
         cudaMalloc((void **)&dout, (size_t)8 * O * 2);
         float *xn = malloc(sizeof(float) * 8 * K), *ref = malloc(sizeof(float) * 8 * O), *got = malloc(sizeof(float) * 8 * O);
         float *sw = malloc(sizeof(float) * 8 * O);
@@ -93,32 +51,32 @@ static void test_gemv(frigg_pool *pool) {
                 char what[96];
                 /* store */
                 CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_STORE, dout, 0) == 0, "%s", frigg_error());
-                from_dev(dout, (size_t)B * O, got);
+                ct_from_dev(dout, (size_t)B * O, got);
                 snprintf(what, sizeof what, "gemv %s %dx%d B=%d norm=%d store", gemv_impl_name, O, K, B, norm);
-                expect_close(what, got, ref, (size_t)B * O, norm ? 0.25 : 0.02);
+                ct_expect_close(what, got, ref, (size_t)B * O, norm ? 0.25 : 0.02);
                 /* residual epilogue: h + bf16(W x) */
-                uint16_t *dh = to_dev(h, (size_t)B * O);
+                uint16_t *dh = ct_to_dev(h, (size_t)B * O);
                 CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_RESID, dh, 0) == 0, "%s", frigg_error());
-                from_dev(dh, (size_t)B * O, got);
+                ct_from_dev(dh, (size_t)B * O, got);
                 for (int i = 0; i < B * O; i++) sw[i] = frigg_round_bf16(h[i] + ref[i]);
                 snprintf(what, sizeof what, "gemv %s %dx%d B=%d norm=%d resid", gemv_impl_name, O, K, B, norm);
-                expect_close(what, got, sw, (size_t)B * O, norm ? 0.25 : 0.02);
+                ct_expect_close(what, got, sw, (size_t)B * O, norm ? 0.25 : 0.02);
                 cudaFree(dh);
                 /* SwiGLU epilogue: rows [0, O/2) gate, [O/2, O) up */
                 int I = O / 2;
                 for (int b = 0; b < B; b++) frigg_cpu_swiglu(ref + (size_t)b * O, ref + (size_t)b * O + I, I, sw + (size_t)b * I);
                 CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
-                from_dev(dout, (size_t)B * I, got);
+                ct_from_dev(dout, (size_t)B * I, got);
                 snprintf(what, sizeof what, "gemv %s %dx%d B=%d norm=%d swiglu", gemv_impl_name, O, K, B, norm);
-                expect_close(what, got, sw, (size_t)B * I, norm ? 0.3 : 0.03);
+                ct_expect_close(what, got, sw, (size_t)B * I, norm ? 0.3 : 0.03);
             }
         }
         /* Rows of one pass are independent: B=1 on row 3 equals row 3 of a B=8 pass, bit for bit. */
         float *row8 = malloc(sizeof(float) * 8 * O);
         fk_gemv(dW, O, K, dx, 8, 1, 1e-6f, FK_GEMV_STORE, dout, 0);
-        from_dev(dout, (size_t)8 * O, row8);
+        ct_from_dev(dout, (size_t)8 * O, row8);
         fk_gemv(dW, O, K, dx + (size_t)3 * K, 1, 1, 1e-6f, FK_GEMV_STORE, dout, 0);
-        from_dev(dout, (size_t)O, got);
+        ct_from_dev(dout, (size_t)O, got);
         CHECK(!memcmp(got, row8 + (size_t)3 * O, sizeof(float) * O), "gemv %s %dx%d: batch row differs from single row", gemv_impl_name, O, K);
         free(row8);
         /* A bad shape is an error, not a silent no-op. */
@@ -134,56 +92,56 @@ static void test_norms(void) {
     int T = 5, D = 1536;
     size_t n = (size_t)T * D;
     float *h = malloc(n * 4), *y = malloc(n * 4), *o = malloc(n * 4), *ref = malloc(n * 4), *got = malloc(n * 4);
-    fill(h, n, 3.0f);
-    fill(y, n, 1.0f);
-    fill(o, n, 1.0f);
-    uint16_t *dh = to_dev(h, n), *dy = to_dev(y, n), *da, *dother = to_dev(o, n);
+    ct_fill(h, n, 3.0f);
+    ct_fill(y, n, 1.0f);
+    ct_fill(o, n, 1.0f);
+    uint16_t *dh = ct_to_dev(h, n), *dy = ct_to_dev(y, n), *da, *dother = ct_to_dev(o, n);
     cudaMalloc((void **)&da, n * 2);
     frigg_cpu_rmsnorm(h, T, D, 1e-6, ref);
     CHECK(fk_rmsnorm(dh, da, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
-    from_dev(da, n, got);
-    expect_close("rmsnorm", got, ref, n, 0.01);
+    ct_from_dev(da, n, got);
+    ct_expect_close("rmsnorm", got, ref, n, 0.01);
     /* add + norm */
     float *hs = malloc(n * 4);
     for (size_t i = 0; i < n; i++) hs[i] = frigg_round_bf16(h[i] + y[i]);
     frigg_cpu_rmsnorm(hs, T, D, 1e-6, ref);
     CHECK(fk_add_rmsnorm(dh, dy, da, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
-    from_dev(dh, n, got);
+    ct_from_dev(dh, n, got);
     CHECK(!memcmp(got, hs, n * 4), "add_rmsnorm: the residual sum is not bf16(h + y)");
-    from_dev(da, n, got);
-    expect_close("add_rmsnorm", got, ref, n, 0.01);
+    ct_from_dev(da, n, got);
+    ct_expect_close("add_rmsnorm", got, ref, n, 0.01);
     /* run end: state = norm(x), x = bf16(state + other) */
     uint16_t *dstate;
     cudaMalloc((void **)&dstate, n * 2);
     CHECK(fk_run_end(dh, dstate, dother, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
-    from_dev(dstate, n, got);
-    expect_close("run_end state", got, ref, n, 0.01);
+    ct_from_dev(dstate, n, got);
+    ct_expect_close("run_end state", got, ref, n, 0.01);
     float *nx = malloc(n * 4);
     for (size_t i = 0; i < n; i++) nx[i] = frigg_round_bf16(got[i] + o[i]);
-    from_dev(dh, n, got);
+    ct_from_dev(dh, n, got);
     CHECK(!memcmp(got, nx, n * 4), "run_end: next input is not bf16(state + other)");
     /* swiglu */
     int I = 700;
     float *gu = malloc(sizeof(float) * T * 2 * I), *sref = malloc(sizeof(float) * T * I), *sgot = malloc(sizeof(float) * T * I);
-    fill(gu, (size_t)T * 2 * I, 6.0f);
+    ct_fill(gu, (size_t)T * 2 * I, 6.0f);
     for (int t = 0; t < T; t++) frigg_cpu_swiglu(gu + (size_t)t * 2 * I, gu + (size_t)t * 2 * I + I, I, sref + (size_t)t * I);
-    uint16_t *dgu = to_dev(gu, (size_t)T * 2 * I), *dm;
+    uint16_t *dgu = ct_to_dev(gu, (size_t)T * 2 * I), *dm;
     cudaMalloc((void **)&dm, (size_t)T * I * 2);
     CHECK(fk_swiglu(dgu, T, I, dm, 0) == 0, "%s", frigg_error());
-    from_dev(dm, (size_t)T * I, sgot);
-    expect_close("swiglu", sgot, sref, (size_t)T * I, 0.01);
+    ct_from_dev(dm, (size_t)T * I, sgot);
+    ct_expect_close("swiglu", sgot, sref, (size_t)T * I, 0.01);
     /* embed: bf16(e * scale), z_L broadcast, first injection */
     int V = 50;
     float *E = malloc(sizeof(float) * V * D), *zl = malloc(sizeof(float) * D);
-    fill(E, (size_t)V * D, 0.05f);
-    fill(zl, D, 1.0f);
+    ct_fill(E, (size_t)V * D, 0.05f);
+    ct_fill(zl, D, 1.0f);
     int32_t ids[3] = {7, 0, 49}, *dids;
     cudaMalloc((void **)&dids, sizeof ids);
     cudaMemcpy(dids, ids, sizeof ids, cudaMemcpyHostToDevice);
-    uint16_t *dE = to_dev(E, (size_t)V * D), *dzl = to_dev(zl, D);
+    uint16_t *dE = ct_to_dev(E, (size_t)V * D), *dzl = ct_to_dev(zl, D);
     CHECK(fk_embed(dE, dzl, dids, 3, D, 39.191835884530846f, dh, dy, da, 0) == 0, "%s", frigg_error());
-    from_dev(dh, (size_t)3 * D, got);
-    from_dev(da, (size_t)3 * D, ref);
+    ct_from_dev(dh, (size_t)3 * D, got);
+    ct_from_dev(da, (size_t)3 * D, ref);
     int ok = 1;
     for (int t = 0; t < 3; t++)
         for (int i = 0; i < D; i++) {
@@ -239,10 +197,10 @@ static void test_attention(void) {
         int T = cfgs[ci][0], H = cfgs[ci][1], hd = cfgs[ci][2], D = H * hd, max_ctx = T + 3;
         float *q = malloc(sizeof(float) * T * D), *K = malloc(sizeof(float) * H * T * hd), *V = malloc(sizeof(float) * H * T * hd);
         float *g = malloc(sizeof(float) * T * 4 * D), *ref = malloc(sizeof(float) * T * D), *got = malloc(sizeof(float) * T * D);
-        fill(q, (size_t)T * D, 2.0f);
-        fill(K, (size_t)H * T * hd, 2.0f);
-        fill(V, (size_t)H * T * hd, 1.0f);
-        fill(g, (size_t)T * 4 * D, 3.0f);
+        ct_fill(q, (size_t)T * D, 2.0f);
+        ct_fill(K, (size_t)H * T * hd, 2.0f);
+        ct_fill(V, (size_t)H * T * hd, 1.0f);
+        ct_fill(g, (size_t)T * 4 * D, 3.0f);
         /* cache laid out [head][max_ctx][hd] */
         float *Kc = calloc((size_t)H * max_ctx * hd, sizeof(float)), *Vc = calloc((size_t)H * max_ctx * hd, sizeof(float));
         for (int h = 0; h < H; h++)
@@ -251,8 +209,8 @@ static void test_attention(void) {
                     Kc[((size_t)h * max_ctx + j) * hd + d] = K[((size_t)h * T + j) * hd + d];
                     Vc[((size_t)h * max_ctx + j) * hd + d] = V[((size_t)h * T + j) * hd + d];
                 }
-        uint16_t *dq = to_dev(q, (size_t)T * D), *dk = to_dev(Kc, (size_t)H * max_ctx * hd), *dv = to_dev(Vc, (size_t)H * max_ctx * hd);
-        uint16_t *dg = to_dev(g, (size_t)T * 4 * D), *dy;
+        uint16_t *dq = ct_to_dev(q, (size_t)T * D), *dk = ct_to_dev(Kc, (size_t)H * max_ctx * hd), *dv = ct_to_dev(Vc, (size_t)H * max_ctx * hd);
+        uint16_t *dg = ct_to_dev(g, (size_t)T * 4 * D), *dy;
         cudaMalloc((void **)&dy, (size_t)T * D * 2);
         int prefixes[3] = {0, T / 2, T};
         for (int impl = 0; impl < 2; impl++) {
@@ -261,17 +219,17 @@ static void test_attention(void) {
                 int P = prefixes[pi];
                 ref_attention(q, K, V, g, T, T, 0, H, hd, P, ref);
                 CHECK(fk_attn_prefill(dq, dk, dv, dg, T, H, hd, max_ctx, P, dy, 0) == 0, "%s", frigg_error());
-                from_dev(dy, (size_t)T * D, got);
+                ct_from_dev(dy, (size_t)T * D, got);
                 char what[80];
                 snprintf(what, sizeof what, "attn_prefill impl %d T=%d H=%d hd=%d P=%d", impl, T, H, hd, P);
-                expect_close(what, got, ref, (size_t)T * D, 0.02);
+                ct_expect_close(what, got, ref, (size_t)T * D, 0.02);
             }
         }
         fk_set_prefill_impl(0);
         /* The mask must matter: a prefix run differs from the causal reference on early rows. */
         ref_attention(q, K, V, g, T, T, 0, H, hd, 0, ref);
         fk_attn_prefill(dq, dk, dv, dg, T, H, hd, max_ctx, T, dy, 0);
-        from_dev(dy, (size_t)T * D, got);
+        ct_from_dev(dy, (size_t)T * D, got);
         CHECK(memcmp(got, ref, sizeof(float) * D) != 0, "attn_prefill: prefix and causal gave the same first row");
         /* Decode: rows b = 0..2 of sequences 0..2 (the same cache, seq_stride 0) at different positions. */
         int32_t seqh[3] = {0, 0, 0}, posh[3] = {T - 1, T / 2, 0}, *dseq, *dpos;
@@ -287,7 +245,7 @@ static void test_attention(void) {
         cudaMemset(cnt, 0, sizeof hcnt);
         for (int rep = 0; rep < 2; rep++) /* twice: the counters must be left at zero */
             CHECK(fk_attn_decode(dq, dk, dv, 0, dseq, dpos, dg, 3, H, hd, max_ctx, work, cnt, dy, 0) == 0, "%s", frigg_error());
-        from_dev(dy, (size_t)3 * D, got);
+        ct_from_dev(dy, (size_t)3 * D, got);
         cudaMemcpy(hcnt, cnt, sizeof(int) * 3 * H, cudaMemcpyDeviceToHost);
         int zero = 1;
         for (int i = 0; i < 3 * H; i++) zero &= hcnt[i] == 0;
@@ -298,7 +256,7 @@ static void test_attention(void) {
             ref_attention(q + (size_t)b * D, K, V, g + (size_t)b * 4 * D, T, 1, posh[b], H, hd, 0, ref);
             char what[80];
             snprintf(what, sizeof what, "attn_decode T=%d H=%d hd=%d row %d", T, H, hd, b);
-            expect_close(what, got + (size_t)b * D, ref, (size_t)D, 0.02);
+            ct_expect_close(what, got + (size_t)b * D, ref, (size_t)D, 0.02);
         }
         cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dg); cudaFree(dy); cudaFree(dseq); cudaFree(dpos); cudaFree(work);
         free(q); free(K); free(V); free(g); free(ref); free(got); free(Kc); free(Vc);
@@ -314,13 +272,13 @@ static void test_rope(void) {
     float *cs = malloc(sizeof(float) * max_ctx * hd), *sn = malloc(sizeof(float) * max_ctx * hd);
     frigg_cpu_rope_tables(&c, 0, max_ctx, cs, sn);
     float *gqkv = malloc(sizeof(float) * T * 4 * D);
-    fill(gqkv, (size_t)T * 4 * D, 3.0f);
+    ct_fill(gqkv, (size_t)T * 4 * D, 3.0f);
     int32_t pos[6] = {0, 1, 2, 17, 40, 63}, seq[6] = {0, 1, 0, 1, 0, 1}, *dpos, *dseq;
     cudaMalloc((void **)&dpos, sizeof pos);
     cudaMalloc((void **)&dseq, sizeof seq);
     cudaMemcpy(dpos, pos, sizeof pos, cudaMemcpyHostToDevice);
     cudaMemcpy(dseq, seq, sizeof seq, cudaMemcpyHostToDevice);
-    uint16_t *dg = to_dev(gqkv, (size_t)T * 4 * D), *dcos = to_dev(cs, (size_t)max_ctx * hd), *dsin = to_dev(sn, (size_t)max_ctx * hd);
+    uint16_t *dg = ct_to_dev(gqkv, (size_t)T * 4 * D), *dcos = ct_to_dev(cs, (size_t)max_ctx * hd), *dsin = ct_to_dev(sn, (size_t)max_ctx * hd);
     uint16_t *dq, *dk, *dv;
     long long seq_stride = (long long)H * max_ctx * hd;
     cudaMalloc((void **)&dq, (size_t)T * D * 2);
@@ -329,9 +287,9 @@ static void test_rope(void) {
     CHECK(fk_rope_kv(dg, T, H, hd, dseq, dpos, dcos, dsin, dq, dk, dv, seq_stride, max_ctx, 0) == 0, "%s", frigg_error());
     float *q = malloc(sizeof(float) * D), *k = malloc(sizeof(float) * D), *got = malloc(sizeof(float) * T * D);
     float *kc = malloc(sizeof(float) * 2 * seq_stride), *vc = malloc(sizeof(float) * 2 * seq_stride);
-    from_dev(dq, (size_t)T * D, got);
-    from_dev(dk, (size_t)2 * seq_stride, kc);
-    from_dev(dv, (size_t)2 * seq_stride, vc);
+    ct_from_dev(dq, (size_t)T * D, got);
+    ct_from_dev(dk, (size_t)2 * seq_stride, kc);
+    ct_from_dev(dv, (size_t)2 * seq_stride, vc);
     int qok = 1, kok = 1, vok = 1;
     for (int t = 0; t < T; t++) {
         memcpy(q, gqkv + (size_t)t * 4 * D + D, sizeof(float) * D);
@@ -352,8 +310,8 @@ static void test_rope(void) {
         int K = D;
         float *Wf = malloc(sizeof(float) * 4 * D * K), *x = malloc(sizeof(float) * T * K), *xn = malloc(sizeof(float) * T * K);
         float *lin = malloc(sizeof(float) * T * 4 * D);
-        fill(Wf, (size_t)4 * D * K, 1.0f / sqrtf((float)K));
-        fill(x, (size_t)T * K, 2.0f);
+        ct_fill(Wf, (size_t)4 * D * K, 1.0f / sqrtf((float)K));
+        ct_fill(x, (size_t)T * K, 2.0f);
         uint16_t *Wb = malloc((size_t)4 * D * K * 2);
         for (size_t i = 0; i < (size_t)4 * D * K; i++) Wb[i] = frigg_f32_to_bf16(Wf[i]);
         frigg_mat M = {Wb, 4 * D, K};
@@ -361,17 +319,17 @@ static void test_rope(void) {
         frigg_cpu_rmsnorm(x, T, K, 1e-6, xn);
         frigg_cpu_linear(pool, &M, xn, T, lin);
         frigg_pool_destroy(pool);
-        uint16_t *dW = to_dev(Wf, (size_t)4 * D * K), *dx = to_dev(x, (size_t)T * K), *dgq;
+        uint16_t *dW = ct_to_dev(Wf, (size_t)4 * D * K), *dx = ct_to_dev(x, (size_t)T * K), *dgq;
         cudaMalloc((void **)&dgq, (size_t)T * 4 * D * 2);
         cudaMemset(dk, 0, (size_t)2 * seq_stride * 2);
         cudaMemset(dv, 0, (size_t)2 * seq_stride * 2);
         fk_qkv_epi qa = {dcos, dsin, dseq, dpos, dq, dk, dv, seq_stride, max_ctx, hd};
         CHECK(fk_gemv_qkv(dW, D, dx, T, 1e-6f, dgq, &qa, 0) == 0, "%s", frigg_error());
         float *gg = malloc(sizeof(float) * T * 4 * D), *refq = malloc(sizeof(float) * T * D), *refk = malloc(sizeof(float) * T * D);
-        from_dev(dgq, (size_t)T * 4 * D, gg);
-        from_dev(dq, (size_t)T * D, got);
-        from_dev(dk, (size_t)2 * seq_stride, kc);
-        from_dev(dv, (size_t)2 * seq_stride, vc);
+        ct_from_dev(dgq, (size_t)T * 4 * D, gg);
+        ct_from_dev(dq, (size_t)T * D, got);
+        ct_from_dev(dk, (size_t)2 * seq_stride, kc);
+        ct_from_dev(dv, (size_t)2 * seq_stride, vc);
         float *gk = malloc(sizeof(float) * T * D), *gv = malloc(sizeof(float) * T * D), *refv = malloc(sizeof(float) * T * D);
         float *gref = malloc(sizeof(float) * T * D), *ggot = malloc(sizeof(float) * T * D);
         for (int t = 0; t < T; t++) {
@@ -388,10 +346,10 @@ static void test_rope(void) {
                 gv[(size_t)t * D + j] = vc[at];
             }
         }
-        expect_close("gemv_qkv gate rows", ggot, gref, (size_t)T * D, 0.25);
-        expect_close("gemv_qkv q (RoPE)", got, refq, (size_t)T * D, 0.25);
-        expect_close("gemv_qkv k (RoPE, cache)", gk, refk, (size_t)T * D, 0.25);
-        expect_close("gemv_qkv v (cache)", gv, refv, (size_t)T * D, 0.25);
+        ct_expect_close("gemv_qkv gate rows", ggot, gref, (size_t)T * D, 0.25);
+        ct_expect_close("gemv_qkv q (RoPE)", got, refq, (size_t)T * D, 0.25);
+        ct_expect_close("gemv_qkv k (RoPE, cache)", gk, refk, (size_t)T * D, 0.25);
+        ct_expect_close("gemv_qkv v (cache)", gv, refv, (size_t)T * D, 0.25);
         cudaFree(dW); cudaFree(dx); cudaFree(dgq);
         free(Wf); free(x); free(xn); free(lin); free(Wb); free(gg); free(refq); free(refk); free(gk); free(gv); free(refv);
         free(gref); free(ggot);
@@ -405,12 +363,12 @@ static void test_rope(void) {
 static void test_argmax(void) {
     int B = 3, V = 262144;
     float *x = malloc(sizeof(float) * B * V);
-    fill(x, (size_t)B * V, 10.0f);
+    ct_fill(x, (size_t)B * V, 10.0f);
     x[5] = 50.0f; x[70000] = 50.0f;                           /* tie: the lower index wins */
     x[V + V - 1] = 60.0f;                                     /* last element */
     for (int i = 0; i < V; i++) x[2 * (size_t)V + i] = -INFINITY;
     x[2 * (size_t)V + 1234] = -1.0f;
-    uint16_t *dx = to_dev(x, (size_t)B * V);
+    uint16_t *dx = ct_to_dev(x, (size_t)B * V);
     int32_t *dids, ids[3];
     cudaMalloc((void **)&dids, sizeof ids);
     CHECK(fk_argmax_bf16(dx, B, V, dids, 0) == 0, "%s", frigg_error());

@@ -34,25 +34,9 @@
 #include "config.h"
 #include "cpu_ops.h"
 #include "../kernels/kernels.h"
+#define CUDA_TEST_SEED 0x2545F4914F6CDD1Dull
+#include "cuda_test_util.h"
 
-static uint64_t rng = 0x2545F4914F6CDD1Dull;
-static float frand(void) { /* uniform [-1, 1) */
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
-}
-static void fill(float *x, size_t n, float scale) {
-    for (size_t i = 0; i < n; i++) x[i] = frigg_round_bf16(frand() * scale);
-}
-static uint16_t *to_dev(const float *x, size_t n) {
-    uint16_t *h = malloc(n * 2), *d = NULL;
-    for (size_t i = 0; i < n; i++) h[i] = frigg_f32_to_bf16(x[i]);
-    cudaMalloc((void **)&d, n * 2 + 16);
-    cudaMemcpy(d, h, n * 2, cudaMemcpyHostToDevice);
-    free(h);
-    return d;
-}
 
 /* y rows [0, T) with the gate; K, V in the cache layout [head][max_ctx][hd]. bf16p_bound[i]: the bf16-P term
  * of y[i]'s tolerance, sg * 2^-9 * sum_j p_j |v_j| / sum_j p_j * (1 + 2^-6) (see the header). */
@@ -131,12 +115,12 @@ static void test_shapes(void) {
         float *ref = malloc(sizeof(float) * T * D);
         double *bound = malloc(sizeof(double) * T * D);
         uint16_t *got = malloc((size_t)(T + extra) * D * 2), *split = malloc((size_t)T * D * 2);
-        fill(q, (size_t)T * D, 2.0f);
-        fill(Kc, (size_t)H * max_ctx * hd, 2.0f); /* positions >= T hold values too: they must stay unread */
-        fill(Vc, (size_t)H * max_ctx * hd, 1.0f);
-        fill(g, (size_t)T * 4 * D, 3.0f);
-        uint16_t *dq = to_dev(q, (size_t)T * D), *dk = to_dev(Kc, (size_t)H * max_ctx * hd), *dv = to_dev(Vc, (size_t)H * max_ctx * hd);
-        uint16_t *dg = to_dev(g, (size_t)T * 4 * D), *dy;
+        ct_fill(q, (size_t)T * D, 2.0f);
+        ct_fill(Kc, (size_t)H * max_ctx * hd, 2.0f); /* positions >= T hold values too: they must stay unread */
+        ct_fill(Vc, (size_t)H * max_ctx * hd, 1.0f);
+        ct_fill(g, (size_t)T * 4 * D, 3.0f);
+        uint16_t *dq = ct_to_dev(q, (size_t)T * D), *dk = ct_to_dev(Kc, (size_t)H * max_ctx * hd), *dv = ct_to_dev(Vc, (size_t)H * max_ctx * hd);
+        uint16_t *dg = ct_to_dev(g, (size_t)T * 4 * D), *dy;
         cudaMalloc((void **)&dy, (size_t)(T + extra) * D * 2);
         int cand[] = {0, 1, T / 2, T - 1, T, 15, 16, 63, 64, 65, 127, 128, 129, 256}, prefixes[16], np = 0;
         for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
@@ -221,10 +205,10 @@ static void test_norms(void) {
         int T = shapes[si][0], D = shapes[si][1];
         size_t n = (size_t)T * D;
         float *h = malloc(n * 4), *y = malloc(n * 4), *o = malloc(n * 4), *ref = malloc(n * 4), *hs = malloc(n * 4);
-        fill(h, n, 3.0f);
-        fill(y, n, 1.0f);
-        fill(o, n, 1.0f);
-        uint16_t *dh = to_dev(h, n), *dy = to_dev(y, n), *dother = to_dev(o, n), *da, *ds;
+        ct_fill(h, n, 3.0f);
+        ct_fill(y, n, 1.0f);
+        ct_fill(o, n, 1.0f);
+        uint16_t *dh = ct_to_dev(h, n), *dy = ct_to_dev(y, n), *dother = ct_to_dev(o, n), *da, *ds;
         cudaMalloc((void **)&da, n * 2 + 16);
         cudaMalloc((void **)&ds, n * 2 + 16);
         char what[96];
@@ -236,7 +220,7 @@ static void test_norms(void) {
         expect_close_f(what, got, ref, n);
         free(got);
         /* in place: in == out */
-        uint16_t *dcopy = to_dev(h, n);
+        uint16_t *dcopy = ct_to_dev(h, n);
         CHECK(fk_rmsnorm(dcopy, dcopy, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
         got = from_dev(dcopy, n);
         snprintf(what, sizeof what, "rmsnorm in place T=%d D=%d%s", T, D, path());
@@ -276,9 +260,9 @@ static void test_swiglu(void) {
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         int T = shapes[si][0], I = shapes[si][1];
         float *gu = malloc(sizeof(float) * T * 2 * I), *ref = malloc(sizeof(float) * T * I);
-        fill(gu, (size_t)T * 2 * I, 6.0f);
+        ct_fill(gu, (size_t)T * 2 * I, 6.0f);
         for (int t = 0; t < T; t++) frigg_cpu_swiglu(gu + (size_t)t * 2 * I, gu + (size_t)t * 2 * I + I, I, ref + (size_t)t * I);
-        uint16_t *dgu = to_dev(gu, (size_t)T * 2 * I), *dm;
+        uint16_t *dgu = ct_to_dev(gu, (size_t)T * 2 * I), *dm;
         cudaMalloc((void **)&dm, (size_t)T * I * 2 + 16);
         cudaMemset(dm, 0xff, (size_t)T * I * 2);
         CHECK(fk_swiglu(dgu, T, I, dm, 0) == 0, "%s", frigg_error());
@@ -306,7 +290,7 @@ static void test_rope(void) {
         float *cs = malloc(sizeof(float) * max_ctx * hd), *sn = malloc(sizeof(float) * max_ctx * hd);
         frigg_cpu_rope_tables(&c, 0, max_ctx, cs, sn);
         float *gqkv = malloc(sizeof(float) * T * 4 * D);
-        fill(gqkv, (size_t)T * 4 * D, 3.0f);
+        ct_fill(gqkv, (size_t)T * 4 * D, 3.0f);
         int32_t *pos = malloc(4 * T), *seq = malloc(4 * T), *dpos, *dseq;
         for (int t = 0; t < T; t++) {
             seq[t] = t % 2;
@@ -318,7 +302,7 @@ static void test_rope(void) {
         cudaMalloc((void **)&dseq, 4 * T);
         cudaMemcpy(dpos, pos, 4 * T, cudaMemcpyHostToDevice);
         cudaMemcpy(dseq, seq, 4 * T, cudaMemcpyHostToDevice);
-        uint16_t *dg = to_dev(gqkv, (size_t)T * 4 * D), *dcos = to_dev(cs, (size_t)max_ctx * hd), *dsin = to_dev(sn, (size_t)max_ctx * hd);
+        uint16_t *dg = ct_to_dev(gqkv, (size_t)T * 4 * D), *dcos = ct_to_dev(cs, (size_t)max_ctx * hd), *dsin = ct_to_dev(sn, (size_t)max_ctx * hd);
         uint16_t *dq, *dk, *dv;
         long long seq_stride = (long long)H * max_ctx * hd;
         cudaMalloc((void **)&dq, (size_t)T * D * 2);
