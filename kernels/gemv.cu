@@ -3,7 +3,8 @@
  * or FK_GEMV_IMPL_AUTO (the default): per batch size and shape class, the one the H200 measured faster (the
  * table below). A forced implementation serves every batch size with one summation order, so batched decode
  * is bit-identical to single-row decode; under auto a row's bits depend on how many rows share the pass
- * (B = 1 runs simt, B = 8 the tensor-core kernel), so batched equals single only within rounding.
+ * (at B = 1 the normed gqkv and gate_up run simt, everything else the tensor-core kernel), so batched equals
+ * single only within rounding.
  * The CUDA-core kernel: warp per output row (two rows for the fused SwiGLU: gate row i and up row I+i), 16-byte
  * streaming loads, GEMV_UNROLL chunks per lane in flight before any arithmetic. The batch size is a template
  * parameter so the accumulators live in registers. Optional fused input RMSNorm (x staged, normalised, in
