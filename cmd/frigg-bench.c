@@ -440,9 +440,17 @@ int main(int argc, char **argv) {
         case 'R': o.random_mimir = 1; break;
         case 'S': o.seed = strtoull(optarg, NULL, 10); break;
         case 'b': o.backend = optarg; break;
-        case 'd': o.device = atoi(optarg); break;
-        case 'r': o.repeats = atoi(optarg); break;
-        case 's': o.steps = atoi(optarg); break;
+        case 'd':
+        case 'r':
+        case 's': {
+            double v;
+            const char *name = ch == 'd' ? "--device" : ch == 'r' ? "--repeats" : "--steps";
+            if (frigg_cli_number("frigg-bench", name, optarg, 0, 1 << 20, 1, &v)) return 2;
+            if (ch == 'd') o.device = (int)v;
+            else if (ch == 'r') o.repeats = (int)v;
+            else o.steps = (int)v;
+            break;
+        }
         case 'B': o.nb = parse_list(optarg, o.batches, "batch"); break;
         case 'C': o.nc = parse_list(optarg, o.ctxs, "ctx"); break;
         case 'P': o.np = parse_list(optarg, o.plens, "prefill"); break;

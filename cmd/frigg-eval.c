@@ -46,12 +46,8 @@ int main(int argc, char **argv) {
         if (c == 'm') dir = optarg;
         else if (c == 'b') backend = optarg;
         else if (c == 't' || c == 'd') {
-            char *end;
-            long v = strtol(optarg, &end, 10);
-            if (!*optarg || *end || v < 0 || v > 4096) {
-                fprintf(stderr, "frigg-eval: bad number for -%c: \"%s\"\n", c, optarg);
-                return 2;
-            }
+            double v;
+            if (frigg_cli_number("frigg-eval", c == 't' ? "--threads" : "--device", optarg, 0, 4096, 1, &v)) return 2;
             if (c == 't') bo.threads = (int)v;
             else bo.device = (int)v;
         }

@@ -339,13 +339,20 @@ int main(int argc, char **argv) {
                                        {"min-tf", 1, 0, 'F'}, {"min-tf-case", 1, 0, 'G'},  {"force-causal", 0, 0, 'X'}, {"help", 0, 0, 'h'},
                                        {"version", 0, 0, 'V'}, {0, 0, 0, 0}};
     int ch;
+    double num;
     while ((ch = getopt_long(argc, argv, "b:d:t:h", lo, NULL)) != -1) {
         switch (ch) {
         case 'b': o.backend = optarg; break;
-        case 'd': o.device = atoi(optarg); break;
-        case 't': o.threads = atoi(optarg); break;
+        case 'd':
+        case 't':
+            if (frigg_cli_number("frigg-parity", ch == 'd' ? "--device" : "--threads", optarg, 0, 4096, 1, &num)) return 2;
+            if (ch == 'd') o.device = (int)num;
+            else o.threads = (int)num;
+            break;
         case 'C': o.vs_cpu = 1; break;
-        case 'R': o.max_rel = atof(optarg); break;
+        case 'R':
+            if (frigg_cli_number("frigg-parity", "--max-rel", optarg, 0, 1e9, 0, &o.max_rel)) return 2;
+            break;
         case 'T':
             if (!strcmp(optarg, "auto")) {
                 o.tie_auto = 1;
@@ -358,8 +365,12 @@ int main(int argc, char **argv) {
                 }
             }
             break;
-        case 'F': o.min_tf = atof(optarg); break;
-        case 'G': o.min_tf_case = atof(optarg); break;
+        case 'F':
+            if (frigg_cli_number("frigg-parity", "--min-tf", optarg, 0, 1, 0, &o.min_tf)) return 2;
+            break;
+        case 'G':
+            if (frigg_cli_number("frigg-parity", "--min-tf-case", optarg, 0, 1, 0, &o.min_tf_case)) return 2;
+            break;
         case 'X': o.force_causal = 1; break;
         case 'h': usage(stdout); return 0;
         case 'V': frigg_print_version("frigg-parity"); return 0;

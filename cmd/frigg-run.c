@@ -1,7 +1,6 @@
 /* frigg-run — JSON lines in, JSON lines out: one request object per input line, one response object
  * per output line, in order. A bad line gets {"error":{...}} and processing continues; the exit status
  * is then 1. See man/frigg-run.1. */
-#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -75,7 +74,6 @@ int main(int argc, char **argv) {
     int raw = 0;
     int c;
     while ((c = getopt_long(argc, argv, "p:m:b:t:d:n:h", opts, NULL)) != -1) {
-        char *end = NULL;
         switch (c) {
         case 'p': prompt = optarg; break;
         case 'm': so.model_dir = optarg; break;
@@ -83,12 +81,9 @@ int main(int argc, char **argv) {
         case 't':
         case 'd':
         case 'n': {
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            if (errno || !*optarg || *end || v < 0 || v > (1 << 24)) {
-                fprintf(stderr, "frigg-run: bad number for -%c: \"%s\"\n", c, optarg);
-                return 2;
-            }
+            double v;
+            const char *name = c == 't' ? "--threads" : c == 'd' ? "--device" : "--max-tokens";
+            if (frigg_cli_number("frigg-run", name, optarg, 0, 1 << 24, 1, &v)) return 2;
             if (c == 't') so.threads = (int)v;
             else if (c == 'd') so.device = (int)v;
             else so.default_max_tokens = (int)v;

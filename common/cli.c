@@ -1,8 +1,24 @@
 /* cli.c — see cli.h. */
 #include "cli.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+int frigg_cli_number(const char *prog, const char *opt, const char *arg, double lo, double hi, int integer, double *out) {
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(arg, &end);
+    if (errno || !*arg || *end || !isfinite(v) || v < lo || v > hi || (integer && v != floor(v))) {
+        fprintf(stderr, "%s: bad number for %s: \"%s\" (%s %.15g..%.15g)\n", prog, opt, arg, integer ? "an integer in" : "a number in",
+                lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
 
 void frigg_print_version(const char *prog) {
 #ifdef FRIGG_CUDA

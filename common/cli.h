@@ -5,5 +5,9 @@
 void frigg_print_version(const char *prog);
 /* For an executable whose issue has not landed: --help/--version say so, everything exits 2. */
 int frigg_not_implemented_main(int argc, char **argv, const char *prog, const char *what);
+/* A numeric option's value: the whole of `arg` must be a number within [lo, hi] (an integer when `integer`).
+ * Otherwise prints "PROG: bad number for OPT: "ARG" (...)" on stderr and returns -1, so a typo is an error and
+ * never a silent 0. */
+int frigg_cli_number(const char *prog, const char *opt, const char *arg, double lo, double hi, int integer, double *out);
 
 #endif

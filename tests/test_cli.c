@@ -119,6 +119,17 @@ int main(void) {
     snprintf(cmd, sizeof cmd, "%s/frigg-run --model '%s' --backend tpu", g_bin, dir);
     CHECK(run(cmd, "", &out) == 2, "unknown backend accepted");
     free(out);
+    /* A malformed number is a usage error in every program, never a silent 0 (common/cli.c). */
+    static const char *bad_numbers[] = {"frigg-run -n 1.5", "frigg-run --threads two", "frigg-eval nll --threads x",
+                                        "frigg-parity --min-tf abc golden/fixtures/tiny-packed",
+                                        "frigg-parity --max-rel 0.02x golden/fixtures/tiny-packed",
+                                        "frigg-bench --device abc decode"};
+    for (size_t i = 0; i < sizeof bad_numbers / sizeof bad_numbers[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s/%s", g_bin, bad_numbers[i]);
+        rc = run(cmd, "", &out);
+        CHECK(rc == 2, "%s: exit %d, want 2", bad_numbers[i], rc);
+        free(out);
+    }
     snprintf(cmd, sizeof cmd, "%s/frigg-run --model '%s' --tokenize", g_bin, dir);
     CHECK(run(cmd, "{\"prompt\":\"x\"}\n", &out) == 2, "--tokenize without tokenizer.json must fail");
     free(out);
