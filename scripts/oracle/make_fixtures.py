@@ -102,7 +102,7 @@ MIMIR_BRANCH_SCALE = 0.25
   scale   HF's own cached-vs-uncached max |dlogit|   causal build caught?   correct engine passes?
   1.0     1.9-2.8 (LeCun, every branch O(1))         yes                    no: no bf16 engine can
   0.5     0.78-0.94                                   yes                    no (98.7% of non-tie steps)
-  0.25    0.53-0.63                                   yes (6 of 6 cases)     yes (99.7%)
+  0.25    0.53-0.63 (0.47-0.63 in run 12)              yes (6 of 6 cases)     yes (99.7%)
   0.0625  0.25                                        NO: the mask no longer moves the logits
 
 With O(1) branches over 128 layer steps the random network is chaotic: bf16 rounding alone moves HF's own
