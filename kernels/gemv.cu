@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
     gemv_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, float eps,
                 uint16_t *__restrict__ out, fk_qkv_epi qa, fk_prefetch pf) {
     extern __shared__ uint4 xs[];
-    __shared__ float scratch[32];
+    __shared__ float scratch[8 * 32]; /* stage_norm: 32 per batch row */
     __shared__ float rs[B];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nch = K / 8;
     int unit = blockIdx.x * GEMV_WARPS + warp; /* output row (or SwiGLU output index, or RoPE pair) of this warp */

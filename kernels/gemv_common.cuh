@@ -19,23 +19,43 @@ __device__ __forceinline__ uint4 ld_stream(const uint4 *p) {
 }
 
 /* x [B][K] (nch = K/8 16-byte chunks per row) -> xs = bf16(x * rsqrt(mean(x^2) + eps)) row by row, using the
- * whole block (every thread must call it). Returns xs. rs: B floats of shared memory. */
+ * whole block (every thread must call it). Returns xs. scratch: B x 32 floats, rs: B floats of shared memory.
+ * x is read from global memory once: the first pass parks the raw chunks in xs while it sums their squares,
+ * the second normalises xs in place. The B rows are reduced side by side, each in block_sum's order (a
+ * thread's chunks in increasing order, warp_sum, then warp_sum over the warps' partials), so a row's scale has
+ * the same bits whatever B. */
 __device__ __forceinline__ const uint4 *stage_norm(const uint4 *xv, int B, int nch, int K, float eps, uint4 *xs,
                                                    float *scratch, float *rs) {
-    for (int b = 0; b < B; b++) {
-        float ss = 0.0f;
-        for (int c = threadIdx.x; c < nch; c += blockDim.x) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    float ss[8];
+#pragma unroll
+    for (int b = 0; b < 8; b++) ss[b] = 0.0f;
+    for (int c = threadIdx.x; c < nch; c += blockDim.x) {
+#pragma unroll
+        for (int b = 0; b < 8; b++) {
+            if (b >= B) break;
             uint4 v = xv[(size_t)b * nch + c];
+            xs[(size_t)b * nch + c] = v;
             float a0 = bf_lo(v.x), a1 = bf_hi(v.x), a2 = bf_lo(v.y), a3 = bf_hi(v.y);
             float a4 = bf_lo(v.z), a5 = bf_hi(v.z), a6 = bf_lo(v.w), a7 = bf_hi(v.w);
-            ss += a0 * a0 + a1 * a1 + a2 * a2 + a3 * a3 + a4 * a4 + a5 * a5 + a6 * a6 + a7 * a7;
+            ss[b] += a0 * a0 + a1 * a1 + a2 * a2 + a3 * a3 + a4 * a4 + a5 * a5 + a6 * a6 + a7 * a7;
         }
-        float tot = block_sum(ss, scratch);
-        if (threadIdx.x == 0) rs[b] = 1.0f / sqrtf(tot / (float)K + eps);
+    }
+#pragma unroll
+    for (int b = 0; b < 8; b++) {
+        if (b >= B) break; /* B is the same for the whole block: the shuffles stay warp-uniform */
+        float v = warp_sum(ss[b]);
+        if (lane == 0) scratch[b * 32 + warp] = v;
+    }
+    __syncthreads();
+    for (int b = warp; b < B; b += nw) {
+        float t = lane < nw ? scratch[b * 32 + lane] : 0.0f;
+        t = warp_sum(t);
+        if (lane == 0) rs[b] = 1.0f / sqrtf(t / (float)K + eps);
     }
     __syncthreads();
     for (int i = threadIdx.x; i < B * nch; i += blockDim.x) {
-        uint4 v = xv[i];
+        uint4 v = xs[i];
         float r = rs[i / nch];
         uint32_t *p = (uint32_t *)&v;
         for (int j = 0; j < 4; j++) {

@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(OLD_MAX_WARPS * 32)
                   uint16_t *__restrict__ out, fk_qkv_epi qa) {
     constexpr bool PAIRED = EPI == FK_GEMV_SWIGLU || EPI == FK_GEMV_QKV;
     extern __shared__ uint4 xs[];
-    __shared__ float scratch[32];
+    __shared__ float scratch[8 * 32]; /* stage_norm: 32 per batch row */
     __shared__ float rs[8];
     __shared__ float4 part[OLD_MAX_WARPS][32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5, nch = K / 8;
