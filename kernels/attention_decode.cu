@@ -17,9 +17,11 @@
  *   (batched decode stays bit-identical to single-row decode).
  * - Which BLOCK computes a split may depend on the batch: a block takes `spb` consecutive splits of its row
  *   (one after the other, loads of the next split in flight while it computes the current). At batch 1 one
- *   split per block spreads 3 MB over the SMs; at batch 8 (1536 splits at ctx 512, but only ~5 blocks of 96
+ *   split per block spreads 3 MB over the SMs; at batch 8 (1536 splits at ctx 512, but only 4 blocks of 128
  *   registers fit an SM) several splits per block make one wave of blocks instead of three, each with loads
  *   in flight all the time, and fewer partials to exchange.
+ * - A block keeps two rounds of loads in flight at every point of its stream, both issued before the wait at
+ *   its start, and never stops it for a barrier until DEC_PARK splits are done (see the kernel).
  * - Two ways to merge the partials of a (row, head) (fk_set_attn_decode_impl, FRIGG_ATTN_DECODE):
  *   "split": partials of other blocks go through `work`, the last block to finish (atomic counter) merges;
  *     a block that holds all splits of its row merges from shared memory with no global round trip.
@@ -39,10 +41,16 @@
 #define DEC_MAX_SPLITS 32    /* most splits per (row, head); bounds the merge's shared memory */
 #define DEC_SPLIT_BLOCKS 256 /* splits * heads aimed at: about two blocks per SM of a 132-SM H200 at batch 1 */
 #define DEC_MAX_CLUSTER 16   /* most blocks per cluster (16 needs the non-portable cluster size attribute) */
-#define DEC_WAVE_BLOCKS 4    /* auto spb: blocks per SM aimed at (5 fit at 96 registers: launch bounds) */
+#define DEC_WAVE_BLOCKS 4    /* auto spb: blocks per SM aimed at (the launch bounds give 4 of <= 128 registers) */
+#define DEC_PARK 4           /* splits whose key-group partials a block parks before one barrier merges them */
 
 /* dec_env: 0 = FRIGG_ATTN_DECODE not read yet, 1 = read (or overridden), -1 = it is invalid (every call fails) */
 static int dec_impl = FK_ATTND_SPLIT, dec_spb = 0, dec_env = 0;
+/* A/B knobs (fk_set_attn_decode_tuning): splits ahead asked of L2 (0 = none); blocks per SM the kernel is
+ * compiled for (launch bounds): 4 gives it the registers for two rounds in flight with no spill (ptxas: 127
+ * at head_dim 128), 5 caps it at 96 and ptxas spills ~100 bytes per thread, 3 keeps three rounds in flight.
+ * The auto spb aims at 4 per SM. */
+static int dec_pf = 0, dec_minb = 4;
 
 /* Splits per (row, head) at most: depends on H, max_ctx and the merge mode only (never on B), so every batch
  * size lays a row's keys out the same way. */
@@ -125,24 +133,75 @@ __device__ __forceinline__ float *cluster_map(float *p, unsigned rank) {
 #endif
 }
 
+/* The round after (s, r, j1) among the block's splits [.., s1): the next of split s, else the first of split s + 1
+ * (past s1: an empty round, j1 = r, so loading it loads nothing). Returns whether it moved to another split. */
+template <int KR>
+__device__ __forceinline__ bool dec_next_round(int &s, int &r, int &j1, int chunk, int len, int s1) {
+    r += KR;
+    if (r < j1) return false;
+    s++;
+    r = s * chunk;
+    j1 = s < s1 ? min(len, r + chunk) : r;
+    return true;
+}
+
+/* After the programmatic-launch wait: the newest key (written by the kernel in front) into the lanes whose
+ * round (first key r0, split end j1) holds it; the loads before the wait skipped it. */
+template <int HD, int GROUPS>
+__device__ __forceinline__ void dec_load_newest(const uint16_t *K, const uint16_t *V, int r0, int g, int j1, int newest,
+                                                uint4 (&kb)[DEC_KPT], uint4 (&vb)[DEC_KPT]) {
+#pragma unroll
+    for (int u = 0; u < DEC_KPT; u++)
+        if (r0 + u * GROUPS + g == newest && newest < j1) { /* a round may reach past a short split */
+            kb[u] = __ldcg((const uint4 *)(K + (size_t)newest * HD));
+            vb[u] = __ldcg((const uint4 *)(V + (size_t)newest * HD));
+        }
+}
+
+/* Ask L2 for split s's keys and values (one bulk request each; K, V at the head's first dim). A hint: the
+ * loads that use them come later, and nothing depends on whether L2 kept them. */
+template <int HD>
+__device__ __forceinline__ void dec_prefetch_split(const uint16_t *K, const uint16_t *V, int s, int chunk, int len) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const int j0 = s * chunk, n = min(len, j0 + chunk) - j0;
+    if (n <= 0) return;
+    const unsigned bytes = (unsigned)n * HD * 2; /* a multiple of 16: HD >= 16 */
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(K + (size_t)j0 * HD), "r"(bytes) : "memory");
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(V + (size_t)j0 * HD), "r"(bytes) : "memory");
+#else
+    (void)K; (void)V; (void)s; (void)chunk; (void)len;
+#endif
+}
+
 /* grid (nblk, H, B), DEC_THREADS threads; block x of (row b, head h) computes splits [x*spb, x*spb + spb) of
  * the row (those that exist). A partial of split s: [m, l, 0, 0, acc[HD]] (HD + 4 floats, so each starts
  * 16-byte aligned), in shared memory s_part[s] of the merging block and, in "split" mode when the row's splits
  * span blocks, in work[(b, h)][s]. CLUSTER: launched with cluster dims (nblk, 1, 1), so the block's rank in its
- * cluster is blockIdx.x. */
-template <int HD, bool CLUSTER>
-__global__ void __launch_bounds__(DEC_THREADS, 5)
+ * cluster is blockIdx.x. pf > 0: thread 0 asks L2 for the split pf ahead of the one being loaded.
+ *
+ * The stream of rounds never waits on the rest of the block:
+ * - DEPTH register buffers (2; 3 when compiled for 3 blocks per SM) take turns with no copy between them: the
+ *   loop computes buffer 0, refills it with the round DEPTH ahead, computes buffer 1, ... (A "current = next"
+ *   copy would stall on the next round's loads at the end of every round, leaving one round in flight.) The
+ *   first DEPTH rounds are loaded before the wait.
+ * - When a split ends, each key group parks its (m, l, acc) in shared memory and streams on; only when
+ *   DEC_PARK splits are parked, or the block's last split is done, one barrier and the parked splits' group
+ *   merges (in parallel over splits x dims, each in the fixed group order), so a block of <= DEC_PARK splits
+ *   has no barrier in its stream at all. The arithmetic per split is unchanged: the same partials bit for bit. */
+template <int HD, bool CLUSTER, int MINB>
+__global__ void __launch_bounds__(DEC_THREADS, MINB)
     attn_decode_kernel(const uint16_t *__restrict__ q, const uint16_t *__restrict__ k_slot,
                        const uint16_t *__restrict__ v_slot, long long seq_stride, const int32_t *row_seq,
-                       const int32_t *row_pos, int H, int max_ctx, int nsplit, int spb, float scale, float *work,
-                       int *counters, const uint16_t *__restrict__ gqkv, uint16_t *__restrict__ y) {
+                       const int32_t *row_pos, int H, int max_ctx, int nsplit, int spb, int pf, float scale,
+                       float *work, int *counters, const uint16_t *__restrict__ gqkv, uint16_t *__restrict__ y) {
     constexpr int LPK = HD / 8;                /* lanes per key */
     constexpr int GROUPS = DEC_THREADS / LPK;  /* keys per block load */
     constexpr int KR = GROUPS * DEC_KPT;       /* keys per round */
     constexpr int PW = HD + 4;                 /* floats per partial */
     constexpr int MAXS = CLUSTER ? DEC_MAX_CLUSTER : DEC_MAX_SPLITS;
-    __shared__ float s_m[GROUPS], s_l[GROUPS];
-    __shared__ __align__(16) float s_grp[GROUPS * HD]; /* the key groups' accumulators of the current split */
+    constexpr int DEPTH = MINB == 3 ? 3 : 2;   /* rounds of loads in flight: 3 only where 170 registers allow */
+    __shared__ float s_pm[DEC_PARK][GROUPS], s_pl[DEC_PARK][GROUPS];     /* parked splits: each group's m, l */
+    __shared__ __align__(16) float s_pacc[DEC_PARK][GROUPS * HD];       /* and its acc */
     __shared__ __align__(16) float s_part[MAXS * PW];  /* split partials (the merging block's are read) */
     __shared__ int s_last;
     const int bx = blockIdx.x, h = blockIdx.y, b = blockIdx.z, D = H * HD, t = threadIdx.x;
@@ -165,17 +224,31 @@ __global__ void __launch_bounds__(DEC_THREADS, 5)
     const size_t base = (size_t)row_seq[b] * seq_stride + (size_t)h * max_ctx * HD + li * 8;
     const uint16_t *K = k_slot + base, *V = v_slot + base;
 
-    int s = s0, j0 = s0 * chunk, j1 = min(len, j0 + chunk), r0 = j0;
-    uint4 kc[DEC_KPT], vc[DEC_KPT];
-    dec_load<HD, GROUPS>(K, V, r0, g, j1, len - 1, kc, vc); /* before the wait: all but the newest key */
+    /* compute cursor (split cs, round's first key cr, split end cj1): the round computed next; load cursor
+     * (ls, lr, lj1): the round loaded last. The first DEPTH rounds before the wait: all but the newest key. */
+    int cs = s0, cr = s0 * chunk, cj1 = min(len, cr + chunk);
+    int ls = cs, lr = cr, lj1 = cj1;
+    /* the next round to load; with pf > 0, whenever loading enters split ls, thread 0 asks L2 for split ls+pf */
+    auto advance_load = [&]() {
+        if (dec_next_round<KR>(ls, lr, lj1, chunk, len, s1) && pf > 0 && t == 0 && ls + pf < s1)
+            dec_prefetch_split<HD>(K, V, ls + pf, chunk, len);
+    };
+    uint4 kbuf[DEPTH][DEC_KPT], vbuf[DEPTH][DEC_KPT]; /* indexed by constants only: registers */
+    if (pf > 0 && t == 0) /* splits s0+1 .. s0+pf now (advance_load asks for the later ones) */
+        for (int p = s0 + 1; p <= s0 + pf && p < s1; p++) dec_prefetch_split<HD>(K, V, p, chunk, len);
+    dec_load<HD, GROUPS>(K, V, lr, g, lj1, len - 1, kbuf[0], vbuf[0]);
+    advance_load();
+    const int r1 = lr, j1_1 = lj1; /* round 1, for the newest key below */
+    dec_load<HD, GROUPS>(K, V, lr, g, lj1, len - 1, kbuf[1], vbuf[1]);
+    if (DEPTH == 3) {
+        advance_load();
+        dec_load<HD, GROUPS>(K, V, lr, g, lj1, len - 1, kbuf[DEPTH - 1], vbuf[DEPTH - 1]);
+    }
     pdl_wait();
     pdl_launch();
-#pragma unroll
-    for (int u = 0; u < DEC_KPT; u++)
-        if (r0 + u * GROUPS + g == len - 1 && len - 1 < j1) { /* a round may reach past a short split */
-            kc[u] = __ldcg((const uint4 *)(K + (size_t)(len - 1) * HD));
-            vc[u] = __ldcg((const uint4 *)(V + (size_t)(len - 1) * HD));
-        }
+    dec_load_newest<HD, GROUPS>(K, V, cr, g, cj1, len - 1, kbuf[0], vbuf[0]);
+    dec_load_newest<HD, GROUPS>(K, V, r1, g, j1_1, len - 1, kbuf[1], vbuf[1]);
+    if (DEPTH == 3) dec_load_newest<HD, GROUPS>(K, V, lr, g, lj1, len - 1, kbuf[DEPTH - 1], vbuf[DEPTH - 1]);
     float qf[8];
     unpack8(*(const uint4 *)(q + (size_t)b * D + h * HD + li * 8), qf);
     /* The gate of dim t is loaded now (used only by the merge): its latency hides behind the keys' arithmetic
@@ -192,17 +265,9 @@ __global__ void __launch_bounds__(DEC_THREADS, 5)
     float m = -INFINITY, l = 0.0f, acc[8];
 #pragma unroll
     for (int i = 0; i < 8; i++) acc[i] = 0.0f;
-    for (;;) {
-        /* the round after this one: the next of this split, else the first of the next split */
-        int rn = r0 + KR, sn = s, jn0 = j0, jn1 = j1;
-        if (rn >= j1) {
-            sn = s + 1;
-            jn0 = sn * chunk;
-            jn1 = sn < s1 ? min(len, jn0 + chunk) : jn0; /* past the block's splits: load nothing */
-            rn = jn0;
-        }
-        uint4 kn[DEC_KPT], vn[DEC_KPT];
-        dec_load<HD, GROUPS>(K, V, rn, g, jn1, -1, kn, vn); /* in flight while this round computes */
+    int np = 0; /* splits parked */
+    /* One round from buffer (kc, vc), then the buffer's refill; true after the block's last round. */
+    auto step = [&](uint4(&kc)[DEC_KPT], uint4(&vc)[DEC_KPT]) -> bool {
         float sc[DEC_KPT], smax = -INFINITY;
 #pragma unroll
         for (int u = 0; u < DEC_KPT; u++) {
@@ -212,7 +277,7 @@ __global__ void __launch_bounds__(DEC_THREADS, 5)
             for (int i = 0; i < 8; i++) p += qf[i] * kf[i];
 #pragma unroll
             for (int o = LPK / 2; o > 0; o >>= 1) p += __shfl_xor_sync(0xffffffffu, p, o);
-            sc[u] = r0 + u * GROUPS + g < j1 ? p * scale : -INFINITY;
+            sc[u] = cr + u * GROUPS + g < cj1 ? p * scale : -INFINITY;
             smax = fmaxf(smax, sc[u]);
         }
         float m_new = fmaxf(m, smax);
@@ -231,48 +296,66 @@ __global__ void __launch_bounds__(DEC_THREADS, 5)
             }
             m = m_new;
         }
-#pragma unroll
-        for (int u = 0; u < DEC_KPT; u++) {
-            kc[u] = kn[u];
-            vc[u] = vn[u];
+        /* the buffer is free: the round DEPTH ahead goes into it, in flight during the other buffers' rounds */
+        advance_load();
+        dec_load<HD, GROUPS>(K, V, lr, g, lj1, -1, kc, vc);
+        if (cr + KR < cj1) { /* split cs goes on */
+            cr += KR;
+            return false;
         }
-        if (sn != s) {
-            /* Split s is done: merge its key groups (fixed group order) into partial s. */
-            if (li == 0) {
-                s_m[g] = m;
-                s_l[g] = l;
-            }
-#pragma unroll
-            for (int i = 0; i < 8; i++) s_grp[g * HD + li * 8 + i] = acc[i];
+        /* split cs is done: park this group's part of it */
+        if (li == 0) {
+            s_pm[np][g] = m;
+            s_pl[np][g] = l;
+        }
+        /* two 16-byte stores: a warp's quarter covers 8 consecutive 16-byte words, no bank conflict */
+        float4 *pk = (float4 *)&s_pacc[np][g * HD + li * 8];
+        pk[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+        pk[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+        np++;
+        const bool last = cs + 1 >= s1;
+        if (np == DEC_PARK || last) {
+            /* merge the parked splits' key groups (fixed group order) into partials cs+1-np .. cs */
             __syncthreads();
-            float M = -INFINITY, L = 0.0f, a = 0.0f;
-            for (int k = 0; k < GROUPS; k++) M = fmaxf(M, s_m[k]);
-            if (t < HD)
+            const int sb = cs + 1 - np;
+            for (int it = t; it < np * HD; it += DEC_THREADS) {
+                const int p = it / HD, d = it % HD;
+                float M = -INFINITY, L = 0.0f, a = 0.0f;
+                for (int k = 0; k < GROUPS; k++) M = fmaxf(M, s_pm[p][k]);
                 for (int k = 0; k < GROUPS; k++) {
-                    if (s_m[k] == -INFINITY) continue;
-                    float w = expf(s_m[k] - M);
-                    L += s_l[k] * w;
-                    a += s_grp[k * HD + t] * w;
+                    if (s_pm[p][k] == -INFINITY) continue;
+                    float w = expf(s_pm[p][k] - M);
+                    L += s_pl[p][k] * w;
+                    a += s_pacc[p][k * HD + d] * w;
                 }
-            if (t < HD) part[(size_t)s * PW + 4 + t] = a;
-            if (t == 0) {
-                part[(size_t)s * PW] = M;
-                part[(size_t)s * PW + 1] = L;
-                part[(size_t)s * PW + 2] = 0.0f;
-                part[(size_t)s * PW + 3] = 0.0f;
+                float *dst = part + (size_t)(sb + p) * PW;
+                dst[4 + d] = a;
+                if (d == 0) {
+                    dst[0] = M;
+                    dst[1] = L;
+                    dst[2] = 0.0f;
+                    dst[3] = 0.0f;
+                }
             }
-            __syncthreads(); /* s_m / s_grp are rewritten by the next split */
-            if (sn >= s1) break;
-            m = -INFINITY;
-            l = 0.0f;
-#pragma unroll
-            for (int i = 0; i < 8; i++) acc[i] = 0.0f;
-            s = sn;
-            j0 = jn0;
-            j1 = jn1;
+            __syncthreads(); /* the park is rewritten by the next splits; s_part is read below */
+            np = 0;
         }
-        r0 = rn;
-    }
+        if (last) return true;
+        m = -INFINITY;
+        l = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 8; i++) acc[i] = 0.0f;
+        cs++;
+        cr = cs * chunk;
+        cj1 = min(len, cr + chunk);
+        return false;
+    };
+    if (DEPTH == 3)
+        while (!step(kbuf[0], vbuf[0]) && !step(kbuf[1], vbuf[1]) && !step(kbuf[DEPTH - 1], vbuf[DEPTH - 1])) {
+        }
+    else
+        while (!step(kbuf[0], vbuf[0]) && !step(kbuf[1], vbuf[1])) {
+        }
 
     if (CLUSTER) { /* every block of the cluster takes part, idle ones included (above) */
         cluster_arrive_release(); /* phase 1: this block's partials are in block 0's shared memory */
@@ -323,6 +406,14 @@ extern "C" void fk_set_attn_decode_impl(int impl, int spb) {
     dec_env = 1; /* an explicit choice overrides FRIGG_ATTN_DECODE */
 }
 extern "C" int fk_get_attn_decode_impl(void) { return dec_impl; }
+/* A/B only (kernels/dev/attn_decode.cu, tests): prefetch_splits > 0: each block asks L2 for its split that
+ * many ahead of the one it is loading (0 = off, the default; at most DEC_MAX_SPLITS); blocks_per_sm: the
+ * launch bounds' minimum blocks per SM of the kernel used, 4 (default), 5, or 3 (with three rounds of loads in
+ * flight instead of two). Invalid values fail the calls. */
+extern "C" void fk_set_attn_decode_tuning(int prefetch_splits, int blocks_per_sm) {
+    dec_pf = prefetch_splits;
+    dec_minb = blocks_per_sm;
+}
 
 /* FRIGG_ATTN_DECODE = split | cluster, optionally ":N" (N splits per block, 1..32; absent = by batch size). */
 static void dec_read_env(void) {
@@ -348,32 +439,33 @@ static void dec_read_env(void) {
 }
 
 /* Splits per block when not fixed: the fewest that keep B*H*blocks within about DEC_WAVE_BLOCKS blocks per
- * SM (one wave), so batch 1 keeps one split per block and batch 8 streams several per block. */
-static int dec_auto_spb(int B, int H, int nsplit) {
+ * SM (one wave; fewer where the launch bounds fit fewer), so batch 1 keeps one split per block and batch 8
+ * streams several per block. */
+static int dec_auto_spb(int B, int H, int nsplit, int per_sm) {
     static int sms = 0;
     if (!sms) {
         int dev = 0;
         if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
             sms = 132;
     }
-    long long target = (long long)sms * DEC_WAVE_BLOCKS;
+    long long target = (long long)sms * per_sm;
     for (int spb = 1; spb < nsplit; spb++)
         if ((long long)B * H * ((nsplit + spb - 1) / spb) <= target) return spb;
     return nsplit;
 }
 
-template <int HD>
+template <int HD, int MINB>
 static int dec_launch(int impl, int spb, dim3 grid, cudaStream_t s, const uint16_t *q, const uint16_t *k_slot,
                       const uint16_t *v_slot, long long seq_stride, const int32_t *row_seq, const int32_t *row_pos, int H,
-                      int max_ctx, int nsplit, float scale, float *work, int *counters, const uint16_t *gqkv,
+                      int max_ctx, int nsplit, int pf, float scale, float *work, int *counters, const uint16_t *gqkv,
                       uint16_t *y) {
     if (impl == FK_ATTND_SPLIT) {
-        fk_launch(attn_decode_kernel<HD, false>, grid, DEC_THREADS, 0, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos,
-                  H, max_ctx, nsplit, spb, scale, work, counters, gqkv, y);
+        fk_launch(attn_decode_kernel<HD, false, MINB>, grid, DEC_THREADS, 0, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos,
+                  H, max_ctx, nsplit, spb, pf, scale, work, counters, gqkv, y);
         return 0;
     }
     void (*kern)(const uint16_t *, const uint16_t *, const uint16_t *, long long, const int32_t *, const int32_t *, int,
-                 int, int, int, float, float *, int *, const uint16_t *, uint16_t *) = attn_decode_kernel<HD, true>;
+                 int, int, int, int, float, float *, int *, const uint16_t *, uint16_t *) = attn_decode_kernel<HD, true, MINB>;
     static int nonportable_set = 0; /* per instantiation; set at the first cluster launch above 8 blocks */
     if (grid.x > 8 && !nonportable_set) { /* clusters above 8 blocks are "non-portable": allowed per kernel */
         cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
@@ -397,7 +489,7 @@ static int dec_launch(int impl, int spb, dim3 grid, cudaStream_t s, const uint16
     cfg.attrs = attr;
     cfg.numAttrs = fk_pdl ? 2 : 1;
     cudaError_t e = cudaLaunchKernelEx(&cfg, kern, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, max_ctx, nsplit,
-                                       spb, scale, work, counters, gqkv, y);
+                                       spb, pf, scale, work, counters, gqkv, y);
     if (e != cudaSuccess) {
         frigg_set_error("attn_decode: cluster launch of %u blocks: %s", grid.x, cudaGetErrorString(e));
         return -1;
@@ -430,21 +522,28 @@ extern "C" int fk_attn_decode(const uint16_t *q, const uint16_t *k_slot, const u
         frigg_set_error("attn_decode: %d splits per block (0 = by batch size, else 1..%d)", dec_spb, DEC_MAX_SPLITS);
         return -1;
     }
+    if (dec_pf < 0 || dec_pf > DEC_MAX_SPLITS || dec_minb < 3 || dec_minb > 5) {
+        frigg_set_error("attn_decode: tuning: prefetch %d splits ahead (0..%d), %d blocks per SM (3, 4 or 5)", dec_pf,
+                        DEC_MAX_SPLITS, dec_minb);
+        return -1;
+    }
     int nsplit = dec_nsplit(H, max_ctx, dec_impl);
-    int spb = dec_spb ? dec_spb : dec_auto_spb(B, H, nsplit);
+    int spb = dec_spb ? dec_spb : dec_auto_spb(B, H, nsplit, dec_minb < DEC_WAVE_BLOCKS ? dec_minb : DEC_WAVE_BLOCKS);
     if (spb > nsplit) spb = nsplit;
     dim3 grid((nsplit + spb - 1) / spb, H, B);
     float scale = (float)(1.0 / sqrt((double)hd));
     int rc;
+#define DEC_ARGS dec_impl, spb, grid, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, max_ctx, nsplit, dec_pf, scale, work, counters, gqkv, y
     switch (hd) {
-    case 16: rc = dec_launch<16>(dec_impl, spb, grid, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, max_ctx, nsplit, scale, work, counters, gqkv, y); break;
-    case 32: rc = dec_launch<32>(dec_impl, spb, grid, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, max_ctx, nsplit, scale, work, counters, gqkv, y); break;
-    case 64: rc = dec_launch<64>(dec_impl, spb, grid, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, max_ctx, nsplit, scale, work, counters, gqkv, y); break;
-    case 128: rc = dec_launch<128>(dec_impl, spb, grid, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, max_ctx, nsplit, scale, work, counters, gqkv, y); break;
+    case 16: rc = dec_minb == 4 ? dec_launch<16, 4>(DEC_ARGS) : dec_minb == 5 ? dec_launch<16, 5>(DEC_ARGS) : dec_launch<16, 3>(DEC_ARGS); break;
+    case 32: rc = dec_minb == 4 ? dec_launch<32, 4>(DEC_ARGS) : dec_minb == 5 ? dec_launch<32, 5>(DEC_ARGS) : dec_launch<32, 3>(DEC_ARGS); break;
+    case 64: rc = dec_minb == 4 ? dec_launch<64, 4>(DEC_ARGS) : dec_minb == 5 ? dec_launch<64, 5>(DEC_ARGS) : dec_launch<64, 3>(DEC_ARGS); break;
+    case 128: rc = dec_minb == 4 ? dec_launch<128, 4>(DEC_ARGS) : dec_minb == 5 ? dec_launch<128, 5>(DEC_ARGS) : dec_launch<128, 3>(DEC_ARGS); break;
     default:
         frigg_set_error("attention: head_dim %d is not supported by the CUDA backend (16, 32, 64 or 128)", hd);
         return -1;
     }
+#undef DEC_ARGS
     if (rc) return rc;
     return fk_check_launch("attn_decode");
 }

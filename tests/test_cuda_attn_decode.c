@@ -7,7 +7,10 @@
  * depend on its batch); a CUDA-graph replay equals the eager call bit for bit; the split counters are left
  * at zero; the splits-per-block setting never changes a bit of the output (it only moves splits between
  * blocks); a preceding kernel's write of the newest key (fk_rope_kv, launched with PDL right before, as
- * fk_gemv_qkv is in the engine) is seen; unsupported shapes are errors.
+ * fk_gemv_qkv is in the engine) is seen; unsupported shapes are errors. The kernel parks up to 4 splits'
+ * group partials before one barrier merges them: blocks of more splits than that (5, 9, 16, 32 per block)
+ * flush the park several times, the last time partly full. The A/B knobs (L2 prefetch of splits ahead, launch
+ * bounds of 3 (three rounds in flight), 4 or 5 blocks per SM) never change a bit either.
  * Without CUDA in the build, or without a GPU, everything is skipped (0 failed). */
 #include <math.h>
 #include <stdint.h>
@@ -23,6 +26,9 @@
 #include "attn_decode_ref.h"
 #include "backend.h"
 #include "../kernels/kernels.h"
+
+/* attention_decode.cu's A/B knobs (not in kernels.h: for the microbenchmark and this test) */
+void fk_set_attn_decode_tuning(int prefetch_splits, int blocks_per_sm);
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static float frand(void) { /* uniform [-1, 1) */
@@ -243,7 +249,8 @@ static void test_newest_key(void) {
 }
 
 /* Splits per block only moves whole splits between blocks: every setting gives the same bits as one split
- * per block, in each mode, for a batch of rows whose lengths cover one to all splits. */
+ * per block, in each mode, for a batch of rows whose lengths cover one to all splits; so do the L2 prefetch
+ * and the launch bounds. */
 static void test_spb_invariance(int impl, int H, int hd, int max_ctx) {
     problem p;
     problem_init(&p, H, hd, max_ctx);
@@ -252,16 +259,23 @@ static void test_spb_invariance(int impl, int H, int hd, int max_ctx) {
     for (int b = 0; b < MAXB; b++) pos[b] = (lens[b] > max_ctx ? max_ctx : lens[b]) - 1;
     uint16_t *y1 = malloc((size_t)MAXB * p.D * 2), *yk = malloc((size_t)MAXB * p.D * 2);
     fk_set_attn_decode_impl(impl, 1);
+    fk_set_attn_decode_tuning(0, 4);
     CHECK(run(&p, 0, MAXB, seq, pos, y1) == 0, "%s", frigg_error());
     check_rows(impl == FK_ATTND_CLUSTER ? "cluster spb=1" : "split spb=1", &p, 0, MAXB, seq, pos, y1);
-    static const int spbs[] = {2, 3, 5, 16, 32, 0};
-    for (int i = 0; i < (int)(sizeof spbs / sizeof spbs[0]); i++) {
-        fk_set_attn_decode_impl(impl, spbs[i]);
+    /* {splits per block, prefetch splits ahead, blocks per SM} */
+    static const int set[][3] = {{2, 0, 4}, {3, 0, 4}, {4, 0, 4}, {5, 0, 4}, {8, 0, 4}, {9, 0, 4}, {16, 0, 4},
+                                 {32, 0, 4}, {0, 0, 4}, {1, 1, 4}, {5, 2, 4}, {32, 3, 4}, {0, 0, 5}, {9, 2, 5},
+                                 {0, 0, 3}, {5, 0, 3}, {32, 2, 3}};
+    for (int i = 0; i < (int)(sizeof set / sizeof set[0]); i++) {
+        fk_set_attn_decode_impl(impl, set[i][0]);
+        fk_set_attn_decode_tuning(set[i][1], set[i][2]);
         CHECK(run(&p, 0, MAXB, seq, pos, yk) == 0, "%s", frigg_error());
-        CHECK(!memcmp(y1, yk, (size_t)MAXB * p.D * 2), "impl %d H=%d hd=%d: %d splits per block differs from 1", impl,
-              H, hd, spbs[i]);
-        CHECK(counters_zero(&p), "impl %d spb %d: split counters not left at zero", impl, spbs[i]);
+        CHECK(!memcmp(y1, yk, (size_t)MAXB * p.D * 2),
+              "impl %d H=%d hd=%d: %d splits per block, prefetch %d, %d blocks/SM differs from 1 split per block", impl,
+              H, hd, set[i][0], set[i][1], set[i][2]);
+        CHECK(counters_zero(&p), "impl %d spb %d: split counters not left at zero", impl, set[i][0]);
     }
+    fk_set_attn_decode_tuning(0, 4);
     free(y1);
     free(yk);
     problem_free(&p);
@@ -281,6 +295,15 @@ static void test_errors(void) {
     CHECK(fk_attn_decode(p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 1, 2, 128, 64, p.work, p.cnt, p.dy, 0) != 0,
           "33 splits per block accepted");
     fk_set_attn_decode_impl(FK_ATTND_SPLIT, 0);
+    static const int bad[][2] = {{-1, 4}, {33, 4}, {0, 2}, {0, 6}};
+    for (int i = 0; i < 4; i++) {
+        fk_set_attn_decode_tuning(bad[i][0], bad[i][1]);
+        CHECK(fk_attn_decode(p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 1, 2, 128, 64, p.work, p.cnt, p.dy, 0) != 0,
+              "tuning prefetch %d, %d blocks per SM accepted", bad[i][0], bad[i][1]);
+    }
+    fk_set_attn_decode_tuning(0, 4);
+    CHECK(fk_attn_decode(p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 1, 2, 128, 64, p.work, p.cnt, p.dy, 0) == 0,
+          "the default tuning refused after a bad one: %s", frigg_error());
     problem_free(&p);
 }
 #endif
@@ -300,10 +323,16 @@ int main(void) {
         /* long rows: one head gets 32 splits of 128 keys at 4096 (16 of 256 in cluster mode) */
         static const int long_lens[] = {4096, 4095, 3001, 1025, 4000, 2048, 17, 4096};
         /* each merge mode with splits per block by batch size (batch 1: one per block, batch 8 at 12 heads:
-         * several, so "batched = alone" also compares different block mappings) and fixed at 3 */
-        static const int modes[][2] = {{FK_ATTND_SPLIT, 0}, {FK_ATTND_SPLIT, 3}, {FK_ATTND_CLUSTER, 0}, {FK_ATTND_CLUSTER, 3}};
-        for (int mi = 0; mi < 4; mi++) {
+         * several, so "batched = alone" also compares different block mappings) and fixed at 3; more splits
+         * per block than the kernel parks (9: flushes after 4, 8 and 9); the A/B knobs (L2 prefetch of splits
+         * ahead; 5 or 3 blocks per SM). {mode, splits per block, prefetch, blocks per SM} */
+        static const int modes[][4] = {{FK_ATTND_SPLIT, 0, 0, 4},   {FK_ATTND_SPLIT, 3, 0, 4},
+                                       {FK_ATTND_CLUSTER, 0, 0, 4}, {FK_ATTND_CLUSTER, 3, 0, 4},
+                                       {FK_ATTND_SPLIT, 9, 2, 5},   {FK_ATTND_CLUSTER, 0, 1, 5},
+                                       {FK_ATTND_SPLIT, 0, 0, 3},   {FK_ATTND_CLUSTER, 5, 2, 3}};
+        for (int mi = 0; mi < (int)(sizeof modes / sizeof modes[0]); mi++) {
             fk_set_attn_decode_impl(modes[mi][0], modes[mi][1]);
+            fk_set_attn_decode_tuning(modes[mi][2], modes[mi][3]);
             test_lengths(12, 128, 700, lens, nlen); /* Mimir's heads: up to 22 splits (16 in cluster mode) */
             test_lengths(3, 64, 700, lens, nlen);
             test_lengths(2, 32, 700, lens, nlen);
@@ -313,6 +342,7 @@ int main(void) {
             test_graph();
             test_newest_key();
         }
+        fk_set_attn_decode_tuning(0, 4);
         test_spb_invariance(FK_ATTND_SPLIT, 12, 128, 700);
         test_spb_invariance(FK_ATTND_SPLIT, 2, 64, 4096);
         test_spb_invariance(FK_ATTND_CLUSTER, 12, 128, 700);
