@@ -205,8 +205,10 @@ static void test_graph(void) {
 static void test_newest_key(void) {
     problem p;
     problem_init(&p, 4, 128, 256);
-    int B = 5, D = p.D;
-    int32_t seq[5] = {0, 1, 2, 3, 4}, pos[5] = {0, 1, 31, 32, 200};
+    /* the newest key in the first round of a block, or (several splits per block: 3, 5, 9) in its second or
+     * third round, which the kernel also loads before the wait (position 64: three one-round splits) */
+    int B = 6, D = p.D;
+    int32_t seq[6] = {0, 1, 2, 3, 4, 5}, pos[6] = {0, 1, 31, 32, 200, 64};
     for (int b = 0; b < B; b++)
         for (int h = 0; h < p.H; h++)
             for (int d = 0; d < p.hd; d++) {
