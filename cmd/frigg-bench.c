@@ -142,22 +142,17 @@ static void gpu_state(const opts_t *o, char *out, size_t n) {
 #ifdef FRIGG_CUDA
     /* Which decode GEMV (FRIGG_GEMV_IMPL), decode attention merge (FRIGG_ATTN_DECODE) and prefill attention
      * (FRIGG_PREFILL_ATTN) ran, so opt-in rows describe themselves. */
-    if (strcmp(o->backend, "cpu") && w > 0 && (size_t)w < n) {
-        frigg_l2_plan plan;
-        char l2[160] = "invalid";
-        if (!frigg_cuda_l2_plan(o->device, &plan)) frigg_l2_plan_format(&plan, l2, sizeof l2);
-        snprintf(out + w, n - (size_t)w,
-                 ",\"gemv_impl\":\"%s\",\"attn_decode\":\"%s\",\"prefill_attn\":\"%s\",\"l2_prefetch\":\"%s\"",
+    if (strcmp(o->backend, "cpu") && w > 0 && (size_t)w < n)
+        snprintf(out + w, n - (size_t)w, ",\"gemv_impl\":\"%s\",\"attn_decode\":\"%s\",\"prefill_attn\":\"%s\"",
                  fk_gemv_impl_name(fk_get_gemv_impl()), fk_get_attn_decode_impl() == FK_ATTND_CLUSTER ? "cluster" : "split",
-                 fk_prefill_impl_name(fk_get_prefill_impl()), l2);
-    }
+                 fk_prefill_impl_name(fk_get_prefill_impl()));
 #else
     (void)w;
 #endif
 }
 
 static void emit(const opts_t *o, const char *body) {
-    char g[512];
+    char g[256];
     gpu_state(o, g, sizeof g);
     printf("{%s,%s,\"repeats\":%d,\"command\":\"%s\"}\n", body, g, o->repeats, o->command);
     fflush(stdout);

@@ -4,7 +4,6 @@
 #define FRIGG_CUDA_BACKEND_H
 
 #include "backend.h"
-#include "l2_plan.h"
 
 #ifdef FRIGG_CUDA
 /* Replay each decode step from a captured CUDA graph (on, the default) or launch its kernels one by one
@@ -18,9 +17,6 @@ int frigg_cuda_kernels_per_step(frigg_backend *b, int nseq);
 enum { FRIGG_SKIP_QKV = 1, FRIGG_SKIP_ATTN = 2, FRIGG_SKIP_O = 4, FRIGG_SKIP_GU = 8, FRIGG_SKIP_DOWN = 16,
        FRIGG_SKIP_LMHEAD = 32 };
 void frigg_cuda_set_skip(frigg_backend *b, int mask);
-/* The L2 prefetch plan an engine on `device` runs (FRIGG_L2_PREFETCH, else the default for that device's L2
- * size; l2_plan.h). 0, or -1 with frigg_error() when the variable is malformed. */
-int frigg_cuda_l2_plan(int device, frigg_l2_plan *p);
 /* Device memory the engine holds (weights, KV slabs, work buffers), in bytes. */
 size_t frigg_cuda_bytes(const frigg_backend *b);
 #endif

@@ -14,7 +14,6 @@
 #include "cpu_ops.h"
 #include "cuda_backend.h"
 #include "cuda_gemm.h"
-#include "l2_plan.h"
 #include "../kernels/kernels.h"
 #include "util.h"
 
@@ -48,7 +47,6 @@ typedef struct {
     int graph_nodes[MAX_BATCH + 1];
     int use_graphs;
     int skip; /* FRIGG_SKIP_* (profiling) */
-    frigg_l2_plan l2; /* which decode GEMV prefetches which later weights into L2 (frigg_cuda_l2_plan) */
     size_t bytes;
     void *allocs[64];
     int nallocs;
@@ -169,24 +167,6 @@ static int cuda_prefill(frigg_backend *b, int seq, const int32_t *ids, int T, in
     return 0;
 }
 
-/* The ranges each GEMV of one decode layer prefetches under the engine's plan (l2_plan.h): pf[k] for kernel
- * k = FRIGG_L2_QKV..FRIGG_L2_DOWN. next_qkv: the next virtual layer's gqkv, or NULL. */
-static void layer_prefetch(const cuda_impl *im, const frigg_config *c, const dev_layer *L, const uint16_t *next_qkv,
-                           fk_prefetch pf[4]) {
-    unsigned long long D = (unsigned long long)c->hidden_size, I = (unsigned long long)c->intermediate_size;
-    unsigned long long size[FRIGG_L2_N] = {4 * D * D * 2, D * D * 2, 2 * I * D * 2, D * I * 2, next_qkv ? 4 * D * D * 2 : 0};
-    const uint16_t *base[FRIGG_L2_N] = {L->gqkv, L->o, L->gu, L->down, next_qkv};
-    frigg_l2_range rg[4][2];
-    int count[4];
-    memset(pf, 0, 4 * sizeof *pf);
-    frigg_l2_plan_layer(&im->l2, size, rg, count);
-    for (int k = 0; k < 4; k++)
-        for (int j = 0; j < count[k]; j++) {
-            pf[k].p[j] = (const char *)base[rg[k][j].target] + rg[k][j].off;
-            pf[k].n[j] = rg[k][j].len;
-        }
-}
-
 /* Every kernel of one decode step for B rows whose ids/seq/pos are already in d_step. No host sync, no
  * allocation: this is what the graph captures. */
 static int enqueue_decode(frigg_backend *b, int B) {
@@ -197,40 +177,21 @@ static int enqueue_decode(frigg_backend *b, int B) {
     cudaStream_t s = im->stream;
     const int32_t *ids = im->d_step, *rseq = im->d_step + MAX_BATCH, *rpos = im->d_step + 2 * MAX_BATCH;
     OK(fk_embed(im->embed, im->zli, ids, B, D, (float)c->embedding_scale, im->zH, im->zL, im->x, s));
-    int runs = frigg_num_runs(c);
-    for (int r = 0; r < runs; r++) {
+    for (int r = 0; r < frigg_num_runs(c); r++) {
         const dev_layer *Ls = im->layers[frigg_run_stack(c, r)];
         for (int i = 0; i < c->layers_per_stack; i++) {
             int slot = frigg_slot(c, r, i);
             fk_qkv_epi qa = {im->cos_t, im->sin_t, rseq, rpos, im->q, k_slot(im, slot), v_slot(im, slot),
                              im->seq_stride, b->max_ctx, hd};
-            /* The L2 prefetch hints of this layer's GEMVs (im->l2): the next virtual layer's gqkv is the next
-             * layer of this stack, or the first of the next run's stack, or none after the last run. */
-            const uint16_t *next_qkv = i + 1 < c->layers_per_stack ? Ls[i + 1].gqkv
-                                       : r + 1 < runs          ? im->layers[frigg_run_stack(c, r + 1)][0].gqkv
-                                                               : NULL;
-            fk_prefetch pf[4];
-            layer_prefetch(im, c, &Ls[i], next_qkv, pf);
             int sk = im->skip;
-            if (!(sk & FRIGG_SKIP_QKV)) { /* norm + gqkv + RoPE + KV write */
-                fk_prefetch_next_gemv(&pf[FRIGG_L2_QKV]);
+            if (!(sk & FRIGG_SKIP_QKV)) /* norm + gqkv + RoPE + KV write */
                 OK(fk_gemv_qkv(Ls[i].gqkv, D, im->x, B, eps, im->gqkv, &qa, s));
-            }
             if (!(sk & FRIGG_SKIP_ATTN))
                 OK(fk_attn_decode(im->q, k_slot(im, slot), v_slot(im, slot), im->seq_stride, rseq, rpos, im->gqkv, B, H,
                                   hd, b->max_ctx, im->attn_work, im->attn_counters, im->y, s));
-            if (!(sk & FRIGG_SKIP_O)) {
-                fk_prefetch_next_gemv(&pf[FRIGG_L2_O]);
-                OK(fk_gemv(Ls[i].o, D, D, im->y, B, 0, eps, FK_GEMV_RESID, im->x, s));
-            }
-            if (!(sk & FRIGG_SKIP_GU)) {
-                fk_prefetch_next_gemv(&pf[FRIGG_L2_GU]);
-                OK(fk_gemv(Ls[i].gu, 2 * I, D, im->x, B, 1, eps, FK_GEMV_SWIGLU, im->m, s));
-            }
-            if (!(sk & FRIGG_SKIP_DOWN)) {
-                fk_prefetch_next_gemv(&pf[FRIGG_L2_DOWN]);
-                OK(fk_gemv(Ls[i].down, D, I, im->m, B, 0, eps, FK_GEMV_RESID, im->x, s));
-            }
+            if (!(sk & FRIGG_SKIP_O)) OK(fk_gemv(Ls[i].o, D, D, im->y, B, 0, eps, FK_GEMV_RESID, im->x, s));
+            if (!(sk & FRIGG_SKIP_GU)) OK(fk_gemv(Ls[i].gu, 2 * I, D, im->x, B, 1, eps, FK_GEMV_SWIGLU, im->m, s));
+            if (!(sk & FRIGG_SKIP_DOWN)) OK(fk_gemv(Ls[i].down, D, I, im->m, B, 0, eps, FK_GEMV_RESID, im->x, s));
         }
         OK(run_end(im, c, r, B));
     }
@@ -405,7 +366,6 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     }
     CU(cudaSetDevice(im->device));
     if (fk_init()) return -1;
-    if (frigg_cuda_l2_plan(im->device, &im->l2)) return -1;
     CU(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
     if (frigg_cuda_gemm_handle(&im->blas, im->stream)) return -1;
     OK(upload_model(im, m));
@@ -499,16 +459,3 @@ int frigg_cuda_kernels_per_step(frigg_backend *b, int nseq) {
 }
 
 size_t frigg_cuda_bytes(const frigg_backend *b) { return ((const cuda_impl *)b->impl)->bytes; }
-
-/* FRIGG_L2_PREFETCH when set (l2_plan.h; "off" disables), else the default plan below on devices whose L2
- * holds it several times over, else none: a small-L2 GPU (an RTX 3060 has 3 MB) would only evict what it
- * needs. */
-#define L2_DEFAULT_PLAN "off"
-#define L2_DEFAULT_MIN_BYTES (32 << 20)
-int frigg_cuda_l2_plan(int device, frigg_l2_plan *p) {
-    const char *env = getenv("FRIGG_L2_PREFETCH");
-    if (env) return frigg_l2_plan_parse(env, p);
-    int l2 = 0;
-    if (cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) != cudaSuccess) l2 = 0;
-    return frigg_l2_plan_parse(l2 >= L2_DEFAULT_MIN_BYTES ? L2_DEFAULT_PLAN : "off", p);
-}

@@ -44,27 +44,6 @@ __device__ __forceinline__ void pdl_launch(void) {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
-/* Ask L2 for the ranges of pf (kernels.h), spread over every thread of the grid in 4 KiB requests (chunk k
- * goes to block k % gridDim.x, so consecutive chunks are issued from different SMs). On sm_90 one bulk
- * prefetch per chunk; before that, one prefetch per 128-byte line. Fire and forget: no registers held, no
- * result depends on it. */
-__device__ __forceinline__ void l2_prefetch_range(const char *p, unsigned long long n) {
-    const unsigned long long CH = 4096, nch = (n + CH - 1) / CH, nb = gridDim.x;
-    for (unsigned long long k = blockIdx.x + nb * threadIdx.x; k < nch; k += nb * blockDim.x) {
-        unsigned long long off = k * CH;
-        unsigned sz = (unsigned)(n - off < CH ? n - off : CH);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p + off), "r"(sz) : "memory");
-#else
-        for (unsigned o = 0; o < sz; o += 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + off + o));
-#endif
-    }
-}
-template <typename PF> __device__ __forceinline__ void l2_prefetch(const PF &pf) {
-    if (pf.n[0]) l2_prefetch_range((const char *)pf.p[0], pf.n[0]);
-    if (pf.n[1]) l2_prefetch_range((const char *)pf.p[1], pf.n[1]);
-}
-
 extern int fk_pdl; /* set by fk_init: the current device supports PDL */
 int fk_attention_init(void); /* attention.cu: per-device kernel attributes */
 

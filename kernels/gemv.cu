@@ -37,7 +37,7 @@ __device__ __forceinline__ float dot8(uint4 w, const float *x) {
 template <int B, int R, bool NORM, int EPI, int U>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
     gemv_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, float eps,
-                uint16_t *__restrict__ out, fk_qkv_epi qa, fk_prefetch pf) {
+                uint16_t *__restrict__ out, fk_qkv_epi qa) {
     extern __shared__ uint4 xs[];
     __shared__ float scratch[8 * 32]; /* stage_norm: 32 per batch row */
     __shared__ float rs[B];
@@ -57,7 +57,6 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
 #pragma unroll
         for (int r = 0; r < R; r++) w[u][r] = valid && c < nch ? ld_stream(wrow[r] + c) : make_uint4(0, 0, 0, 0);
     }
-    l2_prefetch(pf); /* later kernels' weights (fk_prefetch_next_gemv), behind this kernel's own first loads */
     pdl_wait();
     pdl_launch();
     const uint4 *xv = (const uint4 *)x;
@@ -100,7 +99,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
         if (lane == b) gemv_store<EPI>(unit, row1, b, acc[0][b], acc[R - 1][b], O, out, qa);
 }
 
-typedef void (*gemv_fn)(const uint16_t *, int, int, const uint16_t *, float, uint16_t *, fk_qkv_epi, fk_prefetch);
+typedef void (*gemv_fn)(const uint16_t *, int, int, const uint16_t *, float, uint16_t *, fk_qkv_epi);
 
 template <int B>
 static gemv_fn pick(int norm, int epi, int long_unroll) {
@@ -203,18 +202,8 @@ extern "C" int fk_init(void) {
     return 0;
 }
 
-/* What the next GEMV launch of this host thread prefetches into L2 (fk_prefetch_next_gemv). Per thread, so two
- * models driven from two threads do not hand each other their hints. */
-static thread_local fk_prefetch next_prefetch;
-extern "C" void fk_prefetch_next_gemv(const fk_prefetch *pf) {
-    if (pf) next_prefetch = *pf;
-    else memset(&next_prefetch, 0, sizeof next_prefetch);
-}
-
 static int gemv_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
                        uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s) {
-    const fk_prefetch pf = next_prefetch; /* taken by this launch, whatever happens to it */
-    memset(&next_prefetch, 0, sizeof next_prefetch);
     size_t smem = norm_in ? (size_t)B * K * 2 : 0;
     if (B < 1 || B > 8 || K % 8 || (epi != FK_GEMV_STORE && epi != FK_GEMV_RESID && O % 2) || smem > GEMV_MAX_SMEM ||
         epi < 0 || epi > 3 || (epi == FK_GEMV_QKV && (O % 4 || qa->hd % 2 || (O / 4) % qa->hd))) {
@@ -222,14 +211,14 @@ static int gemv_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B
         return -1;
     }
     char use = gemv_impl == FK_GEMV_IMPL_TC ? 't' : gemv_impl == FK_GEMV_IMPL_SIMT ? 's' : auto_choice(B, O, K, epi);
-    if (use != 's') return gemv_tc_launch(&pf, W, O, K, x, B, norm_in, eps, epi, out, qa, use == '2' ? 2 : 0, s);
+    if (use != 's') return gemv_tc_launch(W, O, K, x, B, norm_in, eps, epi, out, qa, use == '2' ? 2 : 0, s);
     /* Two rows per warp only where the epilogue needs the pair. Pairing plain rows to halve the x reads at
      * batch >= 3 was measured slower on the H200 (batch 8: 581 against 643 tok/s), so it is not done. */
     int pair = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
     int units = pair ? O / 2 : O;
     int long_unroll = simt_long_unroll && !pair && K > 32 * GEMV_UNROLL * 8;
     fk_launch(pick_b(B, norm_in, epi, long_unroll), (units + GEMV_WARPS - 1) / GEMV_WARPS, GEMV_WARPS * 32, smem, s, W, O, K, x, eps,
-              out, *qa, pf);
+              out, *qa);
     return fk_check_launch("gemv");
 }
 

@@ -127,7 +127,7 @@ __device__ __forceinline__ void pair_rows(int unit, int O, int hd, int *row1, in
 int gemv_tc_init(void);
 /* 0, or -1 with frigg_error set (shared memory beyond its limit, a failed launch) */
 /* per_sm_cap: at most this many blocks per SM (0: as many as fit); no result depends on it */
-int gemv_tc_launch(const fk_prefetch *pf, const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
+int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
                    uint16_t *out, const fk_qkv_epi *qa, int per_sm_cap, cudaStream_t s);
 
 #endif

@@ -56,14 +56,10 @@ __device__ __forceinline__ bool tile_row(int tile, int g, int O, int hd, int *ro
 
 /* x [B][nch] -> shared memory rows of xstride uint4; with NORM, each row becomes bf16(x * rsqrt(mean(x^2) +
  * eps)). The sum of squares runs in a fixed order set by blockDim (a function of K) and nch, so every block,
- * and every batch size, computes the same scale for the same row. Every thread must call it.
- * The B rows are reduced side by side (each thread's partial sums of all rows in one pass, then the warp sums
- * interleaved, one thread per row for the scale): at batch 8 a row-after-row loop was a serial chain of
- * shuffles and shared-memory round trips several µs long in every block, and the per-row order of every sum
- * is the same as row-by-row, so the bits are too. */
+ * and every batch size, computes the same scale for the same row. Every thread must call it. */
 template <bool NORM>
 __device__ __forceinline__ void stage_x(const uint4 *xv, int B, int nch, int K, float eps, uint4 *xs, int xstride,
-                                        float (*red)[TC_MAX_WARPS], float *scale) {
+                                        float (*red)[TC_MAX_WARPS]) {
     const int tid = threadIdx.x, bs = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = bs >> 5;
 #pragma unroll 4
     for (int i = tid; i < B * nch; i += bs) {
@@ -72,43 +68,32 @@ __device__ __forceinline__ void stage_x(const uint4 *xv, int B, int nch, int K, 
     }
     __syncthreads();
     if (NORM) {
-        float ss[8];
-#pragma unroll
-        for (int b = 0; b < 8; b++) ss[b] = 0.0f;
-        for (int c = tid; c < nch; c += bs) {
-#pragma unroll
-            for (int b = 0; b < 8; b++) {
-                if (b >= B) break;
+        for (int b = 0; b < B; b++) {
+            float ss = 0.0f;
+            for (int c = tid; c < nch; c += bs) {
                 uint4 v = xs[b * xstride + c];
                 float a0 = bf_lo(v.x), a1 = bf_hi(v.x), a2 = bf_lo(v.y), a3 = bf_hi(v.y);
                 float a4 = bf_lo(v.z), a5 = bf_hi(v.z), a6 = bf_lo(v.w), a7 = bf_hi(v.w);
-                ss[b] += a0 * a0 + a1 * a1 + a2 * a2 + a3 * a3 + a4 * a4 + a5 * a5 + a6 * a6 + a7 * a7;
+                ss += a0 * a0 + a1 * a1 + a2 * a2 + a3 * a3 + a4 * a4 + a5 * a5 + a6 * a6 + a7 * a7;
             }
-        }
-#pragma unroll
-        for (int b = 0; b < 8; b++) {
-            if (b >= B) break; /* B is the same for the whole block: the shuffles stay warp-uniform */
-            float s = warp_sum(ss[b]);
-            if (lane == 0) red[b][warp] = s;
+            ss = warp_sum(ss);
+            if (lane == 0) red[b][warp] = ss;
         }
         __syncthreads();
-        if (tid < B) {
+        for (int b = 0; b < B; b++) {
             float tot = 0.0f;
-            for (int w = 0; w < nw; w++) tot += red[tid][w];
-            scale[tid] = 1.0f / sqrtf(tot / (float)K + eps); /* the formula of stage_norm (gemv_common.cuh) */
-        }
-        __syncthreads();
-        for (int i = tid; i < B * nch; i += bs) {
-            int b = i / nch, c = i - b * nch;
-            float r = scale[b];
-            uint4 v = xs[b * xstride + c];
-            uint32_t *p = (uint32_t *)&v;
+            for (int w = 0; w < nw; w++) tot += red[b][w];
+            float r = 1.0f / sqrtf(tot / (float)K + eps); /* the formula of stage_norm (gemv_common.cuh) */
+            for (int c = tid; c < nch; c += bs) { /* the chunks this thread read above: no sync needed before */
+                uint4 v = xs[b * xstride + c];
+                uint32_t *p = (uint32_t *)&v;
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
-                uint32_t lo = f2bf(bf_lo(p[j]) * r), hi = f2bf(bf_hi(p[j]) * r);
-                p[j] = lo | (hi << 16);
+                for (int j = 0; j < 4; j++) {
+                    uint32_t lo = f2bf(bf_lo(p[j]) * r), hi = f2bf(bf_hi(p[j]) * r);
+                    p[j] = lo | (hi << 16);
+                }
+                xs[b * xstride + c] = v;
             }
-            xs[b * xstride + c] = v;
         }
         __syncthreads();
     }
@@ -121,10 +106,10 @@ __device__ __forceinline__ void stage_x(const uint4 *xv, int B, int nch, int K, 
 template <bool NORM, int EPI, int DEPTH>
 __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     gemv_tc_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, int B, float eps,
-                   uint16_t *__restrict__ out, fk_qkv_epi qa, int rotate, fk_prefetch pf) {
+                   uint16_t *__restrict__ out, fk_qkv_epi qa, int rotate) {
     constexpr bool PAIRED = EPI == FK_GEMV_SWIGLU || EPI == FK_GEMV_QKV;
     extern __shared__ uint4 smem[];
-    __shared__ float red[8][TC_MAX_WARPS], scale[8];
+    __shared__ float red[8][TC_MAX_WARPS];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5, nch = K / 8;
     const int g = lane >> 2, t = lane & 3;
     const int xstride = nch + TC_XPAD;
@@ -154,10 +139,9 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     /* weights do not depend on earlier kernels: stream them before the wait */
     fetch(wa, pa, oka, tile);
     if (DEPTH == 2 && tile + (int)gridDim.x < tiles) fetch(wb, pb, okb, tile + gridDim.x);
-    l2_prefetch(pf); /* later kernels' weights (fk_prefetch_next_gemv), behind this kernel's own first loads */
     pdl_wait();
     pdl_launch();
-    stage_x<NORM>((const uint4 *)x, B, nch, K, eps, xs, xstride, red, scale);
+    stage_x<NORM>((const uint4 *)x, B, nch, K, eps, xs, xstride, red);
     const bool xok = g < B; /* mma row g is batch row g; rows >= B (and 8..15) stay zero */
     const uint4 *xr = xs + (xok ? g : 0) * xstride + c_lo;
 
@@ -228,7 +212,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     }
 }
 
-typedef void (*gemv_tc_fn)(const uint16_t *, int, int, const uint16_t *, int, float, uint16_t *, fk_qkv_epi, int, fk_prefetch);
+typedef void (*gemv_tc_fn)(const uint16_t *, int, int, const uint16_t *, int, float, uint16_t *, fk_qkv_epi, int);
 
 template <int DEPTH>
 static gemv_tc_fn pick_tc_d(int norm, int epi) {
@@ -277,7 +261,7 @@ int gemv_tc_init(void) {
 }
 
 /* Shapes are validated by the caller (gemv.cu), except the shared-memory need, checked here. */
-int gemv_tc_launch(const fk_prefetch *pf, const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
+int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
                    uint16_t *out, const fk_qkv_epi *qa, int per_sm_cap, cudaStream_t s) {
     int paired = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
     int tiles = paired ? (O / 2 + 3) / 4 : (O + 7) / 8;
@@ -293,17 +277,17 @@ int gemv_tc_launch(const fk_prefetch *pf, const uint16_t *W, int O, int K, const
     if (tiles == 0) return 0;
     gemv_tc_fn fn = pick_tc(norm_in, epi, tc_depth);
     /* Persistent grid: every block resident at once (registers and threads from tc_fit; shared memory:
-     * this launch's, the kernel's static 544 bytes (red, scale) and the 1 KiB the system reserves per block); then the
+     * this launch's, the kernel's static 512 bytes and the 1 KiB the system reserves per block); then the
      * fewest blocks that keep the same number of rounds, so each block takes the same number of tiles. The
      * grid changes no result. */
     int per_sm = tc_fit[tc_depth - 1][norm_in != 0][epi][nw];
-    int by_smem = tc_smem_per_sm ? (int)(tc_smem_per_sm / (smem + 544 + 1024)) : 1;
+    int by_smem = tc_smem_per_sm ? (int)(tc_smem_per_sm / (smem + 512 + 1024)) : 1;
     if (by_smem < per_sm) per_sm = by_smem;
     if (per_sm_cap > 0 && per_sm_cap < per_sm) per_sm = per_sm_cap;
     long long cap = (long long)tc_sms * (per_sm > 0 ? per_sm : 1);
     if (tc_max_blocks && cap > tc_max_blocks) cap = tc_max_blocks;
     int rounds = (int)((tiles + cap - 1) / cap);
     int grid = (tiles + rounds - 1) / rounds;
-    fk_launch(fn, grid, nw * 32, smem, s, W, O, K, x, B, eps, out, *qa, tc_rotate, *pf);
+    fk_launch(fn, grid, nw * 32, smem, s, W, O, K, x, B, eps, out, *qa, tc_rotate);
     return fk_check_launch("gemv_tc");
 }

@@ -139,18 +139,6 @@ typedef struct {
 int fk_gemv_qkv(const uint16_t *W, int D, const uint16_t *x, int B, float eps, uint16_t *gqkv, const fk_qkv_epi *qa,
                 cudaStream_t s);
 
-/* L2 prefetch hints for decode (a hint only: no result depends on it). A GEMV launch can ask the L2 cache to
- * fetch up to two byte ranges of device memory (16-byte aligned, sizes multiples of 16), typically the weights
- * of the kernels after it: its blocks issue the requests before their PDL wait, so the bytes stream while
- * latency-bound work (the previous kernel's tail, decode attention) leaves HBM idle, and the later kernel
- * then reads them from L2. The next fk_gemv or fk_gemv_qkv call made by this host thread takes *pf with it
- * (NULL: nothing); that call consumes it. */
-typedef struct {
-    const void *p[2];
-    unsigned long long n[2];
-} fk_prefetch;
-void fk_prefetch_next_gemv(const fk_prefetch *pf);
-
 /* ---- lmhead.cu ---- */
 /* ids[b] = argmax over V of the bf16 logits row b (lowest index on ties, as HF's argmax). */
 int fk_argmax_bf16(const uint16_t *logits, int B, int V, int32_t *ids, cudaStream_t s);
