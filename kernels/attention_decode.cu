@@ -46,7 +46,7 @@
 
 /* dec_env: 0 = FRIGG_ATTN_DECODE not read yet, 1 = read (or overridden), -1 = it is invalid (every call fails) */
 static int dec_impl = FK_ATTND_SPLIT, dec_spb = 0, dec_env = 0;
-/* A/B knobs (fk_set_attn_decode_tuning): splits ahead asked of L2 (0 = none); blocks per SM the kernel is
+/* A/B knobs (fk_set_attn_decode_tuning): rounds ahead asked of L2 (0 = none); blocks per SM the kernel is
  * compiled for (launch bounds): 4 gives it the registers for two rounds in flight with no spill (ptxas: 127
  * at head_dim 128), 5 caps it at 96 and ptxas spills ~100 bytes per thread, 3 keeps three rounds in flight.
  * The auto spb aims at 4 per SM. */
@@ -158,26 +158,37 @@ __device__ __forceinline__ void dec_load_newest(const uint16_t *K, const uint16_
         }
 }
 
-/* Ask L2 for split s's keys and values (one bulk request each; K, V at the head's first dim). A hint: the
- * loads that use them come later, and nothing depends on whether L2 kept them. */
-template <int HD>
-__device__ __forceinline__ void dec_prefetch_split(const uint16_t *K, const uint16_t *V, int s, int chunk, int len) {
+/* Ask L2 for the keys and values of round (first key r, split end j1): one bulk request each, K and V at the
+ * head's first dim. A hint: the loads that use them come later, and nothing depends on whether L2 kept them. */
+template <int HD, int KR>
+__device__ __forceinline__ void dec_prefetch_round(const uint16_t *K, const uint16_t *V, int r, int j1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    const int j0 = s * chunk, n = min(len, j0 + chunk) - j0;
+    const int n = min(j1 - r, KR);
     if (n <= 0) return;
     const unsigned bytes = (unsigned)n * HD * 2; /* a multiple of 16: HD >= 16 */
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(K + (size_t)j0 * HD), "r"(bytes) : "memory");
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(V + (size_t)j0 * HD), "r"(bytes) : "memory");
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(K + (size_t)r * HD), "r"(bytes) : "memory");
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(V + (size_t)r * HD), "r"(bytes) : "memory");
 #else
-    (void)K; (void)V; (void)s; (void)chunk; (void)len;
+    (void)K; (void)V; (void)r; (void)j1;
 #endif
+}
+
+/* The rounds `from`..`to` (1-based) after round (s, r, j1) of the block's splits, asked of L2. */
+template <int HD, int KR>
+__device__ __forceinline__ void dec_prefetch_ahead(const uint16_t *K, const uint16_t *V, int s, int r, int j1, int from,
+                                                   int to, int chunk, int len, int s1) {
+    for (int k = 1; k <= to && s < s1; k++) {
+        dec_next_round<KR>(s, r, j1, chunk, len, s1);
+        if (k >= from) dec_prefetch_round<HD, KR>(K, V, r, j1);
+    }
 }
 
 /* grid (nblk, H, B), DEC_THREADS threads; block x of (row b, head h) computes splits [x*spb, x*spb + spb) of
  * the row (those that exist). A partial of split s: [m, l, 0, 0, acc[HD]] (HD + 4 floats, so each starts
  * 16-byte aligned), in shared memory s_part[s] of the merging block and, in "split" mode when the row's splits
  * span blocks, in work[(b, h)][s]. CLUSTER: launched with cluster dims (nblk, 1, 1), so the block's rank in its
- * cluster is blockIdx.x. pf > 0: thread 0 asks L2 for the split pf ahead of the one being loaded.
+ * cluster is blockIdx.x. pf > 0: thread 0 asks L2 for the round pf after the last one loaded (so pf rounds
+ * beyond the DEPTH in registers are on their way to L2).
  *
  * The stream of rounds never waits on the rest of the block:
  * - DEPTH register buffers (2; 3 when compiled for 3 blocks per SM) take turns with no copy between them: the
@@ -228,22 +239,22 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
      * (ls, lr, lj1): the round loaded last. The first DEPTH rounds before the wait: all but the newest key. */
     int cs = s0, cr = s0 * chunk, cj1 = min(len, cr + chunk);
     int ls = cs, lr = cr, lj1 = cj1;
-    /* the next round to load; with pf > 0, whenever loading enters split ls, thread 0 asks L2 for split ls+pf */
+    /* the next round to load; with pf > 0, thread 0 asks L2 for the round pf after it */
     auto advance_load = [&]() {
-        if (dec_next_round<KR>(ls, lr, lj1, chunk, len, s1) && pf > 0 && t == 0 && ls + pf < s1)
-            dec_prefetch_split<HD>(K, V, ls + pf, chunk, len);
+        dec_next_round<KR>(ls, lr, lj1, chunk, len, s1);
+        if (pf > 0 && t == 0) dec_prefetch_ahead<HD, KR>(K, V, ls, lr, lj1, pf, pf, chunk, len, s1);
     };
     uint4 kbuf[DEPTH][DEC_KPT], vbuf[DEPTH][DEC_KPT]; /* indexed by constants only: registers */
-    if (pf > 0 && t == 0) /* splits s0+1 .. s0+pf now (advance_load asks for the later ones) */
-        for (int p = s0 + 1; p <= s0 + pf && p < s1; p++) dec_prefetch_split<HD>(K, V, p, chunk, len);
     dec_load<HD, GROUPS>(K, V, lr, g, lj1, len - 1, kbuf[0], vbuf[0]);
-    advance_load();
+    dec_next_round<KR>(ls, lr, lj1, chunk, len, s1);
     const int r1 = lr, j1_1 = lj1; /* round 1, for the newest key below */
     dec_load<HD, GROUPS>(K, V, lr, g, lj1, len - 1, kbuf[1], vbuf[1]);
     if (DEPTH == 3) {
-        advance_load();
+        dec_next_round<KR>(ls, lr, lj1, chunk, len, s1);
         dec_load<HD, GROUPS>(K, V, lr, g, lj1, len - 1, kbuf[DEPTH - 1], vbuf[DEPTH - 1]);
     }
+    /* rounds DEPTH .. DEPTH+pf-1 now; each refill below asks for the one after those */
+    if (pf > 0 && t == 0) dec_prefetch_ahead<HD, KR>(K, V, ls, lr, lj1, 1, pf, chunk, len, s1);
     pdl_wait();
     pdl_launch();
     dec_load_newest<HD, GROUPS>(K, V, cr, g, cj1, len - 1, kbuf[0], vbuf[0]);
@@ -406,12 +417,12 @@ extern "C" void fk_set_attn_decode_impl(int impl, int spb) {
     dec_env = 1; /* an explicit choice overrides FRIGG_ATTN_DECODE */
 }
 extern "C" int fk_get_attn_decode_impl(void) { return dec_impl; }
-/* A/B only (kernels/dev/attn_decode.cu, tests): prefetch_splits > 0: each block asks L2 for its split that
- * many ahead of the one it is loading (0 = off, the default; at most DEC_MAX_SPLITS); blocks_per_sm: the
+/* A/B only (kernels/dev/attn_decode.cu, tests): prefetch_rounds > 0: each block asks L2 for its round that
+ * many after the last one it loaded into registers (0 = off, the default; at most 32); blocks_per_sm: the
  * launch bounds' minimum blocks per SM of the kernel used, 4 (default), 5, or 3 (with three rounds of loads in
  * flight instead of two). Invalid values fail the calls. */
-extern "C" void fk_set_attn_decode_tuning(int prefetch_splits, int blocks_per_sm) {
-    dec_pf = prefetch_splits;
+extern "C" void fk_set_attn_decode_tuning(int prefetch_rounds, int blocks_per_sm) {
+    dec_pf = prefetch_rounds;
     dec_minb = blocks_per_sm;
 }
 
@@ -523,7 +534,7 @@ extern "C" int fk_attn_decode(const uint16_t *q, const uint16_t *k_slot, const u
         return -1;
     }
     if (dec_pf < 0 || dec_pf > DEC_MAX_SPLITS || dec_minb < 3 || dec_minb > 5) {
-        frigg_set_error("attn_decode: tuning: prefetch %d splits ahead (0..%d), %d blocks per SM (3, 4 or 5)", dec_pf,
+        frigg_set_error("attn_decode: tuning: prefetch %d rounds ahead (0..%d), %d blocks per SM (3, 4 or 5)", dec_pf,
                         DEC_MAX_SPLITS, dec_minb);
         return -1;
     }

@@ -9,7 +9,7 @@
  * blocks); a preceding kernel's write of the newest key (fk_rope_kv, launched with PDL right before, as
  * fk_gemv_qkv is in the engine) is seen; unsupported shapes are errors. The kernel parks up to 4 splits'
  * group partials before one barrier merges them: blocks of more splits than that (5, 9, 16, 32 per block)
- * flush the park several times, the last time partly full. The A/B knobs (L2 prefetch of splits ahead, launch
+ * flush the park several times, the last time partly full. The A/B knobs (L2 prefetch of rounds ahead, launch
  * bounds of 3 (three rounds in flight), 4 or 5 blocks per SM) never change a bit either.
  * Without CUDA in the build, or without a GPU, everything is skipped (0 failed). */
 #include <math.h>
@@ -28,7 +28,7 @@
 #include "../kernels/kernels.h"
 
 /* attention_decode.cu's A/B knobs (not in kernels.h: for the microbenchmark and this test) */
-void fk_set_attn_decode_tuning(int prefetch_splits, int blocks_per_sm);
+void fk_set_attn_decode_tuning(int prefetch_rounds, int blocks_per_sm);
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static float frand(void) { /* uniform [-1, 1) */
@@ -264,7 +264,7 @@ static void test_spb_invariance(int impl, int H, int hd, int max_ctx) {
     fk_set_attn_decode_tuning(0, 4);
     CHECK(run(&p, 0, MAXB, seq, pos, y1) == 0, "%s", frigg_error());
     check_rows(impl == FK_ATTND_CLUSTER ? "cluster spb=1" : "split spb=1", &p, 0, MAXB, seq, pos, y1);
-    /* {splits per block, prefetch splits ahead, blocks per SM} */
+    /* {splits per block, prefetch rounds ahead, blocks per SM} */
     static const int set[][3] = {{2, 0, 4}, {3, 0, 4}, {4, 0, 4}, {5, 0, 4}, {8, 0, 4}, {9, 0, 4}, {16, 0, 4},
                                  {32, 0, 4}, {0, 0, 4}, {1, 1, 4}, {5, 2, 4}, {32, 3, 4}, {0, 0, 5}, {9, 2, 5},
                                  {0, 0, 3}, {5, 0, 3}, {32, 2, 3}};
@@ -326,7 +326,7 @@ int main(void) {
         static const int long_lens[] = {4096, 4095, 3001, 1025, 4000, 2048, 17, 4096};
         /* each merge mode with splits per block by batch size (batch 1: one per block, batch 8 at 12 heads:
          * several, so "batched = alone" also compares different block mappings) and fixed at 3; more splits
-         * per block than the kernel parks (9: flushes after 4, 8 and 9); the A/B knobs (L2 prefetch of splits
+         * per block than the kernel parks (9: flushes after 4, 8 and 9); the A/B knobs (L2 prefetch of rounds
          * ahead; 5 or 3 blocks per SM). {mode, splits per block, prefetch, blocks per SM} */
         static const int modes[][4] = {{FK_ATTND_SPLIT, 0, 0, 4},   {FK_ATTND_SPLIT, 3, 0, 4},
                                        {FK_ATTND_CLUSTER, 0, 0, 4}, {FK_ATTND_CLUSTER, 3, 0, 4},

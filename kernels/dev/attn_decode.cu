@@ -3,7 +3,7 @@
  * commit eff9e53: split-K with several splits per block, a barrier merge at every split's end, a "next = current"
  * register copy per round) — against the current one, in each merge mode ("split": partials through global
  * memory + atomic counter; "cluster": through a thread-block cluster's distributed shared memory), with
- * splits per block (":N" fixed, none = the batch-size policy), L2 prefetch ("+pfN": N splits ahead) and
+ * splits per block (":N" fixed, none = the batch-size policy), L2 prefetch ("+pfN": N rounds beyond those in registers) and
  * launch bounds ("/5": compiled for 5 blocks per SM instead of 4; "/3": for 3, with three rounds of loads in
  * flight instead of two) settings.
  *
@@ -694,9 +694,9 @@ typedef int (*decode_fn)(const uint16_t *, const uint16_t *, const uint16_t *, l
                          const int32_t *, const uint16_t *, int, int, int, int, float *, int *, uint16_t *,
                          cudaStream_t);
 /* A/B knobs of the current kernel (attention_decode.cu; not in kernels.h: for this program and the tests) */
-extern "C" void fk_set_attn_decode_tuning(int prefetch_splits, int blocks_per_sm);
+extern "C" void fk_set_attn_decode_tuning(int prefetch_rounds, int blocks_per_sm);
 /* The current kernel in each merge mode and splits-per-block setting (0 = its batch-size policy), L2 prefetch
- * (splits ahead, 0 = none) and launch bounds (blocks per SM). */
+ * (rounds ahead, 0 = none) and launch bounds (blocks per SM). */
 #define CUR_VERSION(fname, impl, spb, pf, minb)                                                                      \
     static int fname(const uint16_t *q, const uint16_t *k, const uint16_t *v, long long ss, const int32_t *rs,       \
                      const int32_t *rp, const uint16_t *g, int B, int H, int hd, int mc, float *w, int *c, uint16_t *y, \
