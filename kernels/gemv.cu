@@ -163,7 +163,7 @@ static char auto_choice(int B, int O, int K, int epi) {
     return auto_table[cls][B - 1];
 }
 extern "C" int fk_gemv_auto_impl(int B, int O, int K, int epi) {
-    return B >= 1 && B <= 8 && auto_choice(B, O, K, epi) != 's' ? FK_GEMV_IMPL_TC : FK_GEMV_IMPL_SIMT;
+    return B >= 1 && B <= 8 && K <= GEMV_TC_MAX_K && auto_choice(B, O, K, epi) != 's' ? FK_GEMV_IMPL_TC : FK_GEMV_IMPL_SIMT;
 }
 
 static int gemv_impl = FK_GEMV_IMPL_AUTO;
@@ -211,6 +211,7 @@ static int gemv_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B
         return -1;
     }
     char use = gemv_impl == FK_GEMV_IMPL_TC ? 't' : gemv_impl == FK_GEMV_IMPL_SIMT ? 's' : auto_choice(B, O, K, epi);
+    if (K > GEMV_TC_MAX_K) use = 's'; /* the tensor-core kernel keeps one round of K per warp (DFM-Mimir: K <= 4096) */
     if (use != 's') return gemv_tc_launch(W, O, K, x, B, norm_in, eps, epi, out, qa, use == '2' ? 2 : 0, s);
     /* Two rows per warp only where the epilogue needs the pair. Pairing plain rows to halve the x reads at
      * batch >= 3 was measured slower on the H200 (batch 8: 581 against 643 tok/s), so it is not done. */

@@ -125,6 +125,7 @@ __device__ __forceinline__ void pair_rows(int unit, int O, int hd, int *row1, in
 
 /* gemv_tc.cu */
 int gemv_tc_init(void);
+#define GEMV_TC_MAX_K 4096 /* the tensor-core kernel's largest K (one round of steps per warp; gemv_tc.cu) */
 /* 0, or -1 with frigg_error set (shared memory beyond its limit, a failed launch) */
 /* per_sm_cap: at most this many blocks per SM (0: as many as fit); no result depends on it */
 int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,

@@ -14,23 +14,29 @@
  * permutation: no shuffles.
  *
  * Blocks are persistent: the grid is at most what fits on the GPU at once, and each block walks tiles
- * blockIdx.x, + gridDim.x, ... . So x (B x K, normalised when the RMSNorm is fused) is staged into shared
- * memory once per block, not once per tile: at batch 8 and 1024 tiles, per-tile staging would read as many
- * bytes from L2 as the weights themselves. The next tile's weights are requested right after the current
- * tile's mma's, so they are in flight during the cross-warp reduction and the epilogue. Before
- * griddepcontrol.wait (PDL) each block already streams its first tile: for o_proj and down_proj that is the
- * whole matrix.
+ * blockIdx.x, + gridDim.x, ... . K fits one round of steps (K <= 4096: the launcher sends larger K to the
+ * CUDA-core kernel), so a warp's K slice, and with it the x fragment each lane feeds the mma (batch row g,
+ * chunks 4s + t of the slice), is the same for every tile: each lane loads its fragment from global memory
+ * once, right after the wait, normalises it, and parks it in its warp's own corner of shared memory, where
+ * every tile reads it back conflict-free. No block-wide staging pass of x (at batch 8 the old one, with the
+ * norm's row-by-row reductions, cost each block several serial µs). With the RMSNorm fused, a row's sum of
+ * squares is each lane's fragment, the 4 lanes of the row (xor-shuffles), then the warps' partials in warp
+ * order through shared memory: one barrier. The
+ * next tile's weights are requested right after the current tile's mma's, so they are in flight during the
+ * cross-warp reduction and the epilogue. Before griddepcontrol.wait (PDL) each block already streams its
+ * first tile: for o_proj and down_proj that is the whole matrix.
  *
  * Determinism: a tile's sum is fixed by K alone (the warp count and slices depend on K; partials are added
  * in warp order), never by B, the grid size or which block takes the tile; the RMSNorm's sum of squares is
- * fixed by K too. An mma output row depends only on its own A row, so batch row b's result does not depend
+ * fixed by K too (slices and warp order). An mma output row depends only on its own A row, so batch row b's result does not depend
  * on the other rows: batched decode is bit-identical to single-row decode. */
 #include "gemv_common.cuh"
 
 #define TC_MAX_WARPS 16 /* K split over up to 16 warps: 16 warps x 8 steps x 4 chunks = K 4096 in one round */
 #define TC_STEPS 8      /* steps (4 chunks of 16 bytes per tile row) each warp holds in registers */
-#define TC_XPAD 4       /* uint4 of padding per staged x row: rows g and g+1 fall in different bank halves */
-#define TC_MAX_SMEM (100 * 1024)
+#define TC_MAX_K (TC_MAX_WARPS * TC_STEPS * 4 * 8) /* one round of steps per warp: GEMV_TC_MAX_K */
+#define TC_XW_BYTES(nw) ((size_t)(nw) * TC_STEPS * 32 * 16) /* the x fragments of nw warps (dynamic shared memory) */
+static_assert(TC_MAX_K == GEMV_TC_MAX_K, "gemv_common.cuh states the tensor-core kernel's K limit");
 
 __device__ __forceinline__ void mma_bf16_16816(float c[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                                uint32_t b0, uint32_t b1) {
@@ -54,51 +60,6 @@ __device__ __forceinline__ bool tile_row(int tile, int g, int O, int hd, int *ro
     return *row < O;
 }
 
-/* x [B][nch] -> shared memory rows of xstride uint4; with NORM, each row becomes bf16(x * rsqrt(mean(x^2) +
- * eps)). The sum of squares runs in a fixed order set by blockDim (a function of K) and nch, so every block,
- * and every batch size, computes the same scale for the same row. Every thread must call it. */
-template <bool NORM>
-__device__ __forceinline__ void stage_x(const uint4 *xv, int B, int nch, int K, float eps, uint4 *xs, int xstride,
-                                        float (*red)[TC_MAX_WARPS]) {
-    const int tid = threadIdx.x, bs = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = bs >> 5;
-#pragma unroll 4
-    for (int i = tid; i < B * nch; i += bs) {
-        int b = i / nch, c = i - b * nch;
-        xs[b * xstride + c] = xv[i];
-    }
-    __syncthreads();
-    if (NORM) {
-        for (int b = 0; b < B; b++) {
-            float ss = 0.0f;
-            for (int c = tid; c < nch; c += bs) {
-                uint4 v = xs[b * xstride + c];
-                float a0 = bf_lo(v.x), a1 = bf_hi(v.x), a2 = bf_lo(v.y), a3 = bf_hi(v.y);
-                float a4 = bf_lo(v.z), a5 = bf_hi(v.z), a6 = bf_lo(v.w), a7 = bf_hi(v.w);
-                ss += a0 * a0 + a1 * a1 + a2 * a2 + a3 * a3 + a4 * a4 + a5 * a5 + a6 * a6 + a7 * a7;
-            }
-            ss = warp_sum(ss);
-            if (lane == 0) red[b][warp] = ss;
-        }
-        __syncthreads();
-        for (int b = 0; b < B; b++) {
-            float tot = 0.0f;
-            for (int w = 0; w < nw; w++) tot += red[b][w];
-            float r = 1.0f / sqrtf(tot / (float)K + eps); /* the formula of stage_norm (gemv_common.cuh) */
-            for (int c = tid; c < nch; c += bs) { /* the chunks this thread read above: no sync needed before */
-                uint4 v = xs[b * xstride + c];
-                uint32_t *p = (uint32_t *)&v;
-#pragma unroll
-                for (int j = 0; j < 4; j++) {
-                    uint32_t lo = f2bf(bf_lo(p[j]) * r), hi = f2bf(bf_hi(p[j]) * r);
-                    p[j] = lo | (hi << 16);
-                }
-                xs[b * xstride + c] = v;
-            }
-        }
-        __syncthreads();
-    }
-}
-
 /* DEPTH: weight tiles each warp has in flight. 1: the next tile is requested after the current tile's mma's
  * (two register sets' worth never needed). 2 (an A/B variant, fk_gemv_tc_set_variant): tiles i+1 and i+2 stream
  * while tile i is reduced, twice the bytes in flight per warp, at up to 128 registers (one block of 16 warps
@@ -108,27 +69,23 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     gemv_tc_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, int B, float eps,
                    uint16_t *__restrict__ out, fk_qkv_epi qa, int rotate) {
     constexpr bool PAIRED = EPI == FK_GEMV_SWIGLU || EPI == FK_GEMV_QKV;
-    extern __shared__ uint4 smem[];
-    __shared__ float red[8][TC_MAX_WARPS];
+    extern __shared__ uint4 xw[];                 /* [nw][TC_STEPS][32]: each lane's x fragment, normalised */
+    __shared__ float2 part[2][TC_MAX_WARPS * 32]; /* per-warp tile partials, double-buffered by tile parity */
+    __shared__ float red[8][TC_MAX_WARPS];        /* per-warp sums of squares of the batch rows (NORM) */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5, nch = K / 8;
     const int g = lane >> 2, t = lane & 3;
-    const int xstride = nch + TC_XPAD;
-    uint4 *xs = smem;
-    float2 *part = (float2 *)(smem + (size_t)B * xstride); /* [2][nw][32]: double-buffered by tile parity */
     const int tiles = PAIRED ? (O / 2 + 3) / 4 : (O + 7) / 8;
     /* this warp's slice of K, in chunks of 8 elements */
     const int c_lo = (int)((long long)nch * warp / nw), n = (int)((long long)nch * (warp + 1) / nw) - c_lo;
     const uint4 zero = make_uint4(0, 0, 0, 0);
 
-    /* register sets of weights (DEPTH of them), each with its row pointer and in-matrix flag */
+    /* register sets of weights (DEPTH of them) */
     uint4 wa[TC_STEPS], wb[TC_STEPS];
-    const uint4 *pa = NULL, *pb = NULL;
-    bool oka = false, okb = false;
-    /* Point set (w, wp, wok) at tile row g of `tile` and request the slice's first round. */
-    auto fetch = [&](uint4(&w)[TC_STEPS], const uint4 *&wp, bool &wok, int tile) {
+    /* Request tile row g of `tile` (this warp's slice of it) into set w. */
+    auto fetch = [&](uint4(&w)[TC_STEPS], int tile) {
         int row = 0;
-        wok = tile_row<EPI>(tile, g, O, qa.hd, &row);
-        wp = (const uint4 *)(W + (size_t)row * K) + c_lo;
+        const bool wok = tile_row<EPI>(tile, g, O, qa.hd, &row);
+        const uint4 *wp = (const uint4 *)(W + (size_t)row * K) + c_lo;
 #pragma unroll
         for (int s = 0; s < TC_STEPS; s++) {
             int c = 4 * s + t;
@@ -137,40 +94,72 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     };
     int tile = blockIdx.x;
     /* weights do not depend on earlier kernels: stream them before the wait */
-    fetch(wa, pa, oka, tile);
-    if (DEPTH == 2 && tile + (int)gridDim.x < tiles) fetch(wb, pb, okb, tile + gridDim.x);
+    fetch(wa, tile);
+    if (DEPTH == 2 && tile + (int)gridDim.x < tiles) fetch(wb, tile + gridDim.x);
     pdl_wait();
     pdl_launch();
-    stage_x<NORM>((const uint4 *)x, B, nch, K, eps, xs, xstride, red);
-    const bool xok = g < B; /* mma row g is batch row g; rows >= B (and 8..15) stay zero */
-    const uint4 *xr = xs + (xok ? g : 0) * xstride + c_lo;
+    /* This lane's x fragment: batch row g, chunks 4s + t of the warp's slice (mma rows >= B, and 8..15, stay
+     * zero). Plain loads: x was written by the kernel in front of this one. */
+    const bool xok = g < B;
+    const uint4 *xr = (const uint4 *)x + (size_t)(xok ? g : 0) * nch + c_lo;
+    uint4 *xl = xw + (size_t)warp * TC_STEPS * 32 + lane; /* this lane's fragment, step s at xl[32 s] */
+    uint4 xf[TC_STEPS];
+#pragma unroll
+    for (int s = 0; s < TC_STEPS; s++) {
+        int c = 4 * s + t;
+        xf[s] = xok && c < n ? xr[c] : zero;
+    }
+    /* Parked in shared memory for the tiles (lane-contiguous: conflict-free), not held in registers: with
+     * two tiles of weights in flight that would pass 128 registers and spill inside the tile loop. */
+    float ss = 0.0f;
+#pragma unroll
+    for (int s = 0; s < TC_STEPS; s++) {
+        const uint4 v = xf[s]; /* zero past the slice: adds nothing */
+        if (NORM) {
+            float a0 = bf_lo(v.x), a1 = bf_hi(v.x), a2 = bf_lo(v.y), a3 = bf_hi(v.y);
+            float a4 = bf_lo(v.z), a5 = bf_hi(v.z), a6 = bf_lo(v.w), a7 = bf_hi(v.w);
+            ss += a0 * a0 + a1 * a1 + a2 * a2 + a3 * a3 + a4 * a4 + a5 * a5 + a6 * a6 + a7 * a7;
+        }
+        xl[32 * s] = v;
+    }
+    if (NORM) { /* x -> bf16(x * rsqrt(mean(x^2) + eps)), row g, in place */
+        /* the row's 4 lanes (a + b == b + a in IEEE arithmetic, so all four hold the same bits) */
+        ss += __shfl_xor_sync(0xffffffffu, ss, 1);
+        ss += __shfl_xor_sync(0xffffffffu, ss, 2);
+        if (t == 0) red[g][warp] = ss;
+        __syncthreads();
+        float tot = 0.0f;
+        for (int v = 0; v < nw; v++) tot += red[g][v];
+        const float r = 1.0f / sqrtf(tot / (float)K + eps); /* the formula of stage_norm (gemv_common.cuh) */
+        for (int s = 0; s < TC_STEPS; s++) {
+            uint4 v = xl[32 * s];
+            uint32_t *p = (uint32_t *)&v;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                uint32_t lo = f2bf(bf_lo(p[j]) * r), hi = f2bf(bf_hi(p[j]) * r);
+                p[j] = lo | (hi << 16);
+            }
+            xl[32 * s] = v;
+        }
+    }
+    __syncwarp();
 
-    /* One tile from register set (w, wp, wok): its mma's, the set's next request, the reduction, the epilogue. */
-    auto run_tile = [&](uint4(&w)[TC_STEPS], const uint4 *&wp, bool &wok, int cur, int it) {
+    /* One tile from register set w: its mma's, the set's next request, the reduction, the epilogue. */
+    auto run_tile = [&](uint4(&w)[TC_STEPS], int cur, int it) {
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        for (int c0 = 0; c0 < n; c0 += 4 * TC_STEPS) {
-            if (c0) { /* K > 4 x TC_STEPS x 8 x warps: further rounds (not Mimir's shapes) */
 #pragma unroll
-                for (int s = 0; s < TC_STEPS; s++) {
-                    int c = c0 + 4 * s + t;
-                    w[s] = wok && c < n ? ld_stream(wp + c) : zero;
-                }
-            }
-#pragma unroll
-            for (int s = 0; s < TC_STEPS; s++) {
-                if (c0 + 4 * s >= n) break; /* warp-uniform: the mma needs every lane */
-                int c = c0 + 4 * s + t;
-                uint4 xx = xok && c < n ? xr[c] : zero;
-                /* k-slots 2t,2t+1 <- elements 0,1 (then 4,5); 2t+8,2t+9 <- elements 2,3 (then 6,7) */
-                mma_bf16_16816(acc, xx.x, 0u, xx.y, 0u, w[s].x, w[s].y);
-                mma_bf16_16816(acc, xx.z, 0u, xx.w, 0u, w[s].z, w[s].w);
-            }
+        for (int s = 0; s < TC_STEPS; s++) {
+            if (4 * s >= n) break; /* warp-uniform: the mma needs every lane */
+            const uint4 xx = xok ? xl[32 * s] : zero;
+            /* k-slots 2t,2t+1 <- elements 0,1 (then 4,5); 2t+8,2t+9 <- elements 2,3 (then 6,7) */
+            mma_bf16_16816(acc, xx.x, 0u, xx.y, 0u, w[s].x, w[s].y);
+            mma_bf16_16816(acc, xx.z, 0u, xx.w, 0u, w[s].z, w[s].w);
         }
         const int next = cur + DEPTH * (int)gridDim.x;
-        if (next < tiles) fetch(w, wp, wok, next); /* in flight during the reduction below */
+        if (next < tiles) fetch(w, next); /* in flight during the reduction below */
         /* acc[0], acc[1] = batch row g, tile columns 2t, 2t+1 (acc[2], acc[3]: the zero rows 8..15) */
         if (nw > 1) {
-            float2 *pt = part + (size_t)(it & 1) * nw * 32;
+            float2 *pt = part[it & 1];
             pt[warp * 32 + lane] = make_float2(acc[0], acc[1]);
             __syncthreads();
             /* The tile's reducing warp also runs its epilogue (dependent loads: row_pos, RoPE tables, the
@@ -201,12 +190,12 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     };
     /* every warp of the block walks the same tiles, so the __syncthreads above match */
     for (int it = 0; tile < tiles;) {
-        run_tile(wa, pa, oka, tile, it);
+        run_tile(wa, tile, it);
         tile += gridDim.x;
         it++;
         if (tile >= tiles) break;
-        if (DEPTH == 2) run_tile(wb, pb, okb, tile, it);
-        else run_tile(wa, pa, oka, tile, it);
+        if (DEPTH == 2) run_tile(wb, tile, it);
+        else run_tile(wa, tile, it);
         tile += gridDim.x;
         it++;
     }
@@ -235,23 +224,22 @@ extern "C" void fk_gemv_tc_set_variant(int depth, int rotate) {
 extern "C" void fk_gemv_tc_set_max_blocks(int blocks) { tc_max_blocks = blocks > 0 ? blocks : 0; }
 
 /* Measured once in gemv_tc_init (the launcher runs inside graph capture, where device queries are best
- * avoided): SM count, shared memory per SM, and how many blocks of each kernel and warp count fit on one SM
- * by registers and threads. Shared memory, which depends on B and K, is accounted for at launch. With two
- * devices these are the last-initialised device's: the same for identical GPUs. */
-static int tc_sms = 1, tc_smem_per_sm, tc_fit[2][2][4][TC_MAX_WARPS + 1]; /* [depth-1][norm][epi][warps] */
+ * avoided): the SM count, and how many blocks of each kernel and warp count fit on one SM (registers,
+ * threads, shared memory). With two devices these are the
+ * last-initialised device's: the same for identical GPUs. */
+static int tc_sms = 1, tc_fit[2][2][4][TC_MAX_WARPS + 1]; /* [depth-1][norm][epi][warps] */
 
 int gemv_tc_init(void) {
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&tc_sms, cudaDevAttrMultiProcessorCount, dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&tc_smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev);
     for (int d = 0; d < 2 && e == cudaSuccess; d++)
         for (int norm = 0; norm <= 1 && e == cudaSuccess; norm++)
             for (int epi = 0; epi < 4 && e == cudaSuccess; epi++) {
                 gemv_tc_fn fn = pick_tc(norm, epi, d + 1);
-                e = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, TC_MAX_SMEM);
+                e = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, TC_XW_BYTES(TC_MAX_WARPS));
                 for (int nw = 1; nw <= TC_MAX_WARPS && e == cudaSuccess; nw++)
-                    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&tc_fit[d][norm][epi][nw], fn, nw * 32, 0);
+                    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&tc_fit[d][norm][epi][nw], fn, nw * 32, TC_XW_BYTES(nw));
             }
     if (e != cudaSuccess) {
         frigg_set_error("gemv_tc: cannot set up the kernels: %s", cudaGetErrorString(e));
@@ -260,7 +248,7 @@ int gemv_tc_init(void) {
     return 0;
 }
 
-/* Shapes are validated by the caller (gemv.cu), except the shared-memory need, checked here. */
+/* Shapes are validated by the caller (gemv.cu), which sends K > TC_MAX_K to the CUDA-core kernel. */
 int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
                    uint16_t *out, const fk_qkv_epi *qa, int per_sm_cap, cudaStream_t s) {
     int paired = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
@@ -269,25 +257,22 @@ int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, in
      * fixes the summation order (never B) */
     int nch = K / 8, nw = (nch + 4 * TC_STEPS - 1) / (4 * TC_STEPS);
     nw = nw < 1 ? 1 : nw > TC_MAX_WARPS ? TC_MAX_WARPS : nw;
-    size_t smem = (size_t)B * (nch + TC_XPAD) * 16 + (size_t)2 * nw * 32 * sizeof(float2);
-    if (smem > TC_MAX_SMEM) {
-        frigg_set_error("gemv_tc: %d rows of K %d need %zu bytes of shared memory (limit %d)", B, K, smem, TC_MAX_SMEM);
+    if (K > TC_MAX_K) {
+        frigg_set_error("gemv_tc: K %d is more than one round of steps (%d)", K, TC_MAX_K);
         return -1;
     }
     if (tiles == 0) return 0;
     gemv_tc_fn fn = pick_tc(norm_in, epi, tc_depth);
-    /* Persistent grid: every block resident at once (registers and threads from tc_fit; shared memory:
-     * this launch's, the kernel's static 512 bytes and the 1 KiB the system reserves per block); then the
+    /* Persistent grid: every block resident at once (registers, threads and the kernel's static shared
+     * memory, all in tc_fit); then the
      * fewest blocks that keep the same number of rounds, so each block takes the same number of tiles. The
      * grid changes no result. */
     int per_sm = tc_fit[tc_depth - 1][norm_in != 0][epi][nw];
-    int by_smem = tc_smem_per_sm ? (int)(tc_smem_per_sm / (smem + 512 + 1024)) : 1;
-    if (by_smem < per_sm) per_sm = by_smem;
     if (per_sm_cap > 0 && per_sm_cap < per_sm) per_sm = per_sm_cap;
     long long cap = (long long)tc_sms * (per_sm > 0 ? per_sm : 1);
     if (tc_max_blocks && cap > tc_max_blocks) cap = tc_max_blocks;
     int rounds = (int)((tiles + cap - 1) / cap);
     int grid = (tiles + rounds - 1) / rounds;
-    fk_launch(fn, grid, nw * 32, smem, s, W, O, K, x, B, eps, out, *qa, tc_rotate);
+    fk_launch(fn, grid, nw * 32, TC_XW_BYTES(nw), s, W, O, K, x, B, eps, out, *qa, tc_rotate);
     return fk_check_launch("gemv_tc");
 }

@@ -1,7 +1,7 @@
 /* test_cuda_gemv.c — the decode GEMV implementations (tensor cores, CUDA cores) on the cases their tiling
  * has edges at: every batch size 1..8, partial 8-row tiles (O % 8 != 0, paired O/2 % 4 != 0), K slices that
- * do not divide evenly into warps (K/8 = 257) or need a second round of loads (K > 4096), against the CPU
- * reference ops. And the properties batched decode relies on, bit for bit: each batch row's result equals
+ * do not divide evenly into warps (K/8 = 257), and K > 4096, which every implementation hands to the CUDA-core
+ * kernel (the tensor-core kernel keeps one round of K per warp), against the CPU reference ops. And the properties batched decode relies on, bit for bit: each batch row's result equals
  * the single-row pass on that row, for every B; results do not depend on the tensor-core kernel's grid
  * (persistent blocks walking several tiles each); a repeated launch gives the same bits.
  * Without CUDA in the build, or without a GPU, everything is skipped (0 failed). */
@@ -206,6 +206,9 @@ int main(void) {
             CHECK(fk_gemv_auto_impl(8, mimir[i][0], mimir[i][1], mimir[i][2]) == FK_GEMV_IMPL_TC, "auto B=8 %dx%d: not tc",
                   mimir[i][0], mimir[i][1]);
         }
+        /* K past the tensor-core kernel's one round goes to the CUDA-core kernel at every batch size */
+        CHECK(fk_gemv_auto_impl(8, 1536, 4104, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "auto B=8 K=4104: not simt");
+        CHECK(fk_gemv_auto_impl(8, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_TC, "auto B=8 K=4096: not tc");
         fk_set_gemv_impl(impl_env);
         frigg_pool_destroy(pool);
         cudaError_t e = cudaDeviceSynchronize();
