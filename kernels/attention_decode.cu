@@ -5,10 +5,10 @@
  * Why it is shaped this way (batch 1 at ctx 512 moves only 3 MB, so latency, not bandwidth, decides):
  * - A key is read by HD/8 lanes with one 16-byte load each (16 lanes for head_dim 128), so a score costs
  *   log2(HD/8) shuffles and a warp load covers whole keys.
- * - A block issues the K and V loads of a round before it uses any of them, and the next round's loads
- *   before it computes the current one.
+ * - A block issues the K and V loads of a round before it uses any of them, and keeps the next round's
+ *   (two next rounds' at depth 3) in flight while it computes the current one.
  * - Keys before the row's newest position were written by earlier decode steps or prefill, not by the
- *   kernel in front of this one, so the first round is loaded BEFORE the programmatic-launch wait and its
+ *   kernel in front of this one, so the first rounds are loaded BEFORE the programmatic-launch wait and their
  *   DRAM latency overlaps the previous kernel's tail; the newest key, q and the gate (all written by
  *   fk_gemv_qkv just before) are read right after the wait, the gate early so the merge does not wait on it.
  * - The split boundaries of a row are a function of its length, H and max_ctx alone (at most `nsplit`
@@ -20,8 +20,7 @@
  *   split per block spreads 3 MB over the SMs; at batch 8 (1536 splits at ctx 512, but only 4 blocks of 128
  *   registers fit an SM) several splits per block make one wave of blocks instead of three, each with loads
  *   in flight all the time, and fewer partials to exchange.
- * - A block keeps two rounds of loads in flight at every point of its stream, both issued before the wait at
- *   its start, and never stops it for a barrier until DEC_PARK splits are done (see the kernel).
+ * - A block's stream of rounds has no barrier in it until DEC_PARK splits are done (see the kernel).
  * - Two ways to merge the partials of a (row, head) (fk_set_attn_decode_impl, FRIGG_ATTN_DECODE):
  *   "split": partials of other blocks go through `work`, the last block to finish (atomic counter) merges;
  *     a block that holds all splits of its row merges from shared memory with no global round trip.
@@ -212,6 +211,7 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
     constexpr int MAXS = CLUSTER ? DEC_MAX_CLUSTER : DEC_MAX_SPLITS;
     constexpr int DEPTH = MINB == 3 ? 3 : 2;   /* rounds of loads in flight: 3 only where 170 registers allow */
     __shared__ float s_pm[DEC_PARK][GROUPS], s_pl[DEC_PARK][GROUPS];     /* parked splits: each group's m, l */
+    __shared__ float s_pw[DEC_PARK][GROUPS], s_pM[DEC_PARK], s_sw[MAXS]; /* the merges' weights, maxima */
     __shared__ __align__(16) float s_pacc[DEC_PARK][GROUPS * HD];       /* and its acc */
     __shared__ __align__(16) float s_part[MAXS * PW];  /* split partials (the merging block's are read) */
     __shared__ int s_last;
@@ -326,16 +326,24 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
         np++;
         const bool last = cs + 1 >= s1;
         if (np == DEC_PARK || last) {
-            /* merge the parked splits' key groups (fixed group order) into partials cs+1-np .. cs */
+            /* merge the parked splits' key groups (fixed group order) into partials cs+1-np .. cs: first each
+             * (split, group) weight once, then each (split, dim) sum from them */
             __syncthreads();
             const int sb = cs + 1 - np;
+            for (int it = t; it < np * GROUPS; it += DEC_THREADS) {
+                const int p = it / GROUPS, k = it % GROUPS;
+                float M = -INFINITY;
+                for (int k2 = 0; k2 < GROUPS; k2++) M = fmaxf(M, s_pm[p][k2]);
+                s_pw[p][k] = expf(s_pm[p][k] - M); /* (not read for a group with no key) */
+                if (k == 0) s_pM[p] = M;
+            }
+            __syncthreads();
             for (int it = t; it < np * HD; it += DEC_THREADS) {
                 const int p = it / HD, d = it % HD;
-                float M = -INFINITY, L = 0.0f, a = 0.0f;
-                for (int k = 0; k < GROUPS; k++) M = fmaxf(M, s_pm[p][k]);
+                float M = s_pM[p], L = 0.0f, a = 0.0f;
                 for (int k = 0; k < GROUPS; k++) {
                     if (s_pm[p][k] == -INFINITY) continue;
-                    float w = expf(s_pm[p][k] - M);
+                    float w = s_pw[p][k];
                     L += s_pl[p][k] * w;
                     a += s_pacc[p][k * HD + d] * w;
                 }
@@ -395,11 +403,16 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
             if (v < v0 || v >= v1) ((float4 *)s_part)[v] = __ldcg((const float4 *)wrow + v);
         __syncthreads();
     }
+    if (t < ns) { /* each split's weight once (not once per dim) */
+        float M = -INFINITY;
+        for (int k = 0; k < ns; k++) M = fmaxf(M, s_part[k * PW]);
+        s_sw[t] = expf(s_part[t * PW] - M);
+    }
+    __syncthreads();
     if (t >= HD) return;
-    float M = -INFINITY, L = 0.0f, a = 0.0f;
-    for (int k = 0; k < ns; k++) M = fmaxf(M, s_part[k * PW]);
+    float L = 0.0f, a = 0.0f;
     for (int k = 0; k < ns; k++) { /* split order: the same sum whichever block computed which split */
-        float w = expf(s_part[k * PW] - M);
+        float w = s_sw[k];
         L += s_part[k * PW + 1] * w;
         a += s_part[k * PW + 4 + t] * w;
     }
