@@ -57,8 +57,12 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
 #pragma unroll
         for (int r = 0; r < R; r++) w[u][r] = valid && c < nch ? ld_stream(wrow[r] + c) : make_uint4(0, 0, 0, 0);
     }
+    /* lane b stores batch row b: its epilogue operands too, before the wait where allowed (gemv_pre) */
+    gemv_pre pre = {0, 0, 0, 0.0f, false, false};
+    if (EPI == FK_GEMV_QKV && valid && lane < B) pre = gemv_preload<EPI>(row1, lane, O, qa);
     pdl_wait();
     pdl_launch();
+    if (EPI == FK_GEMV_RESID && valid && lane < B) gemv_preload_resid<EPI>(pre, row1, lane, O, out);
     const uint4 *xv = (const uint4 *)x;
     if (NORM) xv = stage_norm(xv, B, nch, K, eps, xs, scratch, rs);
     if (!valid) return;
@@ -96,7 +100,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
         for (int b = 0; b < B; b++) acc[r][b] = warp_sum(acc[r][b]);
 #pragma unroll
     for (int b = 0; b < B; b++)
-        if (lane == b) gemv_store<EPI>(unit, row1, b, acc[0][b], acc[R - 1][b], O, out, qa);
+        if (lane == b) gemv_store<EPI>(unit, row1, b, acc[0][b], acc[R - 1][b], O, out, qa, pre);
 }
 
 typedef void (*gemv_fn)(const uint16_t *, int, int, const uint16_t *, float, uint16_t *, fk_qkv_epi);
@@ -133,7 +137,10 @@ static int simt_long_unroll; /* fk_gemv_simt_set_long_unroll: an A/B hook, off u
 extern "C" void fk_gemv_simt_set_long_unroll(int on) { simt_long_unroll = on != 0; }
 
 /* FRIGG_GEMV_IMPL=auto. Per shape class and batch size: 's' simt, 't' tc (as many blocks as fit), '2' tc with
- * at most 2 blocks per SM (x staged fewer times; the grid changes no bit). The table is run 10's
+ * at most 2 blocks per SM, '1' tc with one weight tile in flight per warp instead of two (half the registers,
+ * so its blocks fit beside another kernel's; no letter changes a bit of tc's result). FRIGG_GEMV_AUTO
+ * replaces rows of the table for tuning runs, e.g. "down=1ttttttt,o_proj=sttttttt" (read by fk_init; a
+ * malformed value is an error). The table is run 10's
  * (benchmarks/h200-2026-11-30/dev-gemv-run10.txt), µs per launch as simt / tc at depth 2 (the default):
  *   gqkv    B1 8.54/9.36    B2 11.50/10.60  B4 18.22/11.71  B8 31.09/14.38
  *   gate_up B1 9.24/9.85    B2 12.06/10.72  B4 17.83/11.85  B8 29.65/14.46
@@ -149,7 +156,7 @@ extern "C" void fk_gemv_simt_set_long_unroll(int on) { simt_long_unroll = on != 
  * B 3, 5, 6, 7 were not measured: each takes the side of the crossover its neighbours put it on (o_proj B3:
  * simt, interpolating 3.98 against 4.21; lm_head B3: simt, 208 against 216). */
 enum { AUTO_GQKV, AUTO_GATE_UP, AUTO_O_PROJ, AUTO_DOWN, AUTO_LM_HEAD };
-static const char auto_table[5][9] = {
+static char auto_table[5][9] = {
     /* B = 12345678 */
     "sttttttt", /* gqkv: QKV epilogue */
     "sttttttt", /* gate_up: SwiGLU epilogue */
@@ -157,6 +164,29 @@ static const char auto_table[5][9] = {
     "tttttttt", /* down: plain, K > 2048 */
     "sssttttt", /* lm_head: plain, O > 65536 */
 };
+static const char *const auto_rows[5] = {"gqkv", "gate_up", "o_proj", "down", "lm_head"};
+/* FRIGG_GEMV_AUTO: NAME=8 letters of s, t, 2, 1, comma-separated. 0, or -1 with frigg_error set. */
+static int read_auto_env(void) {
+    const char *env = getenv("FRIGG_GEMV_AUTO");
+    if (!env || !*env) return 0;
+    for (const char *at = env;;) {
+        const char *eq = strchr(at, '='), *end = strchr(at, ',');
+        if (!end) end = at + strlen(at);
+        int row = -1;
+        for (int r = 0; r < 5 && eq && eq < end; r++)
+            if ((size_t)(eq - at) == strlen(auto_rows[r]) && !strncmp(at, auto_rows[r], (size_t)(eq - at))) row = r;
+        int ok = row >= 0 && end - eq - 1 == 8;
+        for (int i = 0; ok && i < 8; i++) ok = strchr("st21", eq[1 + i]) != NULL;
+        if (!ok) {
+            frigg_set_error("FRIGG_GEMV_AUTO: '%.*s' is not NAME=8 letters of s, t, 2, 1 (NAME: gqkv, gate_up, o_proj, "
+                            "down, lm_head)", (int)(end - at), at);
+            return -1;
+        }
+        memcpy(auto_table[row], eq + 1, 8);
+        if (!*end) return 0;
+        at = end + 1;
+    }
+}
 static char auto_choice(int B, int O, int K, int epi) {
     int cls = epi == FK_GEMV_QKV ? AUTO_GQKV : epi == FK_GEMV_SWIGLU ? AUTO_GATE_UP : O > 65536 ? AUTO_LM_HEAD
               : K > 2048 ? AUTO_DOWN : AUTO_O_PROJ;
@@ -189,7 +219,7 @@ extern "C" int fk_init(void) {
             return -1;
         }
     }
-    if (fk_attention_init() || gemv_tc_init()) return -1;
+    if (read_auto_env() || fk_attention_init() || gemv_tc_init()) return -1;
     for (int B = 1; B <= 8; B++)
         for (int epi = 0; epi < 8; epi++) {
             cudaError_t e = cudaFuncSetAttribute((const void *)pick_b(B, 1, epi & 3, epi >> 2),
@@ -212,7 +242,7 @@ static int gemv_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B
     }
     char use = gemv_impl == FK_GEMV_IMPL_TC ? 't' : gemv_impl == FK_GEMV_IMPL_SIMT ? 's' : auto_choice(B, O, K, epi);
     if (K > GEMV_TC_MAX_K) use = 's'; /* the tensor-core kernel keeps one round of K per warp (DFM-Mimir: K <= 4096) */
-    if (use != 's') return gemv_tc_launch(W, O, K, x, B, norm_in, eps, epi, out, qa, use == '2' ? 2 : 0, s);
+    if (use != 's') return gemv_tc_launch(W, O, K, x, B, norm_in, eps, epi, out, qa, use == '2' ? 2 : 0, use == '1' ? 1 : 0, s);
     /* Two rows per warp only where the epilogue needs the pair. Pairing plain rows to halve the x reads at
      * batch >= 3 was measured slower on the H200 (batch 8: 581 against 643 tok/s), so it is not done. */
     int pair = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;

@@ -68,46 +68,91 @@ __device__ __forceinline__ const uint4 *stage_norm(const uint4 *xv, int B, int n
     return xs;
 }
 
+/* The operands of one batch row's epilogue that no kernel in flight writes, so a GEMV can load them BEFORE
+ * its PDL wait and keep their latency off the path after it: for QKV, where the row's k/v go in the cache
+ * (row_seq, row_pos: set by the host before the step) and its RoPE factors (constant tables), as packed bf16.
+ * The residual of RESID is written by the kernel two back, so it may only be loaded after the wait
+ * (gemv_preload_resid), still ahead of the dot products. */
+struct gemv_pre {
+    size_t at;     /* QKV k/v: cache offset of dim i */
+    uint32_t cs1;  /* QKV q/k: cos | sin << 16 of dim i */
+    uint32_t cs2;  /* ... of dim i + hd/2 */
+    float res;     /* RESID: the residual out[at] */
+    bool ok, res_ok;
+};
+
+template <int EPI>
+__device__ __forceinline__ gemv_pre gemv_preload(int row1, int b, int O, const fk_qkv_epi &qa) {
+    gemv_pre p = {0, 0, 0, 0.0f, EPI == FK_GEMV_QKV, false};
+    if (EPI == FK_GEMV_QKV) {
+        int half = qa.hd / 2, Dm = O / 4, sec = row1 / Dm, j1 = row1 % Dm, i = j1 % qa.hd, h = j1 / qa.hd;
+        if (sec == 0) return p; /* the gate: no cache slot, no RoPE */
+        int pos = qa.row_pos[b];
+        p.at = (size_t)qa.row_seq[b] * qa.seq_stride + ((size_t)h * qa.max_ctx + pos) * qa.hd + i;
+        if (sec == 3) return p; /* v: no RoPE */
+        const uint16_t *C = qa.cos_t + (size_t)pos * qa.hd, *S = qa.sin_t + (size_t)pos * qa.hd;
+        p.cs1 = (uint32_t)C[i] | (uint32_t)S[i] << 16;
+        p.cs2 = (uint32_t)C[i + half] | (uint32_t)S[i + half] << 16;
+    }
+    return p;
+}
+/* After the wait: the RESID residual of (batch row b, row) into p. */
+template <int EPI>
+__device__ __forceinline__ void gemv_preload_resid(gemv_pre &p, int row, int b, int O, const uint16_t *out) {
+    if (EPI == FK_GEMV_RESID) {
+        p.res = bf2f(out[(size_t)b * O + row]);
+        p.res_ok = true;
+    }
+}
+
 /* Write batch row b's result for one output unit. Plain epilogues (store, residual): a1 is row1's sum (row2,
  * a2 unused). Paired ones: a1, a2 are rows row1 and row2 (SwiGLU: gate row unit and up row O/2 + unit; QKV:
- * dims i and i + hd/2 of one head of one section, which RoPE mixes). */
+ * dims i and i + hd/2 of one head of one section, which RoPE mixes). pre: from gemv_preload /
+ * gemv_preload_resid for this (row1, b), or with ok/res_ok false to have the operands loaded here. */
 template <int EPI>
 __device__ __forceinline__ void gemv_store(int unit, int row1, int b, float a1, float a2, int O, uint16_t *out,
-                                           const fk_qkv_epi &qa) {
+                                           const fk_qkv_epi &qa, gemv_pre pre) {
     if (EPI == FK_GEMV_STORE || EPI == FK_GEMV_RESID) {
         size_t at = (size_t)b * O + row1;
-        out[at] = EPI == FK_GEMV_STORE ? f2bf(a1) : f2bf(bf2f(out[at]) + rbf(a1));
+        if (EPI == FK_GEMV_STORE) out[at] = f2bf(a1);
+        else out[at] = f2bf((pre.res_ok ? pre.res : bf2f(out[at])) + rbf(a1));
     } else if (EPI == FK_GEMV_QKV) {
-        int half = qa.hd / 2, Dm = O / 4, sec = row1 / Dm, j1 = row1 % Dm, j2 = j1 + half, i = j1 % qa.hd, h = j1 / qa.hd;
+        int half = qa.hd / 2, Dm = O / 4, sec = row1 / Dm, j1 = row1 % Dm, j2 = j1 + half;
         float x1 = rbf(a1), x2 = rbf(a2);
         if (sec == 0) { /* the output gate: kept for the attention epilogue */
             out[(size_t)b * O + j1] = f2bf(x1);
             out[(size_t)b * O + j2] = f2bf(x2);
             return;
         }
-        int pos = qa.row_pos[b];
-        size_t at = (size_t)qa.row_seq[b] * qa.seq_stride + ((size_t)h * qa.max_ctx + pos) * qa.hd + i;
+        if (!pre.ok) pre = gemv_preload<EPI>(row1, b, O, qa);
         if (sec == 3) {
-            qa.v_slot[at] = f2bf(x1);
-            qa.v_slot[at + half] = f2bf(x2);
+            qa.v_slot[pre.at] = f2bf(x1);
+            qa.v_slot[pre.at + half] = f2bf(x2);
             return;
         }
         /* rotate-half RoPE with HF's rounding after each op (as frigg_cpu_rope_apply) */
-        const uint16_t *C = qa.cos_t + (size_t)pos * qa.hd, *S = qa.sin_t + (size_t)pos * qa.hd;
-        float o1 = rbf(rbf(x1 * bf2f(C[i])) + rbf(-x2 * bf2f(S[i])));
-        float o2 = rbf(rbf(x2 * bf2f(C[i + half])) + rbf(x1 * bf2f(S[i + half])));
+        float c1 = bf_lo(pre.cs1), s1 = bf_hi(pre.cs1), c2 = bf_lo(pre.cs2), s2 = bf_hi(pre.cs2);
+        float o1 = rbf(rbf(x1 * c1) + rbf(-x2 * s1));
+        float o2 = rbf(rbf(x2 * c2) + rbf(x1 * s2));
         if (sec == 1) {
             qa.q_out[(size_t)b * Dm + j1] = f2bf(o1);
             qa.q_out[(size_t)b * Dm + j2] = f2bf(o2);
         } else {
-            qa.k_slot[at] = f2bf(o1);
-            qa.k_slot[at + half] = f2bf(o2);
+            qa.k_slot[pre.at] = f2bf(o1);
+            qa.k_slot[pre.at + half] = f2bf(o2);
         }
     } else {
         float g = rbf(a1), u = rbf(a2);
         float sg = rbf(g / (1.0f + expf(-g)));
         out[(size_t)b * (O / 2) + unit] = f2bf(sg * u);
     }
+}
+/* The same, every operand loaded here. */
+template <int EPI>
+__device__ __forceinline__ void gemv_store(int unit, int row1, int b, float a1, float a2, int O, uint16_t *out,
+                                           const fk_qkv_epi &qa) {
+    gemv_pre none = {0, 0, 0, 0.0f, false, false};
+    gemv_store<EPI>(unit, row1, b, a1, a2, O, out, qa, none);
 }
 
 /* The weight rows of output unit `unit` (< O/2) for the paired epilogues. */
@@ -126,9 +171,10 @@ __device__ __forceinline__ void pair_rows(int unit, int O, int hd, int *row1, in
 /* gemv_tc.cu */
 int gemv_tc_init(void);
 #define GEMV_TC_MAX_K 4096 /* the tensor-core kernel's largest K (one round of steps per warp; gemv_tc.cu) */
-/* 0, or -1 with frigg_error set (shared memory beyond its limit, a failed launch) */
-/* per_sm_cap: at most this many blocks per SM (0: as many as fit); no result depends on it */
+/* 0, or -1 with frigg_error set (K beyond one round, a failed launch). per_sm_cap: at most this many blocks
+ * per SM (0: as many as fit); depth: weight tiles in flight per warp (1, 2; else fk_gemv_tc_set_variant's).
+ * No result depends on either. */
 int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
-                   uint16_t *out, const fk_qkv_epi *qa, int per_sm_cap, cudaStream_t s);
+                   uint16_t *out, const fk_qkv_epi *qa, int per_sm_cap, int depth, cudaStream_t s);
 
 #endif

@@ -96,11 +96,27 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     /* weights do not depend on earlier kernels: stream them before the wait */
     fetch(wa, tile);
     if (DEPTH == 2 && tile + (int)gridDim.x < tiles) fetch(wb, tile + gridDim.x);
+    /* The block's first tile is reduced and stored by warp 0 (either rotation): its lanes load their epilogue
+     * operands now, the QKV ones before the wait (gemv_pre), the residual right after it. */
+    gemv_pre pre1 = {0, 0, 0, 0.0f, false, false}, pre2 = pre1;
+    const bool xok = g < B;
+    const bool first_ok = warp == 0 && xok && tile < tiles;
+    if (EPI == FK_GEMV_QKV && first_ok) {
+        int unit = tile * 4 + t, r1, r2;
+        if (unit < O / 2) {
+            pair_rows<EPI>(unit, O, qa.hd, &r1, &r2);
+            pre1 = gemv_preload<EPI>(r1, g, O, qa);
+        }
+    }
     pdl_wait();
     pdl_launch();
+    if (EPI == FK_GEMV_RESID && first_ok) {
+        int row = tile * 8 + 2 * t;
+        if (row < O) gemv_preload_resid<EPI>(pre1, row, g, O, out);
+        if (row + 1 < O) gemv_preload_resid<EPI>(pre2, row + 1, g, O, out);
+    }
     /* This lane's x fragment: batch row g, chunks 4s + t of the warp's slice (mma rows >= B, and 8..15, stay
      * zero). Plain loads: x was written by the kernel in front of this one. */
-    const bool xok = g < B;
     const uint4 *xr = (const uint4 *)x + (size_t)(xok ? g : 0) * nch + c_lo;
     uint4 *xl = xw + (size_t)warp * TC_STEPS * 32 + lane; /* this lane's fragment, step s at xl[32 s] */
     uint4 xf[TC_STEPS];
@@ -176,16 +192,18 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
             acc[1] = s.y;
         }
         if (!xok) return;
+        /* the first tile's operands were loaded early (pre1, pre2: warp 0's, and the first tile is warp 0's) */
+        const gemv_pre none = {0, 0, 0, 0.0f, false, false};
         if (PAIRED) {
             int unit = cur * 4 + t, r1, r2;
             if (unit < O / 2) {
                 pair_rows<EPI>(unit, O, qa.hd, &r1, &r2);
-                gemv_store<EPI>(unit, r1, g, acc[0], acc[1], O, out, qa);
+                gemv_store<EPI>(unit, r1, g, acc[0], acc[1], O, out, qa, it == 0 ? pre1 : none);
             }
         } else {
             int row = cur * 8 + 2 * t;
-            if (row < O) gemv_store<EPI>(row, row, g, acc[0], 0.0f, O, out, qa);
-            if (row + 1 < O) gemv_store<EPI>(row + 1, row + 1, g, acc[1], 0.0f, O, out, qa);
+            if (row < O) gemv_store<EPI>(row, row, g, acc[0], 0.0f, O, out, qa, it == 0 ? pre1 : none);
+            if (row + 1 < O) gemv_store<EPI>(row + 1, row + 1, g, acc[1], 0.0f, O, out, qa, it == 0 ? pre2 : none);
         }
     };
     /* every warp of the block walks the same tiles, so the __syncthreads above match */
@@ -250,7 +268,7 @@ int gemv_tc_init(void) {
 
 /* Shapes are validated by the caller (gemv.cu), which sends K > TC_MAX_K to the CUDA-core kernel. */
 int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
-                   uint16_t *out, const fk_qkv_epi *qa, int per_sm_cap, cudaStream_t s) {
+                   uint16_t *out, const fk_qkv_epi *qa, int per_sm_cap, int depth, cudaStream_t s) {
     int paired = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
     int tiles = paired ? (O / 2 + 3) / 4 : (O + 7) / 8;
     /* one warp per 32 chunks of K (one round of loads each), 1..TC_MAX_WARPS: a function of K only, which
@@ -262,12 +280,13 @@ int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, in
         return -1;
     }
     if (tiles == 0) return 0;
-    gemv_tc_fn fn = pick_tc(norm_in, epi, tc_depth);
+    if (depth != 1 && depth != 2) depth = tc_depth;
+    gemv_tc_fn fn = pick_tc(norm_in, epi, depth);
     /* Persistent grid: every block resident at once (registers, threads and the kernel's static shared
      * memory, all in tc_fit); then the
      * fewest blocks that keep the same number of rounds, so each block takes the same number of tiles. The
      * grid changes no result. */
-    int per_sm = tc_fit[tc_depth - 1][norm_in != 0][epi][nw];
+    int per_sm = tc_fit[depth - 1][norm_in != 0][epi][nw];
     if (per_sm_cap > 0 && per_sm_cap < per_sm) per_sm = per_sm_cap;
     long long cap = (long long)tc_sms * (per_sm > 0 ? per_sm : 1);
     if (tc_max_blocks && cap > tc_max_blocks) cap = tc_max_blocks;

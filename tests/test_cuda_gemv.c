@@ -175,6 +175,50 @@ static void test_shape(frigg_pool *pool, int O, int K) {
 }
 #endif
 
+#ifdef FRIGG_CUDA
+/* FRIGG_GEMV_AUTO (read by fk_init): malformed rows are errors; a valid one changes auto's choices; the
+ * depth-1 tensor-core kernel it can name ('1') gives the default tc's bits. Leaves the table as shipped. */
+static void test_auto_env(void) {
+    static const char *bad[] = {"down=1111111", "downs=11111111", "down=1111111x", "down=11111111,", "=11111111",
+                                "down:11111111"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("FRIGG_GEMV_AUTO", bad[i], 1);
+        CHECK(fk_init() == -1 && strstr(frigg_error(), "FRIGG_GEMV_AUTO"), "FRIGG_GEMV_AUTO=%s must be refused", bad[i]);
+    }
+    setenv("FRIGG_GEMV_AUTO", "down=s1111111,o_proj=sttttttt", 1);
+    CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
+    CHECK(fk_gemv_auto_impl(1, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "down B=1: not simt");
+    CHECK(fk_gemv_auto_impl(2, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_TC, "down B=2: not tc");
+    CHECK(fk_gemv_auto_impl(1, 1536, 1536, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "o_proj B=1: not simt");
+    const int O = 1536, K = 4096, B = 3;
+    float *W = malloc(sizeof(float) * O * K), *x = malloc(sizeof(float) * B * K), *a = malloc(sizeof(float) * B * O),
+          *b = malloc(sizeof(float) * B * O);
+    ct_fill(W, (size_t)O * K, 1.0f / sqrtf((float)K));
+    ct_fill(x, (size_t)B * K, 2.0f);
+    uint16_t *dW = ct_to_dev(W, (size_t)O * K), *dx = ct_to_dev(x, (size_t)B * K), *dout;
+    cudaMalloc((void **)&dout, (size_t)B * O * 2);
+    int impl = fk_get_gemv_impl();
+    for (int k = 0; k < 2; k++) { /* auto ('1': depth 1), then tc forced (depth 2) */
+        fk_set_gemv_impl(k ? FK_GEMV_IMPL_TC : FK_GEMV_IMPL_AUTO);
+        ct_poison(dout, (size_t)B * O);
+        CHECK(fk_gemv(dW, O, K, dx, B, 0, 1e-6f, FK_GEMV_STORE, dout, 0) == 0, "%s", frigg_error());
+        ct_from_dev(dout, (size_t)B * O, k ? b : a);
+    }
+    CHECK(!memcmp(a, b, sizeof(float) * B * O), "tc at depth 1 differs from depth 2");
+    fk_set_gemv_impl(impl);
+    cudaFree(dW);
+    cudaFree(dx);
+    cudaFree(dout);
+    free(W);
+    free(x);
+    free(a);
+    free(b);
+    setenv("FRIGG_GEMV_AUTO", "down=tttttttt,o_proj=tttttttt", 1); /* the shipped rows */
+    CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
+    unsetenv("FRIGG_GEMV_AUTO");
+}
+#endif
+
 int main(void) {
     TEST_MAIN_BEGIN("test_cuda_gemv");
 #ifndef FRIGG_CUDA
@@ -186,7 +230,8 @@ int main(void) {
         CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
         frigg_pool *pool = frigg_pool_create(0);
         /* (O, K): Mimir's o_proj; a partial last tile in both tilings (100: 12.5 plain tiles, 50 units = 12.5
-         * paired tiles); K/8 = 257 over 9 warps; K/8 = 544 over 16 warps, two rounds of loads; a tiny K (1 warp) */
+         * paired tiles); K/8 = 257 over 9 warps; K 4352, past the tensor-core kernel's one round (the CUDA-core
+         * kernel's, under every implementation); a tiny K (1 warp) */
         static const int shapes[][2] = {{1536, 1536}, {100, 512}, {72, 2056}, {40, 4352}, {24, 64}};
         static const int impls[] = {FK_GEMV_IMPL_TC, FK_GEMV_IMPL_SIMT, FK_GEMV_IMPL_AUTO};
         int impl_env = fk_get_gemv_impl();
@@ -209,6 +254,7 @@ int main(void) {
         /* K past the tensor-core kernel's one round goes to the CUDA-core kernel at every batch size */
         CHECK(fk_gemv_auto_impl(8, 1536, 4104, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "auto B=8 K=4104: not simt");
         CHECK(fk_gemv_auto_impl(8, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_TC, "auto B=8 K=4096: not tc");
+        test_auto_env();
         fk_set_gemv_impl(impl_env);
         frigg_pool_destroy(pool);
         cudaError_t e = cudaDeviceSynchronize();
