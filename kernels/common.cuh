@@ -44,6 +44,14 @@ __device__ __forceinline__ void pdl_launch(void) {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+/* The trigger alone, for a kernel to call first thing: then loads it issues before its wait that depend on
+ * one another (an index, then what it points at) do not hold back its successor's launch, as they would if
+ * they came before pdl_wait's trigger. Under FRIGG_PDL_LATE it does nothing (pdl_launch triggers). */
+__device__ __forceinline__ void pdl_trigger(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(FRIGG_PDL_LATE)
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 extern int fk_pdl; /* set by fk_init: the current device supports PDL */
 int fk_attention_init(void); /* attention.cu: per-device kernel attributes */
 

@@ -38,6 +38,7 @@ template <int B, int R, bool NORM, int EPI, int U>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
     gemv_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, float eps,
                 uint16_t *__restrict__ out, fk_qkv_epi qa) {
+    pdl_trigger(); /* before the early loads below, the epilogue's dependent ones included */
     extern __shared__ uint4 xs[];
     __shared__ float scratch[8 * 32]; /* stage_norm: 32 per batch row */
     __shared__ float rs[B];

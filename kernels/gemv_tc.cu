@@ -69,6 +69,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     gemv_tc_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, int B, float eps,
                    uint16_t *__restrict__ out, fk_qkv_epi qa, int rotate) {
     constexpr bool PAIRED = EPI == FK_GEMV_SWIGLU || EPI == FK_GEMV_QKV;
+    pdl_trigger(); /* before the early loads below, the epilogue's dependent ones included */
     extern __shared__ uint4 xw[];                 /* [nw][TC_STEPS][32]: each lane's x fragment, normalised */
     __shared__ float2 part[2][TC_MAX_WARPS * 32]; /* per-warp tile partials, double-buffered by tile parity */
     __shared__ float red[8][TC_MAX_WARPS];        /* per-warp sums of squares of the batch rows (NORM) */
