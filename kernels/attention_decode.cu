@@ -43,13 +43,19 @@
 #define DEC_WAVE_BLOCKS 4    /* auto spb: blocks per SM aimed at (the launch bounds give 4 of <= 128 registers) */
 #define DEC_PARK 4           /* splits whose key-group partials a block parks before one barrier merges them */
 
+/* "auto" merge mode (the default): cluster where the device runs clusters of DEC_MAX_CLUSTER blocks, else
+ * split. Fixed per device, so the choice never depends on B or on a row (batch invariance). Measured on the
+ * H200 (run 15, dev/attn_decode, us per launch): cluster beats split at every batch for ctx <= 2048 (ctx 512:
+ * B=1 3.91 against 4.98, B=8 9.62 against 11.01) and loses only at B >= 4 with ctx 4096 (B=8: 55.8 against
+ * 52.2-53.9). (kernels.h has no name for it yet: FK_ATTND_AUTO = 2 is asked of the lead.) */
+#define DEC_IMPL_AUTO 2
 /* dec_env: 0 = FRIGG_ATTN_DECODE not read yet, 1 = read (or overridden), -1 = it is invalid (every call fails) */
-static int dec_impl = FK_ATTND_SPLIT, dec_spb = 0, dec_env = 0;
+static int dec_impl = DEC_IMPL_AUTO, dec_spb = 0, dec_env = 0;
 /* A/B knobs (fk_set_attn_decode_tuning): rounds ahead asked of L2 (0 = none); blocks per SM the kernel is
- * compiled for (launch bounds): 4 gives it the registers for two rounds in flight with no spill (ptxas: 127
- * at head_dim 128), 5 caps it at 96 and ptxas spills ~100 bytes per thread, 3 keeps three rounds in flight.
- * The auto spb aims at 4 per SM. */
-static int dec_pf = 0, dec_minb = 4;
+ * compiled for (launch bounds): 4 gives it the registers for two rounds in flight with no spill (ptxas: 128
+ * at head_dim 128), 5 caps it at 96 and ptxas spills ~100 bytes per thread, 3 keeps three rounds in flight
+ * (167 registers); 0 (the default) = by mode and grid, see dec_pick_minb. */
+static int dec_pf = 0, dec_minb = 0;
 
 /* Splits per (row, head) at most: depends on H, max_ctx and the merge mode only (never on B), so every batch
  * size lays a row's keys out the same way. */
@@ -429,17 +435,71 @@ extern "C" void fk_set_attn_decode_impl(int impl, int spb) {
     dec_spb = spb;
     dec_env = 1; /* an explicit choice overrides FRIGG_ATTN_DECODE */
 }
-extern "C" int fk_get_attn_decode_impl(void) { return dec_impl; }
+
+static int dec_sms(void) {
+    static int sms = 0;
+    if (!sms) {
+        int dev = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
+            sms = 132;
+    }
+    return sms;
+}
+
+/* Whether this device runs the cluster merge: sm_90 (fk_pdl, set by fk_init) and a cluster of DEC_MAX_CLUSTER
+ * blocks of the heaviest instantiation (head_dim 128, 3 blocks per SM) fits (a MIG slice may say no). Asked
+ * once; not remembered while fk_pdl is still unset. */
+static int dec_clusters_ok(void) {
+    static int ok = -1;
+    if (ok >= 0) return ok;
+    if (!fk_pdl) return 0;
+    ok = 0;
+    void (*kern)(const uint16_t *, const uint16_t *, const uint16_t *, long long, const int32_t *, const int32_t *, int,
+                 int, int, int, int, float, float *, int *, const uint16_t *, uint16_t *) = attn_decode_kernel<128, true, 3>;
+    if (cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess) {
+        cudaLaunchConfig_t cfg = {};
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = DEC_MAX_CLUSTER;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        cfg.gridDim = dim3(DEC_MAX_CLUSTER, 1, 1);
+        cfg.blockDim = DEC_THREADS;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        int n = 0;
+        ok = cudaOccupancyMaxActiveClusters(&n, (const void *)kern, &cfg) == cudaSuccess && n >= 1;
+    }
+    (void)cudaGetLastError(); /* a refusal here only means "split" */
+    return ok;
+}
+
+/* The merge mode a call uses: the one set, or auto's choice for this device. */
+static int dec_resolved_impl(void) {
+    if (dec_impl != DEC_IMPL_AUTO) return dec_impl;
+    return dec_clusters_ok() ? FK_ATTND_CLUSTER : FK_ATTND_SPLIT;
+}
+
+/* Launch bounds when not fixed (results never depend on them). Cluster: 3 blocks per SM (three rounds in
+ * flight) while the grid has at most 2 blocks per SM, else 4: run 15 measured cluster/3 against cluster at ctx
+ * 512, 2048, 4096: B=1 (192-264 blocks) 3.66/6.24/10.91 against 3.91/7.51/11.75 us, but B=2..8 (384+ blocks:
+ * clusters then no longer all fit at 3 per SM) 7.05/12.81 against 4.82/9.62 at ctx 512. Split: 4 (split/3
+ * was faster only at B=8, by 3-6%, and up to 17% slower at B=2). */
+static int dec_pick_minb(int impl, long long blocks) {
+    if (dec_minb) return dec_minb;
+    return impl == FK_ATTND_CLUSTER && blocks <= 2LL * dec_sms() ? 3 : 4;
+}
 /* A/B only (kernels/dev/attn_decode.cu, tests): prefetch_rounds > 0: each block asks L2 for its round that
  * many after the last one it loaded into registers (0 = off, the default; at most 32); blocks_per_sm: the
- * launch bounds' minimum blocks per SM of the kernel used, 4 (default), 5, or 3 (with three rounds of loads in
- * flight instead of two). Invalid values fail the calls. */
+ * launch bounds' minimum blocks per SM of the kernel used, 0 = by mode and grid (the default), 4, 5, or 3
+ * (with three rounds of loads in flight instead of two). Invalid values fail the calls. */
 extern "C" void fk_set_attn_decode_tuning(int prefetch_rounds, int blocks_per_sm) {
     dec_pf = prefetch_rounds;
     dec_minb = blocks_per_sm;
 }
 
-/* FRIGG_ATTN_DECODE = split | cluster, optionally ":N" (N splits per block, 1..32; absent = by batch size). */
+/* FRIGG_ATTN_DECODE = auto | split | cluster, optionally ":N" (N splits per block, 1..32; absent = by batch
+ * size). */
 static void dec_read_env(void) {
     dec_env = 1;
     const char *env = getenv("FRIGG_ATTN_DECODE");
@@ -453,7 +513,8 @@ static void dec_read_env(void) {
         if (*end || v < 1 || v > DEC_MAX_SPLITS) spb = -1;
         else spb = (int)v;
     }
-    if (spb >= 0 && n == 5 && !strncmp(env, "split", 5)) dec_impl = FK_ATTND_SPLIT;
+    if (spb >= 0 && n == 4 && !strncmp(env, "auto", 4)) dec_impl = DEC_IMPL_AUTO;
+    else if (spb >= 0 && n == 5 && !strncmp(env, "split", 5)) dec_impl = FK_ATTND_SPLIT;
     else if (spb >= 0 && n == 7 && !strncmp(env, "cluster", 7)) dec_impl = FK_ATTND_CLUSTER;
     else {
         dec_env = -1;
@@ -462,17 +523,17 @@ static void dec_read_env(void) {
     dec_spb = spb;
 }
 
+/* The merge mode decode calls use (auto resolved: what frigg-bench reports). */
+extern "C" int fk_get_attn_decode_impl(void) {
+    if (dec_env == 0) dec_read_env();
+    return dec_resolved_impl();
+}
+
 /* Splits per block when not fixed: the fewest that keep B*H*blocks within about DEC_WAVE_BLOCKS blocks per
  * SM (one wave; fewer where the launch bounds fit fewer), so batch 1 keeps one split per block and batch 8
  * streams several per block. */
 static int dec_auto_spb(int B, int H, int nsplit, int per_sm) {
-    static int sms = 0;
-    if (!sms) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
-            sms = 132;
-    }
-    long long target = (long long)sms * per_sm;
+    long long target = (long long)dec_sms() * per_sm;
     for (int spb = 1; spb < nsplit; spb++)
         if ((long long)B * H * ((nsplit + spb - 1) / spb) <= target) return spb;
     return nsplit;
@@ -526,7 +587,7 @@ extern "C" int fk_attn_decode(const uint16_t *q, const uint16_t *k_slot, const u
                               int hd, int max_ctx, float *work, int *counters, uint16_t *y, cudaStream_t s) {
     if (dec_env == 0) dec_read_env();
     if (dec_env < 0) {
-        frigg_set_error("FRIGG_ATTN_DECODE must be split or cluster, optionally :N with N splits per block (1..%d), "
+        frigg_set_error("FRIGG_ATTN_DECODE must be auto, split or cluster, optionally :N with N splits per block (1..%d), "
                         "not '%s'", DEC_MAX_SPLITS, getenv("FRIGG_ATTN_DECODE"));
         return -1;
     }
@@ -534,11 +595,12 @@ extern "C" int fk_attn_decode(const uint16_t *q, const uint16_t *k_slot, const u
         frigg_set_error("attn_decode: bad shape B=%d H=%d max_ctx=%d", B, H, max_ctx);
         return -1;
     }
-    if (dec_impl != FK_ATTND_SPLIT && dec_impl != FK_ATTND_CLUSTER) {
+    if (dec_impl != FK_ATTND_SPLIT && dec_impl != FK_ATTND_CLUSTER && dec_impl != DEC_IMPL_AUTO) {
         frigg_set_error("attn_decode: unknown implementation %d", dec_impl);
         return -1;
     }
-    if (dec_impl == FK_ATTND_CLUSTER && !fk_pdl) { /* no sm_90: no clusters either */
+    const int impl = dec_resolved_impl();
+    if (impl == FK_ATTND_CLUSTER && !fk_pdl) { /* no sm_90: no clusters either */
         frigg_set_error("attn_decode: the cluster merge needs an sm_90 device");
         return -1;
     }
@@ -546,23 +608,24 @@ extern "C" int fk_attn_decode(const uint16_t *q, const uint16_t *k_slot, const u
         frigg_set_error("attn_decode: %d splits per block (0 = by batch size, else 1..%d)", dec_spb, DEC_MAX_SPLITS);
         return -1;
     }
-    if (dec_pf < 0 || dec_pf > DEC_MAX_SPLITS || dec_minb < 3 || dec_minb > 5) {
-        frigg_set_error("attn_decode: tuning: prefetch %d rounds ahead (0..%d), %d blocks per SM (3, 4 or 5)", dec_pf,
-                        DEC_MAX_SPLITS, dec_minb);
+    if (dec_pf < 0 || dec_pf > DEC_MAX_SPLITS || (dec_minb && (dec_minb < 3 || dec_minb > 5))) {
+        frigg_set_error("attn_decode: tuning: prefetch %d rounds ahead (0..%d), %d blocks per SM (0 = auto, 3, 4 or 5)",
+                        dec_pf, DEC_MAX_SPLITS, dec_minb);
         return -1;
     }
-    int nsplit = dec_nsplit(H, max_ctx, dec_impl);
-    int spb = dec_spb ? dec_spb : dec_auto_spb(B, H, nsplit, dec_minb < DEC_WAVE_BLOCKS ? dec_minb : DEC_WAVE_BLOCKS);
+    int nsplit = dec_nsplit(H, max_ctx, impl);
+    int spb = dec_spb ? dec_spb : dec_auto_spb(B, H, nsplit, dec_minb == 3 ? 3 : DEC_WAVE_BLOCKS);
     if (spb > nsplit) spb = nsplit;
     dim3 grid((nsplit + spb - 1) / spb, H, B);
+    const int minb = dec_pick_minb(impl, (long long)grid.x * H * B);
     float scale = (float)(1.0 / sqrt((double)hd));
     int rc;
-#define DEC_ARGS dec_impl, spb, grid, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, max_ctx, nsplit, dec_pf, scale, work, counters, gqkv, y
+#define DEC_ARGS impl, spb, grid, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, max_ctx, nsplit, dec_pf, scale, work, counters, gqkv, y
     switch (hd) {
-    case 16: rc = dec_minb == 4 ? dec_launch<16, 4>(DEC_ARGS) : dec_minb == 5 ? dec_launch<16, 5>(DEC_ARGS) : dec_launch<16, 3>(DEC_ARGS); break;
-    case 32: rc = dec_minb == 4 ? dec_launch<32, 4>(DEC_ARGS) : dec_minb == 5 ? dec_launch<32, 5>(DEC_ARGS) : dec_launch<32, 3>(DEC_ARGS); break;
-    case 64: rc = dec_minb == 4 ? dec_launch<64, 4>(DEC_ARGS) : dec_minb == 5 ? dec_launch<64, 5>(DEC_ARGS) : dec_launch<64, 3>(DEC_ARGS); break;
-    case 128: rc = dec_minb == 4 ? dec_launch<128, 4>(DEC_ARGS) : dec_minb == 5 ? dec_launch<128, 5>(DEC_ARGS) : dec_launch<128, 3>(DEC_ARGS); break;
+    case 16: rc = minb == 4 ? dec_launch<16, 4>(DEC_ARGS) : minb == 5 ? dec_launch<16, 5>(DEC_ARGS) : dec_launch<16, 3>(DEC_ARGS); break;
+    case 32: rc = minb == 4 ? dec_launch<32, 4>(DEC_ARGS) : minb == 5 ? dec_launch<32, 5>(DEC_ARGS) : dec_launch<32, 3>(DEC_ARGS); break;
+    case 64: rc = minb == 4 ? dec_launch<64, 4>(DEC_ARGS) : minb == 5 ? dec_launch<64, 5>(DEC_ARGS) : dec_launch<64, 3>(DEC_ARGS); break;
+    case 128: rc = minb == 4 ? dec_launch<128, 4>(DEC_ARGS) : minb == 5 ? dec_launch<128, 5>(DEC_ARGS) : dec_launch<128, 3>(DEC_ARGS); break;
     default:
         frigg_set_error("attention: head_dim %d is not supported by the CUDA backend (16, 32, 64 or 128)", hd);
         return -1;

@@ -27,8 +27,11 @@
 #include "backend.h"
 #include "../kernels/kernels.h"
 
-/* attention_decode.cu's A/B knobs (not in kernels.h: for the microbenchmark and this test) */
+/* attention_decode.cu's A/B knobs (not in kernels.h: for the microbenchmark and this test); 0, 0 = the
+ * defaults (no prefetch, launch bounds by mode and grid) */
 void fk_set_attn_decode_tuning(int prefetch_rounds, int blocks_per_sm);
+/* the "auto" merge mode, fk_set_attn_decode_impl's default (FK_ATTND_AUTO once kernels.h names it) */
+#define ATTND_AUTO 2
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static float frand(void) { /* uniform [-1, 1) */
@@ -261,13 +264,14 @@ static void test_spb_invariance(int impl, int H, int hd, int max_ctx) {
     for (int b = 0; b < MAXB; b++) pos[b] = (lens[b] > max_ctx ? max_ctx : lens[b]) - 1;
     uint16_t *y1 = malloc((size_t)MAXB * p.D * 2), *yk = malloc((size_t)MAXB * p.D * 2);
     fk_set_attn_decode_impl(impl, 1);
-    fk_set_attn_decode_tuning(0, 4);
+    fk_set_attn_decode_tuning(0, 0);
     CHECK(run(&p, 0, MAXB, seq, pos, y1) == 0, "%s", frigg_error());
-    check_rows(impl == FK_ATTND_CLUSTER ? "cluster spb=1" : "split spb=1", &p, 0, MAXB, seq, pos, y1);
+    check_rows(impl == FK_ATTND_CLUSTER ? "cluster spb=1" : impl == FK_ATTND_SPLIT ? "split spb=1" : "auto spb=1", &p, 0,
+               MAXB, seq, pos, y1);
     /* {splits per block, prefetch rounds ahead, blocks per SM} */
     static const int set[][3] = {{2, 0, 4}, {3, 0, 4}, {4, 0, 4}, {5, 0, 4}, {8, 0, 4}, {9, 0, 4}, {16, 0, 4},
                                  {32, 0, 4}, {0, 0, 4}, {1, 1, 4}, {5, 2, 4}, {32, 3, 4}, {0, 0, 5}, {9, 2, 5},
-                                 {0, 0, 3}, {5, 0, 3}, {32, 2, 3}};
+                                 {0, 0, 3}, {5, 0, 3}, {32, 2, 3}, {0, 0, 0}, {3, 0, 0}};
     for (int i = 0; i < (int)(sizeof set / sizeof set[0]); i++) {
         fk_set_attn_decode_impl(impl, set[i][0]);
         fk_set_attn_decode_tuning(set[i][1], set[i][2]);
@@ -277,7 +281,7 @@ static void test_spb_invariance(int impl, int H, int hd, int max_ctx) {
               H, hd, set[i][0], set[i][1], set[i][2]);
         CHECK(counters_zero(&p), "impl %d spb %d: split counters not left at zero", impl, set[i][0]);
     }
-    fk_set_attn_decode_tuning(0, 4);
+    fk_set_attn_decode_tuning(0, 0);
     free(y1);
     free(yk);
     problem_free(&p);
@@ -303,9 +307,15 @@ static void test_errors(void) {
         CHECK(fk_attn_decode(p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 1, 2, 128, 64, p.work, p.cnt, p.dy, 0) != 0,
               "tuning prefetch %d, %d blocks per SM accepted", bad[i][0], bad[i][1]);
     }
-    fk_set_attn_decode_tuning(0, 4);
+    fk_set_attn_decode_tuning(0, 0);
     CHECK(fk_attn_decode(p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 1, 2, 128, 64, p.work, p.cnt, p.dy, 0) == 0,
           "the default tuning refused after a bad one: %s", frigg_error());
+    /* auto names the mode it runs: cluster where clusters run (sm_90), else split */
+    fk_set_attn_decode_impl(ATTND_AUTO, 0);
+    int got = fk_get_attn_decode_impl();
+    CHECK(got == FK_ATTND_SPLIT || got == FK_ATTND_CLUSTER, "auto reports mode %d", got);
+    CHECK(fk_attn_decode(p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 1, 2, 128, 64, p.work, p.cnt, p.dy, 0) == 0,
+          "auto: %s", frigg_error());
     problem_free(&p);
 }
 #endif
@@ -327,11 +337,13 @@ int main(void) {
         /* each merge mode with splits per block by batch size (batch 1: one per block, batch 8 at 12 heads:
          * several, so "batched = alone" also compares different block mappings) and fixed at 3; more splits
          * per block than the kernel parks (9: flushes after 4, 8 and 9); the A/B knobs (L2 prefetch of rounds
-         * ahead; 5 or 3 blocks per SM). {mode, splits per block, prefetch, blocks per SM} */
+         * ahead; 5 or 3 blocks per SM); the defaults (auto mode, launch bounds by grid). {mode, splits per block,
+         * prefetch, blocks per SM} */
         static const int modes[][4] = {{FK_ATTND_SPLIT, 0, 0, 4},   {FK_ATTND_SPLIT, 3, 0, 4},
                                        {FK_ATTND_CLUSTER, 0, 0, 4}, {FK_ATTND_CLUSTER, 3, 0, 4},
                                        {FK_ATTND_SPLIT, 9, 2, 5},   {FK_ATTND_CLUSTER, 0, 1, 5},
-                                       {FK_ATTND_SPLIT, 0, 0, 3},   {FK_ATTND_CLUSTER, 5, 2, 3}};
+                                       {FK_ATTND_SPLIT, 0, 0, 3},   {FK_ATTND_CLUSTER, 5, 2, 3},
+                                       {ATTND_AUTO, 0, 0, 0},       {FK_ATTND_SPLIT, 0, 0, 0}};
         for (int mi = 0; mi < (int)(sizeof modes / sizeof modes[0]); mi++) {
             fk_set_attn_decode_impl(modes[mi][0], modes[mi][1]);
             fk_set_attn_decode_tuning(modes[mi][2], modes[mi][3]);
@@ -344,11 +356,12 @@ int main(void) {
             test_graph();
             test_newest_key();
         }
-        fk_set_attn_decode_tuning(0, 4);
+        fk_set_attn_decode_tuning(0, 0);
         test_spb_invariance(FK_ATTND_SPLIT, 12, 128, 700);
         test_spb_invariance(FK_ATTND_SPLIT, 2, 64, 4096);
         test_spb_invariance(FK_ATTND_CLUSTER, 12, 128, 700);
         test_spb_invariance(FK_ATTND_CLUSTER, 2, 64, 4096);
+        test_spb_invariance(ATTND_AUTO, 12, 128, 700);
         test_errors();
         cudaError_t e = cudaDeviceSynchronize();
         CHECK(e == cudaSuccess, "device error: %s", cudaGetErrorString(e));

@@ -694,8 +694,11 @@ static int v2_attn_decode(const uint16_t *q, const uint16_t *k_slot, const uint1
 typedef int (*decode_fn)(const uint16_t *, const uint16_t *, const uint16_t *, long long, const int32_t *,
                          const int32_t *, const uint16_t *, int, int, int, int, float *, int *, uint16_t *,
                          cudaStream_t);
-/* A/B knobs of the current kernel (attention_decode.cu; not in kernels.h: for this program and the tests) */
+/* A/B knobs of the current kernel (attention_decode.cu; not in kernels.h: for this program and the tests);
+ * blocks_per_sm 0 = by mode and grid (the default) */
 extern "C" void fk_set_attn_decode_tuning(int prefetch_rounds, int blocks_per_sm);
+/* the "auto" merge mode, the default (FK_ATTND_AUTO once kernels.h names it) */
+#define ATTND_AUTO 2
 /* The current kernel in each merge mode and splits-per-block setting (0 = its batch-size policy), L2 prefetch
  * (rounds ahead, 0 = none) and launch bounds (blocks per SM). */
 #define CUR_VERSION(fname, impl, spb, pf, minb)                                                                      \
@@ -722,6 +725,7 @@ CUR_VERSION(cluster_1, FK_ATTND_CLUSTER, 1, 0, 4)
 CUR_VERSION(cluster_4, FK_ATTND_CLUSTER, 4, 0, 4)
 CUR_VERSION(cluster_auto_pf1, FK_ATTND_CLUSTER, 0, 1, 4)
 CUR_VERSION(cluster_auto_3, FK_ATTND_CLUSTER, 0, 0, 3)
+CUR_VERSION(defaults, ATTND_AUTO, 0, 0, 0)
 /* v2 in each merge mode with its own batch-size policy */
 #define V2_VERSION(fname, impl)                                                                                        \
     static int fname(const uint16_t *q, const uint16_t *k, const uint16_t *v, long long ss, const int32_t *rs,       \
@@ -733,8 +737,10 @@ CUR_VERSION(cluster_auto_3, FK_ATTND_CLUSTER, 0, 0, 3)
 V2_VERSION(v2_split, FK_ATTND_SPLIT)
 V2_VERSION(v2_cluster, FK_ATTND_CLUSTER)
 
-/* family: the merge mode (0 split, 1 cluster; -1: v1, compared with the reference only); ref: the version of
- * its family every other one must equal bit for bit (listed before them). */
+/* family: the merge mode (0 split, 1 cluster, 2 the one "auto" picks on this device; -1: v1, compared with the
+ * reference only); ref: the version of its family every other one must equal bit for bit (listed before them).
+ * "split" and "cluster" with no suffix are compiled for 4 blocks per SM (the pre-auto default); "auto" is
+ * every default: merge mode and launch bounds as fk_attn_decode picks them. */
 static const struct {
     const char *name;
     size_t (*work_floats)(int, int, int, int);
@@ -758,8 +764,9 @@ static const struct {
                 {"cluster:1", fk_attn_decode_work_floats, cluster_1, 1, 0},
                 {"cluster:4", fk_attn_decode_work_floats, cluster_4, 1, 0},
                 {"clust+pf1", fk_attn_decode_work_floats, cluster_auto_pf1, 1, 0},
-                {"cluster/3", fk_attn_decode_work_floats, cluster_auto_3, 1, 0}};
-enum { NVER = 19 };
+                {"cluster/3", fk_attn_decode_work_floats, cluster_auto_3, 1, 0},
+                {"auto", fk_attn_decode_work_floats, defaults, 2, 0}};
+enum { NVER = 20 };
 static_assert(sizeof versions / sizeof versions[0] == NVER, "NVER counts versions[]");
 
 enum { H = 12, HD = 128, D = H * HD, LAYERS = 128, MAXB = 8, MAXCTX = 4096 };
@@ -797,7 +804,7 @@ __global__ void fill_hash(uint16_t *x, size_t n, uint32_t seed, float scale) {
     }
 }
 
-static int skip_version(int v, int no_cluster) { return no_cluster && versions[v].family == 1; }
+static int skip_version(int v, int no_cluster) { return no_cluster && versions[v].family >= 1; } /* auto may be cluster */
 
 static int cmp_float(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
@@ -830,6 +837,8 @@ int main(int argc, char **argv) {
     CU(cudaGetDeviceProperties(&prop, 0));
     printf("device: %s, %d SMs; H=%d head_dim=%d, %d launches per graph over %d K/V slots\n", prop.name,
            prop.multiProcessorCount, H, HD, LAYERS, LAYERS);
+    fk_set_attn_decode_impl(ATTND_AUTO, 0);
+    printf("auto merge mode on this device: %s\n", fk_get_attn_decode_impl() == FK_ATTND_CLUSTER ? "cluster" : "split");
     static const int Bs[] = {1, 2, 4, 8}, ctxs[] = {128, 512, 2048, 4096};
     const int nB = 4, nC = 4, replays = quick ? 5 : 11, warm = 2;
 
@@ -905,6 +914,7 @@ int main(int argc, char **argv) {
                 int ok = rc == 0 && attn_decode_close(got, ref, (size_t)B * D, 0.02, &off, &bad, &worst);
                 /* the current kernel must equal v2 of its merge mode bit for bit */
                 int fam = versions[v].family, same = 1;
+                if (fam == 2) fam = fk_get_attn_decode_impl() == FK_ATTND_CLUSTER; /* (run just above) */
                 if (fam >= 0 && rc == 0) {
                     if (versions[v].ref) {
                         memcpy(fam_y[fam], hy, (size_t)B * D * 2);
@@ -970,7 +980,7 @@ int main(int argc, char **argv) {
     /* µs per launch; the fastest version of each shape and its speed-up over v1 */
     printf("\n| B | ctx | max_ctx |");
     for (int v = 0; v < NVER; v++) printf(" %s |", versions[v].name);
-    printf(" best | best GB/s | v2:split/best | v2:split/split |\n|---|---|---|");
+    printf(" best | best GB/s | v2:split/best | v2:split/auto |\n|---|---|---|");
     for (int v = 0; v < NVER; v++) printf("---|");
     printf("---|---|---|---|\n");
     for (int bi = 0; bi < nB; bi++)
@@ -986,7 +996,7 @@ int main(int argc, char **argv) {
             else
                 printf(" %s | %.0f | %.2fx | %.2fx |\n", versions[best].name, gbs[best][bi][ci],
                        us[1][bi][ci] > 0 ? us[1][bi][ci] / us[best][bi][ci] : 0.0,
-                       us[1][bi][ci] > 0 && us[3][bi][ci] > 0 ? us[1][bi][ci] / us[3][bi][ci] : 0.0);
+                       us[1][bi][ci] > 0 && us[NVER - 1][bi][ci] > 0 ? us[1][bi][ci] / us[NVER - 1][bi][ci] : 0.0);
         }
     cudaError_t e = cudaDeviceSynchronize();
     if (e != cudaSuccess) {
