@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
                 uint16_t *__restrict__ out, fk_qkv_epi qa) {
     pdl_trigger(); /* before the early loads below, the epilogue's dependent ones included */
     extern __shared__ uint4 xs[];
-    __shared__ float scratch[8 * 32]; /* stage_norm: 32 per batch row */
+    __shared__ float scratch[B * 32]; /* stage_norm: 32 per batch row */
     __shared__ float rs[B];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nch = K / 8;
     int unit = blockIdx.x * GEMV_WARPS + warp; /* output row (or SwiGLU output index, or RoPE pair) of this warp */
@@ -58,9 +58,10 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
 #pragma unroll
         for (int r = 0; r < R; r++) w[u][r] = valid && c < nch ? ld_stream(wrow[r] + c) : make_uint4(0, 0, 0, 0);
     }
-    /* lane b stores batch row b: its epilogue operands too, before the wait where allowed (gemv_pre) */
+    /* lane b stores batch row b, and loads its residual right after the wait (gemv_pre). The QKV operands are
+     * not loaded early here: holding them took the batch-1 gqkv kernel from 96 to 107 registers, 5 to 4
+     * blocks per SM, and cost 4% of batch-1 decode (run 16). */
     gemv_pre pre = {0, 0, 0, 0.0f, false, false};
-    if (EPI == FK_GEMV_QKV && valid && lane < B) pre = gemv_preload<EPI>(row1, lane, O, qa);
     pdl_wait();
     pdl_launch();
     if (EPI == FK_GEMV_RESID && valid && lane < B) gemv_preload_resid<EPI>(pre, row1, lane, O, out);
