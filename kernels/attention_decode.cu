@@ -47,8 +47,8 @@
  * split. Fixed per device, so the choice never depends on B or on a row (batch invariance). Measured on the
  * H200 (run 15, dev/attn_decode, us per launch): cluster beats split at every batch for ctx <= 2048 (ctx 512:
  * B=1 3.91 against 4.98, B=8 9.62 against 11.01) and loses only at B >= 4 with ctx 4096 (B=8: 55.8 against
- * 52.2-53.9). (kernels.h has no name for it yet: FK_ATTND_AUTO = 2 is asked of the lead.) */
-#define DEC_IMPL_AUTO 2
+ * 52.2-53.9). */
+#define DEC_IMPL_AUTO FK_ATTND_AUTO
 /* dec_env: 0 = FRIGG_ATTN_DECODE not read yet, 1 = read (or overridden), -1 = it is invalid (every call fails) */
 static int dec_impl = DEC_IMPL_AUTO, dec_spb = 0, dec_env = 0;
 /* A/B knobs (fk_set_attn_decode_tuning): rounds ahead asked of L2 (0 = none); blocks per SM the kernel is
@@ -221,6 +221,7 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
     __shared__ __align__(16) float s_pacc[DEC_PARK][GROUPS * HD];       /* and its acc */
     __shared__ __align__(16) float s_part[MAXS * PW];  /* split partials (the merging block's are read) */
     __shared__ int s_last;
+    pdl_trigger(); /* first: the loads before the wait depend on one another (row_pos, then keys) */
     const int bx = blockIdx.x, h = blockIdx.y, b = blockIdx.z, D = H * HD, t = threadIdx.x;
     if (CLUSTER) cluster_arrive_relaxed(); /* phase 0: "this block has started" (remote writes need it) */
     /* row_seq/row_pos are set before the step starts (host copy), never by the kernel in front of this one. */

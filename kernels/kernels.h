@@ -84,14 +84,19 @@ int fk_attn_decode(const uint16_t *q, const uint16_t *k_slot, const uint16_t *v_
                    int max_ctx, float *work, int *counters, uint16_t *y, cudaStream_t s);
 size_t fk_attn_decode_work_floats(int B, int H, int hd, int max_ctx);
 /* How fk_attn_decode merges a row's split partials (attention_decode.cu says why): FK_ATTND_SPLIT through
- * `work` + an atomic counter (default), FK_ATTND_CLUSTER through a thread-block cluster's distributed shared
- * memory (sm_90; at most 16 splits per row). spb: splits per block, 0 = chosen from the batch size, else
- * 1..32 (A/B timing). Also set by FRIGG_ATTN_DECODE=split|cluster[:N], read at the first fk_attn_decode;
- * an explicit call overrides it. Each (impl) keeps batched rows bit-identical to single rows; the two
- * impls differ from each other within tolerance (different split counts). */
-enum { FK_ATTND_SPLIT = 0, FK_ATTND_CLUSTER = 1 };
+ * `work` + an atomic counter, FK_ATTND_CLUSTER through a thread-block cluster's distributed shared memory
+ * (sm_90; at most 16 splits per row), FK_ATTND_AUTO (the default): cluster wherever the device runs the
+ * kernel's 16-block clusters, else split, fixed per device. spb: splits per block, 0 = chosen from the batch
+ * size, else 1..32 (A/B timing). Also set by FRIGG_ATTN_DECODE=auto|split|cluster[:N], read at the first
+ * fk_attn_decode; an explicit call overrides it. fk_get_attn_decode_impl returns the mode that runs (auto
+ * resolved). Each mode keeps batched rows bit-identical to single rows; split and cluster differ from each
+ * other within tolerance (different split counts). */
+enum { FK_ATTND_SPLIT = 0, FK_ATTND_CLUSTER = 1, FK_ATTND_AUTO = 2 };
 void fk_set_attn_decode_impl(int impl, int spb);
 int fk_get_attn_decode_impl(void);
+/* A/B knobs for the microbenchmark and tests (no result depends on them): L2 prefetch of rounds ahead (0 =
+ * none) and the launch bounds' blocks per SM (0 = by mode and grid, the default). */
+void fk_set_attn_decode_tuning(int prefetch_rounds, int blocks_per_sm);
 
 /* ---- gemv.cu (decode: 1..8 rows per pass over the weights) ---- */
 enum {

@@ -27,11 +27,7 @@
 #include "backend.h"
 #include "../kernels/kernels.h"
 
-/* attention_decode.cu's A/B knobs (not in kernels.h: for the microbenchmark and this test); 0, 0 = the
- * defaults (no prefetch, launch bounds by mode and grid) */
-void fk_set_attn_decode_tuning(int prefetch_rounds, int blocks_per_sm);
-/* the "auto" merge mode, fk_set_attn_decode_impl's default (FK_ATTND_AUTO once kernels.h names it) */
-#define ATTND_AUTO 2
+#define ATTND_AUTO FK_ATTND_AUTO /* fk_set_attn_decode_impl's default merge mode */
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static float frand(void) { /* uniform [-1, 1) */

@@ -694,11 +694,7 @@ static int v2_attn_decode(const uint16_t *q, const uint16_t *k_slot, const uint1
 typedef int (*decode_fn)(const uint16_t *, const uint16_t *, const uint16_t *, long long, const int32_t *,
                          const int32_t *, const uint16_t *, int, int, int, int, float *, int *, uint16_t *,
                          cudaStream_t);
-/* A/B knobs of the current kernel (attention_decode.cu; not in kernels.h: for this program and the tests);
- * blocks_per_sm 0 = by mode and grid (the default) */
-extern "C" void fk_set_attn_decode_tuning(int prefetch_rounds, int blocks_per_sm);
-/* the "auto" merge mode, the default (FK_ATTND_AUTO once kernels.h names it) */
-#define ATTND_AUTO 2
+#define ATTND_AUTO FK_ATTND_AUTO /* the default merge mode */
 /* The current kernel in each merge mode and splits-per-block setting (0 = its batch-size policy), L2 prefetch
  * (rounds ahead, 0 = none) and launch bounds (blocks per SM). */
 #define CUR_VERSION(fname, impl, spb, pf, minb)                                                                      \
