@@ -221,7 +221,6 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
     __shared__ __align__(16) float s_pacc[DEC_PARK][GROUPS * HD];       /* and its acc */
     __shared__ __align__(16) float s_part[MAXS * PW];  /* split partials (the merging block's are read) */
     __shared__ int s_last;
-    pdl_trigger(); /* first: the loads before the wait depend on one another (row_pos, then keys) */
     const int bx = blockIdx.x, h = blockIdx.y, b = blockIdx.z, D = H * HD, t = threadIdx.x;
     if (CLUSTER) cluster_arrive_relaxed(); /* phase 0: "this block has started" (remote writes need it) */
     /* row_seq/row_pos are set before the step starts (host copy), never by the kernel in front of this one. */

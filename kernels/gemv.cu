@@ -38,7 +38,6 @@ template <int B, int R, bool NORM, int EPI, int U>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
     gemv_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, float eps,
                 uint16_t *__restrict__ out, fk_qkv_epi qa) {
-    pdl_trigger(); /* before the early loads below, the epilogue's dependent ones included */
     extern __shared__ uint4 xs[];
     __shared__ float scratch[B * 32]; /* stage_norm: 32 per batch row */
     __shared__ float rs[B];
@@ -60,7 +59,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
     }
     /* lane b stores batch row b, and loads its residual right after the wait (gemv_pre). The QKV operands are
      * not loaded early here: holding them took the batch-1 gqkv kernel from 96 to 107 registers, 5 to 4
-     * blocks per SM, and cost 4% of batch-1 decode (run 16). */
+     * blocks per SM (run 16's batch-1 loss). */
     gemv_pre pre = {0, 0, 0, 0.0f, false, false};
     pdl_wait();
     pdl_launch();

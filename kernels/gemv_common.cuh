@@ -68,11 +68,10 @@ __device__ __forceinline__ const uint4 *stage_norm(const uint4 *xv, int B, int n
     return xs;
 }
 
-/* The operands of one batch row's epilogue that no kernel in flight writes, so a GEMV can load them BEFORE
- * its PDL wait and keep their latency off the path after it: for QKV, where the row's k/v go in the cache
- * (row_seq, row_pos: set by the host before the step) and its RoPE factors (constant tables), as packed bf16.
- * The residual of RESID is written by the kernel two back, so it may only be loaded after the wait
- * (gemv_preload_resid), still ahead of the dot products. */
+/* The operands of one batch row's epilogue, loaded ahead of the dot products (right after the PDL wait) so
+ * their latency is not added after them: for QKV, where the row's k/v go in the cache (row_seq, row_pos) and
+ * its RoPE factors, as packed bf16; for RESID the residual (gemv_preload_resid). Not before the wait, though
+ * nothing in flight writes the QKV ones: dependent loads there delay the trigger (kernels/common.cuh). */
 struct gemv_pre {
     size_t at;     /* QKV k/v: cache offset of dim i */
     uint32_t cs1;  /* QKV q/k: cos | sin << 16 of dim i */

@@ -69,7 +69,6 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     gemv_tc_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, int B, float eps,
                    uint16_t *__restrict__ out, fk_qkv_epi qa, int rotate) {
     constexpr bool PAIRED = EPI == FK_GEMV_SWIGLU || EPI == FK_GEMV_QKV;
-    pdl_trigger(); /* before the early loads below, the epilogue's dependent ones included */
     extern __shared__ uint4 xw[];                 /* [nw][TC_STEPS][32]: each lane's x fragment, normalised */
     __shared__ float2 part[2][TC_MAX_WARPS * 32]; /* per-warp tile partials, double-buffered by tile parity */
     __shared__ float red[8][TC_MAX_WARPS];        /* per-warp sums of squares of the batch rows (NORM) */
@@ -97,8 +96,12 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     /* weights do not depend on earlier kernels: stream them before the wait */
     fetch(wa, tile);
     if (DEPTH == 2 && tile + (int)gridDim.x < tiles) fetch(wb, tile + gridDim.x);
+    pdl_wait();
+    pdl_launch();
     /* The block's first tile is reduced and stored by warp 0 (either rotation): its lanes load their epilogue
-     * operands now, the QKV ones before the wait (gemv_pre), the residual right after it. */
+     * operands (gemv_pre) now, ahead of the x fragment and the mma's, not inside the epilogue. After the wait,
+     * not before: loads that depend on loads (row_pos, then the RoPE tables) ahead of the trigger in pdl_wait
+     * would hold back the next kernel's launch (run 16). */
     gemv_pre pre1 = {0, 0, 0, 0.0f, false, false}, pre2 = pre1;
     const bool xok = g < B;
     const bool first_ok = warp == 0 && xok && tile < tiles;
@@ -109,8 +112,6 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
             pre1 = gemv_preload<EPI>(r1, g, O, qa);
         }
     }
-    pdl_wait();
-    pdl_launch();
     if (EPI == FK_GEMV_RESID && first_ok) {
         int row = tile * 8 + 2 * t;
         if (row < O) gemv_preload_resid<EPI>(pre1, row, g, O, out);
