@@ -21,6 +21,12 @@
 #define GEMV_WARPS 4
 #define GEMV_UNROLL 8       /* chunks of 16 bytes per lane (and row) in flight */
 #define GEMV_LONG_UNROLL 16 /* with fk_gemv_simt_set_long_unroll, for one-row units of K > 32 x GEMV_UNROLL x 8 */
+/* Row pairs (gqkv, gate_up) of K <= 32 x 6 x 8 at batch 1: 6 chunks per lane and row cover the whole row
+ * (DFM-Mimir's K 1536), and the two unused chunk registers of GEMV_UNROLL cost 96 -> 79 registers: 6 blocks
+ * of 4 warps per SM instead of 5, so batch-1 gqkv (768 blocks) runs in one wave on 132 SMs and gate_up (1024)
+ * in 1.3 instead of 1.55. Chunks are summed in the same order whatever the unroll: the same bits. */
+#define GEMV_SHORT_UNROLL 6
+enum { GEMV_V_NORMAL = 0, GEMV_V_LONG = 1, GEMV_V_SHORT = 2, GEMV_NV = 3 };
 
 __device__ __forceinline__ float dot8(uint4 w, const float *x) {
     float s = bf_lo(w.x) * x[0];
@@ -107,11 +113,17 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
 typedef void (*gemv_fn)(const uint16_t *, int, int, const uint16_t *, float, uint16_t *, fk_qkv_epi);
 
 template <int B>
-static gemv_fn pick(int norm, int epi, int long_unroll) {
+static gemv_fn pick(int norm, int epi, int variant) {
+    if (B == 1 && variant == GEMV_V_SHORT) {
+        if (epi == FK_GEMV_QKV)
+            return norm ? gemv_kernel<1, 2, true, FK_GEMV_QKV, GEMV_SHORT_UNROLL> : gemv_kernel<1, 2, false, FK_GEMV_QKV, GEMV_SHORT_UNROLL>;
+        if (epi == FK_GEMV_SWIGLU)
+            return norm ? gemv_kernel<1, 2, true, FK_GEMV_SWIGLU, GEMV_SHORT_UNROLL> : gemv_kernel<1, 2, false, FK_GEMV_SWIGLU, GEMV_SHORT_UNROLL>;
+    }
     if (epi == FK_GEMV_QKV) return norm ? gemv_kernel<B, 2, true, FK_GEMV_QKV, GEMV_UNROLL> : gemv_kernel<B, 2, false, FK_GEMV_QKV, GEMV_UNROLL>;
     if (epi == FK_GEMV_SWIGLU)
         return norm ? gemv_kernel<B, 2, true, FK_GEMV_SWIGLU, GEMV_UNROLL> : gemv_kernel<B, 2, false, FK_GEMV_SWIGLU, GEMV_UNROLL>;
-    if (long_unroll) {
+    if (variant == GEMV_V_LONG) {
         if (epi == FK_GEMV_RESID)
             return norm ? gemv_kernel<B, 1, true, FK_GEMV_RESID, GEMV_LONG_UNROLL> : gemv_kernel<B, 1, false, FK_GEMV_RESID, GEMV_LONG_UNROLL>;
         return norm ? gemv_kernel<B, 1, true, FK_GEMV_STORE, GEMV_LONG_UNROLL> : gemv_kernel<B, 1, false, FK_GEMV_STORE, GEMV_LONG_UNROLL>;
@@ -120,16 +132,16 @@ static gemv_fn pick(int norm, int epi, int long_unroll) {
     return norm ? gemv_kernel<B, 1, true, FK_GEMV_STORE, GEMV_UNROLL> : gemv_kernel<B, 1, false, FK_GEMV_STORE, GEMV_UNROLL>;
 }
 
-static gemv_fn pick_b(int B, int norm, int epi, int long_unroll) {
+static gemv_fn pick_b(int B, int norm, int epi, int variant) {
     switch (B) {
-    case 1: return pick<1>(norm, epi, long_unroll);
-    case 2: return pick<2>(norm, epi, long_unroll);
-    case 3: return pick<3>(norm, epi, long_unroll);
-    case 4: return pick<4>(norm, epi, long_unroll);
-    case 5: return pick<5>(norm, epi, long_unroll);
-    case 6: return pick<6>(norm, epi, long_unroll);
-    case 7: return pick<7>(norm, epi, long_unroll);
-    case 8: return pick<8>(norm, epi, long_unroll);
+    case 1: return pick<1>(norm, epi, variant);
+    case 2: return pick<2>(norm, epi, variant);
+    case 3: return pick<3>(norm, epi, variant);
+    case 4: return pick<4>(norm, epi, variant);
+    case 5: return pick<5>(norm, epi, variant);
+    case 6: return pick<6>(norm, epi, variant);
+    case 7: return pick<7>(norm, epi, variant);
+    case 8: return pick<8>(norm, epi, variant);
     }
     return NULL;
 }
@@ -222,7 +234,7 @@ extern "C" int fk_init(void) {
     }
     if (read_auto_env() || fk_attention_init() || gemv_tc_init()) return -1;
     for (int B = 1; B <= 8; B++)
-        for (int epi = 0; epi < 8; epi++) {
+        for (int epi = 0; epi < 4 * GEMV_NV; epi++) {
             cudaError_t e = cudaFuncSetAttribute((const void *)pick_b(B, 1, epi & 3, epi >> 2),
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, GEMV_MAX_SMEM);
             if (e != cudaSuccess) {
@@ -248,8 +260,10 @@ static int gemv_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B
      * batch >= 3 was measured slower on the H200 (batch 8: 581 against 643 tok/s), so it is not done. */
     int pair = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
     int units = pair ? O / 2 : O;
-    int long_unroll = simt_long_unroll && !pair && K > 32 * GEMV_UNROLL * 8;
-    fk_launch(pick_b(B, norm_in, epi, long_unroll), (units + GEMV_WARPS - 1) / GEMV_WARPS, GEMV_WARPS * 32, smem, s, W, O, K, x, eps,
+    int variant = simt_long_unroll && !pair && K > 32 * GEMV_UNROLL * 8 ? GEMV_V_LONG
+                  : B == 1 && pair && K <= 32 * GEMV_SHORT_UNROLL * 8 ? GEMV_V_SHORT
+                                                                      : GEMV_V_NORMAL;
+    fk_launch(pick_b(B, norm_in, epi, variant), (units + GEMV_WARPS - 1) / GEMV_WARPS, GEMV_WARPS * 32, smem, s, W, O, K, x, eps,
               out, *qa);
     return fk_check_launch("gemv");
 }
