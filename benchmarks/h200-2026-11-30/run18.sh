@@ -1,7 +1,8 @@
 #!/bin/bash
-# device call 18 (2 x H200): run17.commit = GEMVs trigger their successor first (pdl_trigger); prev = eac4acd
-# (run 15's commit). Built from git archives as run 14. GPU 0: CUDA tests. GPU 1: frigg-bench A/B at ctx 512,
-# batch 1 and 8: prev, new (auto merge), and new with FRIGG_ATTN_DECODE=split, alternated three times.
+# device call 18 (2 x H200): run18.commit = simt without early QKV operands, attention's auto merge (cluster)
+# and first-instruction PDL triggers; prev = eac4acd (run 15's commit). Built from git archives as run 14.
+# GPU 0: CUDA tests, dev/attn_decode. GPU 1: frigg-bench A/B at ctx 512, batch 1 and 8: prev, new (auto merge),
+# and new with FRIGG_ATTN_DECODE=split, alternated three times.
 set -o pipefail
 export PATH=/usr/local/cuda/bin:$PATH FRIGG_ROOT=$PWD
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 ))s] $*"; }
