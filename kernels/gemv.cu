@@ -25,7 +25,10 @@
  * (DFM-Mimir's K 1536), and the two unused chunk registers of GEMV_UNROLL cost 96 -> 79 registers: 6 blocks
  * of 4 warps per SM instead of 5, so batch-1 gqkv (768 blocks) runs in one wave on 132 SMs and gate_up (1024)
  * in 1.3 instead of 1.55. Chunks are summed in the same order whatever the unroll: the same bits. */
+#define GEMV_SHORT_K (32 * 6 * 8)
+#ifndef GEMV_SHORT_UNROLL /* an A/B hook (make FRIGG_NVCC_DEFS=-DGEMV_SHORT_UNROLL=4: two rounds, 64 registers) */
 #define GEMV_SHORT_UNROLL 6
+#endif
 enum { GEMV_V_NORMAL = 0, GEMV_V_LONG = 1, GEMV_V_SHORT = 2, GEMV_NV = 3 };
 
 __device__ __forceinline__ float dot8(uint4 w, const float *x) {
@@ -261,7 +264,7 @@ static int gemv_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B
     int pair = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
     int units = pair ? O / 2 : O;
     int variant = simt_long_unroll && !pair && K > 32 * GEMV_UNROLL * 8 ? GEMV_V_LONG
-                  : B == 1 && pair && K <= 32 * GEMV_SHORT_UNROLL * 8 ? GEMV_V_SHORT
+                  : B == 1 && pair && K <= GEMV_SHORT_K ? GEMV_V_SHORT
                                                                       : GEMV_V_NORMAL;
     fk_launch(pick_b(B, norm_in, epi, variant), (units + GEMV_WARPS - 1) / GEMV_WARPS, GEMV_WARPS * 32, smem, s, W, O, K, x, eps,
               out, *qa);
