@@ -21,13 +21,15 @@
 #define GEMV_WARPS 4
 #define GEMV_UNROLL 8       /* chunks of 16 bytes per lane (and row) in flight */
 #define GEMV_LONG_UNROLL 16 /* with fk_gemv_simt_set_long_unroll, for one-row units of K > 32 x GEMV_UNROLL x 8 */
-/* Row pairs (gqkv, gate_up) of K <= 32 x 6 x 8 at batch 1: 6 chunks per lane and row cover the whole row
- * (DFM-Mimir's K 1536), and the two unused chunk registers of GEMV_UNROLL cost 96 -> 79 registers: 6 blocks
- * of 4 warps per SM instead of 5, so batch-1 gqkv (768 blocks) runs in one wave on 132 SMs and gate_up (1024)
- * in 1.3 instead of 1.55. Chunks are summed in the same order whatever the unroll: the same bits. */
+/* Row pairs (gqkv, gate_up) of K <= 1536 at batch 1 (DFM-Mimir's): 4 chunks per lane and row, two rounds,
+ * instead of GEMV_UNROLL's 8 (of which a K-1536 row uses 6). Registers 96 -> 64: 8 blocks of 4 warps per SM
+ * instead of 5, so gqkv (768 blocks) and gate_up (1024) each run in one wave on 132 SMs, with more warps
+ * resident to hide the second round. Batch-1 decode (ctx 512): 6 chunks (79 registers, 6 blocks) 260.6 ->
+ * 263.7 tok/s (run 20), 4 chunks 265.0 -> 275.8 against 6 (run 22). Chunks are summed in the same order
+ * whatever the unroll: the same bits. */
 #define GEMV_SHORT_K (32 * 6 * 8)
-#ifndef GEMV_SHORT_UNROLL /* an A/B hook (make FRIGG_NVCC_DEFS=-DGEMV_SHORT_UNROLL=4: two rounds, 64 registers) */
-#define GEMV_SHORT_UNROLL 6
+#ifndef GEMV_SHORT_UNROLL /* an A/B hook: make FRIGG_NVCC_DEFS=-DGEMV_SHORT_UNROLL=N */
+#define GEMV_SHORT_UNROLL 4
 #endif
 enum { GEMV_V_NORMAL = 0, GEMV_V_LONG = 1, GEMV_V_SHORT = 2, GEMV_NV = 3 };
 
