@@ -21,15 +21,15 @@
 #define GEMV_WARPS 4
 #define GEMV_UNROLL 8       /* chunks of 16 bytes per lane (and row) in flight */
 #define GEMV_LONG_UNROLL 16 /* with fk_gemv_simt_set_long_unroll, for one-row units of K > 32 x GEMV_UNROLL x 8 */
-/* Row pairs (gqkv, gate_up) of K <= 1536 at batch 1 (DFM-Mimir's): 4 chunks per lane and row, two rounds,
- * instead of GEMV_UNROLL's 8 (of which a K-1536 row uses 6). Registers 96 -> 64: 8 blocks of 4 warps per SM
- * instead of 5, so gqkv (768 blocks) and gate_up (1024) each run in one wave on 132 SMs, with more warps
- * resident to hide the second round. Batch-1 decode (ctx 512): 6 chunks (79 registers, 6 blocks) 260.6 ->
- * 263.7 tok/s (run 20), 4 chunks 265.0 -> 275.8 against 6 (run 22). Chunks are summed in the same order
- * whatever the unroll: the same bits. */
+/* Row pairs (gqkv, gate_up) of K <= 1536 at batch 1 (DFM-Mimir's): 3 chunks per lane and row, two rounds,
+ * instead of GEMV_UNROLL's 8 (of which a K-1536 row uses 6). Fewer registers, more blocks per SM (96
+ * registers: 5 blocks of 4 warps; 64: 8), so gqkv (768 blocks) and gate_up (1024) each run in one wave on 132
+ * SMs, with more warps resident to hide the later rounds. Batch-1 decode (ctx 512): 6 chunks (79 registers, 6
+ * blocks) 260.6 -> 263.7 tok/s (run 20), 4 chunks 265.0 -> 275.8 against 6 (run 22), 3 chunks 274.2 -> 279.9
+ * against 4 (run 23, variant-u3). Chunks are summed in the same order whatever the unroll: the same bits. */
 #define GEMV_SHORT_K (32 * 6 * 8)
 #ifndef GEMV_SHORT_UNROLL /* an A/B hook: make FRIGG_NVCC_DEFS=-DGEMV_SHORT_UNROLL=N */
-#define GEMV_SHORT_UNROLL 4
+#define GEMV_SHORT_UNROLL 3
 #endif
 enum { GEMV_V_NORMAL = 0, GEMV_V_LONG = 1, GEMV_V_SHORT = 2, GEMV_NV = 3 };
 
