@@ -1,0 +1,190 @@
+/* dev/vram.cu — how fast can this GPU read its memory? The roofline of frigg-bench divides a decode step's
+ * bytes by a read bandwidth measured in the same run; that figure is only honest if no kernel of ours reads
+ * faster than the probe that measures it. Run 24 found the lm_head GEMV reading at 4,529 GB/s against the
+ * probe's 4,328 (the probe: one grid-stride 16-byte load per thread and iteration, sms x 8 blocks of 512).
+ * This program times read-probe versions over a 2 GiB buffer (far beyond L2), each at several grid shapes,
+ * beside cudaMemcpy, and prints GB/s (median, min, max of the repeats) per version and shape; the best
+ * version is what bench.cu's probe should be.
+ *
+ *   vram [--repeats N]
+ * Versions:
+ *   stride1   the old probe: grid-stride, one load per thread per iteration
+ *   strideU   grid-stride, U independent loads per thread per iteration (U = 4, 8)
+ *   chunkU    each block reads one contiguous slice of the buffer, U loads per thread in flight
+ * Every version XORs what it reads into a value that decides whether an atomic runs, so no load is dead. A
+ * check pass fills the buffer with a known pattern and compares every version's XOR with the CPU's. */
+#include <algorithm>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#define CK(x)                                                                                            \
+    do {                                                                                                 \
+        cudaError_t e_ = (x);                                                                            \
+        if (e_ != cudaSuccess) {                                                                         \
+            fprintf(stderr, "vram: %s: %s\n", #x, cudaGetErrorString(e_));                               \
+            exit(1);                                                                                     \
+        }                                                                                                \
+    } while (0)
+
+__device__ __forceinline__ uint4 ld_cs(const uint4 *p) { return __ldcs(p); }
+
+/* the XOR of everything read goes to out[block] (the check reads it; a timing pass ignores it) */
+__device__ __forceinline__ void block_xor(unsigned acc, unsigned *out) {
+    for (int o = 16; o > 0; o >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
+    if ((threadIdx.x & 31) == 0) atomicXor(out, acc);
+}
+
+__global__ void stride1(const uint4 *buf, size_t n, unsigned *out) {
+    unsigned acc = 0;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint4 v = ld_cs(buf + i);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    block_xor(acc, out);
+}
+
+template <int U>
+__global__ void strideU(const uint4 *buf, size_t n, unsigned *out) {
+    unsigned acc = 0;
+    const size_t step = (size_t)gridDim.x * blockDim.x;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + (U - 1) * step < n; i += U * step) {
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) v[u] = ld_cs(buf + i + u * step);
+#pragma unroll
+        for (int u = 0; u < U; u++) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    }
+    for (; i < n; i += step) {
+        uint4 v = ld_cs(buf + i);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    block_xor(acc, out);
+}
+
+/* block b reads [n*b/grid, n*(b+1)/grid): each round U x blockDim contiguous 16-byte words */
+template <int U>
+__global__ void chunkU(const uint4 *buf, size_t n, unsigned *out) {
+    unsigned acc = 0;
+    const size_t lo = n * blockIdx.x / gridDim.x, hi = n * (blockIdx.x + 1) / gridDim.x;
+    size_t i = lo + threadIdx.x;
+    for (; i + (U - 1) * blockDim.x < hi; i += (size_t)U * blockDim.x) {
+        uint4 v[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) v[u] = ld_cs(buf + i + u * blockDim.x);
+#pragma unroll
+        for (int u = 0; u < U; u++) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    }
+    for (; i < hi; i += blockDim.x) {
+        uint4 v = ld_cs(buf + i);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    block_xor(acc, out);
+}
+
+typedef void (*probe_fn)(const uint4 *, size_t, unsigned *);
+struct version {
+    const char *name;
+    probe_fn fn;
+};
+static const version versions[] = {
+    {"stride1", stride1},          {"stride4", strideU<4>}, {"stride8", strideU<8>},
+    {"chunk4", chunkU<4>},         {"chunk8", chunkU<8>},   {"chunk16", chunkU<16>},
+};
+struct shape {
+    int blocks_per_sm, threads;
+};
+static const shape shapes[] = {{1, 1024}, {2, 512}, {4, 256}, {4, 512}, {8, 512}, {16, 128}, {32, 256}};
+
+static double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+int main(int argc, char **argv) {
+    int repeats = 7;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: vram [--repeats N]\n");
+            return 2;
+        }
+    }
+    if (repeats < 1) repeats = 1;
+    int dev = 0, sms = 0;
+    CK(cudaGetDevice(&dev));
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, dev));
+    const size_t bytes = (size_t)2 << 30, n = bytes / 16;
+    uint4 *buf, *dst;
+    unsigned *out;
+    CK(cudaMalloc(&buf, bytes));
+    CK(cudaMalloc(&dst, bytes));
+    CK(cudaMalloc(&out, 4));
+    printf("device: %s, %d SMs\n", prop.name, sms);
+
+    /* check: a pattern whose XOR the CPU knows; every version and shape must reproduce it */
+    {
+        std::vector<uint32_t> h(bytes / 4);
+        uint32_t s = 12345, want = 0;
+        for (size_t i = 0; i < h.size(); i++) {
+            s = s * 1664525u + 1013904223u;
+            h[i] = s;
+            want ^= s;
+        }
+        CK(cudaMemcpy(buf, h.data(), bytes, cudaMemcpyHostToDevice));
+        int bad = 0;
+        for (const version &v : versions)
+            for (const shape &sh : shapes) {
+                unsigned got = 0;
+                CK(cudaMemset(out, 0, 4));
+                v.fn<<<sms * sh.blocks_per_sm, sh.threads>>>(buf, n, out);
+                CK(cudaGetLastError());
+                CK(cudaMemcpy(&got, out, 4, cudaMemcpyDeviceToHost));
+                if (got != want) {
+                    printf("check %-8s %2dx%-4d FAIL (xor %08x, want %08x)\n", v.name, sh.blocks_per_sm, sh.threads, got, want);
+                    bad = 1;
+                }
+            }
+        printf("check: %s\n", bad ? "FAIL" : "every version and shape reads every byte (PASS)");
+        if (bad) return 1;
+    }
+
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    auto time_ms = [&](auto &&launch) {
+        launch(); /* warm-up */
+        std::vector<double> ms;
+        for (int r = 0; r < repeats; r++) {
+            CK(cudaEventRecord(e0));
+            launch();
+            CK(cudaEventRecord(e1));
+            CK(cudaEventSynchronize(e1));
+            float t = 0;
+            CK(cudaEventElapsedTime(&t, e0, e1));
+            ms.push_back(t);
+        }
+        return ms;
+    };
+    auto report = [&](const char *name, int bps, int threads, const std::vector<double> &ms, double moved) {
+        double lo = *std::min_element(ms.begin(), ms.end()), hi = *std::max_element(ms.begin(), ms.end());
+        printf("time %-8s %2dx%-4d %8.1f GB/s (min %.1f max %.1f)\n", name, bps, threads, moved / (median(ms) * 1e6),
+               moved / (hi * 1e6), moved / (lo * 1e6));
+    };
+    report("memcpy", 0, 0, time_ms([&] { CK(cudaMemcpyAsync(dst, buf, bytes, cudaMemcpyDeviceToDevice)); }), 2.0 * bytes);
+    for (const version &v : versions)
+        for (const shape &sh : shapes)
+            report(v.name, sh.blocks_per_sm, sh.threads, time_ms([&] {
+                       v.fn<<<sms * sh.blocks_per_sm, sh.threads>>>(buf, n, out);
+                       CK(cudaGetLastError());
+                   }),
+                   (double)bytes);
+    return 0;
+}
