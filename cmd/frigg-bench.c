@@ -199,7 +199,9 @@ static int bench_vram(opts_t *o) {
         gv[r] = 10.0 * V * K * 2 / (time_events(e0, e1) * 1e-3) / 1e9;
     }
     stat3 c = stats(copy, o->repeats), rs = stats(rd, o->repeats), g = stats(gv, o->repeats);
-    o->read_gbs = rs.med;
+    /* The roofline's bandwidth: the faster of the probe and the lm_head GEMV, so that no kernel of ours is ever
+     * measured reading faster than the roofline it is judged against. */
+    o->read_gbs = rs.med > g.med ? rs.med : g.med;
     char body[512];
     snprintf(body, sizeof body, "\"bench\":\"vram\",\"test\":\"d2d_copy\",\"bytes\":%zu,\"gb_s\":%.1f,\"gb_s_min\":%.1f,\"gb_s_max\":%.1f,\"note\":\"read+write counted\"", bytes, c.med, c.min, c.max);
     emit(o, body);
@@ -207,7 +209,11 @@ static int bench_vram(opts_t *o) {
     emit(o, body);
     snprintf(body, sizeof body, "\"bench\":\"vram\",\"test\":\"gemv_lm_head\",\"shape\":[262144,1536],\"gb_s\":%.1f,\"gb_s_min\":%.1f,\"gb_s_max\":%.1f", g.med, g.min, g.max);
     emit(o, body);
-    fprintf(stderr, "vram: copy %.0f GB/s, read %.0f GB/s, lm_head GEMV %.0f GB/s\n", c.med, rs.med, g.med);
+    snprintf(body, sizeof body, "\"bench\":\"vram\",\"test\":\"roofline_read\",\"gb_s\":%.1f,\"from\":\"%s\"", o->read_gbs,
+             rs.med > g.med ? "read" : "gemv_lm_head");
+    emit(o, body);
+    fprintf(stderr, "vram: copy %.0f GB/s, read %.0f GB/s, lm_head GEMV %.0f GB/s; roofline read %.0f GB/s\n", c.med,
+            rs.med, g.med, o->read_gbs);
     cudaFree(src);
     cudaFree(dst);
     cudaFree(sink);

@@ -3,9 +3,22 @@
 #include "common.cuh"
 #include "kernels.h"
 
+/* Grid-stride over 16-byte words, 8 independent loads per thread in flight, 2 blocks of 512 per SM: the fastest
+ * of dev/vram's versions on the H200 (run 25: 4,500 GB/s against 4,367 for the one-load-per-iteration probe
+ * this replaces, which the lm_head GEMV out-read). */
+#define READ_PROBE_U 8
 __global__ void read_probe_kernel(const uint4 *buf, size_t n, unsigned *sink) {
     unsigned acc = 0;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+    const size_t step = (size_t)gridDim.x * blockDim.x;
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + (READ_PROBE_U - 1) * step < n; i += READ_PROBE_U * step) {
+        uint4 v[READ_PROBE_U];
+#pragma unroll
+        for (int u = 0; u < READ_PROBE_U; u++) v[u] = __ldcs(buf + i + u * step);
+#pragma unroll
+        for (int u = 0; u < READ_PROBE_U; u++) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    }
+    for (; i < n; i += step) {
         uint4 v = __ldcs(buf + i);
         acc ^= v.x ^ v.y ^ v.z ^ v.w;
     }
@@ -19,7 +32,7 @@ extern "C" int fk_read_probe(const void *buf, size_t bytes, unsigned *sink, cuda
     int dev, sms;
     cudaGetDevice(&dev);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    read_probe_kernel<<<sms * 8, 512, 0, s>>>((const uint4 *)buf, bytes / 16, sink);
+    read_probe_kernel<<<sms * 2, 512, 0, s>>>((const uint4 *)buf, bytes / 16, sink);
     return fk_check_launch("read_probe");
 }
 
