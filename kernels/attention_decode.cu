@@ -110,6 +110,34 @@ __device__ __forceinline__ void fence_acq_rel_gpu(void) {
 #endif
 }
 
+/* Cluster barrier halves (sm_90): arrive early, wait late, so the barrier's latency hides behind other work. */
+__device__ __forceinline__ void cluster_arrive_relaxed(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_arrive_release(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait_acquire(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+#endif
+}
+/* The address of `p` (this block's shared memory) in block `rank` of the cluster, as a generic pointer. */
+__device__ __forceinline__ float *cluster_map(float *p, unsigned rank) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint64_t r;
+    asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"((uint64_t)p), "r"(rank));
+    return (float *)r;
+#else
+    (void)rank;
+    return p;
+#endif
+}
+
 /* The round after (s, r, j1) among the block's splits [.., s1): the next of split s, else the first of split s + 1
  * (past s1: an empty round, j1 = r, so loading it loads nothing). Returns whether it moved to another split. */
 template <int KR>

@@ -67,34 +67,6 @@ static inline cudaError_t fk_launch(void (*kernel)(KArgs...), dim3 grid, dim3 bl
     return cudaLaunchKernelEx(&cfg, kernel, ((KArgs)args)...);
 }
 
-/* Cluster barrier halves (sm_90): arrive early, wait late, so the barrier's latency hides behind other work. */
-__device__ __forceinline__ void cluster_arrive_relaxed(void) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void cluster_arrive_release(void) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.arrive.release;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void cluster_wait_acquire(void) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
-#endif
-}
-/* The address of `p` (this block's shared memory) in block `rank` of the cluster, as a generic pointer. */
-__device__ __forceinline__ float *cluster_map(float *p, unsigned rank) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    uint64_t r;
-    asm volatile("mapa.u64 %0, %1, %2;" : "=l"(r) : "l"((uint64_t)p), "r"(rank));
-    return (float *)r;
-#else
-    (void)rank;
-    return p;
-#endif
-}
-
 __device__ __forceinline__ float bf2f(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
 /* Round to nearest even, as frigg_f32_to_bf16 and torch do. */
 __device__ __forceinline__ uint16_t f2bf(float f) { return __bfloat16_as_ushort(__float2bfloat16_rn(f)); }

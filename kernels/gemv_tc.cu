@@ -26,14 +26,6 @@
  * cross-warp reduction and the epilogue. Before griddepcontrol.wait (PDL) each block already streams its
  * first tile: for o_proj and down_proj that is the whole matrix.
  *
- * Cluster split (CS > 1, no fused norm; fk_gemv_tc_set_cluster and the auto letters 'p', 'q'): the warps of a
- * tile are spread over the CS blocks of a thread-block cluster, nw / CS each, block r of the cluster holding
- * warps r * nw / CS .. (the same K slices as one block of nw warps). Each warp writes its tile partial into the
- * shared memory of the cluster's first block (distributed shared memory), one cluster barrier, and that block's
- * warp 0 adds them in warp order and runs the epilogue: the same sums, so the same bits as CS = 1. Why: at
- * batch 1, down_proj (1536 x 4096) at one block of 16 warps per SM runs as 96 blocks of two tiles, so 96 of 132
- * SMs each stream 128 KB; with CS = 4 it runs as 384 blocks of 4 warps, about 3 per SM, at most 96 KB each.
- *
  * Determinism: a tile's sum is fixed by K alone (the warp count and slices depend on K; partials are added
  * in warp order), never by B, the grid size or which block takes the tile; the RMSNorm's sum of squares is
  * fixed by K too (slices and warp order). An mma output row depends only on its own A row, so batch row b's result does not depend
@@ -72,22 +64,17 @@ __device__ __forceinline__ bool tile_row(int tile, int g, int O, int hd, int *ro
  * (two register sets' worth never needed). 2 (an A/B variant, fk_gemv_tc_set_variant): tiles i+1 and i+2 stream
  * while tile i is reduced, twice the bytes in flight per warp, at up to 128 registers (one block of 16 warps
  * per SM by registers). The tile order, slices and sums are the same: the same bits. */
-template <bool NORM, int EPI, int DEPTH, int CS>
-__global__ void __launch_bounds__(TC_MAX_WARPS * 32 / CS, (DEPTH == 1 ? 2 : 1) * CS) /* the same registers per thread */
+template <bool NORM, int EPI, int DEPTH>
+__global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     gemv_tc_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, int B, float eps,
                    uint16_t *__restrict__ out, fk_qkv_epi qa, int rotate) {
-    static_assert(CS == 1 || !NORM, "the cluster split has no cross-block sum of squares");
     constexpr bool PAIRED = EPI == FK_GEMV_SWIGLU || EPI == FK_GEMV_QKV;
-    extern __shared__ uint4 xw[];                 /* [nwb][TC_STEPS][32]: each lane's x fragment, normalised */
+    extern __shared__ uint4 xw[];                 /* [nw][TC_STEPS][32]: each lane's x fragment, normalised */
     __shared__ float2 part[2][TC_MAX_WARPS * 32]; /* per-warp tile partials, double-buffered by tile parity */
     __shared__ float red[8][TC_MAX_WARPS];        /* per-warp sums of squares of the batch rows (NORM) */
-    /* warp: this warp's index among the tile's nw warps (block rank x nwb + warp in block) */
-    const int rank = CS > 1 ? (int)(blockIdx.x % CS) : 0, nwb = blockDim.x >> 5, nw = nwb * CS;
-    const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5, warp = rank * nwb + wib, nch = K / 8;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5, nch = K / 8;
     const int g = lane >> 2, t = lane & 3;
     const int tiles = PAIRED ? (O / 2 + 3) / 4 : (O + 7) / 8;
-    const int group = blockIdx.x / CS, groups = gridDim.x / CS; /* tile walkers: clusters (CS > 1) or blocks */
-    if (CS > 1) cluster_arrive_relaxed(); /* phase 0: "this block has started" (the partials' writes need it) */
     /* this warp's slice of K, in chunks of 8 elements */
     const int c_lo = (int)((long long)nch * warp / nw), n = (int)((long long)nch * (warp + 1) / nw) - c_lo;
     const uint4 zero = make_uint4(0, 0, 0, 0);
@@ -105,10 +92,10 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32 / CS, (DEPTH == 1 ? 2 : 1) *
             w[s] = wok && c < n ? ld_stream(wp + c) : zero;
         }
     };
-    int tile = group;
+    int tile = blockIdx.x;
     /* weights do not depend on earlier kernels: stream them before the wait */
     fetch(wa, tile);
-    if (DEPTH == 2 && tile + groups < tiles) fetch(wb, tile + groups);
+    if (DEPTH == 2 && tile + (int)gridDim.x < tiles) fetch(wb, tile + gridDim.x);
     pdl_wait();
     pdl_launch();
     /* The block's first tile is reduced and stored by warp 0 (either rotation): its lanes load their epilogue
@@ -133,7 +120,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32 / CS, (DEPTH == 1 ? 2 : 1) *
     /* This lane's x fragment: batch row g, chunks 4s + t of the warp's slice (mma rows >= B, and 8..15, stay
      * zero). Plain loads: x was written by the kernel in front of this one. */
     const uint4 *xr = (const uint4 *)x + (size_t)(xok ? g : 0) * nch + c_lo;
-    uint4 *xl = xw + (size_t)wib * TC_STEPS * 32 + lane; /* this lane's fragment, step s at xl[32 s] */
+    uint4 *xl = xw + (size_t)warp * TC_STEPS * 32 + lane; /* this lane's fragment, step s at xl[32 s] */
     uint4 xf[TC_STEPS];
 #pragma unroll
     for (int s = 0; s < TC_STEPS; s++) {
@@ -157,7 +144,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32 / CS, (DEPTH == 1 ? 2 : 1) *
         /* the row's 4 lanes (a + b == b + a in IEEE arithmetic, so all four hold the same bits) */
         ss += __shfl_xor_sync(0xffffffffu, ss, 1);
         ss += __shfl_xor_sync(0xffffffffu, ss, 2);
-        if (t == 0) red[g][warp] = ss; /* (CS == 1: warp == wib) */
+        if (t == 0) red[g][warp] = ss;
         __syncthreads();
         float tot = 0.0f;
         for (int v = 0; v < nw; v++) tot += red[g][v];
@@ -174,9 +161,6 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32 / CS, (DEPTH == 1 ? 2 : 1) *
         }
     }
     __syncwarp();
-    /* every block of the cluster has started: its shared memory exists (the first tile writes rank 0's) */
-    if (CS > 1) cluster_wait_acquire();
-    float2 *part0 = CS > 1 ? (float2 *)cluster_map((float *)&part[0][0], 0) : &part[0][0]; /* rank 0's part */
 
     /* One tile from register set w: its mma's, the set's next request, the reduction, the epilogue. */
     auto run_tile = [&](uint4(&w)[TC_STEPS], int cur, int it) {
@@ -189,26 +173,20 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32 / CS, (DEPTH == 1 ? 2 : 1) *
             mma_bf16_16816(acc, xx.x, 0u, xx.y, 0u, w[s].x, w[s].y);
             mma_bf16_16816(acc, xx.z, 0u, xx.w, 0u, w[s].z, w[s].w);
         }
-        const int next = cur + DEPTH * groups;
+        const int next = cur + DEPTH * (int)gridDim.x;
         if (next < tiles) fetch(w, next); /* in flight during the reduction below */
         /* acc[0], acc[1] = batch row g, tile columns 2t, 2t+1 (acc[2], acc[3]: the zero rows 8..15) */
         if (nw > 1) {
-            float2 *pt = part0 + (it & 1) * (TC_MAX_WARPS * 32);
+            float2 *pt = part[it & 1];
             pt[warp * 32 + lane] = make_float2(acc[0], acc[1]);
-            if (CS > 1) { /* every warp's partial is in rank 0's shared memory */
-                cluster_arrive_release();
-                cluster_wait_acquire();
-            } else {
-                __syncthreads();
-            }
+            __syncthreads();
             /* The tile's reducing warp also runs its epilogue (dependent loads: row_pos, RoPE tables, the
              * residual): with `rotate` that duty passes from warp to warp, tile by tile, so no one warp is late
              * for every next tile's __syncthreads. The sum is in warp order either way: the same bits. */
-            if (warp != (rotate ? it % nw : 0)) return; /* CS > 1: never rotates (rank 0 holds the partials) */
-            const float2 *pr = part[it & 1]; /* this block's own: rank 0's, where the partials went */
-            float2 s = pr[lane];
+            if (warp != (rotate ? it % nw : 0)) return;
+            float2 s = pt[lane];
             for (int v = 1; v < nw; v++) {
-                float2 p = pr[v * 32 + lane];
+                float2 p = pt[v * 32 + lane];
                 s.x += p.x;
                 s.y += p.y;
             }
@@ -230,16 +208,15 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32 / CS, (DEPTH == 1 ? 2 : 1) *
             if (row + 1 < O) gemv_store<EPI>(row + 1, row + 1, g, acc[1], 0.0f, O, out, qa, it == 0 ? pre2 : none);
         }
     };
-    /* every warp of the block (cluster) walks the same tiles, so the barriers above match; a cluster's blocks
-     * leave after the last barrier, when nothing writes rank 0's shared memory any more */
+    /* every warp of the block walks the same tiles, so the __syncthreads above match */
     for (int it = 0; tile < tiles;) {
         run_tile(wa, tile, it);
-        tile += groups;
+        tile += gridDim.x;
         it++;
         if (tile >= tiles) break;
         if (DEPTH == 2) run_tile(wb, tile, it);
         else run_tile(wa, tile, it);
-        tile += groups;
+        tile += gridDim.x;
         it++;
     }
 }
@@ -249,49 +226,33 @@ typedef void (*gemv_tc_fn)(const uint16_t *, int, int, const uint16_t *, int, fl
 template <int DEPTH>
 static gemv_tc_fn pick_tc_d(int norm, int epi) {
     switch (epi) {
-    case FK_GEMV_STORE: return norm ? gemv_tc_kernel<true, FK_GEMV_STORE, DEPTH, 1> : gemv_tc_kernel<false, FK_GEMV_STORE, DEPTH, 1>;
-    case FK_GEMV_RESID: return norm ? gemv_tc_kernel<true, FK_GEMV_RESID, DEPTH, 1> : gemv_tc_kernel<false, FK_GEMV_RESID, DEPTH, 1>;
-    case FK_GEMV_SWIGLU: return norm ? gemv_tc_kernel<true, FK_GEMV_SWIGLU, DEPTH, 1> : gemv_tc_kernel<false, FK_GEMV_SWIGLU, DEPTH, 1>;
+    case FK_GEMV_STORE: return norm ? gemv_tc_kernel<true, FK_GEMV_STORE, DEPTH> : gemv_tc_kernel<false, FK_GEMV_STORE, DEPTH>;
+    case FK_GEMV_RESID: return norm ? gemv_tc_kernel<true, FK_GEMV_RESID, DEPTH> : gemv_tc_kernel<false, FK_GEMV_RESID, DEPTH>;
+    case FK_GEMV_SWIGLU: return norm ? gemv_tc_kernel<true, FK_GEMV_SWIGLU, DEPTH> : gemv_tc_kernel<false, FK_GEMV_SWIGLU, DEPTH>;
     }
-    return norm ? gemv_tc_kernel<true, FK_GEMV_QKV, DEPTH, 1> : gemv_tc_kernel<false, FK_GEMV_QKV, DEPTH, 1>;
-}
-/* The cluster split: depth 2, no fused norm. */
-template <int CS>
-static gemv_tc_fn pick_tc_cs(int epi) {
-    switch (epi) {
-    case FK_GEMV_STORE: return gemv_tc_kernel<false, FK_GEMV_STORE, 2, CS>;
-    case FK_GEMV_RESID: return gemv_tc_kernel<false, FK_GEMV_RESID, 2, CS>;
-    case FK_GEMV_SWIGLU: return gemv_tc_kernel<false, FK_GEMV_SWIGLU, 2, CS>;
-    }
-    return gemv_tc_kernel<false, FK_GEMV_QKV, 2, CS>;
+    return norm ? gemv_tc_kernel<true, FK_GEMV_QKV, DEPTH> : gemv_tc_kernel<false, FK_GEMV_QKV, DEPTH>;
 }
 static gemv_tc_fn pick_tc(int norm, int epi, int depth) { return depth == 2 ? pick_tc_d<2>(norm, epi) : pick_tc_d<1>(norm, epi); }
-#define TC_NCS 3 /* cluster sizes 1, 2, 4: index 0, 1, 2 */
-static gemv_tc_fn pick_tc_ci(int ci, int epi) { return ci == 2 ? pick_tc_cs<4>(epi) : pick_tc_cs<2>(epi); }
 
 static int tc_max_blocks; /* fk_gemv_tc_set_max_blocks: 0 = as many as fit on the GPU at once */
 static int tc_rotate, tc_depth = 2; /* fk_gemv_tc_set_variant: A/B hooks. Depth 2 is the default since run 10 (dev/gemv:
  * fastest tensor-core variant at every shape and batch size, e.g. gqkv B8 14.38 against 19.62 µs at depth 1) */
-static int tc_cluster = 1; /* fk_gemv_tc_set_cluster: blocks per tile where no auto letter says (A/B hook) */
 extern "C" void fk_gemv_tc_set_variant(int depth, int rotate) {
     tc_depth = depth == 2 ? 2 : 1;
     tc_rotate = rotate != 0;
 }
 extern "C" void fk_gemv_tc_set_max_blocks(int blocks) { tc_max_blocks = blocks > 0 ? blocks : 0; }
-extern "C" void fk_gemv_tc_set_cluster(int cs) { tc_cluster = cs == 4 ? 4 : cs == 2 ? 2 : 1; }
 
 /* Measured once in gemv_tc_init (the launcher runs inside graph capture, where device queries are best
- * avoided): the SM count, whether the device launches clusters, and how many blocks of each kernel and warp
- * count fit on one SM (registers, threads, shared memory). With two devices these are the
+ * avoided): the SM count, and how many blocks of each kernel and warp count fit on one SM (registers,
+ * threads, shared memory). With two devices these are the
  * last-initialised device's: the same for identical GPUs. */
 static int tc_sms = 1, tc_fit[2][2][4][TC_MAX_WARPS + 1]; /* [depth-1][norm][epi][warps] */
-static int tc_clusters, tc_fit_cs[TC_NCS][4][TC_MAX_WARPS + 1]; /* [cluster size index][epi][warps per block] */
 
 int gemv_tc_init(void) {
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&tc_sms, cudaDevAttrMultiProcessorCount, dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&tc_clusters, cudaDevAttrClusterLaunch, dev);
     for (int d = 0; d < 2 && e == cudaSuccess; d++)
         for (int norm = 0; norm <= 1 && e == cudaSuccess; norm++)
             for (int epi = 0; epi < 4 && e == cudaSuccess; epi++) {
@@ -300,13 +261,6 @@ int gemv_tc_init(void) {
                 for (int nw = 1; nw <= TC_MAX_WARPS && e == cudaSuccess; nw++)
                     e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&tc_fit[d][norm][epi][nw], fn, nw * 32, TC_XW_BYTES(nw));
             }
-    for (int ci = 1; ci < TC_NCS && e == cudaSuccess && tc_clusters; ci++)
-        for (int epi = 0; epi < 4 && e == cudaSuccess; epi++) {
-            gemv_tc_fn fn = pick_tc_ci(ci, epi);
-            const int cs = 1 << ci;
-            for (int nwb = 1; nwb <= TC_MAX_WARPS / cs && e == cudaSuccess; nwb++)
-                e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&tc_fit_cs[ci][epi][nwb], fn, nwb * 32, TC_XW_BYTES(nwb));
-        }
     if (e != cudaSuccess) {
         frigg_set_error("gemv_tc: cannot set up the kernels: %s", cudaGetErrorString(e));
         return -1;
@@ -314,11 +268,9 @@ int gemv_tc_init(void) {
     return 0;
 }
 
-/* Shapes are validated by the caller (gemv.cu), which sends K > TC_MAX_K to the CUDA-core kernel. cs: blocks
- * per tile (1, 2, 4; 0 = fk_gemv_tc_set_cluster's); it falls to 1 where the split cannot apply (fused norm,
- * a device without clusters, a warp count it does not divide). */
+/* Shapes are validated by the caller (gemv.cu), which sends K > TC_MAX_K to the CUDA-core kernel. */
 int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
-                   uint16_t *out, const fk_qkv_epi *qa, int per_sm_cap, int depth, int cs, cudaStream_t s) {
+                   uint16_t *out, const fk_qkv_epi *qa, int per_sm_cap, int depth, cudaStream_t s) {
     int paired = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
     int tiles = paired ? (O / 2 + 3) / 4 : (O + 7) / 8;
     /* one warp per 32 chunks of K (one round of loads each), 1..TC_MAX_WARPS: a function of K only, which
@@ -331,43 +283,17 @@ int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, in
     }
     if (tiles == 0) return 0;
     if (depth != 1 && depth != 2) depth = tc_depth;
-    if (cs != 1 && cs != 2 && cs != 4) cs = tc_cluster;
-    while (cs > 1 && (norm_in || !tc_clusters || nw % cs)) cs /= 2;
-    if (cs > 1) depth = 2;
-    const int ci = cs == 4 ? 2 : cs == 2 ? 1 : 0, nwb = nw / cs;
-    gemv_tc_fn fn = cs > 1 ? pick_tc_ci(ci, epi) : pick_tc(norm_in, epi, depth);
+    gemv_tc_fn fn = pick_tc(norm_in, epi, depth);
     /* Persistent grid: every block resident at once (registers, threads and the kernel's static shared
-     * memory, all in tc_fit); then the fewest tile walkers (blocks, or clusters of cs blocks) that keep the
-     * same number of rounds, so each takes the same number of tiles. The grid changes no result. */
-    int per_sm = cs > 1 ? tc_fit_cs[ci][epi][nwb] : tc_fit[depth - 1][norm_in != 0][epi][nw];
+     * memory, all in tc_fit); then the
+     * fewest blocks that keep the same number of rounds, so each block takes the same number of tiles. The
+     * grid changes no result. */
+    int per_sm = tc_fit[depth - 1][norm_in != 0][epi][nw];
     if (per_sm_cap > 0 && per_sm_cap < per_sm) per_sm = per_sm_cap;
-    long long cap = (long long)tc_sms * (per_sm > 0 ? per_sm : 1) / cs;
-    if (tc_max_blocks && cap > tc_max_blocks / cs) cap = tc_max_blocks / cs > 0 ? tc_max_blocks / cs : 1;
-    if (cap < 1) cap = 1;
+    long long cap = (long long)tc_sms * (per_sm > 0 ? per_sm : 1);
+    if (tc_max_blocks && cap > tc_max_blocks) cap = tc_max_blocks;
     int rounds = (int)((tiles + cap - 1) / cap);
-    int groups = (tiles + rounds - 1) / rounds;
-    if (cs == 1) {
-        fk_launch(fn, groups, nw * 32, TC_XW_BYTES(nw), s, W, O, K, x, B, eps, out, *qa, tc_rotate);
-        return fk_check_launch("gemv_tc");
-    }
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = cs;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[1].val.programmaticStreamSerializationAllowed = 1;
-    cfg.gridDim = dim3(groups * cs, 1, 1);
-    cfg.blockDim = dim3(nwb * 32, 1, 1);
-    cfg.dynamicSmemBytes = TC_XW_BYTES(nwb);
-    cfg.stream = s;
-    cfg.attrs = attr;
-    cfg.numAttrs = fk_pdl ? 2 : 1;
-    cudaError_t e = cudaLaunchKernelEx(&cfg, fn, W, O, K, x, B, eps, out, *qa, 0);
-    if (e != cudaSuccess) {
-        frigg_set_error("gemv_tc: cluster launch (%d blocks of %d): %s", groups * cs, cs, cudaGetErrorString(e));
-        return -1;
-    }
-    return 0;
+    int grid = (tiles + rounds - 1) / rounds;
+    fk_launch(fn, grid, nw * 32, TC_XW_BYTES(nw), s, W, O, K, x, B, eps, out, *qa, tc_rotate);
+    return fk_check_launch("gemv_tc");
 }

@@ -129,10 +129,6 @@ void fk_gemv_tc_set_max_blocks(int blocks);
  * (rotate); the CUDA-core kernel with every chunk of a K-4096 row in flight at once (long_unroll). */
 void fk_gemv_tc_set_variant(int depth, int rotate);
 void fk_gemv_simt_set_long_unroll(int on);
-/* Another such hook: under FRIGG_GEMV_IMPL=tc, spread each tile's warps over a cluster of cs blocks (1, 2, 4;
- * not with the fused norm, or on a device without clusters: then 1). The auto table's 'p' and 'q' letters
- * choose it per shape. */
-void fk_gemv_tc_set_cluster(int cs);
 
 /* Where the fused gqkv projection puts its rows (decode): RoPE'd q into q_out [B][D], RoPE'd k and v into the
  * slot's cache at (row_seq[b], row_pos[b]) (layout as fk_rope_kv), the gate rows into gqkv [B][4D]. */

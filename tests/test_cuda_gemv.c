@@ -176,48 +176,6 @@ static void test_shape(frigg_pool *pool, int O, int K) {
 #endif
 
 #ifdef FRIGG_CUDA
-/* The tensor-core kernel with each tile's warps split over a cluster of 2 or 4 blocks gives the bits of the
- * one-block kernel, at every plain epilogue, batch size and grid cap; on shapes whose warp count 4 does not
- * divide (6, 2: it falls to 2) or 2 neither (9, 1: it falls to 1); RESID adds into the same residual each time. */
-static void test_tc_cluster(void) {
-    static const int shapes[][2] = {{1536, 4096}, {1536, 1536}, {40, 4096}, {100, 512}, {72, 2056}, {24, 64}};
-    static const int Bs[] = {1, 3, 8}, caps[] = {0, 5};
-    int impl = fk_get_gemv_impl();
-    fk_set_gemv_impl(FK_GEMV_IMPL_TC);
-    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
-        const int O = shapes[si][0], K = shapes[si][1];
-        float *W = malloc(sizeof(float) * O * K), *x = malloc(sizeof(float) * 8 * K), *res = malloc(sizeof(float) * 8 * O),
-              *base = malloc(sizeof(float) * 8 * O), *got = malloc(sizeof(float) * 8 * O);
-        ct_fill(W, (size_t)O * K, 1.0f / sqrtf((float)K));
-        ct_fill(x, (size_t)8 * K, 2.0f);
-        ct_fill(res, (size_t)8 * O, 1.0f);
-        uint16_t *dW = ct_to_dev(W, (size_t)O * K), *dx = ct_to_dev(x, (size_t)8 * K), *dres = ct_to_dev(res, (size_t)8 * O), *dout;
-        cudaMalloc((void **)&dout, (size_t)8 * O * 2);
-        for (int epi = FK_GEMV_STORE; epi <= FK_GEMV_SWIGLU; epi++)
-            for (size_t bi = 0; bi < sizeof Bs / sizeof Bs[0]; bi++) {
-                const int B = Bs[bi], cols = epi == FK_GEMV_SWIGLU ? O / 2 : O;
-                int same = 1, ok = 1;
-                for (int cs = 1; cs <= 4; cs *= 2)
-                    for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
-                        fk_gemv_tc_set_cluster(cs);
-                        fk_gemv_tc_set_max_blocks(caps[c]);
-                        if (epi == FK_GEMV_RESID) cudaMemcpy(dout, dres, (size_t)B * O * 2, cudaMemcpyDeviceToDevice);
-                        else ct_poison(dout, (size_t)8 * O);
-                        ok &= fk_gemv(dW, O, K, dx, B, 0, 1e-6f, epi, dout, 0) == 0;
-                        ct_from_dev(dout, (size_t)B * cols, cs == 1 && c == 0 ? base : got);
-                        if (cs > 1 || c > 0) same &= !memcmp(got, base, sizeof(float) * B * cols);
-                    }
-                CHECK(ok, "gemv tc cluster %dx%d: %s", O, K, frigg_error());
-                CHECK(same, "gemv tc %dx%d B=%d epi %d: a cluster split or grid cap changed the result", O, K, B, epi);
-            }
-        fk_gemv_tc_set_cluster(1);
-        fk_gemv_tc_set_max_blocks(0);
-        cudaFree(dW); cudaFree(dx); cudaFree(dres); cudaFree(dout);
-        free(W); free(x); free(res); free(base); free(got);
-    }
-    fk_set_gemv_impl(impl);
-}
-
 /* FRIGG_GEMV_AUTO (read by fk_init): malformed rows are errors; a valid one changes auto's choices; the
  * depth-1 tensor-core kernel it can name ('1') gives the default tc's bits. Leaves the table as shipped. */
 static void test_auto_env(void) {
@@ -247,17 +205,6 @@ static void test_auto_env(void) {
         ct_from_dev(dout, (size_t)B * O, k ? b : a);
     }
     CHECK(!memcmp(a, b, sizeof(float) * B * O), "tc at depth 1 differs from depth 2");
-    /* 'q' and 'p' (a cluster of 4 or 2 blocks per tile) are accepted and give tc's bits too */
-    for (int q = 0; q < 2; q++) {
-        setenv("FRIGG_GEMV_AUTO", q ? "down=qqqqqqqq" : "down=pppppppp", 1);
-        CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
-        fk_set_gemv_impl(FK_GEMV_IMPL_AUTO);
-        CHECK(fk_gemv_auto_impl(1, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_TC, "down B=1 '%c': not tc", q ? 'q' : 'p');
-        ct_poison(dout, (size_t)B * O);
-        CHECK(fk_gemv(dW, O, K, dx, B, 0, 1e-6f, FK_GEMV_STORE, dout, 0) == 0, "%s", frigg_error());
-        ct_from_dev(dout, (size_t)B * O, a);
-        CHECK(!memcmp(a, b, sizeof(float) * B * O), "auto's '%c' differs from tc", q ? 'q' : 'p');
-    }
     fk_set_gemv_impl(impl);
     cudaFree(dW);
     cudaFree(dx);
@@ -307,7 +254,6 @@ int main(void) {
         /* K past the tensor-core kernel's one round goes to the CUDA-core kernel at every batch size */
         CHECK(fk_gemv_auto_impl(8, 1536, 4104, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "auto B=8 K=4104: not simt");
         CHECK(fk_gemv_auto_impl(8, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_TC, "auto B=8 K=4096: not tc");
-        test_tc_cluster();
         test_auto_env();
         fk_set_gemv_impl(impl_env);
         frigg_pool_destroy(pool);

@@ -18,8 +18,7 @@
  * same bits); tc-old; tc; tc-rot (the per-tile reduction and epilogue rotate over the warps instead of always
  * warp 0; same bits); tc-1sm, tc-2sm, tc-3sm (grid capped at 1, 2, 3 blocks per SM: x staged fewer times,
  * fewer warps streaming); tc-2sm-rot; tc-d2 (two weight tiles in flight per warp instead of one, up to 128
- * registers; same bits), tc-d2-rot, tc-d2-1sm; tc-c2, tc-c4 (each tile's warps over a cluster of 2 or 4 blocks;
- * same bits; shapes with the fused norm run plain tc); auto. */
+ * registers; same bits), tc-d2-rot, tc-d2-1sm; auto. */
 #include "gemv_common.cuh"
 
 #include <algorithm>
@@ -174,17 +173,15 @@ struct Version {
     int rotate;      /* fk_gemv_tc_set_variant */
     int depth;       /* fk_gemv_tc_set_variant */
     int long_unroll; /* fk_gemv_simt_set_long_unroll */
-    int cluster;     /* fk_gemv_tc_set_cluster: blocks per tile (0: 1) */
 };
 static const Version versions[] = {
-    {"simt", FK_GEMV_IMPL_SIMT, 0, 0, 1, 0, 0},      {"simt-u16", FK_GEMV_IMPL_SIMT, 0, 0, 1, 1, 0},
-    {"tc-old", -1, 0, 0, 1, 0, 0},                   {"tc", FK_GEMV_IMPL_TC, 0, 0, 1, 0, 0},
-    {"tc-rot", FK_GEMV_IMPL_TC, 0, 1, 1, 0, 0},      {"tc-1sm", FK_GEMV_IMPL_TC, 1, 0, 1, 0, 0},
-    {"tc-2sm", FK_GEMV_IMPL_TC, 2, 0, 1, 0, 0},      {"tc-2sm-rot", FK_GEMV_IMPL_TC, 2, 1, 1, 0, 0},
-    {"tc-3sm", FK_GEMV_IMPL_TC, 3, 0, 1, 0, 0},      {"tc-d2", FK_GEMV_IMPL_TC, 0, 0, 2, 0, 0},
-    {"tc-d2-rot", FK_GEMV_IMPL_TC, 0, 1, 2, 0, 0},   {"tc-d2-1sm", FK_GEMV_IMPL_TC, 1, 0, 2, 0, 0},
-    {"tc-c2", FK_GEMV_IMPL_TC, 0, 0, 2, 0, 2},    {"tc-c4", FK_GEMV_IMPL_TC, 0, 0, 2, 0, 4},
-    {"auto", FK_GEMV_IMPL_AUTO, 0, 0, 2, 0, 0},
+    {"simt", FK_GEMV_IMPL_SIMT, 0, 0, 1, 0},      {"simt-u16", FK_GEMV_IMPL_SIMT, 0, 0, 1, 1},
+    {"tc-old", -1, 0, 0, 1, 0},                   {"tc", FK_GEMV_IMPL_TC, 0, 0, 1, 0},
+    {"tc-rot", FK_GEMV_IMPL_TC, 0, 1, 1, 0},      {"tc-1sm", FK_GEMV_IMPL_TC, 1, 0, 1, 0},
+    {"tc-2sm", FK_GEMV_IMPL_TC, 2, 0, 1, 0},      {"tc-2sm-rot", FK_GEMV_IMPL_TC, 2, 1, 1, 0},
+    {"tc-3sm", FK_GEMV_IMPL_TC, 3, 0, 1, 0},      {"tc-d2", FK_GEMV_IMPL_TC, 0, 0, 2, 0},
+    {"tc-d2-rot", FK_GEMV_IMPL_TC, 0, 1, 2, 0},   {"tc-d2-1sm", FK_GEMV_IMPL_TC, 1, 0, 2, 0},
+    {"auto", FK_GEMV_IMPL_AUTO, 0, 0, 2, 0},
 };
 #define NV (int)(sizeof versions / sizeof versions[0])
 static bool enabled[NV];
@@ -258,7 +255,6 @@ static int launch(int v, const Shape &sh, const uint16_t *W, const Io &io, int B
     fk_gemv_tc_set_max_blocks(ver.per_sm ? ver.per_sm * sm_count : max_blocks);
     fk_gemv_tc_set_variant(ver.depth, ver.rotate);
     fk_gemv_simt_set_long_unroll(ver.long_unroll);
-    fk_gemv_tc_set_cluster(ver.cluster);
     if (sh.epi == FK_GEMV_QKV) return fk_gemv_qkv(W, sh.K, io.x, B, EPS, io.out, &qa, s);
     return fk_gemv(W, sh.O, sh.K, io.x, B, sh.norm, EPS, sh.epi, io.out, s);
 }
