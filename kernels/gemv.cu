@@ -115,87 +115,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
         if (lane == b) gemv_store<EPI>(unit, row1, b, acc[0][b], acc[R - 1][b], O, out, qa, pre);
 }
 
-/* Batch-1 row pairs (gqkv, gate_up) of K <= GEMV_SHORT_K with the whole row requested before the wait (auto letter
- * 'h', an A/B variant): the first GEMV_SHORT_UNROLL chunks per lane into registers as gemv_kernel does, the rest
- * copied into shared memory with cp.async (16 bytes, L2 only), which costs no registers. A lane reads back only
- * the chunks it copied itself (no barrier), and sums all of them in gemv_kernel's order: the same bits. Run 28
- * tried every chunk through shared memory (24 KB per block, with the largest carve-out asked for): 20 % slower;
- * run 29 found any one carve-out for all kernels slower than the driver's choice, so this one asks for none and
- * keeps 12 KB of weights per block. */
-#define GEMV_HALF_SMEM_CHUNKS (GEMV_SHORT_K / 8 / 32 - GEMV_SHORT_UNROLL) /* per lane and row: 3 at DFM-Mimir's K 1536 */
-__device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    unsigned sa = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(gmem) : "memory");
-#else
-    *(uint4 *)smem = *(const uint4 *)gmem;
-#endif
-}
-__device__ __forceinline__ void cp_async_wait_all(void) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;\ncp.async.wait_all;" ::: "memory");
-#endif
-}
-template <bool NORM, int EPI>
-__global__ void __launch_bounds__(GEMV_WARPS * 32)
-    gemv_half_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, float eps,
-                     uint16_t *__restrict__ out, fk_qkv_epi qa) {
-    constexpr int U = GEMV_SHORT_UNROLL, S = GEMV_HALF_SMEM_CHUNKS;
-    extern __shared__ uint4 xs[]; /* the normalised x (NORM) */
-    __shared__ uint4 wsm[GEMV_WARPS][2][S][32]; /* [warp][row][chunk u - U][lane] */
-    __shared__ float scratch[32];
-    __shared__ float rs[1];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nch = K / 8;
-    const int unit = blockIdx.x * GEMV_WARPS + warp;
-    const bool valid = unit < O / 2;
-    int row1 = unit, row2 = unit;
-    pair_rows<EPI>(unit, O, qa.hd, &row1, &row2);
-    const uint4 *w1 = (const uint4 *)(W + (size_t)row1 * K), *w2 = (const uint4 *)(W + (size_t)row2 * K);
-    uint4 wr[U][2];
-#pragma unroll
-    for (int u = 0; u < U; u++) {
-        const int c = lane + 32 * u;
-        wr[u][0] = valid && c < nch ? ld_stream(w1 + c) : make_uint4(0, 0, 0, 0);
-        wr[u][1] = valid && c < nch ? ld_stream(w2 + c) : make_uint4(0, 0, 0, 0);
-    }
-#pragma unroll
-    for (int u = 0; u < S; u++) {
-        const int c = lane + 32 * (U + u);
-        if (valid && c < nch) {
-            cp_async16(&wsm[warp][0][u][lane], w1 + c);
-            cp_async16(&wsm[warp][1][u][lane], w2 + c);
-        }
-    }
-    gemv_pre pre = {0, 0, 0, 0.0f, false, false};
-    pdl_wait();
-    pdl_launch();
-    const uint4 *xv = (const uint4 *)x;
-    if (NORM) xv = stage_norm(xv, 1, nch, K, eps, xs, scratch, rs);
-    float a1 = 0.0f, a2 = 0.0f;
-    auto add = [&](int c, uint4 q1, uint4 q2) {
-        uint4 v = xv[c];
-        float xf[8] = {bf_lo(v.x), bf_hi(v.x), bf_lo(v.y), bf_hi(v.y), bf_lo(v.z), bf_hi(v.z), bf_lo(v.w), bf_hi(v.w)};
-        a1 += dot8(q1, xf);
-        a2 += dot8(q2, xf);
-    };
-#pragma unroll
-    for (int u = 0; u < U; u++)
-        if (lane + 32 * u < nch) add(lane + 32 * u, wr[u][0], wr[u][1]);
-    cp_async_wait_all(); /* every lane, copies or not: none leaves with copies in flight */
-#pragma unroll
-    for (int u = 0; u < S; u++)
-        if (lane + 32 * (U + u) < nch) add(lane + 32 * (U + u), wsm[warp][0][u][lane], wsm[warp][1][u][lane]);
-    if (!valid) return;
-    a1 = warp_sum(a1);
-    a2 = warp_sum(a2);
-    if (lane == 0) gemv_store<EPI>(unit, row1, 0, a1, a2, O, out, qa, pre);
-}
-
 typedef void (*gemv_fn)(const uint16_t *, int, int, const uint16_t *, float, uint16_t *, fk_qkv_epi);
-static gemv_fn pick_half(int norm, int epi) {
-    if (epi == FK_GEMV_QKV) return norm ? gemv_half_kernel<true, FK_GEMV_QKV> : gemv_half_kernel<false, FK_GEMV_QKV>;
-    return norm ? gemv_half_kernel<true, FK_GEMV_SWIGLU> : gemv_half_kernel<false, FK_GEMV_SWIGLU>;
-}
 
 template <int B>
 static gemv_fn pick(int norm, int epi, int variant) {
@@ -236,9 +156,7 @@ extern "C" void fk_gemv_simt_set_long_unroll(int on) { simt_long_unroll = on != 
 
 /* FRIGG_GEMV_IMPL=auto. Per shape class and batch size: 's' simt, 't' tc (as many blocks as fit), '2' tc with
  * at most 2 blocks per SM, '1' tc with one weight tile in flight per warp instead of two (half the registers,
- * so its blocks fit beside another kernel's; no letter changes a bit of tc's result), 'h' simt with the rest of
- * a batch-1 row pair's chunks copied to shared memory before the wait (gemv_half_kernel: K <= GEMV_SHORT_K only,
- * elsewhere 's'; simt's bits). FRIGG_GEMV_AUTO
+ * so its blocks fit beside another kernel's; no letter changes a bit of tc's result). FRIGG_GEMV_AUTO
  * replaces rows of the table for tuning runs, e.g. "down=1ttttttt,o_proj=sttttttt" (read by fk_init; a
  * malformed value is an error). The table is run 10's
  * (benchmarks/h200-2026-11-30/dev-gemv-run10.txt), µs per launch as simt / tc at depth 2 (the default):
@@ -265,7 +183,7 @@ static char auto_table[5][9] = {
     "sssttttt", /* lm_head: plain, O > 65536 */
 };
 static const char *const auto_rows[5] = {"gqkv", "gate_up", "o_proj", "down", "lm_head"};
-/* FRIGG_GEMV_AUTO: NAME=8 letters of s, t, 2, 1, h, comma-separated. 0, or -1 with frigg_error set. */
+/* FRIGG_GEMV_AUTO: NAME=8 letters of s, t, 2, 1, comma-separated. 0, or -1 with frigg_error set. */
 static int read_auto_env(void) {
     const char *env = getenv("FRIGG_GEMV_AUTO");
     if (!env || !*env) return 0;
@@ -276,9 +194,9 @@ static int read_auto_env(void) {
         for (int r = 0; r < 5 && eq && eq < end; r++)
             if ((size_t)(eq - at) == strlen(auto_rows[r]) && !strncmp(at, auto_rows[r], (size_t)(eq - at))) row = r;
         int ok = row >= 0 && end - eq - 1 == 8;
-        for (int i = 0; ok && i < 8; i++) ok = strchr("st21h", eq[1 + i]) != NULL;
+        for (int i = 0; ok && i < 8; i++) ok = strchr("st21", eq[1 + i]) != NULL;
         if (!ok) {
-            frigg_set_error("FRIGG_GEMV_AUTO: '%.*s' is not NAME=8 letters of s, t, 2, 1, h (NAME: gqkv, gate_up, o_proj, "
+            frigg_set_error("FRIGG_GEMV_AUTO: '%.*s' is not NAME=8 letters of s, t, 2, 1 (NAME: gqkv, gate_up, o_proj, "
                             "down, lm_head)", (int)(end - at), at);
             return -1;
         }
@@ -293,8 +211,7 @@ static char auto_choice(int B, int O, int K, int epi) {
     return auto_table[cls][B - 1];
 }
 extern "C" int fk_gemv_auto_impl(int B, int O, int K, int epi) {
-    char c = B >= 1 && B <= 8 ? auto_choice(B, O, K, epi) : 's';
-    return K <= GEMV_TC_MAX_K && c != 's' && c != 'h' ? FK_GEMV_IMPL_TC : FK_GEMV_IMPL_SIMT;
+    return B >= 1 && B <= 8 && K <= GEMV_TC_MAX_K && auto_choice(B, O, K, epi) != 's' ? FK_GEMV_IMPL_TC : FK_GEMV_IMPL_SIMT;
 }
 
 static int gemv_impl = FK_GEMV_IMPL_AUTO;
@@ -343,16 +260,10 @@ static int gemv_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B
     }
     char use = gemv_impl == FK_GEMV_IMPL_TC ? 't' : gemv_impl == FK_GEMV_IMPL_SIMT ? 's' : auto_choice(B, O, K, epi);
     if (K > GEMV_TC_MAX_K) use = 's'; /* the tensor-core kernel keeps one round of K per warp (DFM-Mimir: K <= 4096) */
-    int pair = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
-    if (use == 'h' && B == 1 && pair && K <= GEMV_SHORT_K) {
-        fk_launch(pick_half(norm_in, epi), (O / 2 + GEMV_WARPS - 1) / GEMV_WARPS, GEMV_WARPS * 32, smem, s, W, O, K, x, eps,
-                  out, *qa);
-        return fk_check_launch("gemv_half");
-    }
-    if (use == 'h') use = 's';
     if (use != 's') return gemv_tc_launch(W, O, K, x, B, norm_in, eps, epi, out, qa, use == '2' ? 2 : 0, use == '1' ? 1 : 0, s);
     /* Two rows per warp only where the epilogue needs the pair. Pairing plain rows to halve the x reads at
      * batch >= 3 was measured slower on the H200 (batch 8: 581 against 643 tok/s), so it is not done. */
+    int pair = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
     int units = pair ? O / 2 : O;
     int variant = simt_long_unroll && !pair && K > 32 * GEMV_UNROLL * 8 ? GEMV_V_LONG
                   : B == 1 && pair && K <= GEMV_SHORT_K ? GEMV_V_SHORT
