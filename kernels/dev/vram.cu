@@ -114,14 +114,20 @@ static double median(std::vector<double> v) {
 int main(int argc, char **argv) {
     int repeats = 7, memset_data = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--memset")) memset_data = 1;
+        if (!strcmp(argv[i], "--repeats") && i + 1 < argc) {
+            char *end = NULL;
+            long v = strtol(argv[++i], &end, 10);
+            if (*argv[i] < '0' || *argv[i] > '9' || *end || v < 1 || v > 1000) {
+                fprintf(stderr, "vram: --repeats must be a whole number 1..1000, not '%s'\n", argv[i]);
+                return 2;
+            }
+            repeats = (int)v;
+        } else if (!strcmp(argv[i], "--memset")) memset_data = 1;
         else {
             fprintf(stderr, "usage: vram [--repeats N] [--memset]\n");
             return 2;
         }
     }
-    if (repeats < 1) repeats = 1;
     int dev = 0, sms = 0;
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
