@@ -37,7 +37,8 @@ typedef struct {
     uint16_t *zH, *zL, *x, *a, *gqkv, *q, *y, *t1, *gu, *m;
     int32_t *d_ids, *d_zero, *d_iota;
     int32_t *d_step;   /* [3][MAX_BATCH]: ids, seq, pos of a decode step */
-    int32_t *d_out;    /* [MAX_BATCH] greedy ids */
+    int32_t *d_out;    /* [MAX_BATCH] greedy ids, then the fused MLP's range flag (fk_mlp_decode) */
+    long long *acc;    /* [D]: the fused MLP's pending output (kernels.h: fold), zero between steps */
     int32_t *h_step, *h_out; /* pinned staging */
     uint16_t *logits;  /* [LOGIT_CHUNK][V] bf16 */
     float *logits_f;   /* [LOGIT_CHUNK][V] */
@@ -95,12 +96,15 @@ static int gemm(cuda_impl *im, const uint16_t *W, int O, int K, const uint16_t *
 static uint16_t *k_slot(cuda_impl *im, int slot) { return im->kc + (size_t)slot * im->slot_stride; }
 static uint16_t *v_slot(cuda_impl *im, int slot) { return im->vc + (size_t)slot * im->slot_stride; }
 
-/* End of run r: the final norm replaces z_L (L run) or z_H (H run); then the next run's injection. */
-static int run_end(cuda_impl *im, const frigg_config *c, int r, int T) {
+/* End of run r: the final norm replaces z_L (L run) or z_H (H run); then the next run's injection. acc: a
+ * pending MLP output to fold into x first (fused MLP), or NULL. */
+static int run_end(cuda_impl *im, const frigg_config *c, int r, int T, long long *acc) {
     int last = r == frigg_num_runs(c) - 1, D = c->hidden_size;
     float eps = (float)c->rms_norm_eps;
-    if (frigg_run_stack(c, r) == FRIGG_STACK_L) return fk_run_end(im->x, im->zL, im->zH, T, D, eps, im->stream);
-    return fk_run_end(im->x, im->zH, last ? NULL : im->zL, T, D, eps, im->stream);
+    uint16_t *state = frigg_run_stack(c, r) == FRIGG_STACK_L ? im->zL : im->zH;
+    const uint16_t *other = frigg_run_stack(c, r) == FRIGG_STACK_L ? im->zH : last ? NULL : im->zL;
+    if (acc) return fk_run_end_fold(im->x, state, other, T, D, eps, acc, im->stream);
+    return fk_run_end(im->x, state, other, T, D, eps, im->stream);
 }
 
 static int cuda_prefill(frigg_backend *b, int seq, const int32_t *ids, int T, int prefix_len, float *logits_last,
@@ -146,7 +150,7 @@ static int cuda_prefill(frigg_backend *b, int seq, const int32_t *ids, int T, in
             /* The next layer's input norm comes for free; after the last layer it is simply unused. */
             OK(fk_add_rmsnorm(im->x, im->t1, im->a, T, D, eps, s));
         }
-        OK(run_end(im, c, r, T));
+        OK(run_end(im, c, r, T, NULL));
     }
     if (logits_all) {
         for (int t0 = 0; t0 < T; t0 += LOGIT_CHUNK) {
@@ -176,6 +180,17 @@ static int enqueue_decode(frigg_backend *b, int B) {
     float eps = (float)c->rms_norm_eps;
     cudaStream_t s = im->stream;
     const int32_t *ids = im->d_step, *rseq = im->d_step + MAX_BATCH, *rpos = im->d_step + 2 * MAX_BATCH;
+    /* Batch 1 runs the MLP as one kernel (mlp.cu) unless FRIGG_MLP=split: its output waits in im->acc until
+     * the next kernel that touches x folds it in (the next layer's gqkv norm reads it, o_proj's residual
+     * epilogue or the run's end writes it into x and zeroes acc). */
+    int fused = B == 1 && fk_get_mlp_impl() != FK_MLP_SPLIT && fk_mlp_supported(B, D, I);
+    int sk = im->skip;
+    if (fused && !(sk & FRIGG_SKIP_GU) != !(sk & FRIGG_SKIP_DOWN)) {
+        frigg_set_error("--skip: batch-1 decode runs gate_up and down as one kernel (FRIGG_MLP=fused): skip both or "
+                        "neither, or set FRIGG_MLP=split");
+        return -1;
+    }
+    if (fused) CU(cudaMemsetAsync(im->acc, 0, (size_t)D * sizeof *im->acc, s)); /* zero already; not left to trust */
     OK(fk_embed(im->embed, im->zli, ids, B, D, (float)c->embedding_scale, im->zH, im->zL, im->x, s));
     for (int r = 0; r < frigg_num_runs(c); r++) {
         const dev_layer *Ls = im->layers[frigg_run_stack(c, r)];
@@ -183,17 +198,26 @@ static int enqueue_decode(frigg_backend *b, int B) {
             int slot = frigg_slot(c, r, i);
             fk_qkv_epi qa = {im->cos_t, im->sin_t, rseq, rpos, im->q, k_slot(im, slot), v_slot(im, slot),
                              im->seq_stride, b->max_ctx, hd};
-            int sk = im->skip;
-            if (!(sk & FRIGG_SKIP_QKV)) /* norm + gqkv + RoPE + KV write */
-                OK(fk_gemv_qkv(Ls[i].gqkv, D, im->x, B, eps, im->gqkv, &qa, s));
+            long long *pend = fused && i > 0 ? im->acc : NULL; /* the previous layer's MLP output, not yet in x */
+            if (!(sk & FRIGG_SKIP_QKV)) { /* norm + gqkv + RoPE + KV write */
+                if (pend) OK(fk_gemv_qkv_fold(Ls[i].gqkv, D, im->x, pend, B, eps, im->gqkv, &qa, s));
+                else OK(fk_gemv_qkv(Ls[i].gqkv, D, im->x, B, eps, im->gqkv, &qa, s));
+            }
             if (!(sk & FRIGG_SKIP_ATTN))
                 OK(fk_attn_decode(im->q, k_slot(im, slot), v_slot(im, slot), im->seq_stride, rseq, rpos, im->gqkv, B, H,
                                   hd, b->max_ctx, im->attn_work, im->attn_counters, im->y, s));
-            if (!(sk & FRIGG_SKIP_O)) OK(fk_gemv(Ls[i].o, D, D, im->y, B, 0, eps, FK_GEMV_RESID, im->x, s));
+            if (!(sk & FRIGG_SKIP_O)) {
+                if (pend) OK(fk_gemv_resid_fold(Ls[i].o, D, D, im->y, B, im->x, pend, s));
+                else OK(fk_gemv(Ls[i].o, D, D, im->y, B, 0, eps, FK_GEMV_RESID, im->x, s));
+            }
+            if (fused) {
+                if (!(sk & FRIGG_SKIP_GU)) OK(fk_mlp_decode(Ls[i].gu, Ls[i].down, D, I, im->x, eps, im->acc, im->d_out + MAX_BATCH, s));
+                continue;
+            }
             if (!(sk & FRIGG_SKIP_GU)) OK(fk_gemv(Ls[i].gu, 2 * I, D, im->x, B, 1, eps, FK_GEMV_SWIGLU, im->m, s));
             if (!(sk & FRIGG_SKIP_DOWN)) OK(fk_gemv(Ls[i].down, D, I, im->m, B, 0, eps, FK_GEMV_RESID, im->x, s));
         }
-        OK(run_end(im, c, r, B));
+        OK(run_end(im, c, r, B, fused ? im->acc : NULL));
     }
     if (!(im->skip & FRIGG_SKIP_LMHEAD)) OK(fk_gemv(im->lm_head, V, D, im->zH, B, 0, eps, FK_GEMV_STORE, im->logits, s));
     return fk_argmax_bf16(im->logits, B, V, im->d_out, s);
@@ -268,21 +292,32 @@ static int decode_common(frigg_backend *b, int nseq, const int *seqs, const int3
     return 0;
 }
 
+/* After a step's copies have landed in h_out: the fused MLP's range flag (fk_mlp_decode) is an error. */
+static int check_mlp_flag(cuda_impl *im) {
+    if (!im->h_out[MAX_BATCH]) return 0;
+    CU(cudaMemset(im->d_out + MAX_BATCH, 0, 4));
+    frigg_set_error("decode: an MLP partial sum was not finite or beyond +-2^23, the fused MLP's fixed-point range "
+                    "(FRIGG_MLP=split sums in floating point)");
+    return -1;
+}
+
 static int cuda_decode(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, float *logits) {
     cuda_impl *im = b->impl;
     size_t V = (size_t)b->model->cfg.vocab_size;
     OK(decode_common(b, nseq, seqs, ids));
     OK(fk_bf16_to_f32(im->logits, nseq * V, im->logits_f, im->stream));
     CU(cudaMemcpyAsync(logits, im->logits_f, nseq * V * 4, cudaMemcpyDeviceToHost, im->stream));
+    CU(cudaMemcpyAsync(im->h_out, im->d_out, (MAX_BATCH + 1) * 4, cudaMemcpyDeviceToHost, im->stream));
     CU(cudaStreamSynchronize(im->stream));
-    return 0;
+    return check_mlp_flag(im);
 }
 
 static int cuda_decode_argmax(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int32_t *out_ids) {
     cuda_impl *im = b->impl;
     OK(decode_common(b, nseq, seqs, ids));
-    CU(cudaMemcpyAsync(im->h_out, im->d_out, (size_t)nseq * 4, cudaMemcpyDeviceToHost, im->stream));
+    CU(cudaMemcpyAsync(im->h_out, im->d_out, (MAX_BATCH + 1) * 4, cudaMemcpyDeviceToHost, im->stream));
     CU(cudaStreamSynchronize(im->stream));
+    OK(check_mlp_flag(im));
     memcpy(out_ids, im->h_out, (size_t)nseq * 4);
     return 0;
 }
@@ -402,7 +437,10 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     OK(dalloc(im, (void **)&im->d_zero, R * 4, "ids"));
     OK(dalloc(im, (void **)&im->d_iota, R * 4, "ids"));
     OK(dalloc(im, (void **)&im->d_step, 3 * MAX_BATCH * 4, "ids"));
-    OK(dalloc(im, (void **)&im->d_out, MAX_BATCH * 4, "ids"));
+    OK(dalloc(im, (void **)&im->d_out, (MAX_BATCH + 1) * 4, "ids"));
+    OK(dalloc(im, (void **)&im->acc, D * sizeof *im->acc, "the MLP accumulator"));
+    CU(cudaMemset(im->d_out, 0, (MAX_BATCH + 1) * 4));
+    CU(cudaMemset(im->acc, 0, D * sizeof *im->acc));
     OK(dalloc(im, (void **)&im->logits, (size_t)LOGIT_CHUNK * V * 2, "logits"));
     OK(dalloc(im, (void **)&im->logits_f, (size_t)LOGIT_CHUNK * V * 4, "logits"));
     OK(dalloc(im, (void **)&im->attn_work, fk_attn_decode_work_floats(MAX_BATCH, c->num_heads, hd, (int)ctx) * 4,
@@ -417,7 +455,7 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     CU(cudaMemset(im->d_zero, 0, R * 4));
     CU(cudaMemset(im->d_step, 0, 3 * MAX_BATCH * 4));
     CU(cudaMallocHost((void **)&im->h_step, 3 * MAX_BATCH * 4));
-    CU(cudaMallocHost((void **)&im->h_out, MAX_BATCH * 4));
+    CU(cudaMallocHost((void **)&im->h_out, (MAX_BATCH + 1) * 4));
     CU(cudaDeviceSynchronize());
     return 0;
 }

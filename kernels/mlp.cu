@@ -1,0 +1,171 @@
+/* mlp.cu — batch-1 decode's whole MLP in one kernel: x -> rmsnorm -> gate_up -> SwiGLU -> down_proj, with
+ * down_proj split over its K (the I SwiGLU units) across the blocks and the partials summed as fixed-point
+ * integers into an accumulator that the next kernel folds into x (kernels.h: fold, FK_ACC_SHIFT).
+ *
+ * Why. As two GEMVs (gate_up, then down) the down kernel can start its dot products only after every gate_up
+ * block has finished: a grid-wide dependency in the middle of the MLP, and that dependent tail, not the weight
+ * stream, is where batch-1 time goes (run 27's ablation: down 5.6 µs against the 2.8 its weights take at the
+ * measured bandwidth). Split-K removes the dependency: block j owns SwiGLU units 32j..32j+31, so it needs only
+ * its own 64 gate/up rows and then the 32 columns of down that multiply those units. No block waits for
+ * another, and every weight byte of the MLP is requested up front.
+ *
+ * Block: 16 warps, 2 units per warp. Each lane holds NC 16-byte chunks of each of its warp's 4 rows (gate and
+ * up of 2 units; D = 256 NC), all requested before the PDL wait. The down slice (D rows x 64 bytes) is copied
+ * to shared memory with cp.async, requested right after the wait (fused-early: before it, an A/B variant).
+ * Sums, all in fixed orders: a gate/up row exactly as the CUDA-core GEMV sums it (gemv.cu: per lane in chunk
+ * order, then warp_sum), so m has the bits of the split path's m; a row's partial over the block's 32 units
+ * as 4 lanes of 8 products, combined by xor-shuffles; the partials across blocks exactly, as integers. */
+#include "gemv_common.cuh"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MLP_UNITS 32 /* SwiGLU units per block: 64-byte segments of each down_proj row */
+#define MLP_WARPS 16 /* 2 units per warp */
+#define MLP_MAX_NC 6 /* D <= 1536 (DFM-Mimir's): at 8 the 4 rows' chunks spill registers */
+#define MLP_MAX_BLOCKS 256
+/* |partial| < 2^23: its integer is < 2^55, and up to 256 of them sum below 2^63 */
+#define MLP_BOUND 8388608.0f
+static_assert(FK_ACC_SHIFT == 32, "fold1 (common.cuh) and the conversion below scale by 2^32");
+
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+}
+
+template <int NC>
+__global__ void __launch_bounds__(MLP_WARPS * 32, 1)
+    mlp_b1_kernel(const uint16_t *__restrict__ gu, const uint16_t *__restrict__ down, int I,
+                  const uint16_t *__restrict__ x, float eps, long long *acc, int *flag, int early) {
+    constexpr int D = 256 * NC, nch = D / 8;
+    extern __shared__ uint4 sm[];
+    uint4 *dsl = sm;        /* [D][4]: down[d][32j .. 32j + 31] */
+    uint4 *xs = sm + D * 4; /* [D/8]: rmsnorm(x) */
+    __shared__ float scratch[32], rs[1], m_s[MLP_UNITS], psum[D];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int j0 = blockIdx.x * MLP_UNITS, u0 = j0 + 2 * warp;
+    const uint4 *rows[4] = {(const uint4 *)(gu + (size_t)u0 * D), (const uint4 *)(gu + (size_t)(I + u0) * D),
+                            (const uint4 *)(gu + (size_t)(u0 + 1) * D), (const uint4 *)(gu + (size_t)(I + u0 + 1) * D)};
+    uint4 w[4][NC];
+#pragma unroll
+    for (int c = 0; c < NC; c++)
+#pragma unroll
+        for (int r = 0; r < 4; r++) w[r][c] = ld_stream(rows[r] + lane + 32 * c);
+    auto fetch_down = [&]() {
+        for (int q = threadIdx.x; q < D * 4; q += MLP_WARPS * 32)
+            cp_async16(dsl + q, (const uint4 *)(down + (size_t)(q >> 2) * I + j0) + (q & 3));
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    };
+    if (early) fetch_down();
+    pdl_wait();
+    pdl_launch();
+    if (!early) fetch_down();
+    stage_norm((const uint4 *)x, 1, nch, D, eps, xs, scratch, rs);
+    float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int c = 0; c < NC; c++) {
+        uint4 v = xs[lane + 32 * c];
+        float xf[8];
+        bf16x8_unpack(v, xf);
+#pragma unroll
+        for (int r = 0; r < 4; r++) a[r] += dot8(w[r][c], xf);
+    }
+#pragma unroll
+    for (int r = 0; r < 4; r++) a[r] = warp_sum(a[r]);
+    if (lane == 0)
+#pragma unroll
+        for (int k = 0; k < 2; k++) { /* gemv_store's SwiGLU roundings */
+            float g = rbf(a[2 * k]), u = rbf(a[2 * k + 1]);
+            float sg = rbf(g / (1.0f + expf(-g)));
+            m_s[2 * warp + k] = rbf(sg * u);
+        }
+    asm volatile("cp.async.wait_all;" ::: "memory");
+    __syncthreads();
+    /* D x 4 items of 8 products; D * 4 is a multiple of the block, so every lane runs every turn (shuffles) */
+    for (int q = threadIdx.x; q < D * 4; q += MLP_WARPS * 32) {
+        const float *mf = m_s + 8 * (q & 3);
+        float p = dot8(dsl[q], mf);
+        p += __shfl_xor_sync(0xffffffffu, p, 1);
+        p += __shfl_xor_sync(0xffffffffu, p, 2);
+        if ((q & 3) == 0) psum[q >> 2] = p;
+    }
+    __syncthreads();
+    for (int d = threadIdx.x; d < D; d += MLP_WARPS * 32) {
+        float p = psum[d];
+        if (!(fabsf(p) < MLP_BOUND)) { /* beyond the fixed point's range, or NaN: reported, never wrapped */
+            atomicOr(flag, 1);
+            p = 0.0f;
+        }
+        atomicAdd((unsigned long long *)acc + d, (unsigned long long)__float2ll_rn(p * 4294967296.0f));
+    }
+}
+
+typedef void (*mlp_fn)(const uint16_t *, const uint16_t *, int, const uint16_t *, float, long long *, int *, int);
+static mlp_fn mlp_pick(int nc) {
+    switch (nc) {
+    case 1: return mlp_b1_kernel<1>;
+    case 2: return mlp_b1_kernel<2>;
+    case 3: return mlp_b1_kernel<3>;
+    case 4: return mlp_b1_kernel<4>;
+    case 5: return mlp_b1_kernel<5>;
+    case 6: return mlp_b1_kernel<6>;
+    }
+    return NULL;
+}
+static size_t mlp_smem(int D) { return (size_t)D * 4 * 16 + (size_t)D / 8 * 16; }
+
+static int mlp_impl = FK_MLP_FUSED;
+static int mlp_fits[MLP_MAX_NC + 1]; /* fk_mlp_init: the instance's shared memory fits the current device */
+extern "C" void fk_set_mlp_impl(int impl) { mlp_impl = impl; }
+extern "C" int fk_get_mlp_impl(void) { return mlp_impl; }
+
+/* Called by fk_init: FRIGG_MLP, and the shared-memory limit of every instance. */
+extern "C" int fk_mlp_init(void) {
+    const char *env = getenv("FRIGG_MLP");
+    if (env && *env) {
+        if (!strcmp(env, "fused")) mlp_impl = FK_MLP_FUSED;
+        else if (!strcmp(env, "fused-early")) mlp_impl = FK_MLP_FUSED_EARLY;
+        else if (!strcmp(env, "split")) mlp_impl = FK_MLP_SPLIT;
+        else {
+            frigg_set_error("FRIGG_MLP must be fused, fused-early or split, not '%s'", env);
+            return -1;
+        }
+    }
+    /* The down slice needs 64 bytes of shared memory per hidden element: more than some GPUs give a block
+     * (compute capability 8.6 and 8.9: 99 KB; DFM-Mimir's needs 105). There the shape is unsupported and the
+     * engine runs the split MLP. */
+    int dev = 0, optin = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    for (int nc = 1; nc <= MLP_MAX_NC && e == cudaSuccess; nc++) {
+        cudaFuncAttributes fa;
+        e = cudaFuncGetAttributes(&fa, (const void *)mlp_pick(nc));
+        mlp_fits[nc] = e == cudaSuccess && fa.sharedSizeBytes + mlp_smem(256 * nc) <= (size_t)optin;
+        if (mlp_fits[nc])
+            e = cudaFuncSetAttribute((const void *)mlp_pick(nc), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)mlp_smem(256 * nc));
+    }
+    if (e != cudaSuccess) {
+        frigg_set_error("mlp: cannot set up the kernels: %s", cudaGetErrorString(e));
+        return -1;
+    }
+    return 0;
+}
+
+extern "C" int fk_mlp_supported(int B, int D, int I) {
+    return B == 1 && D % 256 == 0 && D / 256 >= 1 && D / 256 <= MLP_MAX_NC && mlp_fits[D / 256] && I % MLP_UNITS == 0 &&
+           I >= MLP_UNITS && I / MLP_UNITS <= MLP_MAX_BLOCKS;
+}
+
+extern "C" int fk_mlp_decode(const uint16_t *gu, const uint16_t *down, int D, int I, const uint16_t *x, float eps,
+                             long long *acc, int *flag, cudaStream_t s) {
+    if (!fk_mlp_supported(1, D, I) || !fk_aligned16(gu) || !fk_aligned16(down) || !fk_aligned16(x) || !fk_aligned16(acc)) {
+        frigg_set_error("mlp: unsupported shape or alignment (hidden %d, intermediate %d): hidden must be a multiple "
+                        "of 256 up to 1536 (and its 64 bytes of shared memory per element fit the GPU's block), "
+                        "intermediate a multiple of 32 up to 8192", D, I);
+        return -1;
+    }
+    fk_launch(mlp_pick(D / 256), I / MLP_UNITS, MLP_WARPS * 32, mlp_smem(D), s, gu, down, I, x, eps, acc, flag,
+              mlp_impl == FK_MLP_FUSED_EARLY ? 1 : 0);
+    return fk_check_launch("mlp");
+}
