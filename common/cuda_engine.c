@@ -183,7 +183,10 @@ static int enqueue_decode(frigg_backend *b, int B) {
     /* Batch 1 runs the MLP as one kernel (mlp.cu) unless FRIGG_MLP=split: its output waits in im->acc until
      * the next kernel that touches x folds it in (the next layer's gqkv norm reads it, o_proj's residual
      * epilogue or the run's end writes it into x and zeroes acc). */
-    int fused = B == 1 && fk_get_mlp_impl() != FK_MLP_SPLIT && fk_mlp_supported(B, D, I);
+    /* Only under the auto GEMV choice: a forced implementation (FRIGG_GEMV_IMPL=simt|tc) promises batched rows
+     * bit-identical to single rows, and the fused MLP sums down_proj in another order than the batched GEMV. */
+    int fused = B == 1 && fk_get_mlp_impl() != FK_MLP_SPLIT && fk_get_gemv_impl() == FK_GEMV_IMPL_AUTO &&
+                fk_mlp_supported(B, D, I);
     int sk = im->skip;
     if (fused && !(sk & FRIGG_SKIP_GU) != !(sk & FRIGG_SKIP_DOWN)) {
         frigg_set_error("--skip: batch-1 decode runs gate_up and down as one kernel (FRIGG_MLP=fused): skip both or "

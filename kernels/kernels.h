@@ -172,7 +172,8 @@ int fk_mlp_supported(int B, int D, int I);
 int fk_mlp_decode(const uint16_t *gu, const uint16_t *down, int D, int I, const uint16_t *x, float eps, long long *acc,
                   int *flag, cudaStream_t s);
 /* FRIGG_MLP=fused|fused-early|split (read by fk_init; anything else is an error) or fk_set_mlp_impl: whether
- * the engine runs batch-1 decode's MLP as this one kernel (fused, the default) or as gate_up + down GEMVs
+ * the engine runs batch-1 decode's MLP as this one kernel (fused, the default, and only under FK_GEMV_IMPL_AUTO:
+ * a forced GEMV implementation keeps batched rows bit-identical to single rows) or as gate_up + down GEMVs
  * (split). fused-early (an A/B variant, the same bits as fused) requests the block's down_proj slice before
  * the PDL wait instead of after it. */
 enum { FK_MLP_FUSED = 0, FK_MLP_SPLIT = 1, FK_MLP_FUSED_EARLY = 2 };

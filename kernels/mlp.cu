@@ -9,8 +9,8 @@
  * its own 64 gate/up rows and then the 32 columns of down that multiply those units. No block waits for
  * another, and every weight byte of the MLP is requested up front.
  *
- * Block: 16 warps, 2 units per warp. Each lane holds NC 16-byte chunks of each of its warp's 4 rows (gate and
- * up of 2 units; D = 256 NC), all requested before the PDL wait. The down slice (D rows x 64 bytes) is copied
+ * Block: 16 warps, 2 units per warp. Each lane streams NC 16-byte chunks of each of its warp's 4 rows (gate and
+ * up of 2 units; D = 256 NC), MLP_ROUND_CHUNKS at a time, the first round requested before the PDL wait. The down slice (D rows x 64 bytes) is copied
  * to shared memory with cp.async, requested right after the wait (fused-early: before it, an A/B variant).
  * Sums, all in fixed orders: a gate/up row exactly as the CUDA-core GEMV sums it (gemv.cu: per lane in chunk
  * order, then warp_sum), so m has the bits of the split path's m; a row's partial over the block's 32 units
@@ -22,7 +22,7 @@
 
 #define MLP_UNITS 32 /* SwiGLU units per block: 64-byte segments of each down_proj row */
 #define MLP_WARPS 16 /* 2 units per warp */
-#define MLP_MAX_NC 6 /* D <= 1536 (DFM-Mimir's): at 8 the 4 rows' chunks spill registers */
+#define MLP_MAX_NC 6 /* D <= 1536 (DFM-Mimir's) */
 #define MLP_MAX_BLOCKS 256
 /* |partial| < 2^23: its integer is < 2^55, and up to 256 of them sum below 2^63 */
 #define MLP_BOUND 8388608.0f
@@ -33,8 +33,15 @@ __device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
 }
 
+/* chunks of each row a lane holds in flight at once (rounds of MLP_ROUND_CHUNKS, as gemv.cu's batch-1 row pairs,
+ * with the same summation order). Run 32 held all 6 of DFM-Mimir's at once: 124 registers x 512 threads, the
+ * whole register file, so no block of the kernel before or after could share an SM and PDL's overlap was lost
+ * (batch-1 decode 241 against 274 tok/s for the split MLP). */
+#define MLP_ROUND_CHUNKS 3
+#define MLP_MAX_REGS 72 /* 512 x 72 registers leave room for an o_proj block (and gqkv's) on the same SM */
+
 template <int NC>
-__global__ void __launch_bounds__(MLP_WARPS * 32, 1)
+__global__ void __maxnreg__(MLP_MAX_REGS) /* launched with MLP_WARPS * 32 threads */
     mlp_b1_kernel(const uint16_t *__restrict__ gu, const uint16_t *__restrict__ down, int I,
                   const uint16_t *__restrict__ x, float eps, long long *acc, int *flag, int early) {
     constexpr int D = 256 * NC, nch = D / 8;
@@ -46,11 +53,12 @@ __global__ void __launch_bounds__(MLP_WARPS * 32, 1)
     const int j0 = blockIdx.x * MLP_UNITS, u0 = j0 + 2 * warp;
     const uint4 *rows[4] = {(const uint4 *)(gu + (size_t)u0 * D), (const uint4 *)(gu + (size_t)(I + u0) * D),
                             (const uint4 *)(gu + (size_t)(u0 + 1) * D), (const uint4 *)(gu + (size_t)(I + u0 + 1) * D)};
-    uint4 w[4][NC];
+    constexpr int U = MLP_ROUND_CHUNKS < NC ? MLP_ROUND_CHUNKS : NC;
+    uint4 w[4][U];
 #pragma unroll
-    for (int c = 0; c < NC; c++)
+    for (int u = 0; u < U; u++)
 #pragma unroll
-        for (int r = 0; r < 4; r++) w[r][c] = ld_stream(rows[r] + lane + 32 * c);
+        for (int r = 0; r < 4; r++) w[r][u] = ld_stream(rows[r] + lane + 32 * u);
     auto fetch_down = [&]() {
         for (int q = threadIdx.x; q < D * 4; q += MLP_WARPS * 32)
             cp_async16(dsl + q, (const uint4 *)(down + (size_t)(q >> 2) * I + j0) + (q & 3));
@@ -63,12 +71,22 @@ __global__ void __launch_bounds__(MLP_WARPS * 32, 1)
     stage_norm((const uint4 *)x, 1, nch, D, eps, xs, scratch, rs);
     float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-    for (int c = 0; c < NC; c++) {
-        uint4 v = xs[lane + 32 * c];
-        float xf[8];
-        bf16x8_unpack(v, xf);
+    for (int c0 = 0; c0 < NC; c0 += U) { /* chunks in increasing order whatever U: the same sums */
+        if (c0 > 0)
 #pragma unroll
-        for (int r = 0; r < 4; r++) a[r] += dot8(w[r][c], xf);
+            for (int u = 0; u < U; u++)
+#pragma unroll
+                for (int r = 0; r < 4; r++)
+                    if (c0 + u < NC) w[r][u] = ld_stream(rows[r] + lane + 32 * (c0 + u));
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            if (c0 + u >= NC) break;
+            uint4 v = xs[lane + 32 * (c0 + u)];
+            float xf[8];
+            bf16x8_unpack(v, xf);
+#pragma unroll
+            for (int r = 0; r < 4; r++) a[r] += dot8(w[r][u], xf);
+        }
     }
 #pragma unroll
     for (int r = 0; r < 4; r++) a[r] = warp_sum(a[r]);
