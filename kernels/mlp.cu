@@ -17,6 +17,7 @@
  * as 4 lanes of 8 products, combined by xor-shuffles; the partials across blocks exactly, as integers. */
 #include "gemv_common.cuh"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,10 +41,14 @@ __device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
 #define MLP_ROUND_CHUNKS 3
 #define MLP_MAX_REGS 72 /* 512 x 72 registers leave room for an o_proj block (and gqkv's) on the same SM */
 
-template <int NC>
+template <int NC, int MODE>
 __global__ void __maxnreg__(MLP_MAX_REGS) /* launched with MLP_WARPS * 32 threads */
     mlp_b1_kernel(const uint16_t *__restrict__ gu, const uint16_t *__restrict__ down, int I,
-                  const uint16_t *__restrict__ x, float eps, long long *acc, int *flag, int early) {
+                  const uint16_t *__restrict__ x, float eps, long long *acc, int *flag) {
+    constexpr int mode = MODE;
+    /* mode bit 0: fused-early. Bits 1-3 (FRIGG_MLP_DIAG, timing experiments only, results wrong): 2 no
+     * accumulator adds, 4 no down_proj at all. */
+    const int early = mode & 1;
     constexpr int D = 256 * NC, nch = D / 8;
     extern __shared__ uint4 sm[];
     uint4 *dsl = sm;        /* [D][4]: down[d][32j .. 32j + 31] */
@@ -64,10 +69,10 @@ __global__ void __maxnreg__(MLP_MAX_REGS) /* launched with MLP_WARPS * 32 thread
             cp_async16(dsl + q, (const uint4 *)(down + (size_t)(q >> 2) * I + j0) + (q & 3));
         asm volatile("cp.async.commit_group;" ::: "memory");
     };
-    if (early) fetch_down();
+    if (early && !(mode & 4)) fetch_down();
     pdl_wait();
     pdl_launch();
-    if (!early) fetch_down();
+    if (!early && !(mode & 4)) fetch_down();
     stage_norm((const uint4 *)x, 1, nch, D, eps, xs, scratch, rs);
     float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
@@ -99,6 +104,10 @@ __global__ void __maxnreg__(MLP_MAX_REGS) /* launched with MLP_WARPS * 32 thread
         }
     asm volatile("cp.async.wait_all;" ::: "memory");
     __syncthreads();
+    if (mode & 4) {
+        if (threadIdx.x < MLP_UNITS && m_s[threadIdx.x] == 12345.0f) acc[0] = 1; /* keep gate/up live */
+        return;
+    }
     /* D x 4 items of 8 products; D * 4 is a multiple of the block, so every lane runs every turn (shuffles) */
     for (int q = threadIdx.x; q < D * 4; q += MLP_WARPS * 32) {
         const float *mf = m_s + 8 * (q & 3);
@@ -114,25 +123,35 @@ __global__ void __maxnreg__(MLP_MAX_REGS) /* launched with MLP_WARPS * 32 thread
             atomicOr(flag, 1);
             p = 0.0f;
         }
-        atomicAdd((unsigned long long *)acc + d, (unsigned long long)__float2ll_rn(p * 4294967296.0f));
+        if (!(mode & 2)) atomicAdd((unsigned long long *)acc + d, (unsigned long long)__float2ll_rn(p * 4294967296.0f));
+        else if (p == 12345.0f) acc[d] = 1; /* keep the partial live */
     }
 }
 
-typedef void (*mlp_fn)(const uint16_t *, const uint16_t *, int, const uint16_t *, float, long long *, int *, int);
-static mlp_fn mlp_pick(int nc) {
+typedef void (*mlp_fn)(const uint16_t *, const uint16_t *, int, const uint16_t *, float, long long *, int *);
+template <int MODE>
+static mlp_fn mlp_pick_m(int nc) {
     switch (nc) {
-    case 1: return mlp_b1_kernel<1>;
-    case 2: return mlp_b1_kernel<2>;
-    case 3: return mlp_b1_kernel<3>;
-    case 4: return mlp_b1_kernel<4>;
-    case 5: return mlp_b1_kernel<5>;
-    case 6: return mlp_b1_kernel<6>;
+    case 1: return mlp_b1_kernel<1, MODE>;
+    case 2: return mlp_b1_kernel<2, MODE>;
+    case 3: return mlp_b1_kernel<3, MODE>;
+    case 4: return mlp_b1_kernel<4, MODE>;
+    case 5: return mlp_b1_kernel<5, MODE>;
+    case 6: return mlp_b1_kernel<6, MODE>;
     }
     return NULL;
 }
+static mlp_fn mlp_pick(int nc, int mode) {
+    switch (mode) {
+    case 1: return mlp_pick_m<1>(nc);
+    case 2: return nc == 6 ? mlp_b1_kernel<6, 2> : NULL;
+    case 4: return nc == 6 ? mlp_b1_kernel<6, 4> : NULL;
+    }
+    return mlp_pick_m<0>(nc);
+}
 static size_t mlp_smem(int D) { return (size_t)D * 4 * 16 + (size_t)D / 8 * 16; }
 
-static int mlp_impl = FK_MLP_FUSED;
+static int mlp_impl = FK_MLP_FUSED, mlp_diag;
 static int mlp_fits[MLP_MAX_NC + 1]; /* fk_mlp_init: the instance's shared memory fits the current device */
 extern "C" void fk_set_mlp_impl(int impl) { mlp_impl = impl; }
 extern "C" int fk_get_mlp_impl(void) { return mlp_impl; }
@@ -149,6 +168,13 @@ extern "C" int fk_mlp_init(void) {
             return -1;
         }
     }
+    const char *diag = getenv("FRIGG_MLP_DIAG");
+    mlp_diag = diag && *diag ? atoi(diag) : 0;
+    if (mlp_diag != 0 && mlp_diag != 2 && mlp_diag != 4) {
+        frigg_set_error("FRIGG_MLP_DIAG must be 2 or 4");
+        return -1;
+    }
+    if (mlp_diag) fprintf(stderr, "frigg: FRIGG_MLP_DIAG=%d: a timing experiment, decode results are WRONG\n", mlp_diag);
     /* The down slice needs 64 bytes of shared memory per hidden element: more than some GPUs give a block
      * (compute capability 8.6 and 8.9: 99 KB; DFM-Mimir's needs 105). There the shape is unsupported and the
      * engine runs the split MLP. */
@@ -157,11 +183,12 @@ extern "C" int fk_mlp_init(void) {
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
     for (int nc = 1; nc <= MLP_MAX_NC && e == cudaSuccess; nc++) {
         cudaFuncAttributes fa;
-        e = cudaFuncGetAttributes(&fa, (const void *)mlp_pick(nc));
+        e = cudaFuncGetAttributes(&fa, (const void *)mlp_pick(nc, 0));
         mlp_fits[nc] = e == cudaSuccess && fa.sharedSizeBytes + mlp_smem(256 * nc) <= (size_t)optin;
-        if (mlp_fits[nc])
-            e = cudaFuncSetAttribute((const void *)mlp_pick(nc), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)mlp_smem(256 * nc));
+        for (int m = 0; m < 16 && mlp_fits[nc] && e == cudaSuccess; m++)
+            if (mlp_pick(nc, m))
+                e = cudaFuncSetAttribute((const void *)mlp_pick(nc, m), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)mlp_smem(256 * nc));
     }
     if (e != cudaSuccess) {
         frigg_set_error("mlp: cannot set up the kernels: %s", cudaGetErrorString(e));
@@ -183,7 +210,11 @@ extern "C" int fk_mlp_decode(const uint16_t *gu, const uint16_t *down, int D, in
                         "intermediate a multiple of 32 up to 8192", D, I);
         return -1;
     }
-    fk_launch(mlp_pick(D / 256), I / MLP_UNITS, MLP_WARPS * 32, mlp_smem(D), s, gu, down, I, x, eps, acc, flag,
-              mlp_impl == FK_MLP_FUSED_EARLY ? 1 : 0);
+    mlp_fn fn = mlp_pick(D / 256, mlp_diag ? mlp_diag : mlp_impl == FK_MLP_FUSED_EARLY ? 1 : 0);
+    if (!fn) {
+        frigg_set_error("mlp: FRIGG_MLP_DIAG is for hidden 1536 only");
+        return -1;
+    }
+    fk_launch(fn, I / MLP_UNITS, MLP_WARPS * 32, mlp_smem(D), s, gu, down, I, x, eps, acc, flag);
     return fk_check_launch("mlp");
 }
