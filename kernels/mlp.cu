@@ -104,10 +104,9 @@ __global__ void __maxnreg__(MLP_MAX_REGS) /* launched with MLP_WARPS * 32 thread
         }
     asm volatile("cp.async.wait_all;" ::: "memory");
     __syncthreads();
-    if (mode & 4) {
+    if constexpr ((MODE & 4) != 0) {
         if (threadIdx.x < MLP_UNITS && m_s[threadIdx.x] == 12345.0f) acc[0] = 1; /* keep gate/up live */
-        return;
-    }
+    } else {
     /* D x 4 items of 8 products; D * 4 is a multiple of the block, so every lane runs every turn (shuffles) */
     for (int q = threadIdx.x; q < D * 4; q += MLP_WARPS * 32) {
         const float *mf = m_s + 8 * (q & 3);
@@ -125,6 +124,7 @@ __global__ void __maxnreg__(MLP_MAX_REGS) /* launched with MLP_WARPS * 32 thread
         }
         if (!(mode & 2)) atomicAdd((unsigned long long *)acc + d, (unsigned long long)__float2ll_rn(p * 4294967296.0f));
         else if (p == 12345.0f) acc[d] = 1; /* keep the partial live */
+    }
     }
 }
 
