@@ -22,6 +22,7 @@
 
 typedef struct {
     uint16_t *gqkv, *o, *gu, *down;
+    uint16_t *downT; /* down transposed [I][D], for the fused batch-1 MLP (kernels/mlp.cu); NULL without it */
 } dev_layer;
 
 typedef struct {
@@ -186,7 +187,7 @@ static int enqueue_decode(frigg_backend *b, int B) {
     /* Only under the auto GEMV choice: a forced implementation (FRIGG_GEMV_IMPL=simt|tc) promises batched rows
      * bit-identical to single rows, and the fused MLP sums down_proj in another order than the batched GEMV. */
     int fused = B == 1 && fk_get_mlp_impl() != FK_MLP_SPLIT && fk_get_gemv_impl() == FK_GEMV_IMPL_AUTO &&
-                fk_mlp_supported(B, D, I);
+                fk_mlp_supported(B, D, I) && im->layers[0][0].downT;
     int sk = im->skip;
     if (fused && !(sk & FRIGG_SKIP_GU) != !(sk & FRIGG_SKIP_DOWN)) {
         frigg_set_error("--skip: batch-1 decode runs gate_up and down as one kernel (FRIGG_MLP=fused): skip both or "
@@ -214,7 +215,7 @@ static int enqueue_decode(frigg_backend *b, int B) {
                 else OK(fk_gemv(Ls[i].o, D, D, im->y, B, 0, eps, FK_GEMV_RESID, im->x, s));
             }
             if (fused) {
-                if (!(sk & FRIGG_SKIP_GU)) OK(fk_mlp_decode(Ls[i].gu, Ls[i].down, D, I, im->x, eps, im->acc, im->d_out + MAX_BATCH, s));
+                if (!(sk & FRIGG_SKIP_GU)) OK(fk_mlp_decode(Ls[i].gu, Ls[i].downT, D, I, im->x, eps, im->acc, im->d_out + MAX_BATCH, s));
                 continue;
             }
             if (!(sk & FRIGG_SKIP_GU)) OK(fk_gemv(Ls[i].gu, 2 * I, D, im->x, B, 1, eps, FK_GEMV_SWIGLU, im->m, s));
@@ -380,7 +381,28 @@ static int upload_model(cuda_impl *im, const frigg_model *m) {
             OK(upload(d->down, L->down.w, D * I));
         }
     }
-    return 0;
+    /* The fused batch-1 MLP reads down_proj's columns: a transposed copy, D x I x 2 bytes per layer (DFM-Mimir:
+     * 403 MB), only where that kernel runs (not under FRIGG_MLP=split, nor on GPUs without the shared memory). */
+    if (fk_get_mlp_impl() == FK_MLP_SPLIT || !fk_mlp_supported(1, (int)D, (int)I)) return 0;
+    uint16_t *t = malloc(D * I * 2);
+    if (!t) {
+        frigg_set_error("out of host memory for the transposed down_proj");
+        return -1;
+    }
+    int rc = 0;
+    for (int s = 0; s < 2 && !rc; s++) {
+        uint16_t *base;
+        rc = dalloc(im, (void **)&base, D * I * n * 2, "transposed down_proj (fused MLP)");
+        for (int i = 0; i < n && !rc; i++) {
+            const uint16_t *w = m->stack[s][i].down.w; /* [D][I] */
+            for (size_t r = 0; r < D; r++)
+                for (size_t k = 0; k < I; k++) t[k * D + r] = w[r * I + k];
+            im->layers[s][i].downT = base + D * I * i;
+            rc = upload(im->layers[s][i].downT, t, D * I);
+        }
+    }
+    free(t);
+    return rc;
 }
 
 static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {

@@ -40,6 +40,9 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
     extern __shared__ uint4 xs[];
     __shared__ float scratch[B * 32]; /* stage_norm: 32 per batch row */
     __shared__ float rs[B];
+#ifdef FRIGG_NO_FOLD /* an A/B build (make FRIGG_NVCC_DEFS=-DFRIGG_NO_FOLD): the fold's code compiled out */
+    pend = nullptr;
+#endif
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nch = K / 8;
     int unit = blockIdx.x * GEMV_WARPS + warp; /* output row (or SwiGLU output index, or RoPE pair) of this warp */
     bool valid = unit < O / R; /* R = 2: rows unit and O/2 + unit (SwiGLU: gate and up; plain: two halves) */

@@ -68,6 +68,9 @@ template <bool NORM, int EPI, int DEPTH>
 __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     gemv_tc_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, int B, float eps,
                    uint16_t *__restrict__ out, fk_qkv_epi qa, long long *pend, int rotate) {
+#ifdef FRIGG_NO_FOLD /* an A/B build (make FRIGG_NVCC_DEFS=-DFRIGG_NO_FOLD): the fold's code compiled out */
+    pend = nullptr;
+#endif
     constexpr bool PAIRED = EPI == FK_GEMV_SWIGLU || EPI == FK_GEMV_QKV;
     extern __shared__ uint4 xw[];                 /* [nw][TC_STEPS][32]: each lane's x fragment, normalised */
     __shared__ float2 part[2][TC_MAX_WARPS * 32]; /* per-warp tile partials, double-buffered by tile parity */

@@ -169,8 +169,9 @@ int fk_gemv_resid_fold(const uint16_t *W, int O, int K, const uint16_t *x, int B
  * (not on compute capability 8.6/8.9 at D = 1536) (fk_mlp_supported, after fk_init). */
 #define FK_ACC_SHIFT 32
 int fk_mlp_supported(int B, int D, int I);
-int fk_mlp_decode(const uint16_t *gu, const uint16_t *down, int D, int I, const uint16_t *x, float eps, long long *acc,
-                  int *flag, cudaStream_t s);
+/* gu: gate_up [2I][D]; downT: down_proj TRANSPOSED, [I][D] (its columns contiguous: mlp.cu says why). */
+int fk_mlp_decode(const uint16_t *gu, const uint16_t *downT, int D, int I, const uint16_t *x, float eps,
+                  long long *acc, int *flag, cudaStream_t s);
 /* FRIGG_MLP=fused|fused-early|split (read by fk_init; anything else is an error) or fk_set_mlp_impl: whether
  * the engine runs batch-1 decode's MLP as this one kernel (fused, the default, and only under FK_GEMV_IMPL_AUTO:
  * a forced GEMV implementation keeps batched rows bit-identical to single rows) or as gate_up + down GEMVs

@@ -7,14 +7,17 @@
  * stream, is where batch-1 time goes (run 27's ablation: down 5.6 µs against the 2.8 its weights take at the
  * measured bandwidth). Split-K removes the dependency: block j owns SwiGLU units 32j..32j+31, so it needs only
  * its own 64 gate/up rows and then the 32 columns of down that multiply those units. No block waits for
- * another, and every weight byte of the MLP is requested up front.
+ * another. Those columns are read from a transposed copy of down_proj (downT [I][D], kept beside the
+ * row-major one, which prefill and batched decode use): 32 rows of it are one contiguous 32 D x 2 bytes.
+ * Run 34 read them from down itself, 64-byte pieces 2 I bytes apart, and that part of the kernel took 6.8 µs
+ * against the 5.6 of the whole split down_proj kernel.
  *
  * Block: 16 warps, 2 units per warp. Each lane streams NC 16-byte chunks of each of its warp's 4 rows (gate and
- * up of 2 units; D = 256 NC), MLP_ROUND_CHUNKS at a time, the first round requested before the PDL wait. The down slice (D rows x 64 bytes) is copied
+ * up of 2 units; D = 256 NC), MLP_ROUND_CHUNKS at a time, the first round requested before the PDL wait. The down slice is copied
  * to shared memory with cp.async, requested right after the wait (fused-early: before it, an A/B variant).
  * Sums, all in fixed orders: a gate/up row exactly as the CUDA-core GEMV sums it (gemv.cu: per lane in chunk
- * order, then warp_sum), so m has the bits of the split path's m; a row's partial over the block's 32 units
- * as 4 lanes of 8 products, combined by xor-shuffles; the partials across blocks exactly, as integers. */
+ * order, then warp_sum), so m has the bits of the split path's m; an element's partial over the block's 32
+ * units as two halves of 16 in unit order, then their sum; the partials across blocks exactly, as integers. */
 #include "gemv_common.cuh"
 
 #include <stdio.h>
@@ -43,7 +46,7 @@ __device__ __forceinline__ void cp_async16(void *smem, const void *gmem) {
 
 template <int NC, int MODE>
 __global__ void __maxnreg__(MLP_MAX_REGS) /* launched with MLP_WARPS * 32 threads */
-    mlp_b1_kernel(const uint16_t *__restrict__ gu, const uint16_t *__restrict__ down, int I,
+    mlp_b1_kernel(const uint16_t *__restrict__ gu, const uint16_t *__restrict__ downT, int I,
                   const uint16_t *__restrict__ x, float eps, long long *acc, int *flag) {
     constexpr int mode = MODE;
     /* mode bit 0: fused-early. Bits 1-3 (FRIGG_MLP_DIAG, timing experiments only, results wrong): 2 no
@@ -51,9 +54,10 @@ __global__ void __maxnreg__(MLP_MAX_REGS) /* launched with MLP_WARPS * 32 thread
     const int early = mode & 1;
     constexpr int D = 256 * NC, nch = D / 8;
     extern __shared__ uint4 sm[];
-    uint4 *dsl = sm;        /* [D][4]: down[d][32j .. 32j + 31] */
-    uint4 *xs = sm + D * 4; /* [D/8]: rmsnorm(x) */
-    __shared__ float scratch[32], rs[1], m_s[MLP_UNITS], psum[D];
+    uint4 *dsl = sm;                    /* [32][D/8]: downT rows 32j .. 32j + 31, i.e. down's columns */
+    uint4 *xs = sm + MLP_UNITS * nch;   /* [D/8]: rmsnorm(x) */
+    __shared__ float scratch[32], rs[1], m_s[MLP_UNITS];
+    __shared__ __align__(16) float psum[2][D]; /* the two halves of each partial (units 0-15, 16-31) */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int j0 = blockIdx.x * MLP_UNITS, u0 = j0 + 2 * warp;
     const uint4 *rows[4] = {(const uint4 *)(gu + (size_t)u0 * D), (const uint4 *)(gu + (size_t)(I + u0) * D),
@@ -64,9 +68,9 @@ __global__ void __maxnreg__(MLP_MAX_REGS) /* launched with MLP_WARPS * 32 thread
     for (int u = 0; u < U; u++)
 #pragma unroll
         for (int r = 0; r < 4; r++) w[r][u] = ld_stream(rows[r] + lane + 32 * u);
-    auto fetch_down = [&]() {
-        for (int q = threadIdx.x; q < D * 4; q += MLP_WARPS * 32)
-            cp_async16(dsl + q, (const uint4 *)(down + (size_t)(q >> 2) * I + j0) + (q & 3));
+    auto fetch_down = [&]() { /* one contiguous 32 D x 2 bytes */
+        const uint4 *src = (const uint4 *)(downT + (size_t)j0 * D);
+        for (int q = threadIdx.x; q < MLP_UNITS * nch; q += MLP_WARPS * 32) cp_async16(dsl + q, src + q);
         asm volatile("cp.async.commit_group;" ::: "memory");
     };
     if (early && !(mode & 4)) fetch_down();
@@ -107,17 +111,25 @@ __global__ void __maxnreg__(MLP_MAX_REGS) /* launched with MLP_WARPS * 32 thread
     if constexpr ((MODE & 4) != 0) {
         if (threadIdx.x < MLP_UNITS && m_s[threadIdx.x] == 12345.0f) acc[0] = 1; /* keep gate/up live */
     } else {
-    /* D x 4 items of 8 products; D * 4 is a multiple of the block, so every lane runs every turn (shuffles) */
-    for (int q = threadIdx.x; q < D * 4; q += MLP_WARPS * 32) {
-        const float *mf = m_s + 8 * (q & 3);
-        float p = dot8(dsl[q], mf);
-        p += __shfl_xor_sync(0xffffffffu, p, 1);
-        p += __shfl_xor_sync(0xffffffffu, p, 2);
-        if ((q & 3) == 0) psum[q >> 2] = p;
+    /* thread (h, c): elements 8c..8c+7 of y over units 16h..16h+15, in unit order (2 nch <= the block) */
+    if (threadIdx.x < 2 * nch) {
+        const int h = threadIdx.x / nch, c = threadIdx.x % nch;
+        float p[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 4
+        for (int i = 16 * h; i < 16 * h + 16; i++) {
+            float wv[8];
+            bf16x8_unpack(dsl[i * nch + c], wv);
+            const float mi = m_s[i];
+#pragma unroll
+            for (int k = 0; k < 8; k++) p[k] = fmaf(wv[k], mi, p[k]);
+        }
+        float4 *o = (float4 *)(psum[h] + 8 * c);
+        o[0] = make_float4(p[0], p[1], p[2], p[3]);
+        o[1] = make_float4(p[4], p[5], p[6], p[7]);
     }
     __syncthreads();
     for (int d = threadIdx.x; d < D; d += MLP_WARPS * 32) {
-        float p = psum[d];
+        float p = psum[0][d] + psum[1][d];
         if (!(fabsf(p) < MLP_BOUND)) { /* beyond the fixed point's range, or NaN: reported, never wrapped */
             atomicOr(flag, 1);
             p = 0.0f;
@@ -149,7 +161,7 @@ static mlp_fn mlp_pick(int nc, int mode) {
     }
     return mlp_pick_m<0>(nc);
 }
-static size_t mlp_smem(int D) { return (size_t)D * 4 * 16 + (size_t)D / 8 * 16; }
+static size_t mlp_smem(int D) { return (size_t)(MLP_UNITS + 1) * (D / 8) * 16; }
 
 static int mlp_impl = FK_MLP_FUSED, mlp_diag;
 static int mlp_fits[MLP_MAX_NC + 1]; /* fk_mlp_init: the instance's shared memory fits the current device */
@@ -202,9 +214,9 @@ extern "C" int fk_mlp_supported(int B, int D, int I) {
            I >= MLP_UNITS && I / MLP_UNITS <= MLP_MAX_BLOCKS;
 }
 
-extern "C" int fk_mlp_decode(const uint16_t *gu, const uint16_t *down, int D, int I, const uint16_t *x, float eps,
+extern "C" int fk_mlp_decode(const uint16_t *gu, const uint16_t *downT, int D, int I, const uint16_t *x, float eps,
                              long long *acc, int *flag, cudaStream_t s) {
-    if (!fk_mlp_supported(1, D, I) || !fk_aligned16(gu) || !fk_aligned16(down) || !fk_aligned16(x) || !fk_aligned16(acc)) {
+    if (!fk_mlp_supported(1, D, I) || !fk_aligned16(gu) || !fk_aligned16(downT) || !fk_aligned16(x) || !fk_aligned16(acc)) {
         frigg_set_error("mlp: unsupported shape or alignment (hidden %d, intermediate %d): hidden must be a multiple "
                         "of 256 up to 1536 (and its 64 bytes of shared memory per element fit the GPU's block), "
                         "intermediate a multiple of 32 up to 8192", D, I);
@@ -215,6 +227,6 @@ extern "C" int fk_mlp_decode(const uint16_t *gu, const uint16_t *down, int D, in
         frigg_set_error("mlp: FRIGG_MLP_DIAG is for hidden 1536 only");
         return -1;
     }
-    fk_launch(fn, I / MLP_UNITS, MLP_WARPS * 32, mlp_smem(D), s, gu, down, I, x, eps, acc, flag);
+    fk_launch(fn, I / MLP_UNITS, MLP_WARPS * 32, mlp_smem(D), s, gu, downT, I, x, eps, acc, flag);
     return fk_check_launch("mlp");
 }

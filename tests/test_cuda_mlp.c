@@ -89,7 +89,11 @@ static void test_shape(frigg_pool *pool, int D, int I) {
     frigg_cpu_linear(pool, &Mdn, m, 1, y);
     for (int i = 0; i < D; i++) ref[i] = frigg_round_bf16(x[i] + y[i]);
 
-    uint16_t *dgu = ct_to_dev(gu, (size_t)2 * I * D), *ddn = ct_to_dev(dn, (size_t)D * I), *dx = ct_to_dev(x, D);
+    float *dnT = malloc(sizeof(float) * D * I); /* the kernel reads down_proj transposed */
+    for (int d = 0; d < D; d++)
+        for (int i = 0; i < I; i++) dnT[(size_t)i * D + d] = dn[(size_t)d * I + i];
+    uint16_t *dgu = ct_to_dev(gu, (size_t)2 * I * D), *ddn = ct_to_dev(dnT, (size_t)D * I), *dx = ct_to_dev(x, D);
+    free(dnT);
     long long *dacc = acc_new(D), *hacc = malloc((size_t)D * 8), *hacc2 = malloc((size_t)D * 8);
     int *dflag = NULL, flag = 0;
     cudaMalloc((void **)&dflag, 4);
