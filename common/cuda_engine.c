@@ -22,7 +22,6 @@
 
 typedef struct {
     uint16_t *gqkv, *o, *gu, *down;
-    uint16_t *downT; /* down transposed [I][D], for the fused batch-1 MLP (kernels/mlp.cu); NULL without it */
 } dev_layer;
 
 typedef struct {
@@ -38,8 +37,7 @@ typedef struct {
     uint16_t *zH, *zL, *x, *a, *gqkv, *q, *y, *t1, *gu, *m;
     int32_t *d_ids, *d_zero, *d_iota;
     int32_t *d_step;   /* [3][MAX_BATCH]: ids, seq, pos of a decode step */
-    int32_t *d_out;    /* [MAX_BATCH] greedy ids, then the fused MLP's range flag (fk_mlp_decode) */
-    long long *acc;    /* [D]: the fused MLP's pending output (kernels.h: fold), zero between steps */
+    int32_t *d_out;    /* [MAX_BATCH] greedy ids */
     int32_t *h_step, *h_out; /* pinned staging */
     uint16_t *logits;  /* [LOGIT_CHUNK][V] bf16 */
     float *logits_f;   /* [LOGIT_CHUNK][V] */
@@ -97,15 +95,12 @@ static int gemm(cuda_impl *im, const uint16_t *W, int O, int K, const uint16_t *
 static uint16_t *k_slot(cuda_impl *im, int slot) { return im->kc + (size_t)slot * im->slot_stride; }
 static uint16_t *v_slot(cuda_impl *im, int slot) { return im->vc + (size_t)slot * im->slot_stride; }
 
-/* End of run r: the final norm replaces z_L (L run) or z_H (H run); then the next run's injection. acc: a
- * pending MLP output to fold into x first (fused MLP), or NULL. */
-static int run_end(cuda_impl *im, const frigg_config *c, int r, int T, long long *acc) {
+/* End of run r: the final norm replaces z_L (L run) or z_H (H run); then the next run's injection. */
+static int run_end(cuda_impl *im, const frigg_config *c, int r, int T) {
     int last = r == frigg_num_runs(c) - 1, D = c->hidden_size;
     float eps = (float)c->rms_norm_eps;
-    uint16_t *state = frigg_run_stack(c, r) == FRIGG_STACK_L ? im->zL : im->zH;
-    const uint16_t *other = frigg_run_stack(c, r) == FRIGG_STACK_L ? im->zH : last ? NULL : im->zL;
-    if (acc) return fk_run_end_fold(im->x, state, other, T, D, eps, acc, im->stream);
-    return fk_run_end(im->x, state, other, T, D, eps, im->stream);
+    if (frigg_run_stack(c, r) == FRIGG_STACK_L) return fk_run_end(im->x, im->zL, im->zH, T, D, eps, im->stream);
+    return fk_run_end(im->x, im->zH, last ? NULL : im->zL, T, D, eps, im->stream);
 }
 
 static int cuda_prefill(frigg_backend *b, int seq, const int32_t *ids, int T, int prefix_len, float *logits_last,
@@ -151,7 +146,7 @@ static int cuda_prefill(frigg_backend *b, int seq, const int32_t *ids, int T, in
             /* The next layer's input norm comes for free; after the last layer it is simply unused. */
             OK(fk_add_rmsnorm(im->x, im->t1, im->a, T, D, eps, s));
         }
-        OK(run_end(im, c, r, T, NULL));
+        OK(run_end(im, c, r, T));
     }
     if (logits_all) {
         for (int t0 = 0; t0 < T; t0 += LOGIT_CHUNK) {
@@ -181,20 +176,6 @@ static int enqueue_decode(frigg_backend *b, int B) {
     float eps = (float)c->rms_norm_eps;
     cudaStream_t s = im->stream;
     const int32_t *ids = im->d_step, *rseq = im->d_step + MAX_BATCH, *rpos = im->d_step + 2 * MAX_BATCH;
-    /* Batch 1 runs the MLP as one kernel (mlp.cu) unless FRIGG_MLP=split: its output waits in im->acc until
-     * the next kernel that touches x folds it in (the next layer's gqkv norm reads it, o_proj's residual
-     * epilogue or the run's end writes it into x and zeroes acc). */
-    /* Only under the auto GEMV choice: a forced implementation (FRIGG_GEMV_IMPL=simt|tc) promises batched rows
-     * bit-identical to single rows, and the fused MLP sums down_proj in another order than the batched GEMV. */
-    int fused = B == 1 && fk_get_mlp_impl() != FK_MLP_SPLIT && fk_get_gemv_impl() == FK_GEMV_IMPL_AUTO &&
-                fk_mlp_supported(B, D, I) && im->layers[0][0].downT;
-    int sk = im->skip;
-    if (fused && !(sk & FRIGG_SKIP_GU) != !(sk & FRIGG_SKIP_DOWN)) {
-        frigg_set_error("--skip: batch-1 decode runs gate_up and down as one kernel (FRIGG_MLP=fused): skip both or "
-                        "neither, or set FRIGG_MLP=split");
-        return -1;
-    }
-    if (fused) CU(cudaMemsetAsync(im->acc, 0, (size_t)D * sizeof *im->acc, s)); /* zero already; not left to trust */
     OK(fk_embed(im->embed, im->zli, ids, B, D, (float)c->embedding_scale, im->zH, im->zL, im->x, s));
     for (int r = 0; r < frigg_num_runs(c); r++) {
         const dev_layer *Ls = im->layers[frigg_run_stack(c, r)];
@@ -202,26 +183,17 @@ static int enqueue_decode(frigg_backend *b, int B) {
             int slot = frigg_slot(c, r, i);
             fk_qkv_epi qa = {im->cos_t, im->sin_t, rseq, rpos, im->q, k_slot(im, slot), v_slot(im, slot),
                              im->seq_stride, b->max_ctx, hd};
-            long long *pend = fused && i > 0 ? im->acc : NULL; /* the previous layer's MLP output, not yet in x */
-            if (!(sk & FRIGG_SKIP_QKV)) { /* norm + gqkv + RoPE + KV write */
-                if (pend) OK(fk_gemv_qkv_fold(Ls[i].gqkv, D, im->x, pend, B, eps, im->gqkv, &qa, s));
-                else OK(fk_gemv_qkv(Ls[i].gqkv, D, im->x, B, eps, im->gqkv, &qa, s));
-            }
+            int sk = im->skip;
+            if (!(sk & FRIGG_SKIP_QKV)) /* norm + gqkv + RoPE + KV write */
+                OK(fk_gemv_qkv(Ls[i].gqkv, D, im->x, B, eps, im->gqkv, &qa, s));
             if (!(sk & FRIGG_SKIP_ATTN))
                 OK(fk_attn_decode(im->q, k_slot(im, slot), v_slot(im, slot), im->seq_stride, rseq, rpos, im->gqkv, B, H,
                                   hd, b->max_ctx, im->attn_work, im->attn_counters, im->y, s));
-            if (!(sk & FRIGG_SKIP_O)) {
-                if (pend) OK(fk_gemv_resid_fold(Ls[i].o, D, D, im->y, B, im->x, pend, s));
-                else OK(fk_gemv(Ls[i].o, D, D, im->y, B, 0, eps, FK_GEMV_RESID, im->x, s));
-            }
-            if (fused) {
-                if (!(sk & FRIGG_SKIP_GU)) OK(fk_mlp_decode(Ls[i].gu, Ls[i].downT, D, I, im->x, eps, im->acc, im->d_out + MAX_BATCH, s));
-                continue;
-            }
+            if (!(sk & FRIGG_SKIP_O)) OK(fk_gemv(Ls[i].o, D, D, im->y, B, 0, eps, FK_GEMV_RESID, im->x, s));
             if (!(sk & FRIGG_SKIP_GU)) OK(fk_gemv(Ls[i].gu, 2 * I, D, im->x, B, 1, eps, FK_GEMV_SWIGLU, im->m, s));
             if (!(sk & FRIGG_SKIP_DOWN)) OK(fk_gemv(Ls[i].down, D, I, im->m, B, 0, eps, FK_GEMV_RESID, im->x, s));
         }
-        OK(run_end(im, c, r, B, fused ? im->acc : NULL));
+        OK(run_end(im, c, r, B));
     }
     if (!(im->skip & FRIGG_SKIP_LMHEAD)) OK(fk_gemv(im->lm_head, V, D, im->zH, B, 0, eps, FK_GEMV_STORE, im->logits, s));
     return fk_argmax_bf16(im->logits, B, V, im->d_out, s);
@@ -296,32 +268,21 @@ static int decode_common(frigg_backend *b, int nseq, const int *seqs, const int3
     return 0;
 }
 
-/* After a step's copies have landed in h_out: the fused MLP's range flag (fk_mlp_decode) is an error. */
-static int check_mlp_flag(cuda_impl *im) {
-    if (!im->h_out[MAX_BATCH]) return 0;
-    CU(cudaMemset(im->d_out + MAX_BATCH, 0, 4));
-    frigg_set_error("decode: an MLP partial sum was not finite or beyond +-2^23, the fused MLP's fixed-point range "
-                    "(FRIGG_MLP=split sums in floating point)");
-    return -1;
-}
-
 static int cuda_decode(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, float *logits) {
     cuda_impl *im = b->impl;
     size_t V = (size_t)b->model->cfg.vocab_size;
     OK(decode_common(b, nseq, seqs, ids));
     OK(fk_bf16_to_f32(im->logits, nseq * V, im->logits_f, im->stream));
     CU(cudaMemcpyAsync(logits, im->logits_f, nseq * V * 4, cudaMemcpyDeviceToHost, im->stream));
-    CU(cudaMemcpyAsync(im->h_out, im->d_out, (MAX_BATCH + 1) * 4, cudaMemcpyDeviceToHost, im->stream));
     CU(cudaStreamSynchronize(im->stream));
-    return check_mlp_flag(im);
+    return 0;
 }
 
 static int cuda_decode_argmax(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int32_t *out_ids) {
     cuda_impl *im = b->impl;
     OK(decode_common(b, nseq, seqs, ids));
-    CU(cudaMemcpyAsync(im->h_out, im->d_out, (MAX_BATCH + 1) * 4, cudaMemcpyDeviceToHost, im->stream));
+    CU(cudaMemcpyAsync(im->h_out, im->d_out, (size_t)nseq * 4, cudaMemcpyDeviceToHost, im->stream));
     CU(cudaStreamSynchronize(im->stream));
-    OK(check_mlp_flag(im));
     memcpy(out_ids, im->h_out, (size_t)nseq * 4);
     return 0;
 }
@@ -381,28 +342,7 @@ static int upload_model(cuda_impl *im, const frigg_model *m) {
             OK(upload(d->down, L->down.w, D * I));
         }
     }
-    /* The fused batch-1 MLP reads down_proj's columns: a transposed copy, D x I x 2 bytes per layer (DFM-Mimir:
-     * 403 MB), only where that kernel runs (not under FRIGG_MLP=split, nor on GPUs without the shared memory). */
-    if (fk_get_mlp_impl() == FK_MLP_SPLIT || !fk_mlp_supported(1, (int)D, (int)I)) return 0;
-    uint16_t *t = malloc(D * I * 2);
-    if (!t) {
-        frigg_set_error("out of host memory for the transposed down_proj");
-        return -1;
-    }
-    int rc = 0;
-    for (int s = 0; s < 2 && !rc; s++) {
-        uint16_t *base;
-        rc = dalloc(im, (void **)&base, D * I * n * 2, "transposed down_proj (fused MLP)");
-        for (int i = 0; i < n && !rc; i++) {
-            const uint16_t *w = m->stack[s][i].down.w; /* [D][I] */
-            for (size_t r = 0; r < D; r++)
-                for (size_t k = 0; k < I; k++) t[k * D + r] = w[r * I + k];
-            im->layers[s][i].downT = base + D * I * i;
-            rc = upload(im->layers[s][i].downT, t, D * I);
-        }
-    }
-    free(t);
-    return rc;
+    return 0;
 }
 
 static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
@@ -462,10 +402,7 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     OK(dalloc(im, (void **)&im->d_zero, R * 4, "ids"));
     OK(dalloc(im, (void **)&im->d_iota, R * 4, "ids"));
     OK(dalloc(im, (void **)&im->d_step, 3 * MAX_BATCH * 4, "ids"));
-    OK(dalloc(im, (void **)&im->d_out, (MAX_BATCH + 1) * 4, "ids"));
-    OK(dalloc(im, (void **)&im->acc, D * sizeof *im->acc, "the MLP accumulator"));
-    CU(cudaMemset(im->d_out, 0, (MAX_BATCH + 1) * 4));
-    CU(cudaMemset(im->acc, 0, D * sizeof *im->acc));
+    OK(dalloc(im, (void **)&im->d_out, MAX_BATCH * 4, "ids"));
     OK(dalloc(im, (void **)&im->logits, (size_t)LOGIT_CHUNK * V * 2, "logits"));
     OK(dalloc(im, (void **)&im->logits_f, (size_t)LOGIT_CHUNK * V * 4, "logits"));
     OK(dalloc(im, (void **)&im->attn_work, fk_attn_decode_work_floats(MAX_BATCH, c->num_heads, hd, (int)ctx) * 4,
@@ -480,7 +417,7 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     CU(cudaMemset(im->d_zero, 0, R * 4));
     CU(cudaMemset(im->d_step, 0, 3 * MAX_BATCH * 4));
     CU(cudaMallocHost((void **)&im->h_step, 3 * MAX_BATCH * 4));
-    CU(cudaMallocHost((void **)&im->h_out, (MAX_BATCH + 1) * 4));
+    CU(cudaMallocHost((void **)&im->h_out, MAX_BATCH * 4));
     CU(cudaDeviceSynchronize());
     return 0;
 }

@@ -50,7 +50,6 @@ __device__ __forceinline__ void pdl_launch(void) {
 }
 extern int fk_pdl; /* set by fk_init: the current device supports PDL */
 int fk_attention_init(void); /* attention.cu: per-device kernel attributes */
-extern "C" int fk_mlp_init(void); /* mlp.cu: FRIGG_MLP and per-device kernel attributes */
 
 template <typename... KArgs, typename... Args>
 static inline cudaError_t fk_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
@@ -91,24 +90,6 @@ __device__ __forceinline__ uint4 bf16x8_pack(const float f[8]) {
     for (int k = 0; k < 4; k++) u[k] = (uint32_t)f2bf(f[2 * k]) | ((uint32_t)f2bf(f[2 * k + 1]) << 16);
     return make_uint4(u[0], u[1], u[2], u[3]);
 }
-/* fold(x, acc) of kernels.h (mlp.cu; FK_ACC_SHIFT = 32): a pending MLP output, kept as a fixed-point integer, added to x. */
-__device__ __forceinline__ float fold1(float x, long long a) {
-    return rbf(x + rbf(__ll2float_rn(a) * (1.0f / 4294967296.0f)));
-}
-/* The same for one 16-byte chunk of x and its 8 accumulators (64-byte aligned). */
-__device__ __forceinline__ uint4 fold8(uint4 v, const long long *acc) {
-    float f[8];
-    bf16x8_unpack(v, f);
-    const longlong2 *a = (const longlong2 *)acc;
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        longlong2 q = a[k];
-        f[2 * k] = fold1(f[2 * k], q.x);
-        f[2 * k + 1] = fold1(f[2 * k + 1], q.y);
-    }
-    return bf16x8_pack(f);
-}
-
 /* 16-byte accesses need 16-byte aligned bases (cudaMalloc gives 256). */
 static inline int fk_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 /* Set by fk_set_eltwise_general (kernels.h): the elementwise kernels take their general paths. */

@@ -33,16 +33,25 @@
 #endif
 enum { GEMV_V_NORMAL = 0, GEMV_V_LONG = 1, GEMV_V_SHORT = 2, GEMV_NV = 3 };
 
+__device__ __forceinline__ float dot8(uint4 w, const float *x) {
+    float s = bf_lo(w.x) * x[0];
+    s = fmaf(bf_hi(w.x), x[1], s);
+    s = fmaf(bf_lo(w.y), x[2], s);
+    s = fmaf(bf_hi(w.y), x[3], s);
+    s = fmaf(bf_lo(w.z), x[4], s);
+    s = fmaf(bf_hi(w.z), x[5], s);
+    s = fmaf(bf_lo(w.w), x[6], s);
+    s = fmaf(bf_hi(w.w), x[7], s);
+    return s;
+}
+
 template <int B, int R, bool NORM, int EPI, int U>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
     gemv_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, float eps,
-                uint16_t *__restrict__ out, fk_qkv_epi qa, long long *pend) {
+                uint16_t *__restrict__ out, fk_qkv_epi qa) {
     extern __shared__ uint4 xs[];
     __shared__ float scratch[B * 32]; /* stage_norm: 32 per batch row */
     __shared__ float rs[B];
-#ifdef FRIGG_NO_FOLD /* an A/B build (make FRIGG_NVCC_DEFS=-DFRIGG_NO_FOLD): the fold's code compiled out */
-    pend = nullptr;
-#endif
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nch = K / 8;
     int unit = blockIdx.x * GEMV_WARPS + warp; /* output row (or SwiGLU output index, or RoPE pair) of this warp */
     bool valid = unit < O / R; /* R = 2: rows unit and O/2 + unit (SwiGLU: gate and up; plain: two halves) */
@@ -65,11 +74,9 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
     gemv_pre pre = {0, 0, 0, 0.0f, false, false};
     pdl_wait();
     pdl_launch();
-    /* pend: a pending MLP output (kernels.h, mlp.cu), folded into the normalised input (NORM) or into the
-     * residual (RESID; the launcher allows no kernel both) */
-    if (EPI == FK_GEMV_RESID && valid && lane < B) gemv_preload_resid<EPI>(pre, row1, lane, O, out, pend);
+    if (EPI == FK_GEMV_RESID && valid && lane < B) gemv_preload_resid<EPI>(pre, row1, lane, O, out);
     const uint4 *xv = (const uint4 *)x;
-    if (NORM) xv = stage_norm(xv, B, nch, K, eps, xs, scratch, rs, pend);
+    if (NORM) xv = stage_norm(xv, B, nch, K, eps, xs, scratch, rs);
     if (!valid) return;
     float acc[R][B];
 #pragma unroll
@@ -105,10 +112,10 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
         for (int b = 0; b < B; b++) acc[r][b] = warp_sum(acc[r][b]);
 #pragma unroll
     for (int b = 0; b < B; b++)
-        if (lane == b) gemv_store<EPI>(unit, row1, b, acc[0][b], acc[R - 1][b], O, out, qa, pre, pend);
+        if (lane == b) gemv_store<EPI>(unit, row1, b, acc[0][b], acc[R - 1][b], O, out, qa, pre);
 }
 
-typedef void (*gemv_fn)(const uint16_t *, int, int, const uint16_t *, float, uint16_t *, fk_qkv_epi, long long *);
+typedef void (*gemv_fn)(const uint16_t *, int, int, const uint16_t *, float, uint16_t *, fk_qkv_epi);
 
 template <int B>
 static gemv_fn pick(int norm, int epi, int variant) {
@@ -230,7 +237,7 @@ extern "C" int fk_init(void) {
             return -1;
         }
     }
-    if (read_auto_env() || fk_attention_init() || gemv_tc_init() || fk_mlp_init()) return -1;
+    if (read_auto_env() || fk_attention_init() || gemv_tc_init()) return -1;
     for (int B = 1; B <= 8; B++)
         for (int epi = 0; epi < 4 * GEMV_NV; epi++) {
             cudaError_t e = cudaFuncSetAttribute((const void *)pick_b(B, 1, epi & 3, epi >> 2),
@@ -243,24 +250,17 @@ extern "C" int fk_init(void) {
     return 0;
 }
 
-/* pend: a pending MLP output (kernels.h, mlp.cu) to fold into the normalised input (norm_in) or into the
- * residual (FK_GEMV_RESID), or NULL; never both. */
 static int gemv_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
-                       uint16_t *out, const fk_qkv_epi *qa, long long *pend, cudaStream_t s) {
+                       uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s) {
     size_t smem = norm_in ? (size_t)B * K * 2 : 0;
     if (B < 1 || B > 8 || K % 8 || (epi != FK_GEMV_STORE && epi != FK_GEMV_RESID && O % 2) || smem > GEMV_MAX_SMEM ||
         epi < 0 || epi > 3 || (epi == FK_GEMV_QKV && (O % 4 || qa->hd % 2 || (O / 4) % qa->hd))) {
         frigg_set_error("gemv: unsupported shape (rows %d, out %d, in %d, epilogue %d)", B, O, K, epi);
         return -1;
     }
-    if (pend && (norm_in ? epi == FK_GEMV_RESID : epi != FK_GEMV_RESID)) {
-        frigg_set_error("gemv: a pending MLP output folds into a normalised input or a residual, exactly one");
-        return -1;
-    }
     char use = gemv_impl == FK_GEMV_IMPL_TC ? 't' : gemv_impl == FK_GEMV_IMPL_SIMT ? 's' : auto_choice(B, O, K, epi);
     if (K > GEMV_TC_MAX_K) use = 's'; /* the tensor-core kernel keeps one round of K per warp (DFM-Mimir: K <= 4096) */
-    if (use != 's')
-        return gemv_tc_launch(W, O, K, x, B, norm_in, eps, epi, out, qa, pend, use == '2' ? 2 : 0, use == '1' ? 1 : 0, s);
+    if (use != 's') return gemv_tc_launch(W, O, K, x, B, norm_in, eps, epi, out, qa, use == '2' ? 2 : 0, use == '1' ? 1 : 0, s);
     /* Two rows per warp only where the epilogue needs the pair. Pairing plain rows to halve the x reads at
      * batch >= 3 was measured slower on the H200 (batch 8: 581 against 643 tok/s), so it is not done. */
     int pair = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
@@ -269,7 +269,7 @@ static int gemv_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B
                   : B == 1 && pair && K <= GEMV_SHORT_K ? GEMV_V_SHORT
                                                                       : GEMV_V_NORMAL;
     fk_launch(pick_b(B, norm_in, epi, variant), (units + GEMV_WARPS - 1) / GEMV_WARPS, GEMV_WARPS * 32, smem, s, W, O, K, x, eps,
-              out, *qa, pend);
+              out, *qa);
     return fk_check_launch("gemv");
 }
 
@@ -281,23 +281,10 @@ extern "C" int fk_gemv(const uint16_t *W, int O, int K, const uint16_t *x, int B
         frigg_set_error("gemv: the QKV epilogue goes through fk_gemv_qkv");
         return -1;
     }
-    return gemv_launch(W, O, K, x, B, norm_in, eps, epi, out, &none, NULL, s);
-}
-
-extern "C" int fk_gemv_resid_fold(const uint16_t *W, int O, int K, const uint16_t *x, int B, uint16_t *out,
-                                  long long *acc, cudaStream_t s) {
-    fk_qkv_epi none = {};
-    none.hd = 2;
-    return gemv_launch(W, O, K, x, B, 0, 0.0f, FK_GEMV_RESID, out, &none, acc, s);
+    return gemv_launch(W, O, K, x, B, norm_in, eps, epi, out, &none, s);
 }
 
 extern "C" int fk_gemv_qkv(const uint16_t *W, int D, const uint16_t *x, int B, float eps, uint16_t *gqkv,
                            const fk_qkv_epi *qa, cudaStream_t s) {
-    return gemv_launch(W, 4 * D, D, x, B, 1, eps, FK_GEMV_QKV, gqkv, qa, NULL, s);
-}
-
-extern "C" int fk_gemv_qkv_fold(const uint16_t *W, int D, const uint16_t *x, const long long *acc, int B, float eps,
-                                uint16_t *gqkv, const fk_qkv_epi *qa, cudaStream_t s) {
-    /* the kernels only read acc on this path (the norm's input); the pointer type is shared with RESID's */
-    return gemv_launch(W, 4 * D, D, x, B, 1, eps, FK_GEMV_QKV, gqkv, qa, (long long *)acc, s);
+    return gemv_launch(W, 4 * D, D, x, B, 1, eps, FK_GEMV_QKV, gqkv, qa, s);
 }

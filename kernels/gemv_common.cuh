@@ -18,19 +18,6 @@ __device__ __forceinline__ uint4 ld_stream(const uint4 *p) {
     return r;
 }
 
-/* The dot product of one 16-byte chunk of weights with 8 floats, in a fixed order (gemv.cu, mlp.cu). */
-__device__ __forceinline__ float dot8(uint4 w, const float *x) {
-    float s = bf_lo(w.x) * x[0];
-    s = fmaf(bf_hi(w.x), x[1], s);
-    s = fmaf(bf_lo(w.y), x[2], s);
-    s = fmaf(bf_hi(w.y), x[3], s);
-    s = fmaf(bf_lo(w.z), x[4], s);
-    s = fmaf(bf_hi(w.z), x[5], s);
-    s = fmaf(bf_lo(w.w), x[6], s);
-    s = fmaf(bf_hi(w.w), x[7], s);
-    return s;
-}
-
 /* x [B][K] (nch = K/8 16-byte chunks per row) -> xs = bf16(x * rsqrt(mean(x^2) + eps)) row by row, using the
  * whole block (every thread must call it). Returns xs. scratch: B x 32 floats, rs: B floats of shared memory.
  * x is read from global memory once: the first pass parks the raw chunks in xs while it sums their squares,
@@ -38,7 +25,7 @@ __device__ __forceinline__ float dot8(uint4 w, const float *x) {
  * thread's chunks in increasing order, warp_sum, then warp_sum over the warps' partials), so a row's scale has
  * the same bits whatever B. */
 __device__ __forceinline__ const uint4 *stage_norm(const uint4 *xv, int B, int nch, int K, float eps, uint4 *xs,
-                                                   float *scratch, float *rs, const long long *acc = nullptr) {
+                                                   float *scratch, float *rs) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     float ss[8];
 #pragma unroll
@@ -48,7 +35,6 @@ __device__ __forceinline__ const uint4 *stage_norm(const uint4 *xv, int B, int n
         for (int b = 0; b < 8; b++) {
             if (b >= B) break;
             uint4 v = xv[(size_t)b * nch + c];
-            if (acc) v = fold8(v, acc + (size_t)b * K + 8 * c); /* a pending MLP output (mlp.cu) */
             xs[(size_t)b * nch + c] = v;
             float a0 = bf_lo(v.x), a1 = bf_hi(v.x), a2 = bf_lo(v.y), a3 = bf_hi(v.y);
             float a4 = bf_lo(v.z), a5 = bf_hi(v.z), a6 = bf_lo(v.w), a7 = bf_hi(v.w);
@@ -109,13 +95,11 @@ __device__ __forceinline__ gemv_pre gemv_preload(int row1, int b, int O, const f
     }
     return p;
 }
-/* After the wait: the RESID residual of (batch row b, row) into p, with acc's pending MLP output folded in. */
+/* After the wait: the RESID residual of (batch row b, row) into p. */
 template <int EPI>
-__device__ __forceinline__ void gemv_preload_resid(gemv_pre &p, int row, int b, int O, const uint16_t *out,
-                                                   const long long *acc) {
+__device__ __forceinline__ void gemv_preload_resid(gemv_pre &p, int row, int b, int O, const uint16_t *out) {
     if (EPI == FK_GEMV_RESID) {
-        size_t at = (size_t)b * O + row;
-        p.res = acc ? fold1(bf2f(out[at]), acc[at]) : bf2f(out[at]);
+        p.res = bf2f(out[(size_t)b * O + row]);
         p.res_ok = true;
     }
 }
@@ -126,16 +110,11 @@ __device__ __forceinline__ void gemv_preload_resid(gemv_pre &p, int row, int b, 
  * gemv_preload_resid for this (row1, b), or with ok/res_ok false to have the operands loaded here. */
 template <int EPI>
 __device__ __forceinline__ void gemv_store(int unit, int row1, int b, float a1, float a2, int O, uint16_t *out,
-                                           const fk_qkv_epi &qa, gemv_pre pre, long long *acc) {
+                                           const fk_qkv_epi &qa, gemv_pre pre) {
     if (EPI == FK_GEMV_STORE || EPI == FK_GEMV_RESID) {
         size_t at = (size_t)b * O + row1;
-        if (EPI == FK_GEMV_STORE) {
-            out[at] = f2bf(a1);
-        } else {
-            float res = pre.res_ok ? pre.res : acc ? fold1(bf2f(out[at]), acc[at]) : bf2f(out[at]);
-            out[at] = f2bf(res + rbf(a1));
-            if (acc) acc[at] = 0; /* folded: the next MLP adds into a zero accumulator */
-        }
+        if (EPI == FK_GEMV_STORE) out[at] = f2bf(a1);
+        else out[at] = f2bf((pre.res_ok ? pre.res : bf2f(out[at])) + rbf(a1));
     } else if (EPI == FK_GEMV_QKV) {
         int half = qa.hd / 2, Dm = O / 4, sec = row1 / Dm, j1 = row1 % Dm, j2 = j1 + half;
         float x1 = rbf(a1), x2 = rbf(a2);
@@ -170,9 +149,9 @@ __device__ __forceinline__ void gemv_store(int unit, int row1, int b, float a1, 
 /* The same, every operand loaded here. */
 template <int EPI>
 __device__ __forceinline__ void gemv_store(int unit, int row1, int b, float a1, float a2, int O, uint16_t *out,
-                                           const fk_qkv_epi &qa, long long *acc) {
+                                           const fk_qkv_epi &qa) {
     gemv_pre none = {0, 0, 0, 0.0f, false, false};
-    gemv_store<EPI>(unit, row1, b, a1, a2, O, out, qa, none, acc);
+    gemv_store<EPI>(unit, row1, b, a1, a2, O, out, qa, none);
 }
 
 /* The weight rows of output unit `unit` (< O/2) for the paired epilogues. */
@@ -195,6 +174,6 @@ int gemv_tc_init(void);
  * per SM (0: as many as fit); depth: weight tiles in flight per warp (1, 2; else fk_gemv_tc_set_variant's).
  * No result depends on either. */
 int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
-                   uint16_t *out, const fk_qkv_epi *qa, long long *acc, int per_sm_cap, int depth, cudaStream_t s);
+                   uint16_t *out, const fk_qkv_epi *qa, int per_sm_cap, int depth, cudaStream_t s);
 
 #endif

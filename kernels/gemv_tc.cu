@@ -67,10 +67,7 @@ __device__ __forceinline__ bool tile_row(int tile, int g, int O, int hd, int *ro
 template <bool NORM, int EPI, int DEPTH>
 __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     gemv_tc_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, int B, float eps,
-                   uint16_t *__restrict__ out, fk_qkv_epi qa, long long *pend, int rotate) {
-#ifdef FRIGG_NO_FOLD /* an A/B build (make FRIGG_NVCC_DEFS=-DFRIGG_NO_FOLD): the fold's code compiled out */
-    pend = nullptr;
-#endif
+                   uint16_t *__restrict__ out, fk_qkv_epi qa, int rotate) {
     constexpr bool PAIRED = EPI == FK_GEMV_SWIGLU || EPI == FK_GEMV_QKV;
     extern __shared__ uint4 xw[];                 /* [nw][TC_STEPS][32]: each lane's x fragment, normalised */
     __shared__ float2 part[2][TC_MAX_WARPS * 32]; /* per-warp tile partials, double-buffered by tile parity */
@@ -117,8 +114,8 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     }
     if (EPI == FK_GEMV_RESID && first_ok) {
         int row = tile * 8 + 2 * t;
-        if (row < O) gemv_preload_resid<EPI>(pre1, row, g, O, out, pend);
-        if (row + 1 < O) gemv_preload_resid<EPI>(pre2, row + 1, g, O, out, pend);
+        if (row < O) gemv_preload_resid<EPI>(pre1, row, g, O, out);
+        if (row + 1 < O) gemv_preload_resid<EPI>(pre2, row + 1, g, O, out);
     }
     /* This lane's x fragment: batch row g, chunks 4s + t of the warp's slice (mma rows >= B, and 8..15, stay
      * zero). Plain loads: x was written by the kernel in front of this one. */
@@ -130,12 +127,6 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
         int c = 4 * s + t;
         xf[s] = xok && c < n ? xr[c] : zero;
     }
-    if (NORM && pend) /* a pending MLP output (kernels.h, mlp.cu) folded into x before the norm */
-#pragma unroll
-        for (int s = 0; s < TC_STEPS; s++) {
-            int c = 4 * s + t;
-            if (xok && c < n) xf[s] = fold8(xf[s], pend + (size_t)g * K + (size_t)(c_lo + c) * 8);
-        }
     /* Parked in shared memory for the tiles (lane-contiguous: conflict-free), not held in registers: with
      * two tiles of weights in flight that would pass 128 registers and spill inside the tile loop. */
     float ss = 0.0f;
@@ -209,12 +200,12 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
             int unit = cur * 4 + t, r1, r2;
             if (unit < O / 2) {
                 pair_rows<EPI>(unit, O, qa.hd, &r1, &r2);
-                gemv_store<EPI>(unit, r1, g, acc[0], acc[1], O, out, qa, it == 0 ? pre1 : none, pend);
+                gemv_store<EPI>(unit, r1, g, acc[0], acc[1], O, out, qa, it == 0 ? pre1 : none);
             }
         } else {
             int row = cur * 8 + 2 * t;
-            if (row < O) gemv_store<EPI>(row, row, g, acc[0], 0.0f, O, out, qa, it == 0 ? pre1 : none, pend);
-            if (row + 1 < O) gemv_store<EPI>(row + 1, row + 1, g, acc[1], 0.0f, O, out, qa, it == 0 ? pre2 : none, pend);
+            if (row < O) gemv_store<EPI>(row, row, g, acc[0], 0.0f, O, out, qa, it == 0 ? pre1 : none);
+            if (row + 1 < O) gemv_store<EPI>(row + 1, row + 1, g, acc[1], 0.0f, O, out, qa, it == 0 ? pre2 : none);
         }
     };
     /* every warp of the block walks the same tiles, so the __syncthreads above match */
@@ -230,8 +221,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     }
 }
 
-typedef void (*gemv_tc_fn)(const uint16_t *, int, int, const uint16_t *, int, float, uint16_t *, fk_qkv_epi, long long *,
-                           int);
+typedef void (*gemv_tc_fn)(const uint16_t *, int, int, const uint16_t *, int, float, uint16_t *, fk_qkv_epi, int);
 
 template <int DEPTH>
 static gemv_tc_fn pick_tc_d(int norm, int epi) {
@@ -280,7 +270,7 @@ int gemv_tc_init(void) {
 
 /* Shapes are validated by the caller (gemv.cu), which sends K > TC_MAX_K to the CUDA-core kernel. */
 int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
-                   uint16_t *out, const fk_qkv_epi *qa, long long *pend, int per_sm_cap, int depth, cudaStream_t s) {
+                   uint16_t *out, const fk_qkv_epi *qa, int per_sm_cap, int depth, cudaStream_t s) {
     int paired = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
     int tiles = paired ? (O / 2 + 3) / 4 : (O + 7) / 8;
     /* one warp per 32 chunks of K (one round of loads each), 1..TC_MAX_WARPS: a function of K only, which
@@ -304,6 +294,6 @@ int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, in
     if (tc_max_blocks && cap > tc_max_blocks) cap = tc_max_blocks;
     int rounds = (int)((tiles + cap - 1) / cap);
     int grid = (tiles + rounds - 1) / rounds;
-    fk_launch(fn, grid, nw * 32, TC_XW_BYTES(nw), s, W, O, K, x, B, eps, out, *qa, pend, tc_rotate);
+    fk_launch(fn, grid, nw * 32, TC_XW_BYTES(nw), s, W, O, K, x, B, eps, out, *qa, tc_rotate);
     return fk_check_launch("gemv_tc");
 }

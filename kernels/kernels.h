@@ -27,9 +27,6 @@ int fk_add_rmsnorm(uint16_t *h, const uint16_t *y, uint16_t *a, int T, int D, fl
 /* End of a module run: state = rmsnorm(x) (the stack's final_norm, which replaces the state); then, when
  * other != NULL, x = bf16(state + other), the injection add that feeds the next run. */
 int fk_run_end(uint16_t *x, uint16_t *state, const uint16_t *other, int T, int D, float eps, cudaStream_t s);
-/* The same, with a pending MLP output folded into x first (x = fold(x, acc), acc = 0; see mlp.cu below). */
-int fk_run_end_fold(uint16_t *x, uint16_t *state, const uint16_t *other, int T, int D, float eps, long long *acc,
-                    cudaStream_t s);
 /* out[t][i] = bf16(bf16(silu(gu[t][i])) * gu[t][I + i]) for the packed gate_up output [T][2I]. */
 int fk_swiglu(const uint16_t *gu, int T, int I, uint16_t *out, cudaStream_t s);
 /* on != 0: rmsnorm, add_rmsnorm, run_end, swiglu and rope_kv take their general paths (one block per row or
@@ -146,40 +143,6 @@ typedef struct {
  * Each warp computes rows i and i + hd/2 of a head, the pair RoPE mixes. */
 int fk_gemv_qkv(const uint16_t *W, int D, const uint16_t *x, int B, float eps, uint16_t *gqkv, const fk_qkv_epi *qa,
                 cudaStream_t s);
-/* The same with x replaced by fold(x, acc) before the norm (acc [B][D] read, left as it is: see mlp.cu below). */
-int fk_gemv_qkv_fold(const uint16_t *W, int D, const uint16_t *x, const long long *acc, int B, float eps, uint16_t *gqkv,
-                     const fk_qkv_epi *qa, cudaStream_t s);
-/* out[b] = bf16(fold(out[b], acc[b]) + bf16(W·x[b])), then acc = 0: the residual epilogue that also takes in a
- * pending MLP output (mlp.cu below). No norm. acc [B][O]. */
-int fk_gemv_resid_fold(const uint16_t *W, int O, int K, const uint16_t *x, int B, uint16_t *out, long long *acc,
-                       cudaStream_t s);
-
-/* ---- mlp.cu (decode, one row: the whole MLP in one kernel) ---- */
-/* The MLP's output y = down · swiglu(gate_up · rmsnorm(x)) is not added to x here: each block owns 32 of the I
- * SwiGLU units, so it holds a split-K partial of every element of y, and adds it into the accumulator acc [D]
- * as a fixed-point integer: round(partial · 2^FK_ACC_SHIFT), a 64-bit red.add. Integer addition is exact and
- * associative, so the sum does not depend on which block lands first: the result is deterministic (graph
- * replay equals eager, run equals run). The next kernel that touches x folds it in:
- *     fold(x, acc) = bf16(x + bf16(float(acc) · 2^-FK_ACC_SHIFT))
- * which is HF's x + bf16(y) (y rounded once to bf16, from an fp32-exact sum of the partials). o_proj's residual
- * epilogue (fk_gemv_resid_fold) and fk_run_end_fold write the folded x and zero acc; the gqkv norm
- * (fk_gemv_qkv_fold) only reads it. A partial with |p| >= 2^23 (or NaN) cannot be represented safely with up to
- * 256 blocks (I <= 8192): the kernel sets *flag to 1 and the caller must report it. Shapes: B = 1, D a multiple
- * of 256 up to 1536, I a multiple of 32 up to 8192, and 64 D bytes of shared memory per block on this GPU
- * (not on compute capability 8.6/8.9 at D = 1536) (fk_mlp_supported, after fk_init). */
-#define FK_ACC_SHIFT 32
-int fk_mlp_supported(int B, int D, int I);
-/* gu: gate_up [2I][D]; downT: down_proj TRANSPOSED, [I][D] (its columns contiguous: mlp.cu says why). */
-int fk_mlp_decode(const uint16_t *gu, const uint16_t *downT, int D, int I, const uint16_t *x, float eps,
-                  long long *acc, int *flag, cudaStream_t s);
-/* FRIGG_MLP=fused|fused-early|split (read by fk_init; anything else is an error) or fk_set_mlp_impl: whether
- * the engine runs batch-1 decode's MLP as this one kernel (fused, the default, and only under FK_GEMV_IMPL_AUTO:
- * a forced GEMV implementation keeps batched rows bit-identical to single rows) or as gate_up + down GEMVs
- * (split). fused-early (an A/B variant, the same bits as fused) requests the block's down_proj slice before
- * the PDL wait instead of after it. */
-enum { FK_MLP_FUSED = 0, FK_MLP_SPLIT = 1, FK_MLP_FUSED_EARLY = 2 };
-void fk_set_mlp_impl(int impl);
-int fk_get_mlp_impl(void);
 
 /* ---- lmhead.cu ---- */
 /* ids[b] = argmax over V of the bf16 logits row b (lowest index on ties, as HF's argmax). */

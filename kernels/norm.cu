@@ -25,7 +25,7 @@ __global__ void embed_kernel(const uint16_t *embed, const uint16_t *zli, const i
 /* Shared body: mode 0 = out=rmsnorm(in); 1 = h+=y then a=rmsnorm(h); 2 = state=rmsnorm(x), x=state+other.
  * The general path (any D, any alignment): one block per row, two passes over the row. */
 __global__ void norm_kernel(int mode, uint16_t *h, const uint16_t *y, uint16_t *out, const uint16_t *other, int D,
-                            float eps, long long *acc) {
+                            float eps) {
     __shared__ float scratch[32];
     pdl_wait();
     pdl_launch();
@@ -36,11 +36,6 @@ __global__ void norm_kernel(int mode, uint16_t *h, const uint16_t *y, uint16_t *
         if (mode == 1) {
             v = rbf(v + bf2f(y[row + i]));
             h[row + i] = f2bf(v);
-        }
-        if (mode == 2 && acc) { /* fk_run_end_fold: the pending MLP output first */
-            v = fold1(v, acc[row + i]);
-            h[row + i] = f2bf(v);
-            acc[row + i] = 0;
         }
         ss += v * v;
     }
@@ -61,8 +56,7 @@ __global__ void norm_kernel(int mode, uint16_t *h, const uint16_t *y, uint16_t *
 
 template <int MODE>
 __global__ void __launch_bounds__(32 * NORM_ROWS)
-    norm_vec_kernel(uint16_t *h, const uint16_t *y, uint16_t *out, const uint16_t *other, int T, int D, float eps,
-                    long long *acc) {
+    norm_vec_kernel(uint16_t *h, const uint16_t *y, uint16_t *out, const uint16_t *other, int T, int D, float eps) {
     pdl_wait();
     pdl_launch();
     const int lane = threadIdx.x & 31, t = blockIdx.x * NORM_ROWS + (threadIdx.x >> 5), nc = D / 8;
@@ -76,18 +70,6 @@ __global__ void __launch_bounds__(32 * NORM_ROWS)
         if (ci < nc) {
             w[c] = hr[ci];
             if (MODE == 1) wy[c] = ((const uint4 *)(y + (size_t)t * D))[ci];
-        }
-    }
-    if (MODE == 2 && acc) { /* fk_run_end_fold: the pending MLP output first (x itself is rewritten below
-                             * only when `other` is given; otherwise nothing reads it again) */
-        longlong2 *a = (longlong2 *)(acc + (size_t)t * D);
-#pragma unroll
-        for (int c = 0; c < NORM_VEC_MAX; c++) {
-            int ci = lane + 32 * c;
-            if (ci < nc) {
-                w[c] = fold8(w[c], acc + (size_t)t * D + 8 * ci);
-                for (int k = 0; k < 4; k++) a[4 * ci + k] = make_longlong2(0, 0);
-            }
         }
     }
     float ss = 0.0f;
@@ -131,16 +113,16 @@ int fk_eltwise_general = 0;
 extern "C" void fk_set_eltwise_general(int on) { fk_eltwise_general = on; }
 
 static int launch_norm(const char *what, int mode, uint16_t *h, const uint16_t *y, uint16_t *out, const uint16_t *other,
-                       int T, int D, float eps, cudaStream_t s, long long *acc = nullptr) {
+                       int T, int D, float eps, cudaStream_t s) {
     int vec = !fk_eltwise_general && D % 8 == 0 && D <= 32 * 8 * NORM_VEC_MAX && fk_aligned16(h) &&
               fk_aligned16(out) && (!y || fk_aligned16(y)) && (!other || fk_aligned16(other));
     if (!vec) {
-        fk_launch(norm_kernel, T, NORM_THREADS, 0, s, mode, h, y, out, other, D, eps, acc);
+        fk_launch(norm_kernel, T, NORM_THREADS, 0, s, mode, h, y, out, other, D, eps);
     } else {
         int grid = (T + NORM_ROWS - 1) / NORM_ROWS;
-        if (mode == 0) fk_launch(norm_vec_kernel<0>, grid, 32 * NORM_ROWS, 0, s, h, y, out, other, T, D, eps, acc);
-        else if (mode == 1) fk_launch(norm_vec_kernel<1>, grid, 32 * NORM_ROWS, 0, s, h, y, out, other, T, D, eps, acc);
-        else fk_launch(norm_vec_kernel<2>, grid, 32 * NORM_ROWS, 0, s, h, y, out, other, T, D, eps, acc);
+        if (mode == 0) fk_launch(norm_vec_kernel<0>, grid, 32 * NORM_ROWS, 0, s, h, y, out, other, T, D, eps);
+        else if (mode == 1) fk_launch(norm_vec_kernel<1>, grid, 32 * NORM_ROWS, 0, s, h, y, out, other, T, D, eps);
+        else fk_launch(norm_vec_kernel<2>, grid, 32 * NORM_ROWS, 0, s, h, y, out, other, T, D, eps);
     }
     return fk_check_launch(what);
 }
@@ -193,11 +175,6 @@ extern "C" int fk_add_rmsnorm(uint16_t *h, const uint16_t *y, uint16_t *a, int T
 extern "C" int fk_run_end(uint16_t *x, uint16_t *state, const uint16_t *other, int T, int D, float eps,
                           cudaStream_t s) {
     return launch_norm("run_end", 2, x, NULL, state, other, T, D, eps, s);
-}
-
-extern "C" int fk_run_end_fold(uint16_t *x, uint16_t *state, const uint16_t *other, int T, int D, float eps,
-                               long long *acc, cudaStream_t s) {
-    return launch_norm("run_end", 2, x, NULL, state, other, T, D, eps, s, acc);
 }
 
 extern "C" int fk_swiglu(const uint16_t *gu, int T, int I, uint16_t *out, cudaStream_t s) {

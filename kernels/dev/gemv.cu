@@ -127,10 +127,10 @@ __global__ void __launch_bounds__(OLD_MAX_WARPS * 32)
         int b = 2 * t + j;
         if (b >= B) continue;
         if (PAIRED) {
-            if (okA) gemv_store<EPI>(unit, rowA, b, acc[j], acc[2 + j], O, out, qa, nullptr);
+            if (okA) gemv_store<EPI>(unit, rowA, b, acc[j], acc[2 + j], O, out, qa);
         } else {
-            if (okA) gemv_store<EPI>(rowA, rowA, b, acc[j], 0.0f, O, out, qa, nullptr);
-            if (okB) gemv_store<EPI>(rowB, rowB, b, acc[2 + j], 0.0f, O, out, qa, nullptr);
+            if (okA) gemv_store<EPI>(rowA, rowA, b, acc[j], 0.0f, O, out, qa);
+            if (okB) gemv_store<EPI>(rowB, rowB, b, acc[2 + j], 0.0f, O, out, qa);
         }
     }
 }
