@@ -48,6 +48,15 @@ static inline const char *th_shared(void) {
     const char *r = getenv("FRIGG_SHARED");
     return r && *r ? r : "../shared";
 }
+/* FRIGG_QUICK: 1 runs a test's short form, unset/empty/0 the whole test; any other value is refused (exit 2),
+ * not guessed at. */
+static inline int th_quick(void) {
+    const char *q = getenv("FRIGG_QUICK");
+    if (!q || !*q || !strcmp(q, "0")) return 0;
+    if (!strcmp(q, "1")) return 1;
+    fprintf(stderr, "%s: FRIGG_QUICK must be 0 or 1, not '%s'\n", th_name, q);
+    exit(2);
+}
 /* Build "<root>/<rel>" into a static-per-call buffer the caller must free. */
 static inline char *th_path(const char *base, const char *rel) {
     size_t n = strlen(base) + strlen(rel) + 2;

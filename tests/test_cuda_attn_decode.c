@@ -342,7 +342,7 @@ int main(void) {
                                        {FK_ATTND_SPLIT, 9, 2, 5},   {FK_ATTND_CLUSTER, 0, 1, 5},
                                        {FK_ATTND_SPLIT, 0, 0, 3},   {FK_ATTND_CLUSTER, 5, 2, 3},
                                        {ATTND_AUTO, 0, 0, 0},       {FK_ATTND_SPLIT, 0, 0, 0}};
-        const int nmodes = (int)(sizeof modes / sizeof modes[0]), quick = getenv("FRIGG_QUICK") != NULL;
+        const int nmodes = (int)(sizeof modes / sizeof modes[0]), quick = th_quick();
         for (int mi = quick ? nmodes - 2 : 0; mi < nmodes; mi++) {
             fk_set_attn_decode_impl(modes[mi][0], modes[mi][1]);
             fk_set_attn_decode_tuning(modes[mi][2], modes[mi][3]);

@@ -91,7 +91,7 @@ int main(void) {
 
     /* Held-out NLL, teacher-forced with the prompt as bidirectional prefix. */
     json_t *ho = json_object_get(ref, "heldout"), *ex = json_object_get(ho, "examples");
-    int quick = getenv("FRIGG_QUICK") != NULL, count = 0;
+    int quick = th_quick(), count = 0;
     double sum = 0;
     json_array_foreach(ex, i, c) {
         if (quick && i >= 16) break;
