@@ -48,7 +48,7 @@ __device__ __forceinline__ float dot8(uint4 w, const float *x) {
 template <int B, int R, bool NORM, int EPI, int U>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
     gemv_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, float eps,
-                uint16_t *__restrict__ out, fk_qkv_epi qa, int pf) {
+                uint16_t *__restrict__ out, fk_qkv_epi qa) {
     extern __shared__ uint4 xs[];
     __shared__ float scratch[B * 32]; /* stage_norm: 32 per batch row */
     __shared__ float rs[B];
@@ -68,21 +68,12 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
 #pragma unroll
         for (int r = 0; r < R; r++) w[u][r] = valid && c < nch ? ld_stream(wrow[r] + c) : make_uint4(0, 0, 0, 0);
     }
-    /* The chunks past the first round are loaded only after the norm and the first round's dot products;
-     * with pf set, lane 0 asks L2 for them (each row's rest in one request) before or right after the wait. */
-    const unsigned rest = valid && nch > 32 * U ? (unsigned)(nch - 32 * U) * 16u : 0u;
-    if (pf == FK_GEMV_PF_EARLY && lane == 0)
-#pragma unroll
-        for (int r = 0; r < R; r++) l2_prefetch_bytes(wrow[r] + 32 * U, rest);
     /* lane b stores batch row b, and loads its residual right after the wait (gemv_pre). The QKV operands are
      * not loaded early here: holding them took the batch-1 gqkv kernel from 96 to 107 registers, 5 to 4
      * blocks per SM (run 16's batch-1 loss). */
     gemv_pre pre = {0, 0, 0, 0.0f, false, false};
     pdl_wait();
     pdl_launch();
-    if (pf == FK_GEMV_PF_AFTER_WAIT && lane == 0)
-#pragma unroll
-        for (int r = 0; r < R; r++) l2_prefetch_bytes(wrow[r] + 32 * U, rest);
     if (EPI == FK_GEMV_RESID && valid && lane < B) gemv_preload_resid<EPI>(pre, row1, lane, O, out);
     const uint4 *xv = (const uint4 *)x;
     if (NORM) xv = stage_norm(xv, B, nch, K, eps, xs, scratch, rs);
@@ -124,7 +115,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
         if (lane == b) gemv_store<EPI>(unit, row1, b, acc[0][b], acc[R - 1][b], O, out, qa, pre);
 }
 
-typedef void (*gemv_fn)(const uint16_t *, int, int, const uint16_t *, float, uint16_t *, fk_qkv_epi, int);
+typedef void (*gemv_fn)(const uint16_t *, int, int, const uint16_t *, float, uint16_t *, fk_qkv_epi);
 
 template <int B>
 static gemv_fn pick(int norm, int epi, int variant) {
@@ -232,15 +223,6 @@ extern "C" const char *fk_gemv_impl_name(int impl) {
 
 int fk_pdl;
 
-/* FRIGG_GEMV_PREFETCH / fk_set_gemv_prefetch: an A/B hook, off until measured. No result depends on it. */
-static int gemv_pf = FK_GEMV_PF_OFF;
-static const char *const pf_names[] = {"off", "after-wait", "early"};
-extern "C" void fk_set_gemv_prefetch(int mode) { gemv_pf = mode >= FK_GEMV_PF_OFF && mode <= FK_GEMV_PF_EARLY ? mode : FK_GEMV_PF_OFF; }
-extern "C" int fk_get_gemv_prefetch(void) { return gemv_pf; }
-extern "C" const char *fk_gemv_prefetch_name(int mode) {
-    return mode >= FK_GEMV_PF_OFF && mode <= FK_GEMV_PF_EARLY ? pf_names[mode] : "?";
-}
-
 extern "C" int fk_init(void) {
     int dev = 0, major = 0;
     if (cudaGetDevice(&dev) == cudaSuccess && cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess)
@@ -254,17 +236,6 @@ extern "C" int fk_init(void) {
             frigg_set_error("FRIGG_GEMV_IMPL must be auto, simt or tc, not '%s'", impl_env);
             return -1;
         }
-    }
-    const char *pf_env = getenv("FRIGG_GEMV_PREFETCH");
-    if (pf_env && *pf_env) {
-        int mode = -1;
-        for (int m = FK_GEMV_PF_OFF; m <= FK_GEMV_PF_EARLY; m++)
-            if (!strcmp(pf_env, pf_names[m])) mode = m;
-        if (mode < 0) {
-            frigg_set_error("FRIGG_GEMV_PREFETCH must be off, after-wait or early, not '%s'", pf_env);
-            return -1;
-        }
-        gemv_pf = mode;
     }
     if (read_auto_env() || fk_attention_init() || gemv_tc_init()) return -1;
     for (int B = 1; B <= 8; B++)
@@ -289,7 +260,7 @@ static int gemv_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B
     }
     char use = gemv_impl == FK_GEMV_IMPL_TC ? 't' : gemv_impl == FK_GEMV_IMPL_SIMT ? 's' : auto_choice(B, O, K, epi);
     if (K > GEMV_TC_MAX_K) use = 's'; /* the tensor-core kernel keeps one round of K per warp (DFM-Mimir: K <= 4096) */
-    if (use != 's') return gemv_tc_launch(W, O, K, x, B, norm_in, eps, epi, out, qa, use == '2' ? 2 : 0, use == '1' ? 1 : 0, gemv_pf, s);
+    if (use != 's') return gemv_tc_launch(W, O, K, x, B, norm_in, eps, epi, out, qa, use == '2' ? 2 : 0, use == '1' ? 1 : 0, s);
     /* Two rows per warp only where the epilogue needs the pair. Pairing plain rows to halve the x reads at
      * batch >= 3 was measured slower on the H200 (batch 8: 581 against 643 tok/s), so it is not done. */
     int pair = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
@@ -298,7 +269,7 @@ static int gemv_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B
                   : B == 1 && pair && K <= GEMV_SHORT_K ? GEMV_V_SHORT
                                                                       : GEMV_V_NORMAL;
     fk_launch(pick_b(B, norm_in, epi, variant), (units + GEMV_WARPS - 1) / GEMV_WARPS, GEMV_WARPS * 32, smem, s, W, O, K, x, eps,
-              out, *qa, gemv_pf);
+              out, *qa);
     return fk_check_launch("gemv");
 }
 

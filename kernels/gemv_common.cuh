@@ -18,17 +18,6 @@ __device__ __forceinline__ uint4 ld_stream(const uint4 *p) {
     return r;
 }
 
-/* Ask L2 for n bytes at p (16-byte aligned, n a multiple of 16): one bulk request, no registers held, a hint
- * only (the loads that use the bytes come later; nothing depends on whether L2 kept them). Hopper's bulk
- * prefetch; a no-op before sm_90. */
-__device__ __forceinline__ void l2_prefetch_bytes(const void *p, unsigned n) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (n) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(n) : "memory");
-#else
-    (void)p; (void)n;
-#endif
-}
-
 /* x [B][K] (nch = K/8 16-byte chunks per row) -> xs = bf16(x * rsqrt(mean(x^2) + eps)) row by row, using the
  * whole block (every thread must call it). Returns xs. scratch: B x 32 floats, rs: B floats of shared memory.
  * x is read from global memory once: the first pass parks the raw chunks in xs while it sums their squares,
@@ -184,8 +173,7 @@ int gemv_tc_init(void);
 /* 0, or -1 with frigg_error set (K beyond one round, a failed launch). per_sm_cap: at most this many blocks
  * per SM (0: as many as fit); depth: weight tiles in flight per warp (1, 2; else fk_gemv_tc_set_variant's).
  * No result depends on either. */
-/* pf: FK_GEMV_PF_* (kernels.h), when the weights past those held in registers are asked of L2. */
 int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
-                   uint16_t *out, const fk_qkv_epi *qa, int per_sm_cap, int depth, int pf, cudaStream_t s);
+                   uint16_t *out, const fk_qkv_epi *qa, int per_sm_cap, int depth, cudaStream_t s);
 
 #endif

@@ -67,7 +67,7 @@ __device__ __forceinline__ bool tile_row(int tile, int g, int O, int hd, int *ro
 template <bool NORM, int EPI, int DEPTH>
 __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     gemv_tc_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, int B, float eps,
-                   uint16_t *__restrict__ out, fk_qkv_epi qa, int rotate, int pf) {
+                   uint16_t *__restrict__ out, fk_qkv_epi qa, int rotate) {
     constexpr bool PAIRED = EPI == FK_GEMV_SWIGLU || EPI == FK_GEMV_QKV;
     extern __shared__ uint4 xw[];                 /* [nw][TC_STEPS][32]: each lane's x fragment, normalised */
     __shared__ float2 part[2][TC_MAX_WARPS * 32]; /* per-warp tile partials, double-buffered by tile parity */
@@ -96,20 +96,8 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     /* weights do not depend on earlier kernels: stream them before the wait */
     fetch(wa, tile);
     if (DEPTH == 2 && tile + (int)gridDim.x < tiles) fetch(wb, tile + gridDim.x);
-    /* The block's later tiles are requested only as register sets free up, one tile's mma's at a time; with
-     * pf set, the lanes of column 0 (t = 0, one per tile row) ask L2 for this warp's slice of each of them,
-     * before or right after the wait. */
-    auto prefetch_rest = [&]() {
-        if (t != 0 || n <= 0) return;
-        for (int tl = tile + DEPTH * (int)gridDim.x; tl < tiles; tl += gridDim.x) {
-            int row = 0;
-            if (tile_row<EPI>(tl, g, O, qa.hd, &row)) l2_prefetch_bytes((const uint4 *)(W + (size_t)row * K) + c_lo, (unsigned)n * 16u);
-        }
-    };
-    if (pf == FK_GEMV_PF_EARLY) prefetch_rest();
     pdl_wait();
     pdl_launch();
-    if (pf == FK_GEMV_PF_AFTER_WAIT) prefetch_rest();
     /* The block's first tile is reduced and stored by warp 0 (either rotation): its lanes load their epilogue
      * operands (gemv_pre) now, ahead of the x fragment and the mma's, not inside the epilogue. After the wait,
      * not before: loads that depend on loads (row_pos, then the RoPE tables) ahead of the trigger in pdl_wait
@@ -233,7 +221,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     }
 }
 
-typedef void (*gemv_tc_fn)(const uint16_t *, int, int, const uint16_t *, int, float, uint16_t *, fk_qkv_epi, int, int);
+typedef void (*gemv_tc_fn)(const uint16_t *, int, int, const uint16_t *, int, float, uint16_t *, fk_qkv_epi, int);
 
 template <int DEPTH>
 static gemv_tc_fn pick_tc_d(int norm, int epi) {
@@ -282,7 +270,7 @@ int gemv_tc_init(void) {
 
 /* Shapes are validated by the caller (gemv.cu), which sends K > TC_MAX_K to the CUDA-core kernel. */
 int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
-                   uint16_t *out, const fk_qkv_epi *qa, int per_sm_cap, int depth, int pf, cudaStream_t s) {
+                   uint16_t *out, const fk_qkv_epi *qa, int per_sm_cap, int depth, cudaStream_t s) {
     int paired = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
     int tiles = paired ? (O / 2 + 3) / 4 : (O + 7) / 8;
     /* one warp per 32 chunks of K (one round of loads each), 1..TC_MAX_WARPS: a function of K only, which
@@ -306,6 +294,6 @@ int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, in
     if (tc_max_blocks && cap > tc_max_blocks) cap = tc_max_blocks;
     int rounds = (int)((tiles + cap - 1) / cap);
     int grid = (tiles + rounds - 1) / rounds;
-    fk_launch(fn, grid, nw * 32, TC_XW_BYTES(nw), s, W, O, K, x, B, eps, out, *qa, tc_rotate, pf);
+    fk_launch(fn, grid, nw * 32, TC_XW_BYTES(nw), s, W, O, K, x, B, eps, out, *qa, tc_rotate);
     return fk_check_launch("gemv_tc");
 }

@@ -128,14 +128,6 @@ void fk_gemv_tc_set_max_blocks(int blocks);
  * (1, 2) weight tiles in flight per warp, and the per-tile reduction and epilogue rotating over the warps
  * (rotate); the CUDA-core kernel with every chunk of a K-4096 row in flight at once (long_unroll). */
 void fk_gemv_tc_set_variant(int depth, int rotate);
-/* An A/B hook (no result depends on it): the weights a GEMV block loads after its first round (the CUDA-core
- * kernel's later chunks, the tensor-core kernel's later tiles) asked of L2 in bulk before the PDL wait
- * (EARLY), right after it (AFTER_WAIT), or not at all (OFF, the default). fk_init reads
- * FRIGG_GEMV_PREFETCH=off|after-wait|early (anything else is an error). */
-enum { FK_GEMV_PF_OFF = 0, FK_GEMV_PF_AFTER_WAIT = 1, FK_GEMV_PF_EARLY = 2 };
-void fk_set_gemv_prefetch(int mode);
-int fk_get_gemv_prefetch(void);
-const char *fk_gemv_prefetch_name(int mode); /* "off", "after-wait", "early" */
 void fk_gemv_simt_set_long_unroll(int on);
 
 /* Where the fused gqkv projection puts its rows (decode): RoPE'd q into q_out [B][D], RoPE'd k and v into the

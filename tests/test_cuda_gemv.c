@@ -217,69 +217,6 @@ static void test_auto_env(void) {
     CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
     unsetenv("FRIGG_GEMV_AUTO");
 }
-
-/* The L2 prefetch hook (fk_set_gemv_prefetch / FRIGG_GEMV_PREFETCH) changes no bit: at Mimir's gate_up shape
- * (K 1536, so the batch-1 CUDA-core kernel has a second round of chunks to ask for) and down shape (K 4096),
- * each implementation at B 1 and 8, the tensor-core kernel also with its grid capped at 7 blocks (so every
- * block has tiles past its first two to ask for). Malformed values of the variable are refused. */
-static void test_prefetch(void) {
-    static const char *bad[] = {"on", "1", "after_wait", "Early"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        setenv("FRIGG_GEMV_PREFETCH", bad[i], 1);
-        CHECK(fk_init() == -1 && strstr(frigg_error(), "FRIGG_GEMV_PREFETCH"), "FRIGG_GEMV_PREFETCH=%s must be refused", bad[i]);
-    }
-    static const char *names[] = {"off", "after-wait", "early"};
-    for (int m = FK_GEMV_PF_OFF; m <= FK_GEMV_PF_EARLY; m++) {
-        setenv("FRIGG_GEMV_PREFETCH", names[m], 1);
-        CHECK(fk_init() == 0 && fk_get_gemv_prefetch() == m && !strcmp(fk_gemv_prefetch_name(m), names[m]),
-              "FRIGG_GEMV_PREFETCH=%s: %s", names[m], frigg_error());
-    }
-    unsetenv("FRIGG_GEMV_PREFETCH");
-    fk_set_gemv_prefetch(FK_GEMV_PF_OFF);
-    static const int shapes[][3] = {{8192, 1536, FK_GEMV_SWIGLU}, {1536, 4096, FK_GEMV_RESID}};
-    int impl = fk_get_gemv_impl();
-    for (int sh = 0; sh < 2; sh++) {
-        const int O = shapes[sh][0], K = shapes[sh][1], epi = shapes[sh][2], cols = epi == FK_GEMV_SWIGLU ? O / 2 : O;
-        const int norm = epi == FK_GEMV_SWIGLU;
-        float *W = malloc(sizeof(float) * O * K), *x = malloc(sizeof(float) * 8 * K), *h = malloc(sizeof(float) * 8 * O);
-        float *base = malloc(sizeof(float) * 8 * O), *got = malloc(sizeof(float) * 8 * O);
-        ct_fill(W, (size_t)O * K, 1.0f / sqrtf((float)K));
-        ct_fill(x, (size_t)8 * K, 2.0f);
-        ct_fill(h, (size_t)8 * O, 1.0f);
-        uint16_t *dW = ct_to_dev(W, (size_t)O * K), *dx = ct_to_dev(x, (size_t)8 * K), *dout;
-        cudaMalloc((void **)&dout, (size_t)8 * O * 2);
-        for (int im = 0; im < 2; im++)
-            for (int B = 1; B <= 8; B += 7)
-                for (int cap = 0; cap < (im == 0 ? 2 : 1); cap++) {
-                    fk_set_gemv_impl(im == 0 ? FK_GEMV_IMPL_TC : FK_GEMV_IMPL_SIMT);
-                    fk_gemv_tc_set_max_blocks(cap ? 7 : 0);
-                    int same = 1;
-                    for (int m = FK_GEMV_PF_OFF; m <= FK_GEMV_PF_EARLY; m++) {
-                        fk_set_gemv_prefetch(m);
-                        uint16_t *hd = ct_to_dev(h, (size_t)8 * O); /* RESID adds into its output: a fresh copy */
-                        uint16_t *o = epi == FK_GEMV_RESID ? hd : dout;
-                        if (o == dout) ct_poison(dout, (size_t)8 * O);
-                        CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, epi, o, 0) == 0, "%s", frigg_error());
-                        ct_from_dev(o, (size_t)B * cols, m ? got : base);
-                        cudaFree(hd);
-                        if (m) same &= !memcmp(got, base, sizeof(float) * B * cols);
-                    }
-                    CHECK(same, "gemv %s %dx%d B=%d cap %d: an L2 prefetch mode changed the result",
-                          im == 0 ? "tc" : "simt", O, K, B, cap ? 7 : 0);
-                }
-        fk_set_gemv_prefetch(FK_GEMV_PF_OFF);
-        fk_gemv_tc_set_max_blocks(0);
-        cudaFree(dW);
-        cudaFree(dx);
-        cudaFree(dout);
-        free(W);
-        free(x);
-        free(h);
-        free(base);
-        free(got);
-    }
-    fk_set_gemv_impl(impl);
-}
 #endif
 
 int main(void) {
@@ -318,7 +255,6 @@ int main(void) {
         CHECK(fk_gemv_auto_impl(8, 1536, 4104, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "auto B=8 K=4104: not simt");
         CHECK(fk_gemv_auto_impl(8, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_TC, "auto B=8 K=4096: not tc");
         test_auto_env();
-        test_prefetch();
         fk_set_gemv_impl(impl_env);
         frigg_pool_destroy(pool);
         cudaError_t e = cudaDeviceSynchronize();
