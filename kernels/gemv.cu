@@ -156,8 +156,7 @@ extern "C" void fk_gemv_simt_set_long_unroll(int on) { simt_long_unroll = on != 
 
 /* FRIGG_GEMV_IMPL=auto. Per shape class and batch size: 's' simt, 't' tc (as many blocks as fit), '2' tc with
  * at most 2 blocks per SM, '1' tc with one weight tile in flight per warp instead of two (half the registers,
- * so its blocks fit beside another kernel's), '3' tc with three tiles in flight per warp (K <= 3072, else two;
- * no letter changes a bit of tc's result). FRIGG_GEMV_AUTO
+ * so its blocks fit beside another kernel's; no letter changes a bit of tc's result). FRIGG_GEMV_AUTO
  * replaces rows of the table for tuning runs, e.g. "down=1ttttttt,o_proj=sttttttt" (read by fk_init; a
  * malformed value is an error). The table is run 10's
  * (benchmarks/h200-2026-11-30/dev-gemv-run10.txt), µs per launch as simt / tc at depth 2 (the default):
@@ -184,7 +183,7 @@ static char auto_table[5][9] = {
     "sssttttt", /* lm_head: plain, O > 65536 */
 };
 static const char *const auto_rows[5] = {"gqkv", "gate_up", "o_proj", "down", "lm_head"};
-/* FRIGG_GEMV_AUTO: NAME=8 letters of s, t, 2, 1, 3, comma-separated. 0, or -1 with frigg_error set. */
+/* FRIGG_GEMV_AUTO: NAME=8 letters of s, t, 2, 1, comma-separated. 0, or -1 with frigg_error set. */
 static int read_auto_env(void) {
     const char *env = getenv("FRIGG_GEMV_AUTO");
     if (!env || !*env) return 0;
@@ -195,9 +194,9 @@ static int read_auto_env(void) {
         for (int r = 0; r < 5 && eq && eq < end; r++)
             if ((size_t)(eq - at) == strlen(auto_rows[r]) && !strncmp(at, auto_rows[r], (size_t)(eq - at))) row = r;
         int ok = row >= 0 && end - eq - 1 == 8;
-        for (int i = 0; ok && i < 8; i++) ok = strchr("st213", eq[1 + i]) != NULL;
+        for (int i = 0; ok && i < 8; i++) ok = strchr("st21", eq[1 + i]) != NULL;
         if (!ok) {
-            frigg_set_error("FRIGG_GEMV_AUTO: '%.*s' is not NAME=8 letters of s, t, 2, 1, 3 (NAME: gqkv, gate_up, o_proj, "
+            frigg_set_error("FRIGG_GEMV_AUTO: '%.*s' is not NAME=8 letters of s, t, 2, 1 (NAME: gqkv, gate_up, o_proj, "
                             "down, lm_head)", (int)(end - at), at);
             return -1;
         }
@@ -261,7 +260,7 @@ static int gemv_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B
     }
     char use = gemv_impl == FK_GEMV_IMPL_TC ? 't' : gemv_impl == FK_GEMV_IMPL_SIMT ? 's' : auto_choice(B, O, K, epi);
     if (K > GEMV_TC_MAX_K) use = 's'; /* the tensor-core kernel keeps one round of K per warp (DFM-Mimir: K <= 4096) */
-    if (use != 's') return gemv_tc_launch(W, O, K, x, B, norm_in, eps, epi, out, qa, use == '2' ? 2 : 0, use == '1' ? 1 : use == '3' ? 3 : 0, s);
+    if (use != 's') return gemv_tc_launch(W, O, K, x, B, norm_in, eps, epi, out, qa, use == '2' ? 2 : 0, use == '1' ? 1 : 0, s);
     /* Two rows per warp only where the epilogue needs the pair. Pairing plain rows to halve the x reads at
      * batch >= 3 was measured slower on the H200 (batch 8: 581 against 643 tok/s), so it is not done. */
     int pair = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;

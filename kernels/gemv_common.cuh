@@ -171,7 +171,7 @@ __device__ __forceinline__ void pair_rows(int unit, int O, int hd, int *row1, in
 int gemv_tc_init(void);
 #define GEMV_TC_MAX_K 4096 /* the tensor-core kernel's largest K (one round of steps per warp; gemv_tc.cu) */
 /* 0, or -1 with frigg_error set (K beyond one round, a failed launch). per_sm_cap: at most this many blocks
- * per SM (0: as many as fit); depth: weight tiles in flight per warp (1, 2, 3 (2 where K > 3072); else fk_gemv_tc_set_variant's).
+ * per SM (0: as many as fit); depth: weight tiles in flight per warp (1, 2; else fk_gemv_tc_set_variant's).
  * No result depends on either. */
 int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
                    uint16_t *out, const fk_qkv_epi *qa, int per_sm_cap, int depth, cudaStream_t s);

@@ -64,12 +64,8 @@ __device__ __forceinline__ bool tile_row(int tile, int g, int O, int hd, int *ro
  * (two register sets' worth never needed). 2 (an A/B variant, fk_gemv_tc_set_variant): tiles i+1 and i+2 stream
  * while tile i is reduced, twice the bytes in flight per warp, at up to 128 registers (one block of 16 warps
  * per SM by registers). The tile order, slices and sums are the same: the same bits. */
-/* DEPTH 3 (an A/B variant, FRIGG_GEMV_AUTO letter '3'): three tiles in flight per warp, for K <= TC_D3_MAX_K
- * (at most TC_D3_WARPS warps, so the launch bounds leave a thread up to 170 registers). */
-#define TC_D3_WARPS 12
-#define TC_D3_MAX_K (TC_D3_WARPS * TC_STEPS * 4 * 8)
 template <bool NORM, int EPI, int DEPTH>
-__global__ void __launch_bounds__(DEPTH == 3 ? TC_D3_WARPS * 32 : TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
+__global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     gemv_tc_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, int B, float eps,
                    uint16_t *__restrict__ out, fk_qkv_epi qa, int rotate) {
     constexpr bool PAIRED = EPI == FK_GEMV_SWIGLU || EPI == FK_GEMV_QKV;
@@ -84,7 +80,7 @@ __global__ void __launch_bounds__(DEPTH == 3 ? TC_D3_WARPS * 32 : TC_MAX_WARPS *
     const uint4 zero = make_uint4(0, 0, 0, 0);
 
     /* register sets of weights (DEPTH of them) */
-    uint4 wa[TC_STEPS], wb[TC_STEPS], wc[TC_STEPS];
+    uint4 wa[TC_STEPS], wb[TC_STEPS];
     /* Request tile row g of `tile` (this warp's slice of it) into set w. */
     auto fetch = [&](uint4(&w)[TC_STEPS], int tile) {
         int row = 0;
@@ -99,8 +95,7 @@ __global__ void __launch_bounds__(DEPTH == 3 ? TC_D3_WARPS * 32 : TC_MAX_WARPS *
     int tile = blockIdx.x;
     /* weights do not depend on earlier kernels: stream them before the wait */
     fetch(wa, tile);
-    if (DEPTH >= 2 && tile + (int)gridDim.x < tiles) fetch(wb, tile + gridDim.x);
-    if (DEPTH == 3 && tile + 2 * (int)gridDim.x < tiles) fetch(wc, tile + 2 * gridDim.x);
+    if (DEPTH == 2 && tile + (int)gridDim.x < tiles) fetch(wb, tile + gridDim.x);
     pdl_wait();
     pdl_launch();
     /* The block's first tile is reduced and stored by warp 0 (either rotation): its lanes load their epilogue
@@ -219,16 +214,10 @@ __global__ void __launch_bounds__(DEPTH == 3 ? TC_D3_WARPS * 32 : TC_MAX_WARPS *
         tile += gridDim.x;
         it++;
         if (tile >= tiles) break;
-        if (DEPTH >= 2) run_tile(wb, tile, it);
+        if (DEPTH == 2) run_tile(wb, tile, it);
         else run_tile(wa, tile, it);
         tile += gridDim.x;
         it++;
-        if (DEPTH == 3) {
-            if (tile >= tiles) break;
-            run_tile(wc, tile, it);
-            tile += gridDim.x;
-            it++;
-        }
     }
 }
 
@@ -243,15 +232,13 @@ static gemv_tc_fn pick_tc_d(int norm, int epi) {
     }
     return norm ? gemv_tc_kernel<true, FK_GEMV_QKV, DEPTH> : gemv_tc_kernel<false, FK_GEMV_QKV, DEPTH>;
 }
-static gemv_tc_fn pick_tc(int norm, int epi, int depth) {
-    return depth == 3 ? pick_tc_d<3>(norm, epi) : depth == 2 ? pick_tc_d<2>(norm, epi) : pick_tc_d<1>(norm, epi);
-}
+static gemv_tc_fn pick_tc(int norm, int epi, int depth) { return depth == 2 ? pick_tc_d<2>(norm, epi) : pick_tc_d<1>(norm, epi); }
 
 static int tc_max_blocks; /* fk_gemv_tc_set_max_blocks: 0 = as many as fit on the GPU at once */
 static int tc_rotate, tc_depth = 2; /* fk_gemv_tc_set_variant: A/B hooks. Depth 2 is the default since run 10 (dev/gemv:
  * fastest tensor-core variant at every shape and batch size, e.g. gqkv B8 14.38 against 19.62 µs at depth 1) */
 extern "C" void fk_gemv_tc_set_variant(int depth, int rotate) {
-    tc_depth = depth == 3 ? 3 : depth == 2 ? 2 : 1;
+    tc_depth = depth == 2 ? 2 : 1;
     tc_rotate = rotate != 0;
 }
 extern "C" void fk_gemv_tc_set_max_blocks(int blocks) { tc_max_blocks = blocks > 0 ? blocks : 0; }
@@ -260,18 +247,18 @@ extern "C" void fk_gemv_tc_set_max_blocks(int blocks) { tc_max_blocks = blocks >
  * avoided): the SM count, and how many blocks of each kernel and warp count fit on one SM (registers,
  * threads, shared memory). With two devices these are the
  * last-initialised device's: the same for identical GPUs. */
-static int tc_sms = 1, tc_fit[3][2][4][TC_MAX_WARPS + 1]; /* [depth-1][norm][epi][warps] */
+static int tc_sms = 1, tc_fit[2][2][4][TC_MAX_WARPS + 1]; /* [depth-1][norm][epi][warps] */
 
 int gemv_tc_init(void) {
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&tc_sms, cudaDevAttrMultiProcessorCount, dev);
-    for (int d = 0; d < 3 && e == cudaSuccess; d++)
+    for (int d = 0; d < 2 && e == cudaSuccess; d++)
         for (int norm = 0; norm <= 1 && e == cudaSuccess; norm++)
             for (int epi = 0; epi < 4 && e == cudaSuccess; epi++) {
                 gemv_tc_fn fn = pick_tc(norm, epi, d + 1);
                 e = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, TC_XW_BYTES(TC_MAX_WARPS));
-                for (int nw = 1; nw <= (d == 2 ? TC_D3_WARPS : TC_MAX_WARPS) && e == cudaSuccess; nw++)
+                for (int nw = 1; nw <= TC_MAX_WARPS && e == cudaSuccess; nw++)
                     e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&tc_fit[d][norm][epi][nw], fn, nw * 32, TC_XW_BYTES(nw));
             }
     if (e != cudaSuccess) {
@@ -295,8 +282,7 @@ int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, in
         return -1;
     }
     if (tiles == 0) return 0;
-    if (depth < 1 || depth > 3) depth = tc_depth;
-    if (depth == 3 && nw > TC_D3_WARPS) depth = 2; /* past depth 3's launch bounds; the same bits */
+    if (depth != 1 && depth != 2) depth = tc_depth;
     gemv_tc_fn fn = pick_tc(norm_in, epi, depth);
     /* Persistent grid: every block resident at once (registers, threads and the kernel's static shared
      * memory, all in tc_fit); then the

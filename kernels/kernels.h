@@ -125,7 +125,7 @@ int fk_gemv(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_
  * (0: as many as fit on the GPU at once). A tuning and test hook: results do not depend on it. */
 void fk_gemv_tc_set_max_blocks(int blocks);
 /* A/B hooks for the microbenchmark and tests (no result depends on them): the tensor-core kernel with `depth`
- * (1, 2, 3; 3 only where K <= 3072, else 2) weight tiles in flight per warp, and the per-tile reduction and epilogue rotating over the warps
+ * (1, 2) weight tiles in flight per warp, and the per-tile reduction and epilogue rotating over the warps
  * (rotate); the CUDA-core kernel with every chunk of a K-4096 row in flight at once (long_unroll). */
 void fk_gemv_tc_set_variant(int depth, int rotate);
 void fk_gemv_simt_set_long_unroll(int on);

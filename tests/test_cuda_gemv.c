@@ -140,17 +140,17 @@ static void test_shape(frigg_pool *pool, int O, int K) {
             }
         }
         fk_gemv_tc_set_max_blocks(0);
-        /* the A/B variants (one, two or three tiles in flight per warp; the reduction and epilogue rotating
-         * over the warps), with a grid of as many blocks as fit and with 1 block: the same bits as the default */
-        for (int v = 0; v < 6; v++) /* depth 1, 2, 3 (2 where K > 3072) x rotate 0, 1 */
+        /* the A/B variants (two tiles in flight per warp; the reduction and epilogue rotating over the
+         * warps), with a grid of as many blocks as fit and with 1 block: the same bits as the default */
+        for (int v = 1; v < 4; v++)
             for (int c = 0; c < 2; c++) {
-                fk_gemv_tc_set_variant(v % 3 + 1, v / 3);
+                fk_gemv_tc_set_variant(v & 1 ? 2 : 1, v >> 1);
                 fk_gemv_tc_set_max_blocks(c);
                 ct_poison(dout, (size_t)8 * O);
                 CHECK(fk_gemv(dW, O, K, dx, B, 1, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
                 ct_from_dev(dout, (size_t)B * I, got);
                 CHECK(!memcmp(got, base, sizeof(float) * B * I), "gemv tc %dx%d: depth %d rotate %d grid cap %d changed the result",
-                      O, K, v % 3 + 1, v / 3, c);
+                      O, K, v & 1 ? 2 : 1, v >> 1, c);
             }
         fk_gemv_tc_set_variant(2, 0); /* the default */
         fk_gemv_tc_set_max_blocks(0);
@@ -185,11 +185,6 @@ static void test_auto_env(void) {
         setenv("FRIGG_GEMV_AUTO", bad[i], 1);
         CHECK(fk_init() == -1 && strstr(frigg_error(), "FRIGG_GEMV_AUTO"), "FRIGG_GEMV_AUTO=%s must be refused", bad[i]);
     }
-    setenv("FRIGG_GEMV_AUTO", "gqkv=s3333333,gate_up=s3333333", 1); /* '3': tc at depth 3 */
-    CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
-    CHECK(fk_gemv_auto_impl(8, 8192, 1536, FK_GEMV_SWIGLU) == FK_GEMV_IMPL_TC, "gate_up B=8 under '3': not tc");
-    setenv("FRIGG_GEMV_AUTO", "gqkv=sttttttt,gate_up=sttttttt", 1);
-    CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
     setenv("FRIGG_GEMV_AUTO", "down=s1111111,o_proj=sttttttt", 1);
     CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
     CHECK(fk_gemv_auto_impl(1, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "down B=1: not simt");
