@@ -18,6 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mutex>
+#include <utility>
+#include <vector>
+
 #define GEMV_WARPS 4
 #define GEMV_UNROLL 8       /* chunks of 16 bytes per lane (and row) in flight */
 #define GEMV_LONG_UNROLL 16 /* with fk_gemv_simt_set_long_unroll, for one-row units of K > 32 x GEMV_UNROLL x 8 */
@@ -222,6 +226,44 @@ extern "C" const char *fk_gemv_impl_name(int impl) {
 }
 
 int fk_pdl;
+#define FK_CARVEOUT_DEFAULT (-1) /* the driver's choice */
+int fk_carveout = FK_CARVEOUT_DEFAULT;
+
+/* (device, kernel) pairs whose carve-out is set: a launch path runs this before every launch, so it must be
+ * cheap after the first time (a linear scan; a decode step has a few dozen distinct kernels). */
+static std::mutex carveout_mu;
+static std::vector<std::pair<int, const void *>> carveout_done;
+void fk_carveout_once(const void *kernel) {
+    int dev = 0;
+    cudaGetDevice(&dev);
+    std::lock_guard<std::mutex> lock(carveout_mu);
+    for (const auto &d : carveout_done)
+        if (d.first == dev && d.second == kernel) return;
+    /* a refusal only leaves the driver's choice in place (a hint, like the attribute itself) */
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, fk_carveout) != cudaSuccess)
+        (void)cudaGetLastError();
+    carveout_done.push_back({dev, kernel});
+}
+
+/* FRIGG_SMEM_CARVEOUT: "driver" (the driver's choice per kernel) or a percentage 0..100. 0, or -1 with
+ * frigg_error set. */
+static int read_carveout_env(void) {
+    const char *env = getenv("FRIGG_SMEM_CARVEOUT");
+    fk_carveout = FK_CARVEOUT_DEFAULT;
+    if (!env || !*env) return 0;
+    if (!strcmp(env, "driver")) {
+        fk_carveout = -1;
+        return 0;
+    }
+    char *end = NULL;
+    long v = env[0] >= '0' && env[0] <= '9' ? strtol(env, &end, 10) : -1;
+    if (v < 0 || *end || v > 100) {
+        frigg_set_error("FRIGG_SMEM_CARVEOUT must be driver or a percentage 0..100, not '%s'", env);
+        return -1;
+    }
+    fk_carveout = (int)v;
+    return 0;
+}
 
 extern "C" int fk_init(void) {
     int dev = 0, major = 0;
@@ -237,7 +279,7 @@ extern "C" int fk_init(void) {
             return -1;
         }
     }
-    if (read_auto_env() || fk_attention_init() || gemv_tc_init()) return -1;
+    if (read_auto_env() || read_carveout_env() || fk_attention_init() || gemv_tc_init()) return -1;
     for (int B = 1; B <= 8; B++)
         for (int epi = 0; epi < 4 * GEMV_NV; epi++) {
             cudaError_t e = cudaFuncSetAttribute((const void *)pick_b(B, 1, epi & 3, epi >> 2),

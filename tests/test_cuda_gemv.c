@@ -213,6 +213,17 @@ static void test_auto_env(void) {
     free(x);
     free(a);
     free(b);
+    /* FRIGG_SMEM_CARVEOUT: a percentage or "driver"; anything else is refused */
+    static const char *bad_co[] = {"101", "-1", "50%", "x", " 5"};
+    for (size_t i = 0; i < sizeof bad_co / sizeof bad_co[0]; i++) {
+        setenv("FRIGG_SMEM_CARVEOUT", bad_co[i], 1);
+        CHECK(fk_init() == -1 && strstr(frigg_error(), "FRIGG_SMEM_CARVEOUT"), "FRIGG_SMEM_CARVEOUT=%s must be refused", bad_co[i]);
+    }
+    setenv("FRIGG_SMEM_CARVEOUT", "100", 1);
+    CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
+    setenv("FRIGG_SMEM_CARVEOUT", "driver", 1);
+    CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
+    unsetenv("FRIGG_SMEM_CARVEOUT");
     setenv("FRIGG_GEMV_AUTO", "down=tttttttt,o_proj=tttttttt", 1); /* the shipped rows */
     CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
     unsetenv("FRIGG_GEMV_AUTO");
