@@ -35,7 +35,8 @@
 #ifndef GEMV_SHORT_UNROLL /* an A/B hook: make FRIGG_NVCC_DEFS=-DGEMV_SHORT_UNROLL=N */
 #define GEMV_SHORT_UNROLL 3
 #endif
-enum { GEMV_V_NORMAL = 0, GEMV_V_LONG = 1, GEMV_V_SHORT = 2, GEMV_NV = 3 };
+/* SHORT8 / SHORT16: SHORT with 8 / 16 warps per block (fk_gemv_simt_set_warps). */
+enum { GEMV_V_NORMAL = 0, GEMV_V_LONG = 1, GEMV_V_SHORT = 2, GEMV_V_SHORT8 = 3, GEMV_V_SHORT16 = 4, GEMV_NV = 5 };
 
 __device__ __forceinline__ float dot8(uint4 w, const float *x) {
     float s = bf_lo(w.x) * x[0];
@@ -49,15 +50,16 @@ __device__ __forceinline__ float dot8(uint4 w, const float *x) {
     return s;
 }
 
-template <int B, int R, bool NORM, int EPI, int U>
-__global__ void __launch_bounds__(GEMV_WARPS * 32)
+/* NW: warps per block (GEMV_WARPS, or 8 / 16 for the batch-1 row pairs under fk_gemv_simt_set_warps). */
+template <int B, int R, bool NORM, int EPI, int U, int NW = GEMV_WARPS>
+__global__ void __launch_bounds__(NW * 32)
     gemv_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, float eps,
                 uint16_t *__restrict__ out, fk_qkv_epi qa) {
     extern __shared__ uint4 xs[];
     __shared__ float scratch[B * 32]; /* stage_norm: 32 per batch row */
     __shared__ float rs[B];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nch = K / 8;
-    int unit = blockIdx.x * GEMV_WARPS + warp; /* output row (or SwiGLU output index, or RoPE pair) of this warp */
+    int unit = blockIdx.x * NW + warp; /* output row (or SwiGLU output index, or RoPE pair) of this warp */
     bool valid = unit < O / R; /* R = 2: rows unit and O/2 + unit (SwiGLU: gate and up; plain: two halves) */
     int row1 = unit, row2 = unit;
     if (R > 1) pair_rows<EPI>(unit, O, qa.hd, &row1, &row2);
@@ -129,6 +131,19 @@ static gemv_fn pick(int norm, int epi, int variant) {
         if (epi == FK_GEMV_SWIGLU)
             return norm ? gemv_kernel<1, 2, true, FK_GEMV_SWIGLU, GEMV_SHORT_UNROLL> : gemv_kernel<1, 2, false, FK_GEMV_SWIGLU, GEMV_SHORT_UNROLL>;
     }
+    if (B == 1 && (variant == GEMV_V_SHORT8 || variant == GEMV_V_SHORT16)) {
+        if (variant == GEMV_V_SHORT8) {
+            if (epi == FK_GEMV_QKV)
+                return norm ? gemv_kernel<1, 2, true, FK_GEMV_QKV, GEMV_SHORT_UNROLL, 8> : gemv_kernel<1, 2, false, FK_GEMV_QKV, GEMV_SHORT_UNROLL, 8>;
+            if (epi == FK_GEMV_SWIGLU)
+                return norm ? gemv_kernel<1, 2, true, FK_GEMV_SWIGLU, GEMV_SHORT_UNROLL, 8> : gemv_kernel<1, 2, false, FK_GEMV_SWIGLU, GEMV_SHORT_UNROLL, 8>;
+        } else {
+            if (epi == FK_GEMV_QKV)
+                return norm ? gemv_kernel<1, 2, true, FK_GEMV_QKV, GEMV_SHORT_UNROLL, 16> : gemv_kernel<1, 2, false, FK_GEMV_QKV, GEMV_SHORT_UNROLL, 16>;
+            if (epi == FK_GEMV_SWIGLU)
+                return norm ? gemv_kernel<1, 2, true, FK_GEMV_SWIGLU, GEMV_SHORT_UNROLL, 16> : gemv_kernel<1, 2, false, FK_GEMV_SWIGLU, GEMV_SHORT_UNROLL, 16>;
+        }
+    }
     if (epi == FK_GEMV_QKV) return norm ? gemv_kernel<B, 2, true, FK_GEMV_QKV, GEMV_UNROLL> : gemv_kernel<B, 2, false, FK_GEMV_QKV, GEMV_UNROLL>;
     if (epi == FK_GEMV_SWIGLU)
         return norm ? gemv_kernel<B, 2, true, FK_GEMV_SWIGLU, GEMV_UNROLL> : gemv_kernel<B, 2, false, FK_GEMV_SWIGLU, GEMV_UNROLL>;
@@ -157,6 +172,20 @@ static gemv_fn pick_b(int B, int norm, int epi, int variant) {
 
 static int simt_long_unroll; /* fk_gemv_simt_set_long_unroll: an A/B hook, off until measured */
 extern "C" void fk_gemv_simt_set_long_unroll(int on) { simt_long_unroll = on != 0; }
+/* fk_gemv_simt_set_warps / FRIGG_GEMV_SIMT_WARPS: an A/B hook. dev/chain (run 41) timed a kernel boundary
+ * under PDL at 0.84 us for grids of 132 blocks and 1.50 us for 1056; the batch-1 gqkv and gate_up grids are
+ * 768 and 1024 blocks of 4 warps. The same warps in blocks of 8 or 16 make grids 2 or 4 times smaller (and
+ * normalise x in 2 or 4 times fewer blocks); every warp does the same work in the same order: the same bits. */
+static int simt_warps = GEMV_WARPS;
+extern "C" int fk_gemv_simt_set_warps(int warps) {
+    if (warps != 4 && warps != 8 && warps != 16) {
+        frigg_set_error("gemv: %d warps per block for the batch-1 row pairs (4, 8 or 16)", warps);
+        return -1;
+    }
+    simt_warps = warps;
+    return 0;
+}
+extern "C" int fk_gemv_simt_get_warps(void) { return simt_warps; }
 
 /* FRIGG_GEMV_IMPL=auto. Per shape class and batch size: 's' simt, 't' tc (as many blocks as fit), '2' tc with
  * at most 2 blocks per SM, '1' tc with one weight tile in flight per warp instead of two (half the registers,
@@ -279,6 +308,15 @@ extern "C" int fk_init(void) {
             return -1;
         }
     }
+    const char *warps_env = getenv("FRIGG_GEMV_SIMT_WARPS");
+    if (warps_env && *warps_env) {
+        int w = !strcmp(warps_env, "4") ? 4 : !strcmp(warps_env, "8") ? 8 : !strcmp(warps_env, "16") ? 16 : 0;
+        if (!w) {
+            frigg_set_error("FRIGG_GEMV_SIMT_WARPS must be 4, 8 or 16, not '%s'", warps_env);
+            return -1;
+        }
+        simt_warps = w;
+    }
     if (read_auto_env() || read_carveout_env() || fk_attention_init() || gemv_tc_init()) return -1;
     for (int B = 1; B <= 8; B++)
         for (int epi = 0; epi < 4 * GEMV_NV; epi++) {
@@ -308,9 +346,10 @@ static int gemv_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B
     int pair = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
     int units = pair ? O / 2 : O;
     int variant = simt_long_unroll && !pair && K > 32 * GEMV_UNROLL * 8 ? GEMV_V_LONG
-                  : B == 1 && pair && K <= GEMV_SHORT_K ? GEMV_V_SHORT
+                  : B == 1 && pair && K <= GEMV_SHORT_K ? (simt_warps == 16 ? GEMV_V_SHORT16 : simt_warps == 8 ? GEMV_V_SHORT8 : GEMV_V_SHORT)
                                                                       : GEMV_V_NORMAL;
-    fk_launch(pick_b(B, norm_in, epi, variant), (units + GEMV_WARPS - 1) / GEMV_WARPS, GEMV_WARPS * 32, smem, s, W, O, K, x, eps,
+    int nw = variant == GEMV_V_SHORT16 ? 16 : variant == GEMV_V_SHORT8 ? 8 : GEMV_WARPS;
+    fk_launch(pick_b(B, norm_in, epi, variant), (units + nw - 1) / nw, nw * 32, smem, s, W, O, K, x, eps,
               out, *qa);
     return fk_check_launch("gemv");
 }

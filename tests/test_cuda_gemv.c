@@ -228,6 +228,55 @@ static void test_auto_env(void) {
     CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
     unsetenv("FRIGG_GEMV_AUTO");
 }
+
+/* The batch-1 row pairs' warps per block (fk_gemv_simt_set_warps / FRIGG_GEMV_SIMT_WARPS): 8 and 16 give the
+ * bits of 4, with and without the fused norm, at Mimir's gate_up shape and at one whose 50 units leave the
+ * last block partly empty; other counts are refused. */
+static void test_simt_warps(void) {
+    static const char *bad[] = {"2", "32", "8x", "sixteen"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("FRIGG_GEMV_SIMT_WARPS", bad[i], 1);
+        CHECK(fk_init() == -1 && strstr(frigg_error(), "FRIGG_GEMV_SIMT_WARPS"), "FRIGG_GEMV_SIMT_WARPS=%s must be refused", bad[i]);
+    }
+    setenv("FRIGG_GEMV_SIMT_WARPS", "16", 1);
+    CHECK(fk_init() == 0 && fk_gemv_simt_get_warps() == 16, "FRIGG_GEMV_SIMT_WARPS=16: %s", frigg_error());
+    unsetenv("FRIGG_GEMV_SIMT_WARPS");
+    CHECK(fk_gemv_simt_set_warps(12) == -1, "12 warps per block accepted");
+    CHECK(fk_gemv_simt_set_warps(4) == 0 && fk_gemv_simt_get_warps() == 4, "4 warps per block refused");
+    static const int shapes[][2] = {{8192, 1536}, {100, 512}};
+    int impl = fk_get_gemv_impl();
+    fk_set_gemv_impl(FK_GEMV_IMPL_SIMT);
+    for (int sh = 0; sh < 2; sh++) {
+        const int O = shapes[sh][0], K = shapes[sh][1], I = O / 2;
+        float *W = malloc(sizeof(float) * O * K), *x = malloc(sizeof(float) * K), *base = malloc(sizeof(float) * I),
+              *got = malloc(sizeof(float) * I);
+        ct_fill(W, (size_t)O * K, 1.0f / sqrtf((float)K));
+        ct_fill(x, (size_t)K, 2.0f);
+        uint16_t *dW = ct_to_dev(W, (size_t)O * K), *dx = ct_to_dev(x, (size_t)K), *dout;
+        cudaMalloc((void **)&dout, (size_t)I * 2);
+        for (int norm = 0; norm <= 1; norm++) {
+            static const int warps[] = {4, 8, 16};
+            for (int w = 0; w < 3; w++) {
+                fk_gemv_simt_set_warps(warps[w]);
+                ct_poison(dout, (size_t)I);
+                CHECK(fk_gemv(dW, O, K, dx, 1, norm, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
+                ct_from_dev(dout, (size_t)I, w ? got : base);
+                if (w)
+                    CHECK(!memcmp(got, base, sizeof(float) * I), "gemv simt %dx%d norm=%d: %d warps per block changed the result",
+                          O, K, norm, warps[w]);
+            }
+        }
+        fk_gemv_simt_set_warps(4);
+        cudaFree(dW);
+        cudaFree(dx);
+        cudaFree(dout);
+        free(W);
+        free(x);
+        free(base);
+        free(got);
+    }
+    fk_set_gemv_impl(impl);
+}
 #endif
 
 int main(void) {
@@ -266,6 +315,7 @@ int main(void) {
         CHECK(fk_gemv_auto_impl(8, 1536, 4104, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "auto B=8 K=4104: not simt");
         CHECK(fk_gemv_auto_impl(8, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_TC, "auto B=8 K=4096: not tc");
         test_auto_env();
+        test_simt_warps();
         fk_set_gemv_impl(impl_env);
         frigg_pool_destroy(pool);
         cudaError_t e = cudaDeviceSynchronize();
