@@ -38,17 +38,6 @@
 /* SHORT8 / SHORT16: SHORT with 8 / 16 warps per block (fk_gemv_simt_set_warps). */
 enum { GEMV_V_NORMAL = 0, GEMV_V_LONG = 1, GEMV_V_SHORT = 2, GEMV_V_SHORT8 = 3, GEMV_V_SHORT16 = 4, GEMV_NV = 5 };
 
-__device__ __forceinline__ float dot8(uint4 w, const float *x) {
-    float s = bf_lo(w.x) * x[0];
-    s = fmaf(bf_hi(w.x), x[1], s);
-    s = fmaf(bf_lo(w.y), x[2], s);
-    s = fmaf(bf_hi(w.y), x[3], s);
-    s = fmaf(bf_lo(w.z), x[4], s);
-    s = fmaf(bf_hi(w.z), x[5], s);
-    s = fmaf(bf_lo(w.w), x[6], s);
-    s = fmaf(bf_hi(w.w), x[7], s);
-    return s;
-}
 
 /* NW: warps per block (GEMV_WARPS, or 8 / 16 for the batch-1 row pairs under fk_gemv_simt_set_warps). */
 template <int B, int R, bool NORM, int EPI, int U, int NW = GEMV_WARPS>
@@ -189,7 +178,8 @@ extern "C" int fk_gemv_simt_get_warps(void) { return simt_warps; }
 
 /* FRIGG_GEMV_IMPL=auto. Per shape class and batch size: 's' simt, 't' tc (as many blocks as fit), '2' tc with
  * at most 2 blocks per SM, '1' tc with one weight tile in flight per warp instead of two (half the registers,
- * so its blocks fit beside another kernel's; no letter changes a bit of tc's result). FRIGG_GEMV_AUTO
+ * so its blocks fit beside another kernel's; no letter changes a bit of tc's result), 'm' the weights in shared
+ * memory (gemv_smem.cu; batch 1, plain epilogues, no norm: simt's bits; elsewhere it means 't'). FRIGG_GEMV_AUTO
  * replaces rows of the table for tuning runs, e.g. "down=1ttttttt,o_proj=sttttttt" (read by fk_init; a
  * malformed value is an error). The table is run 10's
  * (benchmarks/h200-2026-11-30/dev-gemv-run10.txt), µs per launch as simt / tc at depth 2 (the default):
@@ -216,7 +206,7 @@ static char auto_table[5][9] = {
     "sssttttt", /* lm_head: plain, O > 65536 */
 };
 static const char *const auto_rows[5] = {"gqkv", "gate_up", "o_proj", "down", "lm_head"};
-/* FRIGG_GEMV_AUTO: NAME=8 letters of s, t, 2, 1, comma-separated. 0, or -1 with frigg_error set. */
+/* FRIGG_GEMV_AUTO: NAME=8 letters of s, t, 2, 1, m, comma-separated. 0, or -1 with frigg_error set. */
 static int read_auto_env(void) {
     const char *env = getenv("FRIGG_GEMV_AUTO");
     if (!env || !*env) return 0;
@@ -227,9 +217,9 @@ static int read_auto_env(void) {
         for (int r = 0; r < 5 && eq && eq < end; r++)
             if ((size_t)(eq - at) == strlen(auto_rows[r]) && !strncmp(at, auto_rows[r], (size_t)(eq - at))) row = r;
         int ok = row >= 0 && end - eq - 1 == 8;
-        for (int i = 0; ok && i < 8; i++) ok = strchr("st21", eq[1 + i]) != NULL;
+        for (int i = 0; ok && i < 8; i++) ok = strchr("st21m", eq[1 + i]) != NULL;
         if (!ok) {
-            frigg_set_error("FRIGG_GEMV_AUTO: '%.*s' is not NAME=8 letters of s, t, 2, 1 (NAME: gqkv, gate_up, o_proj, "
+            frigg_set_error("FRIGG_GEMV_AUTO: '%.*s' is not NAME=8 letters of s, t, 2, 1, m (NAME: gqkv, gate_up, o_proj, "
                             "down, lm_head)", (int)(end - at), at);
             return -1;
         }
@@ -317,7 +307,7 @@ extern "C" int fk_init(void) {
         }
         simt_warps = w;
     }
-    if (read_auto_env() || read_carveout_env() || fk_attention_init() || gemv_tc_init()) return -1;
+    if (read_auto_env() || read_carveout_env() || fk_attention_init() || gemv_tc_init() || gemv_smem_init()) return -1;
     for (int B = 1; B <= 8; B++)
         for (int epi = 0; epi < 4 * GEMV_NV; epi++) {
             cudaError_t e = cudaFuncSetAttribute((const void *)pick_b(B, 1, epi & 3, epi >> 2),
@@ -339,6 +329,11 @@ static int gemv_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B
         return -1;
     }
     char use = gemv_impl == FK_GEMV_IMPL_TC ? 't' : gemv_impl == FK_GEMV_IMPL_SIMT ? 's' : auto_choice(B, O, K, epi);
+    if (use == 'm') { /* weights in shared memory (gemv_smem.cu): batch 1, plain epilogue, no norm; else tc */
+        int rc = B == 1 && !norm_in ? gemv_smem_launch(W, O, K, x, epi, out, s) : 1;
+        if (rc <= 0) return rc;
+        use = 't';
+    }
     if (K > GEMV_TC_MAX_K) use = 's'; /* the tensor-core kernel keeps one round of K per warp (DFM-Mimir: K <= 4096) */
     if (use != 's') return gemv_tc_launch(W, O, K, x, B, norm_in, eps, epi, out, qa, use == '2' ? 2 : 0, use == '1' ? 1 : 0, s);
     /* Two rows per warp only where the epilogue needs the pair. Pairing plain rows to halve the x reads at

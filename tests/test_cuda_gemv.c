@@ -277,6 +277,55 @@ static void test_simt_warps(void) {
     }
     fk_set_gemv_impl(impl);
 }
+
+/* Auto letter 'm' (gemv_smem.cu): at batch 1 the plain epilogues (store, residual) without the norm give the
+ * CUDA-core kernel's bits, at Mimir's down and o_proj shapes, one row per block (O = 100 over the SMs), K past
+ * the tensor-core kernel's round (4352) and a tiny K; with the norm, or at batch 2, it runs tc's kernel. */
+static void test_smem_letter(void) {
+    static const int shapes[][2] = {{1536, 4096}, {1536, 1536}, {100, 512}, {40, 4352}, {24, 64}};
+    int impl = fk_get_gemv_impl();
+    setenv("FRIGG_GEMV_AUTO", "down=mmmmmmmm,o_proj=mmmmmmmm", 1);
+    CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+        const int O = shapes[sh][0], K = shapes[sh][1];
+        float *W = malloc(sizeof(float) * O * K), *x = malloc(sizeof(float) * 2 * K), *h = malloc(sizeof(float) * 2 * O);
+        float *a = malloc(sizeof(float) * 2 * O), *b = malloc(sizeof(float) * 2 * O);
+        ct_fill(W, (size_t)O * K, 1.0f / sqrtf((float)K));
+        ct_fill(x, (size_t)2 * K, 2.0f);
+        ct_fill(h, (size_t)2 * O, 1.0f);
+        uint16_t *dW = ct_to_dev(W, (size_t)O * K), *dx = ct_to_dev(x, (size_t)2 * K), *dout;
+        cudaMalloc((void **)&dout, (size_t)2 * O * 2);
+        for (int epi = FK_GEMV_STORE; epi <= FK_GEMV_RESID; epi++)
+            for (int B = 1; B <= 2; B++)
+                for (int norm = 0; norm <= (B == 1 ? 1 : 0); norm++) {
+                    /* under 'm', then the kernel 'm' stands for: simt (batch 1, no norm), else tc */
+                    int other = B == 1 && !norm && K <= 4096 ? FK_GEMV_IMPL_SIMT : K <= 4096 ? FK_GEMV_IMPL_TC : FK_GEMV_IMPL_SIMT;
+                    for (int k = 0; k < 2; k++) {
+                        fk_set_gemv_impl(k ? other : FK_GEMV_IMPL_AUTO);
+                        uint16_t *hd = ct_to_dev(h, (size_t)B * O);
+                        uint16_t *o = epi == FK_GEMV_RESID ? hd : dout;
+                        if (o == dout) ct_poison(dout, (size_t)2 * O);
+                        CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, epi, o, 0) == 0, "%s", frigg_error());
+                        ct_from_dev(o, (size_t)B * O, k ? b : a);
+                        cudaFree(hd);
+                    }
+                    CHECK(!memcmp(a, b, sizeof(float) * B * O), "gemv 'm' %dx%d B=%d epi %d norm %d: differs from %s", O, K, B,
+                          epi, norm, fk_gemv_impl_name(other));
+                }
+        cudaFree(dW);
+        cudaFree(dx);
+        cudaFree(dout);
+        free(W);
+        free(x);
+        free(h);
+        free(a);
+        free(b);
+    }
+    setenv("FRIGG_GEMV_AUTO", "down=tttttttt,o_proj=tttttttt", 1); /* the shipped rows */
+    CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
+    unsetenv("FRIGG_GEMV_AUTO");
+    fk_set_gemv_impl(impl);
+}
 #endif
 
 int main(void) {
@@ -316,6 +365,7 @@ int main(void) {
         CHECK(fk_gemv_auto_impl(8, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_TC, "auto B=8 K=4096: not tc");
         test_auto_env();
         test_simt_warps();
+        test_smem_letter();
         fk_set_gemv_impl(impl_env);
         frigg_pool_destroy(pool);
         cudaError_t e = cudaDeviceSynchronize();
