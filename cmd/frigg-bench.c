@@ -143,10 +143,8 @@ static void gpu_state(const opts_t *o, char *out, size_t n) {
     /* Which decode GEMV (FRIGG_GEMV_IMPL), decode attention merge (FRIGG_ATTN_DECODE) and prefill attention
      * (FRIGG_PREFILL_ATTN) ran, so opt-in rows describe themselves. */
     if (strcmp(o->backend, "cpu") && w > 0 && (size_t)w < n)
-        snprintf(out + w, n - (size_t)w,
-                 ",\"gemv_impl\":\"%s\",\"simt_warps\":%d,\"attn_decode\":\"%s\",\"prefill_attn\":\"%s\"",
-                 fk_gemv_impl_name(fk_get_gemv_impl()), fk_gemv_simt_get_warps(),
-                 fk_get_attn_decode_impl() == FK_ATTND_CLUSTER ? "cluster" : "split",
+        snprintf(out + w, n - (size_t)w, ",\"gemv_impl\":\"%s\",\"attn_decode\":\"%s\",\"prefill_attn\":\"%s\"",
+                 fk_gemv_impl_name(fk_get_gemv_impl()), fk_get_attn_decode_impl() == FK_ATTND_CLUSTER ? "cluster" : "split",
                  fk_prefill_impl_name(fk_get_prefill_impl()));
 #else
     (void)w;

@@ -573,7 +573,6 @@ static int dec_launch(int impl, int spb, dim3 grid, cudaStream_t s, const uint16
     cfg.stream = s;
     cfg.attrs = attr;
     cfg.numAttrs = fk_pdl ? 2 : 1;
-    if (fk_carveout >= 0) fk_carveout_once((const void *)kern);
     cudaError_t e = cudaLaunchKernelEx(&cfg, kern, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, max_ctx, nsplit,
                                        spb, pf, scale, work, counters, gqkv, y);
     if (e != cudaSuccess) {

@@ -51,17 +51,9 @@ __device__ __forceinline__ void pdl_launch(void) {
 extern int fk_pdl; /* set by fk_init: the current device supports PDL */
 int fk_attention_init(void); /* attention.cu: per-device kernel attributes */
 
-/* The shared-memory carve-out every decode and prefill kernel asks for (cudaFuncAttributePreferredSharedMemoryCarveout,
- * percent of the SM's maximum), or -1: the driver's choice per kernel. An SM changes its L1/shared split only
- * when idle, so kernels that get different splits cannot overlap on an SM (programmatic launch). Set by fk_init
- * from FRIGG_SMEM_CARVEOUT; fk_carveout_once applies it to a kernel on the current device, once. */
-extern int fk_carveout;
-void fk_carveout_once(const void *kernel);
-
 template <typename... KArgs, typename... Args>
 static inline cudaError_t fk_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
                                     Args... args) {
-    if (fk_carveout >= 0) fk_carveout_once((const void *)kernel);
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;

@@ -18,10 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <mutex>
-#include <utility>
-#include <vector>
-
 #define GEMV_WARPS 4
 #define GEMV_UNROLL 8       /* chunks of 16 bytes per lane (and row) in flight */
 #define GEMV_LONG_UNROLL 16 /* with fk_gemv_simt_set_long_unroll, for one-row units of K > 32 x GEMV_UNROLL x 8 */
@@ -35,20 +31,29 @@
 #ifndef GEMV_SHORT_UNROLL /* an A/B hook: make FRIGG_NVCC_DEFS=-DGEMV_SHORT_UNROLL=N */
 #define GEMV_SHORT_UNROLL 3
 #endif
-/* SHORT8 / SHORT16: SHORT with 8 / 16 warps per block (fk_gemv_simt_set_warps). */
-enum { GEMV_V_NORMAL = 0, GEMV_V_LONG = 1, GEMV_V_SHORT = 2, GEMV_V_SHORT8 = 3, GEMV_V_SHORT16 = 4, GEMV_NV = 5 };
+enum { GEMV_V_NORMAL = 0, GEMV_V_LONG = 1, GEMV_V_SHORT = 2, GEMV_NV = 3 };
 
+__device__ __forceinline__ float dot8(uint4 w, const float *x) {
+    float s = bf_lo(w.x) * x[0];
+    s = fmaf(bf_hi(w.x), x[1], s);
+    s = fmaf(bf_lo(w.y), x[2], s);
+    s = fmaf(bf_hi(w.y), x[3], s);
+    s = fmaf(bf_lo(w.z), x[4], s);
+    s = fmaf(bf_hi(w.z), x[5], s);
+    s = fmaf(bf_lo(w.w), x[6], s);
+    s = fmaf(bf_hi(w.w), x[7], s);
+    return s;
+}
 
-/* NW: warps per block (GEMV_WARPS, or 8 / 16 for the batch-1 row pairs under fk_gemv_simt_set_warps). */
-template <int B, int R, bool NORM, int EPI, int U, int NW = GEMV_WARPS>
-__global__ void __launch_bounds__(NW * 32)
+template <int B, int R, bool NORM, int EPI, int U>
+__global__ void __launch_bounds__(GEMV_WARPS * 32)
     gemv_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, float eps,
                 uint16_t *__restrict__ out, fk_qkv_epi qa) {
     extern __shared__ uint4 xs[];
     __shared__ float scratch[B * 32]; /* stage_norm: 32 per batch row */
     __shared__ float rs[B];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nch = K / 8;
-    int unit = blockIdx.x * NW + warp; /* output row (or SwiGLU output index, or RoPE pair) of this warp */
+    int unit = blockIdx.x * GEMV_WARPS + warp; /* output row (or SwiGLU output index, or RoPE pair) of this warp */
     bool valid = unit < O / R; /* R = 2: rows unit and O/2 + unit (SwiGLU: gate and up; plain: two halves) */
     int row1 = unit, row2 = unit;
     if (R > 1) pair_rows<EPI>(unit, O, qa.hd, &row1, &row2);
@@ -120,19 +125,6 @@ static gemv_fn pick(int norm, int epi, int variant) {
         if (epi == FK_GEMV_SWIGLU)
             return norm ? gemv_kernel<1, 2, true, FK_GEMV_SWIGLU, GEMV_SHORT_UNROLL> : gemv_kernel<1, 2, false, FK_GEMV_SWIGLU, GEMV_SHORT_UNROLL>;
     }
-    if (B == 1 && (variant == GEMV_V_SHORT8 || variant == GEMV_V_SHORT16)) {
-        if (variant == GEMV_V_SHORT8) {
-            if (epi == FK_GEMV_QKV)
-                return norm ? gemv_kernel<1, 2, true, FK_GEMV_QKV, GEMV_SHORT_UNROLL, 8> : gemv_kernel<1, 2, false, FK_GEMV_QKV, GEMV_SHORT_UNROLL, 8>;
-            if (epi == FK_GEMV_SWIGLU)
-                return norm ? gemv_kernel<1, 2, true, FK_GEMV_SWIGLU, GEMV_SHORT_UNROLL, 8> : gemv_kernel<1, 2, false, FK_GEMV_SWIGLU, GEMV_SHORT_UNROLL, 8>;
-        } else {
-            if (epi == FK_GEMV_QKV)
-                return norm ? gemv_kernel<1, 2, true, FK_GEMV_QKV, GEMV_SHORT_UNROLL, 16> : gemv_kernel<1, 2, false, FK_GEMV_QKV, GEMV_SHORT_UNROLL, 16>;
-            if (epi == FK_GEMV_SWIGLU)
-                return norm ? gemv_kernel<1, 2, true, FK_GEMV_SWIGLU, GEMV_SHORT_UNROLL, 16> : gemv_kernel<1, 2, false, FK_GEMV_SWIGLU, GEMV_SHORT_UNROLL, 16>;
-        }
-    }
     if (epi == FK_GEMV_QKV) return norm ? gemv_kernel<B, 2, true, FK_GEMV_QKV, GEMV_UNROLL> : gemv_kernel<B, 2, false, FK_GEMV_QKV, GEMV_UNROLL>;
     if (epi == FK_GEMV_SWIGLU)
         return norm ? gemv_kernel<B, 2, true, FK_GEMV_SWIGLU, GEMV_UNROLL> : gemv_kernel<B, 2, false, FK_GEMV_SWIGLU, GEMV_UNROLL>;
@@ -161,25 +153,10 @@ static gemv_fn pick_b(int B, int norm, int epi, int variant) {
 
 static int simt_long_unroll; /* fk_gemv_simt_set_long_unroll: an A/B hook, off until measured */
 extern "C" void fk_gemv_simt_set_long_unroll(int on) { simt_long_unroll = on != 0; }
-/* fk_gemv_simt_set_warps / FRIGG_GEMV_SIMT_WARPS: an A/B hook. dev/chain (run 41) timed a kernel boundary
- * under PDL at 0.84 us for grids of 132 blocks and 1.50 us for 1056; the batch-1 gqkv and gate_up grids are
- * 768 and 1024 blocks of 4 warps. The same warps in blocks of 8 or 16 make grids 2 or 4 times smaller (and
- * normalise x in 2 or 4 times fewer blocks); every warp does the same work in the same order: the same bits. */
-static int simt_warps = GEMV_WARPS;
-extern "C" int fk_gemv_simt_set_warps(int warps) {
-    if (warps != 4 && warps != 8 && warps != 16) {
-        frigg_set_error("gemv: %d warps per block for the batch-1 row pairs (4, 8 or 16)", warps);
-        return -1;
-    }
-    simt_warps = warps;
-    return 0;
-}
-extern "C" int fk_gemv_simt_get_warps(void) { return simt_warps; }
 
 /* FRIGG_GEMV_IMPL=auto. Per shape class and batch size: 's' simt, 't' tc (as many blocks as fit), '2' tc with
  * at most 2 blocks per SM, '1' tc with one weight tile in flight per warp instead of two (half the registers,
- * so its blocks fit beside another kernel's; no letter changes a bit of tc's result), 'm' the weights in shared
- * memory (gemv_smem.cu; batch 1, plain epilogues, no norm: simt's bits; elsewhere it means 't'). FRIGG_GEMV_AUTO
+ * so its blocks fit beside another kernel's; no letter changes a bit of tc's result). FRIGG_GEMV_AUTO
  * replaces rows of the table for tuning runs, e.g. "down=1ttttttt,o_proj=sttttttt" (read by fk_init; a
  * malformed value is an error). The table is run 10's
  * (benchmarks/h200-2026-11-30/dev-gemv-run10.txt), µs per launch as simt / tc at depth 2 (the default):
@@ -206,7 +183,7 @@ static char auto_table[5][9] = {
     "sssttttt", /* lm_head: plain, O > 65536 */
 };
 static const char *const auto_rows[5] = {"gqkv", "gate_up", "o_proj", "down", "lm_head"};
-/* FRIGG_GEMV_AUTO: NAME=8 letters of s, t, 2, 1, m, comma-separated. 0, or -1 with frigg_error set. */
+/* FRIGG_GEMV_AUTO: NAME=8 letters of s, t, 2, 1, comma-separated. 0, or -1 with frigg_error set. */
 static int read_auto_env(void) {
     const char *env = getenv("FRIGG_GEMV_AUTO");
     if (!env || !*env) return 0;
@@ -217,9 +194,9 @@ static int read_auto_env(void) {
         for (int r = 0; r < 5 && eq && eq < end; r++)
             if ((size_t)(eq - at) == strlen(auto_rows[r]) && !strncmp(at, auto_rows[r], (size_t)(eq - at))) row = r;
         int ok = row >= 0 && end - eq - 1 == 8;
-        for (int i = 0; ok && i < 8; i++) ok = strchr("st21m", eq[1 + i]) != NULL;
+        for (int i = 0; ok && i < 8; i++) ok = strchr("st21", eq[1 + i]) != NULL;
         if (!ok) {
-            frigg_set_error("FRIGG_GEMV_AUTO: '%.*s' is not NAME=8 letters of s, t, 2, 1, m (NAME: gqkv, gate_up, o_proj, "
+            frigg_set_error("FRIGG_GEMV_AUTO: '%.*s' is not NAME=8 letters of s, t, 2, 1 (NAME: gqkv, gate_up, o_proj, "
                             "down, lm_head)", (int)(end - at), at);
             return -1;
         }
@@ -245,44 +222,6 @@ extern "C" const char *fk_gemv_impl_name(int impl) {
 }
 
 int fk_pdl;
-#define FK_CARVEOUT_DEFAULT (-1) /* the driver's choice */
-int fk_carveout = FK_CARVEOUT_DEFAULT;
-
-/* (device, kernel) pairs whose carve-out is set: a launch path runs this before every launch, so it must be
- * cheap after the first time (a linear scan; a decode step has a few dozen distinct kernels). */
-static std::mutex carveout_mu;
-static std::vector<std::pair<int, const void *>> carveout_done;
-void fk_carveout_once(const void *kernel) {
-    int dev = 0;
-    cudaGetDevice(&dev);
-    std::lock_guard<std::mutex> lock(carveout_mu);
-    for (const auto &d : carveout_done)
-        if (d.first == dev && d.second == kernel) return;
-    /* a refusal only leaves the driver's choice in place (a hint, like the attribute itself) */
-    if (cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, fk_carveout) != cudaSuccess)
-        (void)cudaGetLastError();
-    carveout_done.push_back({dev, kernel});
-}
-
-/* FRIGG_SMEM_CARVEOUT: "driver" (the driver's choice per kernel) or a percentage 0..100. 0, or -1 with
- * frigg_error set. */
-static int read_carveout_env(void) {
-    const char *env = getenv("FRIGG_SMEM_CARVEOUT");
-    fk_carveout = FK_CARVEOUT_DEFAULT;
-    if (!env || !*env) return 0;
-    if (!strcmp(env, "driver")) {
-        fk_carveout = -1;
-        return 0;
-    }
-    char *end = NULL;
-    long v = env[0] >= '0' && env[0] <= '9' ? strtol(env, &end, 10) : -1;
-    if (v < 0 || *end || v > 100) {
-        frigg_set_error("FRIGG_SMEM_CARVEOUT must be driver or a percentage 0..100, not '%s'", env);
-        return -1;
-    }
-    fk_carveout = (int)v;
-    return 0;
-}
 
 extern "C" int fk_init(void) {
     int dev = 0, major = 0;
@@ -298,16 +237,7 @@ extern "C" int fk_init(void) {
             return -1;
         }
     }
-    const char *warps_env = getenv("FRIGG_GEMV_SIMT_WARPS");
-    if (warps_env && *warps_env) {
-        int w = !strcmp(warps_env, "4") ? 4 : !strcmp(warps_env, "8") ? 8 : !strcmp(warps_env, "16") ? 16 : 0;
-        if (!w) {
-            frigg_set_error("FRIGG_GEMV_SIMT_WARPS must be 4, 8 or 16, not '%s'", warps_env);
-            return -1;
-        }
-        simt_warps = w;
-    }
-    if (read_auto_env() || read_carveout_env() || fk_attention_init() || gemv_tc_init() || gemv_smem_init()) return -1;
+    if (read_auto_env() || fk_attention_init() || gemv_tc_init()) return -1;
     for (int B = 1; B <= 8; B++)
         for (int epi = 0; epi < 4 * GEMV_NV; epi++) {
             cudaError_t e = cudaFuncSetAttribute((const void *)pick_b(B, 1, epi & 3, epi >> 2),
@@ -329,11 +259,6 @@ static int gemv_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B
         return -1;
     }
     char use = gemv_impl == FK_GEMV_IMPL_TC ? 't' : gemv_impl == FK_GEMV_IMPL_SIMT ? 's' : auto_choice(B, O, K, epi);
-    if (use == 'm') { /* weights in shared memory (gemv_smem.cu): batch 1, plain epilogue, no norm; else tc */
-        int rc = B == 1 && !norm_in ? gemv_smem_launch(W, O, K, x, epi, out, s) : 1;
-        if (rc <= 0) return rc;
-        use = 't';
-    }
     if (K > GEMV_TC_MAX_K) use = 's'; /* the tensor-core kernel keeps one round of K per warp (DFM-Mimir: K <= 4096) */
     if (use != 's') return gemv_tc_launch(W, O, K, x, B, norm_in, eps, epi, out, qa, use == '2' ? 2 : 0, use == '1' ? 1 : 0, s);
     /* Two rows per warp only where the epilogue needs the pair. Pairing plain rows to halve the x reads at
@@ -341,10 +266,9 @@ static int gemv_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B
     int pair = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
     int units = pair ? O / 2 : O;
     int variant = simt_long_unroll && !pair && K > 32 * GEMV_UNROLL * 8 ? GEMV_V_LONG
-                  : B == 1 && pair && K <= GEMV_SHORT_K ? (simt_warps == 16 ? GEMV_V_SHORT16 : simt_warps == 8 ? GEMV_V_SHORT8 : GEMV_V_SHORT)
+                  : B == 1 && pair && K <= GEMV_SHORT_K ? GEMV_V_SHORT
                                                                       : GEMV_V_NORMAL;
-    int nw = variant == GEMV_V_SHORT16 ? 16 : variant == GEMV_V_SHORT8 ? 8 : GEMV_WARPS;
-    fk_launch(pick_b(B, norm_in, epi, variant), (units + nw - 1) / nw, nw * 32, smem, s, W, O, K, x, eps,
+    fk_launch(pick_b(B, norm_in, epi, variant), (units + GEMV_WARPS - 1) / GEMV_WARPS, GEMV_WARPS * 32, smem, s, W, O, K, x, eps,
               out, *qa);
     return fk_check_launch("gemv");
 }

@@ -18,20 +18,6 @@ __device__ __forceinline__ uint4 ld_stream(const uint4 *p) {
     return r;
 }
 
-/* One 16-byte chunk of weights (8 bf16) times 8 floats of x, in element order: the CUDA-core kernels' dot
- * product (gemv.cu, gemv_smem.cu), so both give the same bits. */
-__device__ __forceinline__ float dot8(uint4 w, const float *x) {
-    float s = bf_lo(w.x) * x[0];
-    s = fmaf(bf_hi(w.x), x[1], s);
-    s = fmaf(bf_lo(w.y), x[2], s);
-    s = fmaf(bf_hi(w.y), x[3], s);
-    s = fmaf(bf_lo(w.z), x[4], s);
-    s = fmaf(bf_hi(w.z), x[5], s);
-    s = fmaf(bf_lo(w.w), x[6], s);
-    s = fmaf(bf_hi(w.w), x[7], s);
-    return s;
-}
-
 /* x [B][K] (nch = K/8 16-byte chunks per row) -> xs = bf16(x * rsqrt(mean(x^2) + eps)) row by row, using the
  * whole block (every thread must call it). Returns xs. scratch: B x 32 floats, rs: B floats of shared memory.
  * x is read from global memory once: the first pass parks the raw chunks in xs while it sums their squares,
@@ -180,12 +166,6 @@ __device__ __forceinline__ void pair_rows(int unit, int O, int hd, int *row1, in
         *row2 = O / 2 + unit;
     }
 }
-
-/* gemv_smem.cu: batch 1, plain epilogues (STORE, RESID), no norm: each block's weight rows copied to shared
- * memory in bulk before the PDL wait. 0; 1 where the shape does not fit (the caller runs another kernel); -1
- * with frigg_error set (a failed launch). */
-int gemv_smem_init(void);
-int gemv_smem_launch(const uint16_t *W, int O, int K, const uint16_t *x, int epi, uint16_t *out, cudaStream_t s);
 
 /* gemv_tc.cu */
 int gemv_tc_init(void);

@@ -129,11 +129,6 @@ void fk_gemv_tc_set_max_blocks(int blocks);
  * (rotate); the CUDA-core kernel with every chunk of a K-4096 row in flight at once (long_unroll). */
 void fk_gemv_tc_set_variant(int depth, int rotate);
 void fk_gemv_simt_set_long_unroll(int on);
-/* An A/B hook (no result depends on it): warps per block (4, the default, 8 or 16) of the CUDA-core kernel for
- * the batch-1 row pairs (gqkv, gate_up of K <= 1536). 0, or -1 with frigg_error set for another count.
- * fk_init reads FRIGG_GEMV_SIMT_WARPS=4|8|16 (anything else is an error). */
-int fk_gemv_simt_set_warps(int warps);
-int fk_gemv_simt_get_warps(void);
 
 /* Where the fused gqkv projection puts its rows (decode): RoPE'd q into q_out [B][D], RoPE'd k and v into the
  * slot's cache at (row_seq[b], row_pos[b]) (layout as fk_rope_kv), the gate rows into gqkv [B][4D]. */

@@ -213,118 +213,9 @@ static void test_auto_env(void) {
     free(x);
     free(a);
     free(b);
-    /* FRIGG_SMEM_CARVEOUT: a percentage or "driver"; anything else is refused */
-    static const char *bad_co[] = {"101", "-1", "50%", "x", " 5"};
-    for (size_t i = 0; i < sizeof bad_co / sizeof bad_co[0]; i++) {
-        setenv("FRIGG_SMEM_CARVEOUT", bad_co[i], 1);
-        CHECK(fk_init() == -1 && strstr(frigg_error(), "FRIGG_SMEM_CARVEOUT"), "FRIGG_SMEM_CARVEOUT=%s must be refused", bad_co[i]);
-    }
-    setenv("FRIGG_SMEM_CARVEOUT", "100", 1);
-    CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
-    setenv("FRIGG_SMEM_CARVEOUT", "driver", 1);
-    CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
-    unsetenv("FRIGG_SMEM_CARVEOUT");
     setenv("FRIGG_GEMV_AUTO", "down=tttttttt,o_proj=tttttttt", 1); /* the shipped rows */
     CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
     unsetenv("FRIGG_GEMV_AUTO");
-}
-
-/* The batch-1 row pairs' warps per block (fk_gemv_simt_set_warps / FRIGG_GEMV_SIMT_WARPS): 8 and 16 give the
- * bits of 4, with and without the fused norm, at Mimir's gate_up shape and at one whose 50 units leave the
- * last block partly empty; other counts are refused. */
-static void test_simt_warps(void) {
-    static const char *bad[] = {"2", "32", "8x", "sixteen"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        setenv("FRIGG_GEMV_SIMT_WARPS", bad[i], 1);
-        CHECK(fk_init() == -1 && strstr(frigg_error(), "FRIGG_GEMV_SIMT_WARPS"), "FRIGG_GEMV_SIMT_WARPS=%s must be refused", bad[i]);
-    }
-    setenv("FRIGG_GEMV_SIMT_WARPS", "16", 1);
-    CHECK(fk_init() == 0 && fk_gemv_simt_get_warps() == 16, "FRIGG_GEMV_SIMT_WARPS=16: %s", frigg_error());
-    unsetenv("FRIGG_GEMV_SIMT_WARPS");
-    CHECK(fk_gemv_simt_set_warps(12) == -1, "12 warps per block accepted");
-    CHECK(fk_gemv_simt_set_warps(4) == 0 && fk_gemv_simt_get_warps() == 4, "4 warps per block refused");
-    static const int shapes[][2] = {{8192, 1536}, {100, 512}};
-    int impl = fk_get_gemv_impl();
-    fk_set_gemv_impl(FK_GEMV_IMPL_SIMT);
-    for (int sh = 0; sh < 2; sh++) {
-        const int O = shapes[sh][0], K = shapes[sh][1], I = O / 2;
-        float *W = malloc(sizeof(float) * O * K), *x = malloc(sizeof(float) * K), *base = malloc(sizeof(float) * I),
-              *got = malloc(sizeof(float) * I);
-        ct_fill(W, (size_t)O * K, 1.0f / sqrtf((float)K));
-        ct_fill(x, (size_t)K, 2.0f);
-        uint16_t *dW = ct_to_dev(W, (size_t)O * K), *dx = ct_to_dev(x, (size_t)K), *dout;
-        cudaMalloc((void **)&dout, (size_t)I * 2);
-        for (int norm = 0; norm <= 1; norm++) {
-            static const int warps[] = {4, 8, 16};
-            for (int w = 0; w < 3; w++) {
-                fk_gemv_simt_set_warps(warps[w]);
-                ct_poison(dout, (size_t)I);
-                CHECK(fk_gemv(dW, O, K, dx, 1, norm, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
-                ct_from_dev(dout, (size_t)I, w ? got : base);
-                if (w)
-                    CHECK(!memcmp(got, base, sizeof(float) * I), "gemv simt %dx%d norm=%d: %d warps per block changed the result",
-                          O, K, norm, warps[w]);
-            }
-        }
-        fk_gemv_simt_set_warps(4);
-        cudaFree(dW);
-        cudaFree(dx);
-        cudaFree(dout);
-        free(W);
-        free(x);
-        free(base);
-        free(got);
-    }
-    fk_set_gemv_impl(impl);
-}
-
-/* Auto letter 'm' (gemv_smem.cu): at batch 1 the plain epilogues (store, residual) without the norm give the
- * CUDA-core kernel's bits, at Mimir's down and o_proj shapes, one row per block (O = 100 over the SMs), K past
- * the tensor-core kernel's round (4352) and a tiny K; with the norm, or at batch 2, it runs tc's kernel. */
-static void test_smem_letter(void) {
-    static const int shapes[][2] = {{1536, 4096}, {1536, 1536}, {100, 512}, {40, 4352}, {24, 64}};
-    int impl = fk_get_gemv_impl();
-    setenv("FRIGG_GEMV_AUTO", "down=mmmmmmmm,o_proj=mmmmmmmm", 1);
-    CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
-    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
-        const int O = shapes[sh][0], K = shapes[sh][1];
-        float *W = malloc(sizeof(float) * O * K), *x = malloc(sizeof(float) * 2 * K), *h = malloc(sizeof(float) * 2 * O);
-        float *a = malloc(sizeof(float) * 2 * O), *b = malloc(sizeof(float) * 2 * O);
-        ct_fill(W, (size_t)O * K, 1.0f / sqrtf((float)K));
-        ct_fill(x, (size_t)2 * K, 2.0f);
-        ct_fill(h, (size_t)2 * O, 1.0f);
-        uint16_t *dW = ct_to_dev(W, (size_t)O * K), *dx = ct_to_dev(x, (size_t)2 * K), *dout;
-        cudaMalloc((void **)&dout, (size_t)2 * O * 2);
-        for (int epi = FK_GEMV_STORE; epi <= FK_GEMV_RESID; epi++)
-            for (int B = 1; B <= 2; B++)
-                for (int norm = 0; norm <= (B == 1 ? 1 : 0); norm++) {
-                    /* under 'm', then the kernel 'm' stands for: simt (batch 1, no norm), else tc */
-                    int other = B == 1 && !norm && K <= 4096 ? FK_GEMV_IMPL_SIMT : K <= 4096 ? FK_GEMV_IMPL_TC : FK_GEMV_IMPL_SIMT;
-                    for (int k = 0; k < 2; k++) {
-                        fk_set_gemv_impl(k ? other : FK_GEMV_IMPL_AUTO);
-                        uint16_t *hd = ct_to_dev(h, (size_t)B * O);
-                        uint16_t *o = epi == FK_GEMV_RESID ? hd : dout;
-                        if (o == dout) ct_poison(dout, (size_t)2 * O);
-                        CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, epi, o, 0) == 0, "%s", frigg_error());
-                        ct_from_dev(o, (size_t)B * O, k ? b : a);
-                        cudaFree(hd);
-                    }
-                    CHECK(!memcmp(a, b, sizeof(float) * B * O), "gemv 'm' %dx%d B=%d epi %d norm %d: differs from %s", O, K, B,
-                          epi, norm, fk_gemv_impl_name(other));
-                }
-        cudaFree(dW);
-        cudaFree(dx);
-        cudaFree(dout);
-        free(W);
-        free(x);
-        free(h);
-        free(a);
-        free(b);
-    }
-    setenv("FRIGG_GEMV_AUTO", "down=tttttttt,o_proj=tttttttt", 1); /* the shipped rows */
-    CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
-    unsetenv("FRIGG_GEMV_AUTO");
-    fk_set_gemv_impl(impl);
 }
 #endif
 
@@ -364,8 +255,6 @@ int main(void) {
         CHECK(fk_gemv_auto_impl(8, 1536, 4104, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "auto B=8 K=4104: not simt");
         CHECK(fk_gemv_auto_impl(8, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_TC, "auto B=8 K=4096: not tc");
         test_auto_env();
-        test_simt_warps();
-        test_smem_letter();
         fk_set_gemv_impl(impl_env);
         frigg_pool_destroy(pool);
         cudaError_t e = cudaDeviceSynchronize();
