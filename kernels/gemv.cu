@@ -69,17 +69,12 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
         for (int r = 0; r < R; r++) w[u][r] = valid && c < nch ? ld_stream(wrow[r] + c) : make_uint4(0, 0, 0, 0);
     }
     /* lane b stores batch row b, and loads its residual right after the wait (gemv_pre). The QKV operands are
-     * not loaded early by default: holding them took the batch-1 gqkv kernel from 96 to 107 registers, 5 to 4
-     * blocks per SM, when it held 6 chunks per lane (run 16's batch-1 loss). FRIGG_SIMT_QKV_EARLY (an A/B
-     * build) loads them right after the wait, so the row's position, then its RoPE factors (two dependent
-     * loads) arrive during the norm and the dot products instead of after them. */
+     * not loaded early here: holding them took the batch-1 gqkv kernel from 96 to 107 registers, 5 to 4
+     * blocks per SM (run 16's batch-1 loss). */
     gemv_pre pre = {0, 0, 0, 0.0f, false, false};
     pdl_wait();
     pdl_launch();
     if (EPI == FK_GEMV_RESID && valid && lane < B) gemv_preload_resid<EPI>(pre, row1, lane, O, out);
-#ifdef FRIGG_SIMT_QKV_EARLY
-    if (EPI == FK_GEMV_QKV && valid && lane < B) pre = gemv_preload<EPI>(row1, lane, O, qa);
-#endif
     const uint4 *xv = (const uint4 *)x;
     if (NORM) xv = stage_norm(xv, B, nch, K, eps, xs, scratch, rs);
     if (!valid) return;

@@ -164,27 +164,6 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
 
     /* One tile from register set w: its mma's, the set's next request, the reduction, the epilogue. */
     auto run_tile = [&](uint4(&w)[TC_STEPS], int cur, int it) {
-        const gemv_pre none = {0, 0, 0, 0.0f, false, false};
-        gemv_pre q1 = it == 0 ? pre1 : none, q2 = it == 0 ? pre2 : none;
-#ifdef FRIGG_TC_EPI_EARLY
-        /* An A/B build: a later tile's epilogue operands (the RoPE factors and cache offset, or the residual)
-         * loaded by its reducing warp before the tile's mma's, so they arrive during the mma's and the
-         * cross-warp reduction instead of after them (the first tile's were loaded after the wait). */
-        if (it > 0 && xok && warp == (rotate ? it % nw : 0)) {
-            if (EPI == FK_GEMV_QKV) {
-                int unit = cur * 4 + t, r1, r2;
-                if (unit < O / 2) {
-                    pair_rows<EPI>(unit, O, qa.hd, &r1, &r2);
-                    q1 = gemv_preload<EPI>(r1, g, O, qa);
-                }
-            }
-            if (EPI == FK_GEMV_RESID) {
-                int row = cur * 8 + 2 * t;
-                if (row < O) gemv_preload_resid<EPI>(q1, row, g, O, out);
-                if (row + 1 < O) gemv_preload_resid<EPI>(q2, row + 1, g, O, out);
-            }
-        }
-#endif
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
         for (int s = 0; s < TC_STEPS; s++) {
@@ -216,16 +195,17 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
         }
         if (!xok) return;
         /* the first tile's operands were loaded early (pre1, pre2: warp 0's, and the first tile is warp 0's) */
+        const gemv_pre none = {0, 0, 0, 0.0f, false, false};
         if (PAIRED) {
             int unit = cur * 4 + t, r1, r2;
             if (unit < O / 2) {
                 pair_rows<EPI>(unit, O, qa.hd, &r1, &r2);
-                gemv_store<EPI>(unit, r1, g, acc[0], acc[1], O, out, qa, q1);
+                gemv_store<EPI>(unit, r1, g, acc[0], acc[1], O, out, qa, it == 0 ? pre1 : none);
             }
         } else {
             int row = cur * 8 + 2 * t;
-            if (row < O) gemv_store<EPI>(row, row, g, acc[0], 0.0f, O, out, qa, q1);
-            if (row + 1 < O) gemv_store<EPI>(row + 1, row + 1, g, acc[1], 0.0f, O, out, qa, q2);
+            if (row < O) gemv_store<EPI>(row, row, g, acc[0], 0.0f, O, out, qa, it == 0 ? pre1 : none);
+            if (row + 1 < O) gemv_store<EPI>(row + 1, row + 1, g, acc[1], 0.0f, O, out, qa, it == 0 ? pre2 : none);
         }
     };
     /* every warp of the block walks the same tiles, so the __syncthreads above match */
