@@ -3,7 +3,7 @@
  * what that grid wrote. This program times chains of nearly empty kernels, each block reading a value its
  * predecessor's blocks wrote and writing the next, captured in one graph and replayed, in three versions:
  *   plain  no programmatic launch: each kernel starts when the previous one has completed
- *   grid   the shipped pattern (kernels/common.cuh pdl_wait): launched early (PDL), trigger, griddepcontrol.wait
+ *   grid   the shipped pattern, kernels/common.cuh's pdl_wait: launched early (PDL), trigger, griddepcontrol.wait
  *   flag   launched early (PDL) and triggered as grid, but the wait is a spin on a counter the previous
  *          kernel's blocks raise after their writes (release / acquire at gpu scope), not grid completion
  * and prints µs per kernel (median, min, max over the repeats) for several grid sizes. A check replays each
@@ -21,6 +21,8 @@
 
 #include <cuda_runtime.h>
 
+#include "common.cuh"
+
 #define CK(x)                                                                                            \
     do {                                                                                                 \
         cudaError_t e_ = (x);                                                                            \
@@ -33,14 +35,10 @@
 enum { V_PLAIN, V_GRID, V_FLAG, NV };
 static const char *const vname[NV] = {"plain", "grid", "flag"};
 
+/* FLAG's trigger without the wait (pdl_wait does both) */
 __device__ __forceinline__ void trigger(void) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void grid_wait(void) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
 __device__ __forceinline__ int ld_acquire(const int *p) {
@@ -57,14 +55,14 @@ __device__ __forceinline__ void red_release(int *p, int v) {
  * every version waits on the grid (its predecessor is the graph's counter reset). */
 template <int V>
 __global__ void link(const int *in, int nin, int *out, int *ctr, int k) {
-    if (V != V_PLAIN) trigger();
     if (V == V_FLAG && k > 0) {
+        trigger();
         if (threadIdx.x == 0)
             while (ld_acquire(ctr + k - 1) < nin) {
             }
         __syncthreads();
     } else if (V != V_PLAIN) {
-        grid_wait();
+        pdl_wait(); /* trigger, then griddepcontrol.wait */
     }
     if (threadIdx.x == 0) out[blockIdx.x] = in[blockIdx.x % nin] + 1;
     if (V == V_FLAG) {
