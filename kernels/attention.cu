@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(128)
     for (int i = tid; i < PF_BQ * CH; i += blockDim.x) {
         int r = i / CH, c = i % CH, t = t0 + r;
         uint4 v = make_uint4(0, 0, 0, 0);
-        if (t < T) v = ((const uint4 *)(q + (size_t)t * D + h * HD))[c];
+        if (t < T) v = ld_act((const uint4 *)(q + (size_t)t * D + h * HD) + c);
         ((uint4 *)Qs)[i] = v;
     }
     for (int i = tid; i < PF_BQ * HD; i += blockDim.x) Os[i] = 0.0f;
@@ -66,8 +66,8 @@ __global__ void __launch_bounds__(128)
             int rr = i / CH, c = i % CH, j = j0 + rr;
             uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
             if (j < T) {
-                kv = ((const uint4 *)(Kh + (size_t)j * HD))[c];
-                vv = ((const uint4 *)(Vh + (size_t)j * HD))[c];
+                kv = ld_act((const uint4 *)(Kh + (size_t)j * HD) + c);
+                vv = ld_act((const uint4 *)(Vh + (size_t)j * HD) + c);
             }
             ((uint4 *)Ks)[i] = kv;
             ((uint4 *)Vs)[i] = vv;
@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(128)
         int rr = i / HD, d = i % HD, tt = t0 + rr;
         if (tt >= T) continue;
         float o = rbf(Os[i] / Lrow[rr]);
-        float g = bf2f(gqkv[(size_t)tt * 4 * D + h * HD + d]);
+        float g = bf2f(ld_act16(gqkv + (size_t)tt * 4 * D + h * HD + d));
         float sg = rbf(1.0f / (1.0f + expf(-g)));
         y[(size_t)tt * D + h * HD + d] = f2bf(sg * o);
     }
@@ -224,10 +224,10 @@ __global__ void __launch_bounds__(NW * 32, MINB)
 #pragma unroll
     for (int kk = 0; kk < KK; kk++) {
         const uint16_t *q0 = q + (size_t)r0 * D + h * HD + kk * 16 + 2 * tq, *q1 = q + (size_t)r1 * D + h * HD + kk * 16 + 2 * tq;
-        qa[kk][0] = r0 < T ? *(const uint32_t *)q0 : 0u;
-        qa[kk][1] = r1 < T ? *(const uint32_t *)q1 : 0u;
-        qa[kk][2] = r0 < T ? *(const uint32_t *)(q0 + 8) : 0u;
-        qa[kk][3] = r1 < T ? *(const uint32_t *)(q1 + 8) : 0u;
+        qa[kk][0] = r0 < T ? ld_act32(q0) : 0u;
+        qa[kk][1] = r1 < T ? ld_act32(q1) : 0u;
+        qa[kk][2] = r0 < T ? ld_act32(q0 + 8) : 0u;
+        qa[kk][3] = r1 < T ? ld_act32(q1 + 8) : 0u;
     }
     float o[DT][4];
 #pragma unroll
@@ -386,7 +386,7 @@ __global__ void __launch_bounds__(NW * 32, MINB)
             int tt = e < 2 ? r0 : r1, d = dt * 8 + 2 * tq + (e & 1);
             if (tt >= T) continue;
             float ov = rbf(o[dt][e] / (e < 2 ? l0 : l1));
-            float gv = bf2f(gqkv[(size_t)tt * 4 * D + h * HD + d]);
+            float gv = bf2f(ld_act16(gqkv + (size_t)tt * 4 * D + h * HD + d));
             float sg = rbf(1.0f / (1.0f + expf(-gv)));
             y[(size_t)tt * D + h * HD + d] = f2bf(sg * ov);
         }

@@ -267,12 +267,12 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
     dec_load_newest<HD, GROUPS>(K, V, r1, g, j1_1, len - 1, kbuf[1], vbuf[1]);
     if (DEPTH == 3) dec_load_newest<HD, GROUPS>(K, V, lr, g, lj1, len - 1, kbuf[DEPTH - 1], vbuf[DEPTH - 1]);
     float qf[8];
-    unpack8(*(const uint4 *)(q + (size_t)b * D + h * HD + li * 8), qf);
+    unpack8(ld_act(q + (size_t)b * D + h * HD + li * 8), qf);
     /* The gate of dim t is loaded now (used only by the merge): its latency hides behind the keys' arithmetic
      * instead of following the merge. */
     const bool may_merge = CLUSTER ? bx == 0 : true;
     uint16_t graw = 0;
-    if (may_merge && t < HD) graw = gqkv[(size_t)b * 4 * D + h * HD + t];
+    if (may_merge && t < HD) graw = ld_act16(gqkv + (size_t)b * 4 * D + h * HD + t);
     float *part = s_part; /* where this block's partials go */
     if (CLUSTER) {
         cluster_wait_acquire(); /* every block of the cluster has started: its shared memory exists */

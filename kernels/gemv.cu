@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
             if (c >= nch) break;
 #pragma unroll
             for (int b = 0; b < B; b++) {
-                uint4 v = xv[(size_t)b * nch + c];
+                uint4 v = NORM ? xv[(size_t)b * nch + c] : ld_act(xv + (size_t)b * nch + c); /* shared, or x */
                 float xf[8] = {bf_lo(v.x), bf_hi(v.x), bf_lo(v.y), bf_hi(v.y),
                                bf_lo(v.z), bf_hi(v.z), bf_lo(v.w), bf_hi(v.w)};
 #pragma unroll

@@ -34,7 +34,7 @@ __device__ __forceinline__ const uint4 *stage_norm(const uint4 *xv, int B, int n
 #pragma unroll
         for (int b = 0; b < 8; b++) {
             if (b >= B) break;
-            uint4 v = xv[(size_t)b * nch + c];
+            uint4 v = ld_act(xv + (size_t)b * nch + c);
             xs[(size_t)b * nch + c] = v;
             float a0 = bf_lo(v.x), a1 = bf_hi(v.x), a2 = bf_lo(v.y), a3 = bf_hi(v.y);
             float a4 = bf_lo(v.z), a5 = bf_hi(v.z), a6 = bf_lo(v.w), a7 = bf_hi(v.w);
@@ -99,7 +99,7 @@ __device__ __forceinline__ gemv_pre gemv_preload(int row1, int b, int O, const f
 template <int EPI>
 __device__ __forceinline__ void gemv_preload_resid(gemv_pre &p, int row, int b, int O, const uint16_t *out) {
     if (EPI == FK_GEMV_RESID) {
-        p.res = bf2f(out[(size_t)b * O + row]);
+        p.res = bf2f(ld_act16(out + (size_t)b * O + row));
         p.res_ok = true;
     }
 }
@@ -114,7 +114,7 @@ __device__ __forceinline__ void gemv_store(int unit, int row1, int b, float a1, 
     if (EPI == FK_GEMV_STORE || EPI == FK_GEMV_RESID) {
         size_t at = (size_t)b * O + row1;
         if (EPI == FK_GEMV_STORE) out[at] = f2bf(a1);
-        else out[at] = f2bf((pre.res_ok ? pre.res : bf2f(out[at])) + rbf(a1));
+        else out[at] = f2bf((pre.res_ok ? pre.res : bf2f(ld_act16(out + at))) + rbf(a1));
     } else if (EPI == FK_GEMV_QKV) {
         int half = qa.hd / 2, Dm = O / 4, sec = row1 / Dm, j1 = row1 % Dm, j2 = j1 + half;
         float x1 = rbf(a1), x2 = rbf(a2);

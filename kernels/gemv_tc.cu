@@ -118,14 +118,14 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
         if (row + 1 < O) gemv_preload_resid<EPI>(pre2, row + 1, g, O, out);
     }
     /* This lane's x fragment: batch row g, chunks 4s + t of the warp's slice (mma rows >= B, and 8..15, stay
-     * zero). Plain loads: x was written by the kernel in front of this one. */
+     * zero). Through L2 (ld_act): x was written by the kernel in front of this one. */
     const uint4 *xr = (const uint4 *)x + (size_t)(xok ? g : 0) * nch + c_lo;
     uint4 *xl = xw + (size_t)warp * TC_STEPS * 32 + lane; /* this lane's fragment, step s at xl[32 s] */
     uint4 xf[TC_STEPS];
 #pragma unroll
     for (int s = 0; s < TC_STEPS; s++) {
         int c = 4 * s + t;
-        xf[s] = xok && c < n ? xr[c] : zero;
+        xf[s] = xok && c < n ? ld_act(xr + c) : zero;
     }
     /* Parked in shared memory for the tiles (lane-contiguous: conflict-free), not held in registers: with
      * two tiles of weights in flight that would pass 128 registers and spill inside the tile loop. */

@@ -15,7 +15,7 @@ __global__ void argmax_kernel(const uint16_t *logits, int V, int32_t *ids) {
     float best = -INFINITY;
     int bi = 0x7fffffff;
     for (int i = threadIdx.x; i < V; i += blockDim.x) {
-        float v = bf2f(row[i]);
+        float v = bf2f(ld_act16(row + i));
         if (v > best) { /* i increases per thread, so the first max stays */
             best = v;
             bi = i;
@@ -56,7 +56,7 @@ __global__ void widen_kernel(const uint16_t *in, size_t n, float *out) {
     pdl_wait();
     pdl_launch();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        out[i] = bf2f(in[i]);
+        out[i] = bf2f(ld_act16(in + i));
 }
 
 extern "C" int fk_argmax_bf16(const uint16_t *logits, int B, int V, int32_t *ids, cudaStream_t s) {

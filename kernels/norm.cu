@@ -32,18 +32,18 @@ __global__ void norm_kernel(int mode, uint16_t *h, const uint16_t *y, uint16_t *
     size_t row = (size_t)blockIdx.x * D;
     float ss = 0.0f;
     for (int i = threadIdx.x; i < D; i += blockDim.x) {
-        float v = bf2f(h[row + i]);
+        float v = bf2f(ld_act16(h + row + i));
         if (mode == 1) {
-            v = rbf(v + bf2f(y[row + i]));
+            v = rbf(v + bf2f(ld_act16(y + row + i)));
             h[row + i] = f2bf(v);
         }
         ss += v * v;
     }
     float r = 1.0f / sqrtf(block_sum(ss, scratch) / (float)D + eps);
     for (int i = threadIdx.x; i < D; i += blockDim.x) {
-        float n = rbf(bf2f(h[row + i]) * r);
+        float n = rbf(bf2f(ld_act16(h + row + i)) * r);
         out[row + i] = f2bf(n);
-        if (mode == 2 && other) h[row + i] = f2bf(n + bf2f(other[row + i]));
+        if (mode == 2 && other) h[row + i] = f2bf(n + bf2f(ld_act16(other + row + i)));
     }
 }
 
@@ -68,8 +68,8 @@ __global__ void __launch_bounds__(32 * NORM_ROWS)
     for (int c = 0; c < NORM_VEC_MAX; c++) {
         int ci = lane + 32 * c;
         if (ci < nc) {
-            w[c] = hr[ci];
-            if (MODE == 1) wy[c] = ((const uint4 *)(y + (size_t)t * D))[ci];
+            w[c] = ld_act(hr + ci);
+            if (MODE == 1) wy[c] = ld_act((const uint4 *)(y + (size_t)t * D) + ci);
         }
     }
     float ss = 0.0f;
@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(32 * NORM_ROWS)
             ((uint4 *)(out + (size_t)t * D))[ci] = bf16x8_pack(n);
             if (MODE == 2 && other) {
                 float o[8];
-                bf16x8_unpack(((const uint4 *)(other + (size_t)t * D))[ci], o);
+                bf16x8_unpack(ld_act((const uint4 *)(other + (size_t)t * D) + ci), o);
 #pragma unroll
                 for (int k = 0; k < 8; k++) o[k] += n[k];
                 hr[ci] = bf16x8_pack(o);
@@ -133,7 +133,7 @@ __global__ void swiglu_kernel(const uint16_t *gu, int I, uint16_t *out) {
     pdl_launch();
     size_t t = blockIdx.y;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < I; i += gridDim.x * blockDim.x) {
-        float g = bf2f(gu[t * 2 * I + i]), u = bf2f(gu[t * 2 * I + I + i]);
+        float g = bf2f(ld_act16(gu + t * 2 * I + i)), u = bf2f(ld_act16(gu + t * 2 * I + I + i));
         float sg = rbf(g / (1.0f + expf(-g)));
         out[t * I + i] = f2bf(sg * u);
     }
@@ -150,8 +150,8 @@ __global__ void swiglu_vec_kernel(const uint16_t *gu, int T, int I, uint16_t *ou
         size_t t = idx / nc, c = idx % nc;
         const uint4 *row = (const uint4 *)(gu + t * 2 * I);
         float g[8], u[8], m[8];
-        bf16x8_unpack(row[c], g);
-        bf16x8_unpack(row[nc + c], u);
+        bf16x8_unpack(ld_act(row + c), g);
+        bf16x8_unpack(ld_act(row + nc + c), u);
 #pragma unroll
         for (int k = 0; k < 8; k++) m[k] = rbf(g[k] / (1.0f + expf(-g[k]))) * u[k];
         ((uint4 *)(out + t * I))[c] = bf16x8_pack(m);

@@ -18,14 +18,15 @@ __global__ void rope_kv_kernel(const uint16_t *gqkv, int H, int hd, const int32_
         int h = j / hd, i = j % hd;
         int partner = i < half ? j + half : j - half;
         float c = bf2f(C[i]), sn = bf2f(S[i]);
-        float qr = i < half ? -bf2f(q[partner]) : bf2f(q[partner]);
-        float kr = i < half ? -bf2f(k[partner]) : bf2f(k[partner]);
-        float qo = rbf(rbf(bf2f(q[j]) * c) + rbf(qr * sn));
-        float ko = rbf(rbf(bf2f(k[j]) * c) + rbf(kr * sn));
+        const float qp = bf2f(ld_act16(q + partner)), kp = bf2f(ld_act16(k + partner));
+        float qr = i < half ? -qp : qp;
+        float kr = i < half ? -kp : kp;
+        float qo = rbf(rbf(bf2f(ld_act16(q + j)) * c) + rbf(qr * sn));
+        float ko = rbf(rbf(bf2f(ld_act16(k + j)) * c) + rbf(kr * sn));
         q_out[(size_t)t * D + j] = f2bf(qo);
         size_t at = base + ((size_t)h * max_ctx + pos) * hd + i;
         k_slot[at] = f2bf(ko);
-        v_slot[at] = v[j];
+        v_slot[at] = ld_act16(v + j);
     }
 }
 
@@ -56,9 +57,9 @@ __global__ void rope_kv_vec_kernel(const uint16_t *gqkv, int T, int H, int hd, c
         const int pos = row_pos[t];
         const uint16_t *row = gqkv + (size_t)t * 4 * D + h * hd + i;
         const uint16_t *C = cos_t + (size_t)pos * hd + i, *S = sin_t + (size_t)pos * hd + i;
-        uint4 wq1 = *(const uint4 *)(row + D), wq2 = *(const uint4 *)(row + D + half);
-        uint4 wk1 = *(const uint4 *)(row + 2 * D), wk2 = *(const uint4 *)(row + 2 * D + half);
-        uint4 wv1 = *(const uint4 *)(row + 3 * D), wv2 = *(const uint4 *)(row + 3 * D + half);
+        uint4 wq1 = ld_act(row + D), wq2 = ld_act(row + D + half);
+        uint4 wk1 = ld_act(row + 2 * D), wk2 = ld_act(row + 2 * D + half);
+        uint4 wv1 = ld_act(row + 3 * D), wv2 = ld_act(row + 3 * D + half);
         float c1[8], s1[8], c2[8], s2[8], x1[8], x2[8], o1[8], o2[8];
         bf16x8_unpack(*(const uint4 *)C, c1);
         bf16x8_unpack(*(const uint4 *)S, s1);
