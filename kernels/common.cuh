@@ -57,9 +57,9 @@ extern int fk_pdl; /* set by fk_init: the current device supports PDL */
  * writes while the kernel runs. Runs 47-48 saw it: the tensor-core GEMV at depth 3 read stale x through .nc
  * inside the pipeline (wrong and run-to-run different, right in isolation), and the same load through .cg was
  * right. Weights and the RoPE tables, written once at load, keep their streaming loads. */
-__device__ __forceinline__ uint4 ld_act(const void *p) { return __ldcg((const uint4 *)p); }
-__device__ __forceinline__ uint32_t ld_act32(const void *p) { return __ldcg((const unsigned int *)p); }
-__device__ __forceinline__ uint16_t ld_act16(const void *p) { return __ldcg((const unsigned short *)p); }
+__device__ __forceinline__ uint4 ld_act(const void *p) { return __ldca((const uint4 *)p); }
+__device__ __forceinline__ uint32_t ld_act32(const void *p) { return __ldca((const unsigned int *)p); }
+__device__ __forceinline__ uint16_t ld_act16(const void *p) { return __ldca((const unsigned short *)p); }
 int fk_attention_init(void); /* attention.cu: per-device kernel attributes */
 
 template <typename... KArgs, typename... Args>
