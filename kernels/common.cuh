@@ -50,13 +50,16 @@ __device__ __forceinline__ void pdl_launch(void) {
 }
 extern int fk_pdl; /* set by fk_init: the current device supports PDL */
 
-/* Reading what another kernel of the step wrote (activations, logits, the newest cache row): ld.global.cg,
- * through L2 only. Under PDL a kernel starts while the kernel in front of it is still writing, and
- * griddepcontrol.wait makes those writes visible in global memory, not in this SM's non-coherent paths: a load
+/* Reading what another kernel of the step wrote (activations, logits, the previous kernel's output): ld_act,
+ * a coherent load (ld.global.ca), never the non-coherent path. Under PDL a kernel starts while the kernel in
+ * front of it is still writing; griddepcontrol.wait makes those writes visible to coherent loads, but a load
  * through a const __restrict__ pointer may compile to ld.global.nc, which PTX allows only for data that no one
- * writes while the kernel runs. Runs 47-48 saw it: the tensor-core GEMV at depth 3 read stale x through .nc
- * inside the pipeline (wrong and run-to-run different, right in isolation), and the same load through .cg was
- * right. Weights and the RoPE tables, written once at load, keep their streaming loads. */
+ * writes while the kernel runs. Runs 47-48 saw it: the tensor-core GEMV at depth 3 (an A/B variant) read stale
+ * x through .nc inside the pipeline (wrong, and different run to run; right in isolation), and the same load
+ * through .cg or .ca was right (run 50). Cost against .nc (run 50, one call): batch 1 279.4-279.5 against
+ * 280.1-281.0 tok/s, batch 8 1,484-1,490 against 1,520-1,524. .cg (L2 only) was right too but 7 % slower at
+ * batch 1 (run 49): every GEMV block then fetches x from L2. Weights and the RoPE tables, written once at load,
+ * keep their streaming loads. */
 __device__ __forceinline__ uint4 ld_act(const void *p) { return __ldca((const uint4 *)p); }
 __device__ __forceinline__ uint32_t ld_act32(const void *p) { return __ldca((const unsigned int *)p); }
 __device__ __forceinline__ uint16_t ld_act16(const void *p) { return __ldca((const unsigned short *)p); }
