@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
         if (row + 1 < O) gemv_preload_resid<EPI>(pre2, row + 1, g, O, out);
     }
     /* This lane's x fragment: batch row g, chunks 4s + t of the warp's slice (mma rows >= B, and 8..15, stay
-     * zero). Through L2 (ld_act): x was written by the kernel in front of this one. */
+     * zero). A coherent load (ld_act): x was written by the kernel in front of this one. */
     const uint4 *xr = (const uint4 *)x + (size_t)(xok ? g : 0) * nch + c_lo;
     uint4 *xl = xw + (size_t)warp * TC_STEPS * 32 + lane; /* this lane's fragment, step s at xl[32 s] */
     uint4 xf[TC_STEPS];

@@ -1,0 +1,37 @@
+#!/bin/sh
+# No kernel reads another kernel's output through the non-coherent path. Under PDL a kernel starts while the
+# kernel in front of it is still writing, and ld.global.nc is only for data no one writes while the kernel
+# runs: runs 47-50 (benchmarks/h200-2026-11-30/COMMANDS.md) saw a GEMV read stale x that way. Such reads go
+# through ld_act (kernels/common.cuh); the only .nc loads left are the weight stream's (ld_stream,
+# ld.global.nc.L1::no_allocate). This compiles every kernels/*.cu to PTX for sm_90 and fails on any other
+# ld.global.nc, e.g. one a const __restrict__ pointer lets the compiler pick.
+if [ "${FRIGG_CUDA:-1}" = 0 ]; then
+    echo "SKIP nc-loads: built without CUDA"
+    echo "nc-loads: 0 passed, 0 failed"
+    exit 0
+fi
+NVCC=${NVCC:-$(command -v nvcc || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })}
+if [ -z "$NVCC" ]; then
+    echo "SKIP nc-loads: no nvcc"
+    echo "nc-loads: 0 passed, 0 failed"
+    exit 0
+fi
+T=$(mktemp -d "${TMPDIR:-/tmp}/nc-loads.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+pass=0; fail=0
+for f in kernels/*.cu; do
+    p="$T/$(basename "$f" .cu).ptx"
+    if ! "$NVCC" -O3 -std=c++17 -arch=sm_90 -Icommon -Ikernels -ptx "$f" -o "$p" 2>"$T/err"; then
+        fail=$((fail + 1)); echo "FAIL: $f does not compile to PTX"; cat "$T/err"; continue
+    fi
+    bad=$(grep 'ld\.global\.nc' "$p" | grep -vc 'L1::no_allocate')
+    if [ "$bad" -eq 0 ]; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL: $f: $bad ld.global.nc loads outside the weight stream, e.g.:"
+        grep 'ld\.global\.nc' "$p" | grep -v 'L1::no_allocate' | head -3
+    fi
+done
+echo "nc-loads: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
