@@ -51,18 +51,26 @@ __device__ __forceinline__ void pdl_launch(void) {
 extern int fk_pdl; /* set by fk_init: the current device supports PDL */
 
 /* Reading what another kernel of the step wrote (activations, logits, the previous kernel's output): ld_act,
- * a coherent load (ld.global.ca), never the non-coherent path. Under PDL a kernel starts while the kernel in
- * front of it is still writing; griddepcontrol.wait makes those writes visible to coherent loads, but a load
- * through a const __restrict__ pointer may compile to ld.global.nc, which PTX allows only for data that no one
- * writes while the kernel runs. Runs 47-48 saw it: the tensor-core GEMV at depth 3 (an A/B variant) read stale
- * x through .nc inside the pipeline (wrong, and different run to run; right in isolation), and the same load
- * through .cg or .ca was right (run 50). Cost against .nc (run 50, one call): batch 1 279.4-279.5 against
- * 280.1-281.0 tok/s, batch 8 1,484-1,490 against 1,520-1,524. .cg (L2 only) was right too but 7 % slower at
- * batch 1 (run 49): every GEMV block then fetches x from L2. Weights and the RoPE tables, written once at load,
- * keep their streaming loads. */
-__device__ __forceinline__ uint4 ld_act(const void *p) { return __ldca((const uint4 *)p); }
-__device__ __forceinline__ uint32_t ld_act32(const void *p) { return __ldca((const unsigned int *)p); }
-__device__ __forceinline__ uint16_t ld_act16(const void *p) { return __ldca((const unsigned short *)p); }
+ * a coherent load (ld.global, L1-cached), never the non-coherent path. Under PDL a kernel starts while the
+ * kernel in front of it is still writing; griddepcontrol.wait makes those writes visible to coherent loads, but
+ * a load through a const __restrict__ pointer may compile to ld.global.nc, which PTX allows only for data that
+ * no one writes while the kernel runs. Runs 47-48 saw it: the tensor-core GEMV at depth 3 (an A/B variant) read
+ * stale x through .nc inside the pipeline (wrong, and different run to run; right in isolation), and the same
+ * load through .cg or .ca was right (run 50). .cg (L2 only) cost 7 % at batch 1 (run 49): every GEMV block
+ * then fetches x from L2.
+ * How: act_launder hides where the pointer came from (an empty asm the compiler cannot see through), so the
+ * compiler cannot prove the data read-only and emits a plain ld.global; __isGlobal keeps it a global load, not
+ * a generic one. A plain load, unlike __ldca's asm volatile, may be scheduled among the weight loads, and it
+ * stays below pdl_wait, whose asm clobbers memory. tests/nc-loads.sh checks the PTX. Weights and the RoPE
+ * tables, written once at load, keep their streaming loads. */
+__device__ __forceinline__ const void *act_launder(const void *p) {
+    asm("" : "+l"(p));
+    __builtin_assume(__isGlobal(p));
+    return p;
+}
+__device__ __forceinline__ uint4 ld_act(const void *p) { return *(const uint4 *)act_launder(p); }
+__device__ __forceinline__ uint32_t ld_act32(const void *p) { return *(const uint32_t *)act_launder(p); }
+__device__ __forceinline__ uint16_t ld_act16(const void *p) { return *(const uint16_t *)act_launder(p); }
 int fk_attention_init(void); /* attention.cu: per-device kernel attributes */
 
 template <typename... KArgs, typename... Args>
