@@ -33,6 +33,12 @@
 #include "gemv_common.cuh"
 
 #define TC_MAX_WARPS 16 /* K split over up to 16 warps: 16 warps x 8 steps x 4 chunks = K 4096 in one round */
+#ifndef TC_FULL
+#define TC_FULL 0
+#endif
+#ifndef TC_CHAINS
+#define TC_CHAINS 1
+#endif
 #define TC_STEPS 8      /* steps (4 chunks of 16 bytes per tile row) each warp holds in registers */
 #define TC_MAX_K (TC_MAX_WARPS * TC_STEPS * 4 * 8) /* one round of steps per warp: GEMV_TC_MAX_K */
 #define TC_XW_BYTES(nw) ((size_t)(nw) * TC_STEPS * 32 * 16) /* the x fragments of nw warps (dynamic shared memory) */
@@ -165,6 +171,27 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     /* One tile from register set w: its mma's, the set's next request, the reduction, the epilogue. */
     auto run_tile = [&](uint4(&w)[TC_STEPS], int cur, int it) {
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#if TC_FULL
+        if (n == 4 * TC_STEPS) { /* every step full: no per-step exit, so x can be read ahead of the mma's */
+#if TC_CHAINS == 2
+            float acc2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#endif
+#pragma unroll
+            for (int s = 0; s < TC_STEPS; s++) {
+                const uint4 xx = xok ? xl[32 * s] : zero;
+                mma_bf16_16816(acc, xx.x, 0u, xx.y, 0u, w[s].x, w[s].y);
+#if TC_CHAINS == 2
+                mma_bf16_16816(acc2, xx.z, 0u, xx.w, 0u, w[s].z, w[s].w);
+#else
+                mma_bf16_16816(acc, xx.z, 0u, xx.w, 0u, w[s].z, w[s].w);
+#endif
+            }
+#if TC_CHAINS == 2
+            acc[0] += acc2[0];
+            acc[1] += acc2[1];
+#endif
+        } else
+#endif
 #pragma unroll
         for (int s = 0; s < TC_STEPS; s++) {
             if (4 * s >= n) break; /* warp-uniform: the mma needs every lane */
