@@ -173,20 +173,30 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #if TC_FULL
         if (n == 4 * TC_STEPS) { /* every step full: no per-step exit, so x can be read ahead of the mma's */
-#if TC_CHAINS == 2
+#if TC_CHAINS >= 2
             float acc2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#endif
+#if TC_CHAINS == 4
+            float acc3[4] = {0.0f, 0.0f, 0.0f, 0.0f}, acc4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #endif
 #pragma unroll
             for (int s = 0; s < TC_STEPS; s++) {
                 const uint4 xx = xok ? xl[32 * s] : zero;
+#if TC_CHAINS == 4
+                mma_bf16_16816(s & 1 ? acc3 : acc, xx.x, 0u, xx.y, 0u, w[s].x, w[s].y);
+                mma_bf16_16816(s & 1 ? acc4 : acc2, xx.z, 0u, xx.w, 0u, w[s].z, w[s].w);
+#elif TC_CHAINS == 2
                 mma_bf16_16816(acc, xx.x, 0u, xx.y, 0u, w[s].x, w[s].y);
-#if TC_CHAINS == 2
                 mma_bf16_16816(acc2, xx.z, 0u, xx.w, 0u, w[s].z, w[s].w);
 #else
+                mma_bf16_16816(acc, xx.x, 0u, xx.y, 0u, w[s].x, w[s].y);
                 mma_bf16_16816(acc, xx.z, 0u, xx.w, 0u, w[s].z, w[s].w);
 #endif
             }
-#if TC_CHAINS == 2
+#if TC_CHAINS == 4
+            acc[0] = (acc[0] + acc3[0]) + (acc2[0] + acc4[0]);
+            acc[1] = (acc[1] + acc3[1]) + (acc2[1] + acc4[1]);
+#elif TC_CHAINS == 2
             acc[0] += acc2[0];
             acc[1] += acc2[1];
 #endif
