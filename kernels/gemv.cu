@@ -19,6 +19,9 @@
 #include <string.h>
 
 #define GEMV_WARPS 4
+#ifndef GEMV_FULL
+#define GEMV_FULL 0
+#endif
 #define GEMV_UNROLL 8       /* chunks of 16 bytes per lane (and row) in flight */
 #define GEMV_LONG_UNROLL 16 /* with fk_gemv_simt_set_long_unroll, for one-row units of K > 32 x GEMV_UNROLL x 8 */
 /* Row pairs (gqkv, gate_up) of K <= 1536 at batch 1 (DFM-Mimir's): 3 chunks per lane and row, two rounds,
@@ -92,19 +95,26 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
                 for (int r = 0; r < R; r++) w[u][r] = c < nch ? ld_stream(wrow[r] + c) : make_uint4(0, 0, 0, 0);
             }
         }
+        auto round = [&](bool full) {
 #pragma unroll
-        for (int u = 0; u < U; u++) {
-            int c = c0 + 32 * u;
-            if (c >= nch) break;
+            for (int u = 0; u < U; u++) {
+                int c = c0 + 32 * u;
+                if (!full && c >= nch) break;
 #pragma unroll
-            for (int b = 0; b < B; b++) {
-                uint4 v = NORM ? xv[(size_t)b * nch + c] : ld_act(xv + (size_t)b * nch + c); /* shared, or x */
-                float xf[8] = {bf_lo(v.x), bf_hi(v.x), bf_lo(v.y), bf_hi(v.y),
-                               bf_lo(v.z), bf_hi(v.z), bf_lo(v.w), bf_hi(v.w)};
+                for (int b = 0; b < B; b++) {
+                    uint4 v = NORM ? xv[(size_t)b * nch + c] : ld_act(xv + (size_t)b * nch + c); /* shared, or x */
+                    float xf[8] = {bf_lo(v.x), bf_hi(v.x), bf_lo(v.y), bf_hi(v.y),
+                                   bf_lo(v.z), bf_hi(v.z), bf_lo(v.w), bf_hi(v.w)};
 #pragma unroll
-                for (int r = 0; r < R; r++) acc[r][b] += dot8(w[u][r], xf);
+                    for (int r = 0; r < R; r++) acc[r][b] += dot8(w[u][r], xf);
+                }
             }
-        }
+        };
+#if GEMV_FULL
+        if (nch % (32 * U) == 0) round(true); /* every round full: no per-chunk exit */
+        else
+#endif
+            round(false);
     }
 #pragma unroll
     for (int r = 0; r < R; r++)

@@ -36,6 +36,9 @@
 #ifndef TC_FULL
 #define TC_FULL 0
 #endif
+#ifndef TC_RED_UNROLL
+#define TC_RED_UNROLL 0
+#endif
 #ifndef TC_CHAINS
 #define TC_CHAINS 1
 #endif
@@ -222,6 +225,9 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
              * for every next tile's __syncthreads. The sum is in warp order either way: the same bits. */
             if (warp != (rotate ? it % nw : 0)) return;
             float2 s = pt[lane];
+#if TC_RED_UNROLL
+#pragma unroll 4
+#endif
             for (int v = 1; v < nw; v++) {
                 float2 p = pt[v * 32 + lane];
                 s.x += p.x;
