@@ -19,9 +19,6 @@
 #include <string.h>
 
 #define GEMV_WARPS 4
-#ifndef GEMV_FULL
-#define GEMV_FULL 0
-#endif
 #define GEMV_UNROLL 8       /* chunks of 16 bytes per lane (and row) in flight */
 #define GEMV_LONG_UNROLL 16 /* with fk_gemv_simt_set_long_unroll, for one-row units of K > 32 x GEMV_UNROLL x 8 */
 /* Row pairs (gqkv, gate_up) of K <= 1536 at batch 1 (DFM-Mimir's): 3 chunks per lane and row, two rounds,
@@ -110,11 +107,10 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
                 }
             }
         };
-#if GEMV_FULL
-        if (nch % (32 * U) == 0) round(true); /* every round full: no per-chunk exit */
-        else
-#endif
-            round(false);
+        /* every round full (K a multiple of 32 x U x 8, DFM-Mimir's shapes): no per-chunk exit, so the x loads
+         * can go ahead of the arithmetic (run 54: batch 1 285.5-285.8 against 283.6-285.5 tok/s, the same sums) */
+        if (nch % (32 * U) == 0) round(true);
+        else round(false);
     }
 #pragma unroll
     for (int r = 0; r < R; r++)

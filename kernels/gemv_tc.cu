@@ -33,15 +33,6 @@
 #include "gemv_common.cuh"
 
 #define TC_MAX_WARPS 16 /* K split over up to 16 warps: 16 warps x 8 steps x 4 chunks = K 4096 in one round */
-#ifndef TC_FULL
-#define TC_FULL 0
-#endif
-#ifndef TC_RED_UNROLL
-#define TC_RED_UNROLL 0
-#endif
-#ifndef TC_CHAINS
-#define TC_CHAINS 1
-#endif
 #define TC_STEPS 8      /* steps (4 chunks of 16 bytes per tile row) each warp holds in registers */
 #define TC_MAX_K (TC_MAX_WARPS * TC_STEPS * 4 * 8) /* one round of steps per warp: GEMV_TC_MAX_K */
 #define TC_XW_BYTES(nw) ((size_t)(nw) * TC_STEPS * 32 * 16) /* the x fragments of nw warps (dynamic shared memory) */
@@ -173,45 +164,33 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
 
     /* One tile from register set w: its mma's, the set's next request, the reduction, the epilogue. */
     auto run_tile = [&](uint4(&w)[TC_STEPS], int cur, int it) {
+        /* A tile is a chain of dependent mma's, and at batch 8 the tile loop's latency, not the weight stream,
+         * set the kernel's time (Nsight Compute, run 52: the mma's and the reducing warp's loads were the top
+         * stalls). So, when every step of the warp's slice is full (DFM-Mimir's shapes: K 1536 and 4096 give
+         * each warp 8 full steps), the steps have no early exit (x can be read ahead of the mma's) and the two
+         * mma's of a step go to two accumulators, summed at the end: two chains of 8 instead of one of 16. Run
+         * 53 (A/B in one call): batch 8 1,565-1,574 against 1,491-1,492 tok/s, batch 1 284.4-284.7 against
+         * 280.7-280.9; four chains (run 54) were no faster. The order of the sum is fixed by K alone, as before. */
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#if TC_FULL
-        if (n == 4 * TC_STEPS) { /* every step full: no per-step exit, so x can be read ahead of the mma's */
-#if TC_CHAINS >= 2
+        if (n == 4 * TC_STEPS) {
             float acc2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#endif
-#if TC_CHAINS == 4
-            float acc3[4] = {0.0f, 0.0f, 0.0f, 0.0f}, acc4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#endif
 #pragma unroll
             for (int s = 0; s < TC_STEPS; s++) {
                 const uint4 xx = xok ? xl[32 * s] : zero;
-#if TC_CHAINS == 4
-                mma_bf16_16816(s & 1 ? acc3 : acc, xx.x, 0u, xx.y, 0u, w[s].x, w[s].y);
-                mma_bf16_16816(s & 1 ? acc4 : acc2, xx.z, 0u, xx.w, 0u, w[s].z, w[s].w);
-#elif TC_CHAINS == 2
+                /* k-slots 2t,2t+1 <- elements 0,1 (then 4,5); 2t+8,2t+9 <- elements 2,3 (then 6,7) */
                 mma_bf16_16816(acc, xx.x, 0u, xx.y, 0u, w[s].x, w[s].y);
                 mma_bf16_16816(acc2, xx.z, 0u, xx.w, 0u, w[s].z, w[s].w);
-#else
-                mma_bf16_16816(acc, xx.x, 0u, xx.y, 0u, w[s].x, w[s].y);
-                mma_bf16_16816(acc, xx.z, 0u, xx.w, 0u, w[s].z, w[s].w);
-#endif
             }
-#if TC_CHAINS == 4
-            acc[0] = (acc[0] + acc3[0]) + (acc2[0] + acc4[0]);
-            acc[1] = (acc[1] + acc3[1]) + (acc2[1] + acc4[1]);
-#elif TC_CHAINS == 2
             acc[0] += acc2[0];
             acc[1] += acc2[1];
-#endif
-        } else
-#endif
+        } else {
 #pragma unroll
-        for (int s = 0; s < TC_STEPS; s++) {
-            if (4 * s >= n) break; /* warp-uniform: the mma needs every lane */
-            const uint4 xx = xok ? xl[32 * s] : zero;
-            /* k-slots 2t,2t+1 <- elements 0,1 (then 4,5); 2t+8,2t+9 <- elements 2,3 (then 6,7) */
-            mma_bf16_16816(acc, xx.x, 0u, xx.y, 0u, w[s].x, w[s].y);
-            mma_bf16_16816(acc, xx.z, 0u, xx.w, 0u, w[s].z, w[s].w);
+            for (int s = 0; s < TC_STEPS; s++) {
+                if (4 * s >= n) break; /* warp-uniform: the mma needs every lane */
+                const uint4 xx = xok ? xl[32 * s] : zero;
+                mma_bf16_16816(acc, xx.x, 0u, xx.y, 0u, w[s].x, w[s].y);
+                mma_bf16_16816(acc, xx.z, 0u, xx.w, 0u, w[s].z, w[s].w);
+            }
         }
         const int next = cur + DEPTH * (int)gridDim.x;
         if (next < tiles) fetch(w, next); /* in flight during the reduction below */
@@ -225,9 +204,9 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
              * for every next tile's __syncthreads. The sum is in warp order either way: the same bits. */
             if (warp != (rotate ? it % nw : 0)) return;
             float2 s = pt[lane];
-#if TC_RED_UNROLL
+            /* unrolled, so the partials' loads are in flight together (run 54: batch 8 1,597-1,600 against
+             * 1,560-1,563 tok/s; the same sum in the same order) */
 #pragma unroll 4
-#endif
             for (int v = 1; v < nw; v++) {
                 float2 p = pt[v * 32 + lane];
                 s.x += p.x;
