@@ -74,19 +74,6 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
     gemv_pre pre = {0, 0, 0, 0.0f, false, false};
     pdl_wait();
     pdl_launch();
-#ifndef FRIGG_E2
-#define FRIGG_E2 0
-#endif
-    constexpr bool E2 = FRIGG_E2 >= 1 && B == 1 && R == 2 && NORM && U == GEMV_SHORT_UNROLL &&
-                        (EPI == FK_GEMV_QKV || (FRIGG_E2 == 2 && EPI == FK_GEMV_SWIGLU));
-    const bool two = E2 && nch == 2 * 32 * U; /* exactly two rounds: the second requested right after the wait */
-    uint4 w2[E2 ? U : 1][R];
-    if (E2 && two) {
-#pragma unroll
-        for (int u = 0; u < U; u++)
-#pragma unroll
-            for (int r = 0; r < R; r++) w2[u][r] = valid ? ld_stream(wrow[r] + lane + 32 * (U + u)) : make_uint4(0, 0, 0, 0);
-    }
     if (EPI == FK_GEMV_RESID && valid && lane < B) gemv_preload_resid<EPI>(pre, row1, lane, O, out);
     const uint4 *xv = (const uint4 *)x;
     if (NORM) xv = stage_norm(xv, B, nch, K, eps, xs, scratch, rs);
@@ -96,41 +83,34 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
     for (int r = 0; r < R; r++)
 #pragma unroll
         for (int b = 0; b < B; b++) acc[r][b] = 0.0f;
-    /* one round: chunks c0 + 32u of weights wb */
-    auto round = [&](bool full, uint4(&wb)[U][R], int c0) {
+    for (int c0 = lane; c0 < nch; c0 += 32 * U) { /* chunks in increasing order whatever U: same sums */
+        if (c0 != lane) {
 #pragma unroll
-        for (int u = 0; u < U; u++) {
-            int c = c0 + 32 * u;
-            if (!full && c >= nch) break;
+            for (int u = 0; u < U; u++) {
+                int c = c0 + 32 * u;
 #pragma unroll
-            for (int b = 0; b < B; b++) {
-                uint4 v = NORM ? xv[(size_t)b * nch + c] : ld_act(xv + (size_t)b * nch + c); /* shared, or x */
-                float xf[8] = {bf_lo(v.x), bf_hi(v.x), bf_lo(v.y), bf_hi(v.y),
-                               bf_lo(v.z), bf_hi(v.z), bf_lo(v.w), bf_hi(v.w)};
-#pragma unroll
-                for (int r = 0; r < R; r++) acc[r][b] += dot8(wb[u][r], xf);
+                for (int r = 0; r < R; r++) w[u][r] = c < nch ? ld_stream(wrow[r] + c) : make_uint4(0, 0, 0, 0);
             }
         }
-    };
-    if (E2 && two) {
-        round(true, w, lane);
-        if (E2) round(true, *(uint4(*)[U][R])w2, lane + 32 * U);
-    } else {
-        for (int c0 = lane; c0 < nch; c0 += 32 * U) { /* chunks in increasing order whatever U: same sums */
-            if (c0 != lane) {
+        auto round = [&](bool full) {
 #pragma unroll
-                for (int u = 0; u < U; u++) {
-                    int c = c0 + 32 * u;
+            for (int u = 0; u < U; u++) {
+                int c = c0 + 32 * u;
+                if (!full && c >= nch) break;
 #pragma unroll
-                    for (int r = 0; r < R; r++) w[u][r] = c < nch ? ld_stream(wrow[r] + c) : make_uint4(0, 0, 0, 0);
+                for (int b = 0; b < B; b++) {
+                    uint4 v = NORM ? xv[(size_t)b * nch + c] : ld_act(xv + (size_t)b * nch + c); /* shared, or x */
+                    float xf[8] = {bf_lo(v.x), bf_hi(v.x), bf_lo(v.y), bf_hi(v.y),
+                                   bf_lo(v.z), bf_hi(v.z), bf_lo(v.w), bf_hi(v.w)};
+#pragma unroll
+                    for (int r = 0; r < R; r++) acc[r][b] += dot8(w[u][r], xf);
                 }
             }
-            /* every round full (K a multiple of 32 x U x 8, DFM-Mimir's shapes): no per-chunk exit, so the x
-             * loads can go ahead of the arithmetic (run 54: batch 1 285.5-285.8 against 283.6-285.5 tok/s, the
-             * same sums) */
-            if (nch % (32 * U) == 0) round(true, w, c0);
-            else round(false, w, c0);
-        }
+        };
+        /* every round full (K a multiple of 32 x U x 8, DFM-Mimir's shapes): no per-chunk exit, so the x loads
+         * can go ahead of the arithmetic (run 54: batch 1 285.5-285.8 against 283.6-285.5 tok/s, the same sums) */
+        if (nch % (32 * U) == 0) round(true);
+        else round(false);
     }
 #pragma unroll
     for (int r = 0; r < R; r++)

@@ -30,27 +30,15 @@ __device__ __forceinline__ const uint4 *stage_norm(const uint4 *xv, int B, int n
     float ss[8];
 #pragma unroll
     for (int b = 0; b < 8; b++) ss[b] = 0.0f;
-    auto park = [&](int b, int c, uint4 v) { /* chunk c of row b: into xs, its squares into ss[b] */
-        xs[(size_t)b * nch + c] = v;
-        float a0 = bf_lo(v.x), a1 = bf_hi(v.x), a2 = bf_lo(v.y), a3 = bf_hi(v.y);
-        float a4 = bf_lo(v.z), a5 = bf_hi(v.z), a6 = bf_lo(v.w), a7 = bf_hi(v.w);
-        ss[b] += a0 * a0 + a1 * a1 + a2 * a2 + a3 * a3 + a4 * a4 + a5 * a5 + a6 * a6 + a7 * a7;
-    };
-#if FRIGG_SN2
-    if (B == 1) { /* two chunks per thread in flight at once: one L2 round trip, not two in a row */
-        for (int c = threadIdx.x; c < nch; c += 2 * blockDim.x) {
-            const int c2 = c + blockDim.x;
-            const uint4 v = ld_act(xv + c), v2 = c2 < nch ? ld_act(xv + c2) : make_uint4(0, 0, 0, 0);
-            park(0, c, v);
-            if (c2 < nch) park(0, c2, v2);
-        }
-    } else
-#endif
     for (int c = threadIdx.x; c < nch; c += blockDim.x) {
 #pragma unroll
         for (int b = 0; b < 8; b++) {
             if (b >= B) break;
-            park(b, c, ld_act(xv + (size_t)b * nch + c));
+            uint4 v = ld_act(xv + (size_t)b * nch + c);
+            xs[(size_t)b * nch + c] = v;
+            float a0 = bf_lo(v.x), a1 = bf_hi(v.x), a2 = bf_lo(v.y), a3 = bf_hi(v.y);
+            float a4 = bf_lo(v.z), a5 = bf_hi(v.z), a6 = bf_lo(v.w), a7 = bf_hi(v.w);
+            ss[b] += a0 * a0 + a1 * a1 + a2 * a2 + a3 * a3 + a4 * a4 + a5 * a5 + a6 * a6 + a7 * a7;
         }
     }
 #pragma unroll
