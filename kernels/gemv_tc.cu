@@ -46,16 +46,6 @@ __device__ __forceinline__ void mma_bf16_16816(float c[4], uint32_t a0, uint32_t
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-#ifndef FRIGG_TC_NB
-#define FRIGG_TC_NB 0
-#endif
-#ifndef FRIGG_TC_ROTATE
-#define FRIGG_TC_ROTATE 0
-#endif
-/* Named barrier `id` of `n` threads: wait for it, or arrive without waiting. */
-__device__ __forceinline__ void bar_sync_n(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
-__device__ __forceinline__ void bar_arrive_n(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
-
 /* The weight row that tile row g (0..7) of `tile` streams; false when it lies past the matrix. */
 template <int EPI>
 __device__ __forceinline__ bool tile_row(int tile, int g, int O, int hd, int *row) {
@@ -206,27 +196,13 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
         if (next < tiles) fetch(w, next); /* in flight during the reduction below */
         /* acc[0], acc[1] = batch row g, tile columns 2t, 2t+1 (acc[2], acc[3]: the zero rows 8..15) */
         if (nw > 1) {
-            const int j = it & 1, red = rotate ? it % nw : 0;
-            float2 *pt = part[j];
-#if FRIGG_TC_NB
-            /* Named barriers instead of __syncthreads: the other warps hand their partials to the tile's reducing
-             * warp (bar.arrive, no waiting) and go on to their next tile; they wait only before reusing part[j],
-             * until the reducer of tile it - 2 has read it (it arrives on 3 + j once it has). */
-            if (it >= 2 && warp != (rotate ? (it - 2) % nw : 0)) bar_sync_n(3 + j, nw * 32);
-            pt[warp * 32 + lane] = make_float2(acc[0], acc[1]);
-            if (warp != red) {
-                bar_arrive_n(1 + j, nw * 32);
-                return;
-            }
-            bar_sync_n(1 + j, nw * 32);
-#else
+            float2 *pt = part[it & 1];
             pt[warp * 32 + lane] = make_float2(acc[0], acc[1]);
             __syncthreads();
             /* The tile's reducing warp also runs its epilogue (dependent loads: row_pos, RoPE tables, the
              * residual): with `rotate` that duty passes from warp to warp, tile by tile, so no one warp is late
              * for every next tile's __syncthreads. The sum is in warp order either way: the same bits. */
-            if (warp != red) return;
-#endif
+            if (warp != (rotate ? it % nw : 0)) return;
             float2 s = pt[lane];
             /* unrolled, so the partials' loads are in flight together (run 54: batch 8 1,597-1,600 against
              * 1,560-1,563 tok/s; the same sum in the same order) */
@@ -238,9 +214,6 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
             }
             acc[0] = s.x;
             acc[1] = s.y;
-#if FRIGG_TC_NB
-            if (cur + 2 * (int)gridDim.x < tiles) bar_arrive_n(3 + j, nw * 32); /* part[j] is free for tile it + 2 */
-#endif
         }
         if (!xok) return;
         /* the first tile's operands were loaded early (pre1, pre2: warp 0's, and the first tile is warp 0's) */
@@ -284,7 +257,7 @@ static gemv_tc_fn pick_tc_d(int norm, int epi) {
 static gemv_tc_fn pick_tc(int norm, int epi, int depth) { return depth == 2 ? pick_tc_d<2>(norm, epi) : pick_tc_d<1>(norm, epi); }
 
 static int tc_max_blocks; /* fk_gemv_tc_set_max_blocks: 0 = as many as fit on the GPU at once */
-static int tc_rotate = FRIGG_TC_ROTATE, tc_depth = 2; /* fk_gemv_tc_set_variant: A/B hooks. Depth 2 is the default since run 10 (dev/gemv:
+static int tc_rotate, tc_depth = 2; /* fk_gemv_tc_set_variant: A/B hooks. Depth 2 is the default since run 10 (dev/gemv:
  * fastest tensor-core variant at every shape and batch size, e.g. gqkv B8 14.38 against 19.62 µs at depth 1) */
 extern "C" void fk_gemv_tc_set_variant(int depth, int rotate) {
     tc_depth = depth == 2 ? 2 : 1;
