@@ -55,10 +55,7 @@ static int dec_impl = DEC_IMPL_AUTO, dec_spb = 0, dec_env = 0;
  * compiled for (launch bounds): 4 gives it the registers for two rounds in flight with no spill (ptxas: 128
  * at head_dim 128), 5 caps it at 96 and ptxas spills ~100 bytes per thread, 3 keeps three rounds in flight
  * (167 registers); 0 (the default) = by mode and grid, see dec_pick_minb. */
-#ifndef FRIGG_DEC_MINB
-#define FRIGG_DEC_MINB 0
-#endif
-static int dec_pf = 0, dec_minb = FRIGG_DEC_MINB;
+static int dec_pf = 0, dec_minb = 0;
 
 /* Splits per (row, head) at most: depends on H, max_ctx and the merge mode only (never on B), so every batch
  * size lays a row's keys out the same way. */

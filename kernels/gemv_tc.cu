@@ -46,12 +46,6 @@ __device__ __forceinline__ void mma_bf16_16816(float c[4], uint32_t a0, uint32_t
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-#ifndef FRIGG_TC_PRE2
-#define FRIGG_TC_PRE2 0
-#endif
-#ifndef FRIGG_TC_FULLGRID
-#define FRIGG_TC_FULLGRID 0
-#endif
 /* The weight row that tile row g (0..7) of `tile` streams; false when it lies past the matrix. */
 template <int EPI>
 __device__ __forceinline__ bool tile_row(int tile, int g, int O, int hd, int *row) {
@@ -123,15 +117,6 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
         if (row < O) gemv_preload_resid<EPI>(pre1, row, g, O, out);
         if (row + 1 < O) gemv_preload_resid<EPI>(pre2, row + 1, g, O, out);
     }
-#if FRIGG_TC_PRE2
-    /* the block's second tile: reduced by warp 0 too (no rotation) */
-    gemv_pre pre3 = {0, 0, 0, 0.0f, false, false}, pre4 = pre3;
-    if (EPI == FK_GEMV_RESID && !rotate && warp == 0 && xok && tile + (int)gridDim.x < tiles) {
-        int row = (tile + (int)gridDim.x) * 8 + 2 * t;
-        if (row < O) gemv_preload_resid<EPI>(pre3, row, g, O, out);
-        if (row + 1 < O) gemv_preload_resid<EPI>(pre4, row + 1, g, O, out);
-    }
-#endif
     /* This lane's x fragment: batch row g, chunks 4s + t of the warp's slice (mma rows >= B, and 8..15, stay
      * zero). A coherent load (ld_act): x was written by the kernel in front of this one. */
     const uint4 *xr = (const uint4 *)x + (size_t)(xok ? g : 0) * nch + c_lo;
@@ -241,13 +226,8 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
             }
         } else {
             int row = cur * 8 + 2 * t;
-#if FRIGG_TC_PRE2
-            if (row < O) gemv_store<EPI>(row, row, g, acc[0], 0.0f, O, out, qa, it == 0 ? pre1 : it == 1 ? pre3 : none);
-            if (row + 1 < O) gemv_store<EPI>(row + 1, row + 1, g, acc[1], 0.0f, O, out, qa, it == 0 ? pre2 : it == 1 ? pre4 : none);
-#else
             if (row < O) gemv_store<EPI>(row, row, g, acc[0], 0.0f, O, out, qa, it == 0 ? pre1 : none);
             if (row + 1 < O) gemv_store<EPI>(row + 1, row + 1, g, acc[1], 0.0f, O, out, qa, it == 0 ? pre2 : none);
-#endif
         }
     };
     /* every warp of the block walks the same tiles, so the __syncthreads above match */
@@ -336,9 +316,6 @@ int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, in
     if (tc_max_blocks && cap > tc_max_blocks) cap = tc_max_blocks;
     int rounds = (int)((tiles + cap - 1) / cap);
     int grid = (tiles + rounds - 1) / rounds;
-#if FRIGG_TC_FULLGRID
-    grid = tiles < cap ? tiles : (int)cap; /* every resident slot: more blocks streaming, the same rounds */
-#endif
     fk_launch(fn, grid, nw * 32, TC_XW_BYTES(nw), s, W, O, K, x, B, eps, out, *qa, tc_rotate);
     return fk_check_launch("gemv_tc");
 }
