@@ -60,8 +60,9 @@ extern int fk_pdl; /* set by fk_init: the current device supports PDL */
  * then fetches x from L2.
  * How: act_launder hides where the pointer came from (an empty asm the compiler cannot see through), so the
  * compiler cannot prove the data read-only and emits a plain ld.global; __isGlobal keeps it a global load, not
- * a generic one. A plain load, unlike __ldca's asm volatile, may be scheduled among the weight loads, and it
- * stays below pdl_wait, whose asm clobbers memory. tests/nc-loads.sh checks the PTX. Weights and the RoPE
+ * a generic one. A plain load, unlike __ldca's asm volatile (a strong load in the SASS), may be scheduled
+ * among the weight loads (run 51: the same speed as __ldca), and it stays below pdl_wait, whose asm clobbers
+ * memory. tests/nc-loads.sh checks the PTX. Weights and the RoPE
  * tables, written once at load, keep their streaming loads. */
 __device__ __forceinline__ const void *act_launder(const void *p) {
     asm("" : "+l"(p));

@@ -167,11 +167,12 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
         /* A tile is a chain of dependent mma's, and at batch 8 the tile loop's latency, not only the weight
          * stream, sets the kernel's time (Nsight Compute, run 52, `ncu-stalls-run52.txt`: after waits on global
          * loads, fixed-latency dependencies such as the mma chain, and shared-memory loads such as x and the
-         * partials, were the most sampled stalls). So, when every step of the warp's slice is full (DFM-Mimir's shapes: K 1536 and 4096 give
-         * each warp 8 full steps), the steps have no early exit (x can be read ahead of the mma's) and the two
-         * mma's of a step go to two accumulators, summed at the end: two chains of 8 instead of one of 16. Run
-         * 53 (A/B in one call): batch 8 1,565-1,574 against 1,491-1,492 tok/s, batch 1 284.4-284.7 against
-         * 280.7-280.9; four chains (run 54) were no faster. The order of the sum is fixed by K alone, as before. */
+         * partials, were the most sampled stalls). So, when every step of the warp's slice is full (DFM-Mimir's
+         * shapes: K 1536 and 4096 give each warp 8 full steps), the steps have no early exit (x can be read
+         * ahead of the mma's) and the two mma's of a step go to two accumulators, summed at the end: two chains
+         * of 8 instead of one of 16. Run 53 (A/B in one call): batch 8 1,565-1,574 against 1,491-1,492 tok/s,
+         * batch 1 284.4-284.7 against 280.7-280.9; four chains (run 54) were no faster. The order of the sum is
+         * fixed by K alone, as before. */
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         if (n == 4 * TC_STEPS) {
             float acc2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
