@@ -30,7 +30,9 @@
 
 #define QA_THREADS 256     /* threads per block */
 #define QA_CLUSTER 16      /* blocks per head (one cluster); also the most splits per row it can lay out */
+#ifndef QA_U /* an A/B hook: make FRIGG_NVCC_DEFS=-DQA_U=6 */
 #define QA_U 3             /* chunks per lane and row in flight: gemv.cu's batch-1 pair kernel (GEMV_SHORT_UNROLL) */
+#endif
 #define QA_NORM_THREADS 128 /* the CUDA-core GEMV's block size (gemv.cu GEMV_WARPS x 32): its norm partition */
 #define QA_BAR 1           /* the named barrier of the attention warps (0 is __syncthreads) */
 #define QA_MAX_D 4096      /* hidden sizes up to this: the normalised x in at most 8 KB of dynamic shared memory */
@@ -100,6 +102,26 @@ __global__ void __launch_bounds__(QA_THREADS, 2)
 #pragma unroll
             for (int r = 0; r < 2; r++) w[u][j][r] = c < nch ? ld_stream(wr[j][r] + c) : make_uint4(0, 0, 0, 0);
     }
+#ifdef FRIGG_QA_PRE /* A/B: the epilogue operands before the wait (host-copied position, constant tables) */
+    gemv_pre pres[UPW];
+#pragma unroll
+    for (int j = 0; j < UPW; j++) {
+        pres[j] = gemv_pre{0, 0, 0, 0.0f, false, false};
+        if (sec[j] != 0) pres[j] = gemv_preload<FK_GEMV_QKV>(sec[j] * D + h * HD + dim[j], 0, 4 * D, qa);
+    }
+#endif
+#ifdef FRIGG_QA_PF /* A/B: this block's first two attention rounds of keys and values asked of L2 before the wait */
+    if (threadIdx.x == 0) {
+        const int len = qa.row_pos[0] + 1;
+        int chunk, ns;
+        dec_split(len, nsplit, chunk, ns);
+        if (rank < ns) {
+            const int r0 = rank * chunk, n = min(min(len, r0 + chunk) - r0, 2 * (DEC_THREADS / (HD / 8)) * DEC_KPT);
+            const size_t base = (size_t)qa.row_seq[0] * qa.seq_stride + ((size_t)h * qa.max_ctx + r0) * HD;
+            dec_prefetch_round<HD, 1 << 20>(qa.k_slot + base, qa.v_slot + base, 0, n);
+        }
+    }
+#endif
     pdl_wait();
     pdl_launch();
     const uint4 *xv = stage_norm((const uint4 *)x, 1, nch, D, eps, xs, scratch, rs, QA_NORM_THREADS);
@@ -137,8 +159,12 @@ __global__ void __launch_bounds__(QA_THREADS, 2)
     cluster_wait_acquire(); /* barrier 1: every block has started */
 #pragma unroll
     for (int j = 0; j < UPW; j++) {
+#ifdef FRIGG_QA_PRE
+        const gemv_pre pre = pres[j];
+#else
         gemv_pre pre = {0, 0, 0, 0.0f, false, false};
         if (sec[j] != 0) pre = gemv_preload<FK_GEMV_QKV>(sec[j] * D + h * HD + dim[j], 0, 4 * D, qa);
+#endif
         uint16_t o1, o2;
         qkv_pair_bits(sec[j], acc[j][0], acc[j][1], pre, o1, o2);
         if (lane < QA_CLUSTER) { /* lane L: into block L's shared memory */
@@ -152,6 +178,10 @@ __global__ void __launch_bounds__(QA_THREADS, 2)
         }
     }
     cluster_arrive_release(); /* barrier 2: this block's rows are in every block */
+#ifdef FRIGG_QA_NOATTN /* timing probe only: no attention (y is left as it was: wrong output) */
+    cluster_wait_acquire();
+    return;
+#endif
     if (threadIdx.x < DEC_THREADS) {
         const qa_src src = {s_head[0], s_head[1], s_head[2], s_head[3]};
         dec_body<HD, true, 2>(src, rank, h, 0, threadIdx.x, qa.k_slot, qa.v_slot, qa.seq_stride, qa.row_seq, qa.row_pos,
