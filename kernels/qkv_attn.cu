@@ -28,7 +28,10 @@
 #include "attn_decode_body.cuh"
 #include "gemv_common.cuh"
 
+#ifndef QA_THREADS /* an A/B hook: make FRIGG_NVCC_DEFS=-DQA_THREADS=128 */
 #define QA_THREADS 256     /* threads per block */
+#endif
+#define QA_MINB (512 / QA_THREADS) /* blocks per SM the launch bounds aim at: 128 registers */
 #define QA_CLUSTER 16      /* blocks per head (one cluster); also the most splits per row it can lay out */
 #ifndef QA_U /* an A/B hook: make FRIGG_NVCC_DEFS=-DQA_U=6 */
 #define QA_U 3             /* chunks per lane and row in flight: gemv.cu's batch-1 pair kernel (GEMV_SHORT_UNROLL) */
@@ -69,7 +72,7 @@ __device__ __forceinline__ uint16_t *cluster_map16(uint16_t *p, unsigned rank) {
  * (the normalised x). W: gqkv [4D][D]; x [D]; qa: the QKV epilogue's tables and cache (fk_qkv_epi, batch row
  * 0); y [D]: the gated attention output. */
 template <int HD>
-__global__ void __launch_bounds__(QA_THREADS, 2)
+__global__ void __launch_bounds__(QA_THREADS, QA_MINB)
     qkv_attn_kernel(const uint16_t *__restrict__ W, int D, const uint16_t *__restrict__ x, float eps, fk_qkv_epi qa,
                     int H, int nsplit, float scale, uint16_t *__restrict__ y) {
     constexpr int HALF = HD / 2;
