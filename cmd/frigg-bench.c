@@ -140,13 +140,12 @@ static void gpu_state(const opts_t *o, char *out, size_t n) {
     }
     int w = snprintf(out, n, "\"gpu\":\"%s\",\"sm_clock_mhz\":%d,\"mem_clock_mhz\":%d,\"temp_c\":%d", name, sm, mem, temp);
 #ifdef FRIGG_CUDA
-    /* Which decode GEMV (FRIGG_GEMV_IMPL), decode attention merge (FRIGG_ATTN_DECODE), batch-1 gqkv + attention
-     * fusion (FRIGG_QKV_ATTN) and prefill attention (FRIGG_PREFILL_ATTN) ran, so opt-in rows describe themselves. */
+    /* Which decode GEMV (FRIGG_GEMV_IMPL), decode attention merge (FRIGG_ATTN_DECODE) and prefill attention
+     * (FRIGG_PREFILL_ATTN) ran, so opt-in rows describe themselves. */
     if (strcmp(o->backend, "cpu") && w > 0 && (size_t)w < n)
-        snprintf(out + w, n - (size_t)w,
-                 ",\"gemv_impl\":\"%s\",\"attn_decode\":\"%s\",\"qkv_attn\":\"%s\",\"prefill_attn\":\"%s\"",
+        snprintf(out + w, n - (size_t)w, ",\"gemv_impl\":\"%s\",\"attn_decode\":\"%s\",\"prefill_attn\":\"%s\"",
                  fk_gemv_impl_name(fk_get_gemv_impl()), fk_get_attn_decode_impl() == FK_ATTND_CLUSTER ? "cluster" : "split",
-                 fk_get_qkv_attn() ? "auto" : "off", fk_prefill_impl_name(fk_get_prefill_impl()));
+                 fk_prefill_impl_name(fk_get_prefill_impl()));
 #else
     (void)w;
 #endif

@@ -177,8 +177,6 @@ static int enqueue_decode(frigg_backend *b, int B) {
     cudaStream_t s = im->stream;
     const int32_t *ids = im->d_step, *rseq = im->d_step + MAX_BATCH, *rpos = im->d_step + 2 * MAX_BATCH;
     OK(fk_embed(im->embed, im->zli, ids, B, D, (float)c->embedding_scale, im->zH, im->zL, im->x, s));
-    /* batch 1: gqkv and attention as one kernel where it applies (the same bits; kernels/qkv_attn.cu) */
-    int fused = !(im->skip & (FRIGG_SKIP_QKV | FRIGG_SKIP_ATTN)) && fk_qkv_attn_applies(B, D, H, hd, b->max_ctx);
     for (int r = 0; r < frigg_num_runs(c); r++) {
         const dev_layer *Ls = im->layers[frigg_run_stack(c, r)];
         for (int i = 0; i < c->layers_per_stack; i++) {
@@ -186,10 +184,9 @@ static int enqueue_decode(frigg_backend *b, int B) {
             fk_qkv_epi qa = {im->cos_t, im->sin_t, rseq, rpos, im->q, k_slot(im, slot), v_slot(im, slot),
                              im->seq_stride, b->max_ctx, hd};
             int sk = im->skip;
-            if (fused) OK(fk_qkv_attn(Ls[i].gqkv, D, im->x, eps, &qa, H, im->y, s));
-            if (!fused && !(sk & FRIGG_SKIP_QKV)) /* norm + gqkv + RoPE + KV write */
+            if (!(sk & FRIGG_SKIP_QKV)) /* norm + gqkv + RoPE + KV write */
                 OK(fk_gemv_qkv(Ls[i].gqkv, D, im->x, B, eps, im->gqkv, &qa, s));
-            if (!fused && !(sk & FRIGG_SKIP_ATTN))
+            if (!(sk & FRIGG_SKIP_ATTN))
                 OK(fk_attn_decode(im->q, k_slot(im, slot), v_slot(im, slot), im->seq_stride, rseq, rpos, im->gqkv, B, H,
                                   hd, b->max_ctx, im->attn_work, im->attn_counters, im->y, s));
             if (!(sk & FRIGG_SKIP_O)) OK(fk_gemv(Ls[i].o, D, D, im->y, B, 0, eps, FK_GEMV_RESID, im->x, s));

@@ -33,6 +33,18 @@
 #endif
 enum { GEMV_V_NORMAL = 0, GEMV_V_LONG = 1, GEMV_V_SHORT = 2, GEMV_NV = 3 };
 
+__device__ __forceinline__ float dot8(uint4 w, const float *x) {
+    float s = bf_lo(w.x) * x[0];
+    s = fmaf(bf_hi(w.x), x[1], s);
+    s = fmaf(bf_lo(w.y), x[2], s);
+    s = fmaf(bf_hi(w.y), x[3], s);
+    s = fmaf(bf_lo(w.z), x[4], s);
+    s = fmaf(bf_hi(w.z), x[5], s);
+    s = fmaf(bf_lo(w.w), x[6], s);
+    s = fmaf(bf_hi(w.w), x[7], s);
+    return s;
+}
+
 template <int B, int R, bool NORM, int EPI, int U>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
     gemv_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, float eps,
@@ -231,7 +243,7 @@ extern "C" int fk_init(void) {
             return -1;
         }
     }
-    if (read_auto_env() || fk_attention_init() || gemv_tc_init() || qkv_attn_init()) return -1;
+    if (read_auto_env() || fk_attention_init() || gemv_tc_init()) return -1;
     for (int B = 1; B <= 8; B++)
         for (int epi = 0; epi < 4 * GEMV_NV; epi++) {
             cudaError_t e = cudaFuncSetAttribute((const void *)pick_b(B, 1, epi & 3, epi >> 2),

@@ -24,16 +24,13 @@ __device__ __forceinline__ uint4 ld_stream(const uint4 *p) {
  * the second normalises xs in place. The B rows are reduced side by side, each in block_sum's order (a
  * thread's chunks in increasing order, warp_sum, then warp_sum over the warps' partials), so a row's scale has
  * the same bits whatever B. */
-/* nt: the threads whose partition of x the sums of squares follow (the first nt of the block, a multiple of
- * 32; the rest only help normalise): a kernel of another block size passes the size of the kernel whose bits
- * it must reproduce (qkv_attn.cu). */
 __device__ __forceinline__ const uint4 *stage_norm(const uint4 *xv, int B, int nch, int K, float eps, uint4 *xs,
-                                                   float *scratch, float *rs, int nt) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = nt >> 5;
+                                                   float *scratch, float *rs) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
     float ss[8];
 #pragma unroll
     for (int b = 0; b < 8; b++) ss[b] = 0.0f;
-    for (int c = threadIdx.x; c < nch && threadIdx.x < nt; c += nt) {
+    for (int c = threadIdx.x; c < nch; c += blockDim.x) {
 #pragma unroll
         for (int b = 0; b < 8; b++) {
             if (b >= B) break;
@@ -48,7 +45,7 @@ __device__ __forceinline__ const uint4 *stage_norm(const uint4 *xv, int B, int n
     for (int b = 0; b < 8; b++) {
         if (b >= B) break; /* B is the same for the whole block: the shuffles stay warp-uniform */
         float v = warp_sum(ss[b]);
-        if (lane == 0 && warp < nw) scratch[b * 32 + warp] = v;
+        if (lane == 0) scratch[b * 32 + warp] = v;
     }
     __syncthreads();
     for (int b = warp; b < B; b += nw) {
@@ -69,23 +66,6 @@ __device__ __forceinline__ const uint4 *stage_norm(const uint4 *xv, int B, int n
     }
     __syncthreads();
     return xs;
-}
-__device__ __forceinline__ const uint4 *stage_norm(const uint4 *xv, int B, int nch, int K, float eps, uint4 *xs,
-                                                   float *scratch, float *rs) {
-    return stage_norm(xv, B, nch, K, eps, xs, scratch, rs, blockDim.x);
-}
-
-/* One 16-byte chunk of a weight row (8 bf16) times 8 floats of x, in a fixed order. */
-__device__ __forceinline__ float dot8(uint4 w, const float *x) {
-    float s = bf_lo(w.x) * x[0];
-    s = fmaf(bf_hi(w.x), x[1], s);
-    s = fmaf(bf_lo(w.y), x[2], s);
-    s = fmaf(bf_hi(w.y), x[3], s);
-    s = fmaf(bf_lo(w.z), x[4], s);
-    s = fmaf(bf_hi(w.z), x[5], s);
-    s = fmaf(bf_lo(w.w), x[6], s);
-    s = fmaf(bf_hi(w.w), x[7], s);
-    return s;
 }
 
 /* The operands of one batch row's epilogue, loaded ahead of the dot products (right after the PDL wait) so
@@ -124,22 +104,6 @@ __device__ __forceinline__ void gemv_preload_resid(gemv_pre &p, int row, int b, 
     }
 }
 
-/* The QKV epilogue's two outputs of a pair (dims i and i + hd/2 of one head) in section sec (0 gate, 1 q,
- * 2 k, 3 v) from its two sums: bf16 bits, RoPE'd for q and k with pre's factors (rotate-half RoPE with HF's
- * rounding after each op, as frigg_cpu_rope_apply). */
-__device__ __forceinline__ void qkv_pair_bits(int sec, float a1, float a2, const gemv_pre &pre, uint16_t &o1,
-                                              uint16_t &o2) {
-    float x1 = rbf(a1), x2 = rbf(a2);
-    if (sec == 0 || sec == 3) {
-        o1 = f2bf(x1);
-        o2 = f2bf(x2);
-        return;
-    }
-    float c1 = bf_lo(pre.cs1), s1 = bf_hi(pre.cs1), c2 = bf_lo(pre.cs2), s2 = bf_hi(pre.cs2);
-    o1 = f2bf(rbf(rbf(x1 * c1) + rbf(-x2 * s1)));
-    o2 = f2bf(rbf(rbf(x2 * c2) + rbf(x1 * s2)));
-}
-
 /* Write batch row b's result for one output unit. Plain epilogues (store, residual): a1 is row1's sum (row2,
  * a2 unused). Paired ones: a1, a2 are rows row1 and row2 (SwiGLU: gate row unit and up row O/2 + unit; QKV:
  * dims i and i + hd/2 of one head of one section, which RoPE mixes). pre: from gemv_preload /
@@ -153,19 +117,28 @@ __device__ __forceinline__ void gemv_store(int unit, int row1, int b, float a1, 
         else out[at] = f2bf((pre.res_ok ? pre.res : bf2f(ld_act16(out + at))) + rbf(a1));
     } else if (EPI == FK_GEMV_QKV) {
         int half = qa.hd / 2, Dm = O / 4, sec = row1 / Dm, j1 = row1 % Dm, j2 = j1 + half;
-        uint16_t o1, o2;
-        if (sec != 0 && !pre.ok) pre = gemv_preload<EPI>(row1, b, O, qa);
-        qkv_pair_bits(sec, a1, a2, pre, o1, o2);
+        float x1 = rbf(a1), x2 = rbf(a2);
         if (sec == 0) { /* the output gate: kept for the attention epilogue */
-            out[(size_t)b * O + j1] = o1;
-            out[(size_t)b * O + j2] = o2;
-        } else if (sec == 1) {
-            qa.q_out[(size_t)b * Dm + j1] = o1;
-            qa.q_out[(size_t)b * Dm + j2] = o2;
+            out[(size_t)b * O + j1] = f2bf(x1);
+            out[(size_t)b * O + j2] = f2bf(x2);
+            return;
+        }
+        if (!pre.ok) pre = gemv_preload<EPI>(row1, b, O, qa);
+        if (sec == 3) {
+            qa.v_slot[pre.at] = f2bf(x1);
+            qa.v_slot[pre.at + half] = f2bf(x2);
+            return;
+        }
+        /* rotate-half RoPE with HF's rounding after each op (as frigg_cpu_rope_apply) */
+        float c1 = bf_lo(pre.cs1), s1 = bf_hi(pre.cs1), c2 = bf_lo(pre.cs2), s2 = bf_hi(pre.cs2);
+        float o1 = rbf(rbf(x1 * c1) + rbf(-x2 * s1));
+        float o2 = rbf(rbf(x2 * c2) + rbf(x1 * s2));
+        if (sec == 1) {
+            qa.q_out[(size_t)b * Dm + j1] = f2bf(o1);
+            qa.q_out[(size_t)b * Dm + j2] = f2bf(o2);
         } else {
-            uint16_t *slot = sec == 2 ? qa.k_slot : qa.v_slot;
-            slot[pre.at] = o1;
-            slot[pre.at + half] = o2;
+            qa.k_slot[pre.at] = f2bf(o1);
+            qa.k_slot[pre.at + half] = f2bf(o2);
         }
     } else {
         float g = rbf(a1), u = rbf(a2);
@@ -193,8 +166,6 @@ __device__ __forceinline__ void pair_rows(int unit, int O, int hd, int *row1, in
         *row2 = O / 2 + unit;
     }
 }
-
-int qkv_attn_init(void); /* qkv_attn.cu: reads FRIGG_QKV_ATTN; 0, or -1 with frigg_error set */
 
 /* gemv_tc.cu */
 int gemv_tc_init(void);

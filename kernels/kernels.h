@@ -144,20 +144,6 @@ typedef struct {
 int fk_gemv_qkv(const uint16_t *W, int D, const uint16_t *x, int B, float eps, uint16_t *gqkv, const fk_qkv_epi *qa,
                 cudaStream_t s);
 
-/* ---- qkv_attn.cu ---- */
-/* Batch-1 decode's fk_gemv_qkv + fk_attn_decode in one kernel (one thread-block cluster per head): y [D] =
- * the gated attention output, and the slot's cache gets k and v as fk_gemv_qkv writes them; q and the gate
- * are not written to memory. The same bits as the two calls. Only where fk_qkv_attn_applies says so (else
- * -1): batch 1, head_dim 128, D = H x 128 <= 4096, an sm_90 device running its clusters, the unfused pair
- * set to the CUDA-core gqkv (auto's batch-1 choice, or simt) and the cluster attention with default splits and
- * tuning, and FRIGG_QKV_ATTN (read by fk_init: auto, the default, or off; anything else is an error) or
- * fk_set_qkv_attn not off. */
-int fk_qkv_attn_applies(int B, int D, int H, int hd, int max_ctx);
-int fk_qkv_attn(const uint16_t *W, int D, const uint16_t *x, float eps, const fk_qkv_epi *qa, int H, uint16_t *y,
-                cudaStream_t s);
-void fk_set_qkv_attn(int on);
-int fk_get_qkv_attn(void); /* 1: auto (on where it applies), 0: off */
-
 /* ---- lmhead.cu ---- */
 /* ids[b] = argmax over V of the bf16 logits row b (lowest index on ties, as HF's argmax). */
 int fk_argmax_bf16(const uint16_t *logits, int B, int V, int32_t *ids, cudaStream_t s);
