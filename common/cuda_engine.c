@@ -47,7 +47,6 @@ typedef struct {
     int graph_nodes[MAX_BATCH + 1];
     int use_graphs;
     int skip; /* FRIGG_SKIP_* (profiling) */
-    size_t l2_bytes; /* FRIGG_L2_PREFETCH: weights decode attention asks L2 for (l2_hint) */
     size_t bytes;
     void *allocs[64];
     int nallocs;
@@ -170,27 +169,6 @@ static int cuda_prefill(frigg_backend *b, int seq, const int32_t *ids, int T, in
 
 /* Every kernel of one decode step for B rows whose ids/seq/pos are already in d_step. No host sync, no
  * allocation: this is what the graph captures. */
-/* What decode attention of layer i asks L2 for while it runs (fk_attn_decode_l2): the next kernels' weights,
- * o_proj first, then gate_up's first rows of both halves (gate rows 0.. and up rows I.., which the CUDA-core
- * GEMV's first blocks read), up to im->l2_bytes in all. */
-static fk_l2_hint l2_hint(const cuda_impl *im, const frigg_config *c, const dev_layer *L) {
-    fk_l2_hint h = {0};
-    size_t D = (size_t)c->hidden_size, I = (size_t)c->intermediate_size, row = D * 2, left = im->l2_bytes;
-    if (!left) return h;
-    size_t o = D * D * 2 < left ? D * D * 2 : left & ~(size_t)15;
-    h.ptr[h.n] = L->o;
-    h.bytes[h.n++] = o;
-    left -= o;
-    size_t rows = left / 2 / row < I ? left / 2 / row : I;
-    if (rows) {
-        h.ptr[h.n] = L->gu;
-        h.bytes[h.n++] = rows * row;
-        h.ptr[h.n] = L->gu + I * D;
-        h.bytes[h.n++] = rows * row;
-    }
-    return h;
-}
-
 static int enqueue_decode(frigg_backend *b, int B) {
     cuda_impl *im = b->impl;
     const frigg_config *c = &b->model->cfg;
@@ -208,10 +186,9 @@ static int enqueue_decode(frigg_backend *b, int B) {
             int sk = im->skip;
             if (!(sk & FRIGG_SKIP_QKV)) /* norm + gqkv + RoPE + KV write */
                 OK(fk_gemv_qkv(Ls[i].gqkv, D, im->x, B, eps, im->gqkv, &qa, s));
-            fk_l2_hint l2 = l2_hint(im, c, &Ls[i]);
             if (!(sk & FRIGG_SKIP_ATTN))
-                OK(fk_attn_decode_l2(im->q, k_slot(im, slot), v_slot(im, slot), im->seq_stride, rseq, rpos, im->gqkv, B,
-                                     H, hd, b->max_ctx, im->attn_work, im->attn_counters, im->y, &l2, s));
+                OK(fk_attn_decode(im->q, k_slot(im, slot), v_slot(im, slot), im->seq_stride, rseq, rpos, im->gqkv, B, H,
+                                  hd, b->max_ctx, im->attn_work, im->attn_counters, im->y, s));
             if (!(sk & FRIGG_SKIP_O)) OK(fk_gemv(Ls[i].o, D, D, im->y, B, 0, eps, FK_GEMV_RESID, im->x, s));
             if (!(sk & FRIGG_SKIP_GU)) OK(fk_gemv(Ls[i].gu, 2 * I, D, im->x, B, 1, eps, FK_GEMV_SWIGLU, im->m, s));
             if (!(sk & FRIGG_SKIP_DOWN)) OK(fk_gemv(Ls[i].down, D, I, im->m, B, 0, eps, FK_GEMV_RESID, im->x, s));
@@ -456,18 +433,6 @@ frigg_backend *frigg_backend_cuda_create(const frigg_model *m, const frigg_backe
     b->impl = im;
     im->device = o.device;
     im->use_graphs = 1;
-    /* FRIGG_L2_PREFETCH: megabytes (0..64) of each layer's o_proj and gate_up weights decode attention asks L2 for */
-    const char *l2 = getenv("FRIGG_L2_PREFETCH");
-    if (l2 && *l2) {
-        char *end;
-        long mb = strtol(l2, &end, 10);
-        if (*end || mb < 0 || mb > 64) {
-            cuda_destroy(b);
-            frigg_set_error("FRIGG_L2_PREFETCH must be a whole number of megabytes from 0 to 64, not '%s'", l2);
-            return NULL;
-        }
-        im->l2_bytes = (size_t)mb << 20;
-    }
     if (setup(b, im, m)) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", frigg_error());

@@ -188,22 +188,6 @@ __device__ __forceinline__ void dec_prefetch_ahead(const uint16_t *K, const uint
     }
 }
 
-/* Block k of nb asks L2 for its 1/nb of each of the hint's ranges (cp.async.bulk.prefetch.L2: no registers, no
- * completion to wait for). */
-__device__ __forceinline__ void l2_hint_slice(const fk_l2_hint &hint, size_t k, size_t nb) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    for (int i = 0; i < hint.n && i < FK_L2_HINT_RANGES; i++) {
-        const size_t piece = ((hint.bytes[i] + nb - 1) / nb + 15) & ~(size_t)15, off = k * piece;
-        if (off >= hint.bytes[i]) continue;
-        const size_t len = min(piece, hint.bytes[i] - off); /* a multiple of 16: the ranges are */
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"((const char *)hint.ptr[i] + off), "r"((unsigned)len)
-                     : "memory");
-    }
-#else
-    (void)hint; (void)k; (void)nb;
-#endif
-}
-
 /* grid (nblk, H, B), DEC_THREADS threads; block x of (row b, head h) computes splits [x*spb, x*spb + spb) of
  * the row (those that exist). A partial of split s: [m, l, 0, 0, acc[HD]] (HD + 4 floats, so each starts
  * 16-byte aligned), in shared memory s_part[s] of the merging block and, in "split" mode when the row's splits
@@ -225,8 +209,7 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
     attn_decode_kernel(const uint16_t *__restrict__ q, const uint16_t *__restrict__ k_slot,
                        const uint16_t *__restrict__ v_slot, long long seq_stride, const int32_t *row_seq,
                        const int32_t *row_pos, int H, int max_ctx, int nsplit, int spb, int pf, float scale,
-                       float *work, int *counters, const uint16_t *__restrict__ gqkv, uint16_t *__restrict__ y,
-                       fk_l2_hint hint) {
+                       float *work, int *counters, const uint16_t *__restrict__ gqkv, uint16_t *__restrict__ y) {
     constexpr int LPK = HD / 8;                /* lanes per key */
     constexpr int GROUPS = DEC_THREADS / LPK;  /* keys per block load */
     constexpr int KR = GROUPS * DEC_KPT;       /* keys per round */
@@ -280,8 +263,6 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
     if (pf > 0 && t == 0) dec_prefetch_ahead<HD, KR>(K, V, ls, lr, lj1, 1, pf, chunk, len, s1);
     pdl_wait();
     pdl_launch();
-    if (t == 0 && hint.n) l2_hint_slice(hint, (bx + (size_t)gridDim.x * (h + (size_t)gridDim.y * b)), /* after the wait: */
-                                        (size_t)gridDim.x * gridDim.y * gridDim.z); /* gqkv's weights are done */
     dec_load_newest<HD, GROUPS>(K, V, cr, g, cj1, len - 1, kbuf[0], vbuf[0]);
     dec_load_newest<HD, GROUPS>(K, V, r1, g, j1_1, len - 1, kbuf[1], vbuf[1]);
     if (DEPTH == 3) dec_load_newest<HD, GROUPS>(K, V, lr, g, lj1, len - 1, kbuf[DEPTH - 1], vbuf[DEPTH - 1]);
@@ -474,8 +455,7 @@ static int dec_clusters_ok(void) {
     if (!fk_pdl) return 0;
     ok = 0;
     void (*kern)(const uint16_t *, const uint16_t *, const uint16_t *, long long, const int32_t *, const int32_t *, int,
-                 int, int, int, int, float, float *, int *, const uint16_t *, uint16_t *, fk_l2_hint) =
-        attn_decode_kernel<128, true, 3>;
+                 int, int, int, int, float, float *, int *, const uint16_t *, uint16_t *) = attn_decode_kernel<128, true, 3>;
     if (cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess) {
         cudaLaunchConfig_t cfg = {};
         cudaLaunchAttribute attr[1];
@@ -563,15 +543,14 @@ template <int HD, int MINB>
 static int dec_launch(int impl, int spb, dim3 grid, cudaStream_t s, const uint16_t *q, const uint16_t *k_slot,
                       const uint16_t *v_slot, long long seq_stride, const int32_t *row_seq, const int32_t *row_pos, int H,
                       int max_ctx, int nsplit, int pf, float scale, float *work, int *counters, const uint16_t *gqkv,
-                      uint16_t *y, fk_l2_hint hint) {
+                      uint16_t *y) {
     if (impl == FK_ATTND_SPLIT) {
         fk_launch(attn_decode_kernel<HD, false, MINB>, grid, DEC_THREADS, 0, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos,
-                  H, max_ctx, nsplit, spb, pf, scale, work, counters, gqkv, y, hint);
+                  H, max_ctx, nsplit, spb, pf, scale, work, counters, gqkv, y);
         return 0;
     }
     void (*kern)(const uint16_t *, const uint16_t *, const uint16_t *, long long, const int32_t *, const int32_t *, int,
-                 int, int, int, int, float, float *, int *, const uint16_t *, uint16_t *, fk_l2_hint) =
-        attn_decode_kernel<HD, true, MINB>;
+                 int, int, int, int, float, float *, int *, const uint16_t *, uint16_t *) = attn_decode_kernel<HD, true, MINB>;
     static int nonportable_set = 0; /* per instantiation; set at the first cluster launch above 8 blocks */
     if (grid.x > 8 && !nonportable_set) { /* clusters above 8 blocks are "non-portable": allowed per kernel */
         cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
@@ -595,7 +574,7 @@ static int dec_launch(int impl, int spb, dim3 grid, cudaStream_t s, const uint16
     cfg.attrs = attr;
     cfg.numAttrs = fk_pdl ? 2 : 1;
     cudaError_t e = cudaLaunchKernelEx(&cfg, kern, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, max_ctx, nsplit,
-                                       spb, pf, scale, work, counters, gqkv, y, hint);
+                                       spb, pf, scale, work, counters, gqkv, y);
     if (e != cudaSuccess) {
         frigg_set_error("attn_decode: cluster launch of %u blocks: %s", grid.x, cudaGetErrorString(e));
         return -1;
@@ -606,28 +585,6 @@ static int dec_launch(int impl, int spb, dim3 grid, cudaStream_t s, const uint16
 extern "C" int fk_attn_decode(const uint16_t *q, const uint16_t *k_slot, const uint16_t *v_slot, long long seq_stride,
                               const int32_t *row_seq, const int32_t *row_pos, const uint16_t *gqkv, int B, int H,
                               int hd, int max_ctx, float *work, int *counters, uint16_t *y, cudaStream_t s) {
-    return fk_attn_decode_l2(q, k_slot, v_slot, seq_stride, row_seq, row_pos, gqkv, B, H, hd, max_ctx, work, counters, y,
-                             NULL, s);
-}
-
-extern "C" int fk_attn_decode_l2(const uint16_t *q, const uint16_t *k_slot, const uint16_t *v_slot, long long seq_stride,
-                                 const int32_t *row_seq, const int32_t *row_pos, const uint16_t *gqkv, int B, int H,
-                                 int hd, int max_ctx, float *work, int *counters, uint16_t *y, const fk_l2_hint *l2,
-                                 cudaStream_t s) {
-    fk_l2_hint hint = {};
-    if (l2) {
-        hint = *l2;
-        if (hint.n < 0 || hint.n > FK_L2_HINT_RANGES) {
-            frigg_set_error("attn_decode: %d L2 hint ranges (0..%d)", hint.n, FK_L2_HINT_RANGES);
-            return -1;
-        }
-        for (int i = 0; i < hint.n; i++)
-            if (hint.bytes[i] % 16 || (uintptr_t)hint.ptr[i] % 16 || hint.bytes[i] >= (1ull << 40)) {
-                frigg_set_error("attn_decode: L2 hint range %d: %zu bytes at %p (at most %d ranges, 16-byte multiples)", i,
-                                hint.bytes[i], hint.ptr[i], FK_L2_HINT_RANGES);
-                return -1;
-            }
-    }
     if (dec_env == 0) dec_read_env();
     if (dec_env < 0) {
         frigg_set_error("FRIGG_ATTN_DECODE must be auto, split or cluster, optionally :N with N splits per block (1..%d), "
@@ -663,7 +620,7 @@ extern "C" int fk_attn_decode_l2(const uint16_t *q, const uint16_t *k_slot, cons
     const int minb = dec_pick_minb(impl, (long long)grid.x * H * B);
     float scale = (float)(1.0 / sqrt((double)hd));
     int rc;
-#define DEC_ARGS impl, spb, grid, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, max_ctx, nsplit, dec_pf, scale, work, counters, gqkv, y, hint
+#define DEC_ARGS impl, spb, grid, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, max_ctx, nsplit, dec_pf, scale, work, counters, gqkv, y
     switch (hd) {
     case 16: rc = minb == 4 ? dec_launch<16, 4>(DEC_ARGS) : minb == 5 ? dec_launch<16, 5>(DEC_ARGS) : dec_launch<16, 3>(DEC_ARGS); break;
     case 32: rc = minb == 4 ? dec_launch<32, 4>(DEC_ARGS) : minb == 5 ? dec_launch<32, 5>(DEC_ARGS) : dec_launch<32, 3>(DEC_ARGS); break;

@@ -83,20 +83,6 @@ int fk_attn_decode(const uint16_t *q, const uint16_t *k_slot, const uint16_t *v_
                    const int32_t *row_seq, const int32_t *row_pos, const uint16_t *gqkv, int B, int H, int hd,
                    int max_ctx, float *work, int *counters, uint16_t *y, cudaStream_t s);
 size_t fk_attn_decode_work_floats(int B, int H, int hd, int max_ctx);
-/* The same, and while it runs the attention asks L2 for up to FK_L2_HINT_RANGES ranges of memory (each block its
- * share, right after its wait, with cp.async.bulk.prefetch.L2 on sm_90): at batch 1 attention moves a few MB in a
- * few microseconds and leaves DRAM idle, while the kernels after it (o_proj, gate_up) cannot start streaming
- * their weights until its blocks leave the SMs. A hint: no result depends on it. Ranges: 16-byte aligned
- * multiples of 16 bytes; NULL or n = 0: none. */
-#define FK_L2_HINT_RANGES 3
-typedef struct {
-    int n;
-    const void *ptr[FK_L2_HINT_RANGES];
-    size_t bytes[FK_L2_HINT_RANGES];
-} fk_l2_hint;
-int fk_attn_decode_l2(const uint16_t *q, const uint16_t *k_slot, const uint16_t *v_slot, long long seq_stride,
-                      const int32_t *row_seq, const int32_t *row_pos, const uint16_t *gqkv, int B, int H, int hd,
-                      int max_ctx, float *work, int *counters, uint16_t *y, const fk_l2_hint *l2, cudaStream_t s);
 /* How fk_attn_decode merges a row's split partials (attention_decode.cu says why): FK_ATTND_SPLIT through
  * `work` + an atomic counter, FK_ATTND_CLUSTER through a thread-block cluster's distributed shared memory
  * (sm_90; at most 16 splits per row), FK_ATTND_AUTO (the default): cluster wherever the device runs the
