@@ -38,6 +38,7 @@ typedef struct {
     int32_t *d_ids, *d_zero, *d_iota;
     int32_t *d_step;   /* [3][MAX_BATCH]: ids, seq, pos of a decode step */
     int32_t *d_out;    /* [MAX_BATCH] greedy ids */
+    void *argmax_work; /* fk_argmax_work_bytes(MAX_BATCH) */
     int32_t *h_step, *h_out; /* pinned staging */
     uint16_t *logits;  /* [LOGIT_CHUNK][V] bf16 */
     float *logits_f;   /* [LOGIT_CHUNK][V] */
@@ -196,7 +197,7 @@ static int enqueue_decode(frigg_backend *b, int B) {
         OK(run_end(im, c, r, B));
     }
     if (!(im->skip & FRIGG_SKIP_LMHEAD)) OK(fk_gemv(im->lm_head, V, D, im->zH, B, 0, eps, FK_GEMV_STORE, im->logits, s));
-    return fk_argmax_bf16(im->logits, B, V, im->d_out, s);
+    return fk_argmax_bf16(im->logits, B, V, im->d_out, im->argmax_work, s);
 }
 
 static int capture(frigg_backend *b, int B) {
@@ -403,6 +404,7 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     OK(dalloc(im, (void **)&im->d_iota, R * 4, "ids"));
     OK(dalloc(im, (void **)&im->d_step, 3 * MAX_BATCH * 4, "ids"));
     OK(dalloc(im, (void **)&im->d_out, MAX_BATCH * 4, "ids"));
+    OK(dalloc(im, &im->argmax_work, fk_argmax_work_bytes(MAX_BATCH), "argmax partials"));
     OK(dalloc(im, (void **)&im->logits, (size_t)LOGIT_CHUNK * V * 2, "logits"));
     OK(dalloc(im, (void **)&im->logits_f, (size_t)LOGIT_CHUNK * V * 4, "logits"));
     OK(dalloc(im, (void **)&im->attn_work, fk_attn_decode_work_floats(MAX_BATCH, c->num_heads, hd, (int)ctx) * 4,

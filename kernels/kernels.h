@@ -145,8 +145,11 @@ int fk_gemv_qkv(const uint16_t *W, int D, const uint16_t *x, int B, float eps, u
                 cudaStream_t s);
 
 /* ---- lmhead.cu ---- */
-/* ids[b] = argmax over V of the bf16 logits row b (lowest index on ties, as HF's argmax). */
-int fk_argmax_bf16(const uint16_t *logits, int B, int V, int32_t *ids, cudaStream_t s);
+/* ids[b] = argmax over V of the bf16 logits row b (lowest index on ties, as HF's argmax; NaN never wins; a row
+ * of nothing but -inf/NaN gives 0, as frigg_argmax). Two kernels: slices of each row over many blocks, then
+ * the best slice. work: fk_argmax_work_bytes(B) bytes of device memory, 16-byte aligned. */
+size_t fk_argmax_work_bytes(int B);
+int fk_argmax_bf16(const uint16_t *logits, int B, int V, int32_t *ids, void *work, cudaStream_t s);
 /* out[i] = float(in[i]) for a bf16 array (logits for the host). */
 int fk_bf16_to_f32(const uint16_t *in, size_t n, float *out, cudaStream_t s);
 

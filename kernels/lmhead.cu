@@ -3,53 +3,85 @@
 #include "common.cuh"
 #include "kernels.h"
 
-#define ARGMAX_THREADS 1024
+#define ARGMAX_THREADS 256
+#define ARGMAX_SLICES 64 /* blocks per row: each scans 1/64 of it (4096 logits of Mimir's 262144) */
 
-/* One block per row. Ties go to the lowest index, like torch.argmax and frigg_argmax. */
-__global__ void argmax_kernel(const uint16_t *logits, int V, int32_t *ids) {
-    __shared__ float sv[32];
-    __shared__ int si[32];
-    pdl_wait();
-    pdl_launch();
-    const uint16_t *row = logits + (size_t)blockIdx.x * V;
-    float best = -INFINITY;
-    int bi = 0x7fffffff;
-    for (int i = threadIdx.x; i < V; i += blockDim.x) {
-        float v = bf2f(ld_act16(row + i));
-        if (v > best) { /* i increases per thread, so the first max stays */
-            best = v;
-            bi = i;
-        }
+/* (v, i) beats (best, bi): greater, or equal at a lower index. Ties go to the lowest index, like torch.argmax
+ * and frigg_argmax; NaN never wins (v > best is false), so an all -inf/NaN row keeps bi = INT_MAX. The rule is
+ * associative and commutative, so the result does not depend on how the row is split. */
+__device__ __forceinline__ void amax_take(float v, int i, float &best, int &bi) {
+    if (v > best || (v == best && i < bi)) {
+        best = v;
+        bi = i;
     }
+}
+__device__ __forceinline__ void amax_warp(float &best, int &bi) {
     for (int o = 16; o > 0; o >>= 1) {
         float ov = __shfl_xor_sync(0xffffffffu, best, o);
         int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-        if (ov > best || (ov == best && oi < bi)) {
-            best = ov;
-            bi = oi;
-        }
+        amax_take(ov, oi, best, bi);
     }
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+}
+
+/* grid (ARGMAX_SLICES, B): block x scans slice x of row b (16-byte loads where the row is 16-byte aligned, so
+ * one pass moves the 512 KB of a Mimir row over many SMs instead of one) and writes its best (value, index)
+ * to part[b][x]. Why: one block per row with 2-byte loads took most of the 85 us a batch-1 step spends outside
+ * the layer kernels and lm_head (run 65). */
+__global__ void __launch_bounds__(ARGMAX_THREADS) argmax_part_kernel(const uint16_t *logits, int V, float *part_v,
+                                                                      int *part_i) {
+    __shared__ float sv[ARGMAX_THREADS / 32];
+    __shared__ int si[ARGMAX_THREADS / 32];
+    pdl_wait();
+    pdl_launch();
+    const int b = blockIdx.y, x = blockIdx.x, t = threadIdx.x;
+    const uint16_t *row = logits + (size_t)b * V;
+    float best = -INFINITY;
+    int bi = 0x7fffffff;
+    if (V % 8 == 0 && fk_aligned16_dev(logits)) { /* every row 16-byte aligned: 8 logits per load */
+        const int nch = V / 8, per = (nch + ARGMAX_SLICES - 1) / ARGMAX_SLICES;
+        const int c0 = x * per, c1 = min(nch, c0 + per);
+        for (int c = c0 + t; c < c1; c += ARGMAX_THREADS) {
+            uint4 w = ld_act(row + (size_t)c * 8);
+            float f[8];
+            bf16x8_unpack(w, f);
+#pragma unroll
+            for (int k = 0; k < 8; k++) amax_take(f[k], c * 8 + k, best, bi);
+        }
+    } else {
+        const int per = (V + ARGMAX_SLICES - 1) / ARGMAX_SLICES, i0 = x * per, i1 = min(V, i0 + per);
+        for (int i = i0 + t; i < i1; i += ARGMAX_THREADS) amax_take(bf2f(ld_act16(row + i)), i, best, bi);
+    }
+    amax_warp(best, bi);
+    const int lane = t & 31, warp = t >> 5;
     if (lane == 0) {
         sv[warp] = best;
         si[warp] = bi;
     }
     __syncthreads();
     if (warp == 0) {
-        int nw = blockDim.x >> 5;
-        best = lane < nw ? sv[lane] : -INFINITY;
-        bi = lane < nw ? si[lane] : 0x7fffffff;
-        for (int o = 16; o > 0; o >>= 1) {
-            float ov = __shfl_xor_sync(0xffffffffu, best, o);
-            int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-            if (ov > best || (ov == best && oi < bi)) {
-                best = ov;
-                bi = oi;
-            }
+        best = lane < ARGMAX_THREADS / 32 ? sv[lane] : -INFINITY;
+        bi = lane < ARGMAX_THREADS / 32 ? si[lane] : 0x7fffffff;
+        amax_warp(best, bi);
+        if (lane == 0) {
+            part_v[b * ARGMAX_SLICES + x] = best;
+            part_i[b * ARGMAX_SLICES + x] = bi;
         }
-        /* All -inf or NaN rows: fall back to index 0 as frigg_argmax does. */
-        if (lane == 0) ids[blockIdx.x] = bi == 0x7fffffff ? 0 : bi;
     }
+}
+
+/* One warp per row: the best of the row's ARGMAX_SLICES partials. All -inf or NaN rows: index 0, as
+ * frigg_argmax. */
+__global__ void argmax_final_kernel(const float *part_v, const int *part_i, int32_t *ids) {
+    pdl_wait();
+    pdl_launch();
+    const int b = blockIdx.x, lane = threadIdx.x;
+    float best = -INFINITY;
+    int bi = 0x7fffffff;
+    for (int x = lane; x < ARGMAX_SLICES; x += 32)
+        amax_take(__uint_as_float(ld_act32(part_v + b * ARGMAX_SLICES + x)), (int)ld_act32(part_i + b * ARGMAX_SLICES + x),
+                  best, bi);
+    amax_warp(best, bi);
+    if (lane == 0) ids[b] = bi == 0x7fffffff ? 0 : bi;
 }
 
 __global__ void widen_kernel(const uint16_t *in, size_t n, float *out) {
@@ -59,8 +91,18 @@ __global__ void widen_kernel(const uint16_t *in, size_t n, float *out) {
         out[i] = bf2f(ld_act16(in + i));
 }
 
-extern "C" int fk_argmax_bf16(const uint16_t *logits, int B, int V, int32_t *ids, cudaStream_t s) {
-    fk_launch(argmax_kernel, B, ARGMAX_THREADS, 0, s, logits, V, ids);
+extern "C" size_t fk_argmax_work_bytes(int B) { return (size_t)(B > 0 ? B : 0) * ARGMAX_SLICES * 8; }
+
+extern "C" int fk_argmax_bf16(const uint16_t *logits, int B, int V, int32_t *ids, void *work, cudaStream_t s) {
+    if (B < 1 || V < 1 || !work || !fk_aligned16(work)) {
+        frigg_set_error("argmax: %d rows of %d logits, workspace %p (fk_argmax_work_bytes, 16-byte aligned)", B, V, work);
+        return -1;
+    }
+    float *pv = (float *)work;
+    int *pi = (int *)(pv + (size_t)B * ARGMAX_SLICES);
+    fk_launch(argmax_part_kernel, dim3(ARGMAX_SLICES, B), ARGMAX_THREADS, 0, s, logits, V, pv, pi);
+    if (fk_check_launch("argmax")) return -1;
+    fk_launch(argmax_final_kernel, B, 32, 0, s, (const float *)pv, (const int *)pi, ids);
     return fk_check_launch("argmax");
 }
 

@@ -360,24 +360,56 @@ static void test_rope(void) {
     free(cs); free(sn); free(gqkv); free(q); free(k); free(got); free(kc); free(vc);
 }
 
-static void test_argmax(void) {
-    int B = 3, V = 262144;
+/* fk_argmax_bf16 against frigg_argmax on rows that probe its split over blocks: ties across slices (the lower
+ * index wins), the last element, rows of -inf with one finite value, all -inf and NaN rows (index 0), NaN
+ * beside the maximum, ties inside one 16-byte chunk, rows whose length is not a multiple of 8 (the scalar
+ * path) and rows shorter than the number of slices, batch 1..8. */
+static void test_argmax_rows(int B, int V, const char *what) {
     float *x = malloc(sizeof(float) * B * V);
     ct_fill(x, (size_t)B * V, 10.0f);
-    x[5] = 50.0f; x[70000] = 50.0f;                           /* tie: the lower index wins */
-    x[V + V - 1] = 60.0f;                                     /* last element */
-    for (int i = 0; i < V; i++) x[2 * (size_t)V + i] = -INFINITY;
-    x[2 * (size_t)V + 1234] = -1.0f;
-    uint16_t *dx = ct_to_dev(x, (size_t)B * V);
-    int32_t *dids, ids[3];
+    for (int b = 0; b < B; b++) {
+        float *r = x + (size_t)b * V;
+        switch (b % 6) {
+        case 0: r[V / 3] = 50.0f; r[V - 1 - V / 5] = 50.0f; break;           /* tie across slices */
+        case 1: r[V - 1] = 60.0f; break;                                       /* the last element */
+        case 2: for (int i = 0; i < V; i++) r[i] = -INFINITY;
+                r[V / 2] = -1.0f; break;                                       /* one finite value */
+        case 3: for (int i = 0; i < V; i++) r[i] = b % 4 == 3 ? NAN : -INFINITY; break; /* -> 0 */
+        case 4: r[V / 2] = 40.0f; if (V / 2 + 1 < V) r[V / 2 + 1] = NAN; if (V > 8) r[V / 2 - 1] = 40.0f; break;
+        case 5: if (V >= 16) { r[8] = 45.0f; r[9] = 45.0f; r[15] = 45.0f; } break; /* ties in one chunk */
+        }
+    }
+    uint16_t *h = malloc((size_t)B * V * 2);
+    for (size_t i = 0; i < (size_t)B * V; i++) h[i] = frigg_f32_to_bf16(x[i]);
+    for (size_t i = 0; i < (size_t)B * V; i++) x[i] = frigg_bf16_to_f32(h[i]); /* what the device sees */
+    uint16_t *dx = NULL;
+    cudaMalloc((void **)&dx, (size_t)B * V * 2);
+    cudaMemcpy(dx, h, (size_t)B * V * 2, cudaMemcpyHostToDevice);
+    int32_t *dids, ids[8];
+    void *work = NULL;
     cudaMalloc((void **)&dids, sizeof ids);
-    CHECK(fk_argmax_bf16(dx, B, V, dids, 0) == 0, "%s", frigg_error());
-    cudaMemcpy(ids, dids, sizeof ids, cudaMemcpyDeviceToHost);
-    CHECK(ids[0] == 5 && ids[1] == V - 1 && ids[2] == 1234, "argmax: got %d %d %d", ids[0], ids[1], ids[2]);
-    for (int b = 0; b < B; b++) CHECK(ids[b] == frigg_argmax(x + (size_t)b * V, V), "argmax row %d differs from frigg_argmax", b);
+    cudaMalloc(&work, fk_argmax_work_bytes(B));
+    CHECK(fk_argmax_bf16(dx, B, V, dids, work, 0) == 0, "%s", frigg_error());
+    cudaMemcpy(ids, dids, sizeof(int32_t) * B, cudaMemcpyDeviceToHost);
+    for (int b = 0; b < B; b++)
+        CHECK(ids[b] == frigg_argmax(x + (size_t)b * V, V), "argmax %s row %d: %d, frigg_argmax %d", what, b, ids[b],
+              frigg_argmax(x + (size_t)b * V, V));
+    if (V == 262144 && B >= 3) CHECK(ids[0] == V / 3 && ids[1] == V - 1 && ids[2] == V / 2, "argmax: got %d %d %d", ids[0], ids[1], ids[2]);
     cudaFree(dx);
     cudaFree(dids);
+    cudaFree(work);
     free(x);
+    free(h);
+}
+static void test_argmax(void) {
+    test_argmax_rows(6, 262144, "Mimir vocab");
+    test_argmax_rows(8, 262144, "batch 8");
+    test_argmax_rows(1, 262144, "batch 1");
+    test_argmax_rows(6, 1001, "odd length");
+    test_argmax_rows(6, 40, "shorter than the slices");
+    test_argmax_rows(6, 512, "tiny vocab");
+    test_argmax_rows(2, 1, "one logit");
+    CHECK(fk_argmax_bf16(NULL, 1, 8, NULL, NULL, 0) == -1, "argmax without a workspace is not an error");
 }
 #endif
 
