@@ -31,12 +31,6 @@
 #ifndef GEMV_SHORT_UNROLL /* an A/B hook: make FRIGG_NVCC_DEFS=-DGEMV_SHORT_UNROLL=N */
 #define GEMV_SHORT_UNROLL 3
 #endif
-#ifndef GEMV_SHORT_UNROLL_QKV /* the same for the gqkv rows alone (A/B) */
-#define GEMV_SHORT_UNROLL_QKV GEMV_SHORT_UNROLL
-#endif
-#ifndef GEMV_LONG_DEFAULT /* A/B: -DGEMV_LONG_DEFAULT=1 starts with fk_gemv_simt_set_long_unroll on */
-#define GEMV_LONG_DEFAULT 0
-#endif
 enum { GEMV_V_NORMAL = 0, GEMV_V_LONG = 1, GEMV_V_SHORT = 2, GEMV_NV = 3 };
 
 __device__ __forceinline__ float dot8(uint4 w, const float *x) {
@@ -133,7 +127,7 @@ template <int B>
 static gemv_fn pick(int norm, int epi, int variant) {
     if (B == 1 && variant == GEMV_V_SHORT) {
         if (epi == FK_GEMV_QKV)
-            return norm ? gemv_kernel<1, 2, true, FK_GEMV_QKV, GEMV_SHORT_UNROLL_QKV> : gemv_kernel<1, 2, false, FK_GEMV_QKV, GEMV_SHORT_UNROLL_QKV>;
+            return norm ? gemv_kernel<1, 2, true, FK_GEMV_QKV, GEMV_SHORT_UNROLL> : gemv_kernel<1, 2, false, FK_GEMV_QKV, GEMV_SHORT_UNROLL>;
         if (epi == FK_GEMV_SWIGLU)
             return norm ? gemv_kernel<1, 2, true, FK_GEMV_SWIGLU, GEMV_SHORT_UNROLL> : gemv_kernel<1, 2, false, FK_GEMV_SWIGLU, GEMV_SHORT_UNROLL>;
     }
@@ -163,7 +157,7 @@ static gemv_fn pick_b(int B, int norm, int epi, int variant) {
     return NULL;
 }
 
-static int simt_long_unroll = GEMV_LONG_DEFAULT; /* fk_gemv_simt_set_long_unroll: an A/B hook, off until measured */
+static int simt_long_unroll; /* fk_gemv_simt_set_long_unroll: an A/B hook, off until measured */
 extern "C" void fk_gemv_simt_set_long_unroll(int on) { simt_long_unroll = on != 0; }
 
 /* FRIGG_GEMV_IMPL=auto. Per shape class and batch size: 's' simt, 't' tc (as many blocks as fit), '2' tc with
