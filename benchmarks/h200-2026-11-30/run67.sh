@@ -16,7 +16,7 @@ done
 wait; tail -qn1 $R/build-*.log; el built; snap
 A="--random-mimir --seed 1 --repeats 3 --steps 32 --batch 1 --ctx 512 decode"
 for rep in 1 2 3; do
-  timeout 60 /tmp/base/b/bin/frigg-bench $A >> $R/ab-base.jsonl 2>> $R/ab.txt
+  timeout 60 /tmp/base/b/bin/frigg-bench $A >> $R/ab-default.jsonl 2>> $R/ab.txt
   FRIGG_GEMV_AUTO=down=sttttttt timeout 60 /tmp/base/b/bin/frigg-bench $A >> $R/ab-down_s.jsonl 2>> $R/ab.txt
   FRIGG_GEMV_AUTO=down=sttttttt timeout 60 /tmp/long/b/bin/frigg-bench $A >> $R/ab-down_sl.jsonl 2>> $R/ab.txt
   timeout 60 /tmp/q4/b/bin/frigg-bench $A >> $R/ab-q4.jsonl 2>> $R/ab.txt
@@ -26,7 +26,7 @@ done
 nvidia-smi --query-gpu=index,name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv > $R/smi.txt 2>&1
 python3 - <<PY | tee $R/ab-summary.txt
 import json
-for f in "base down_s down_sl q4 q6".split():
+for f in "default down_s down_sl q4 q6".split():
     for l in open("$R/ab-" + f + ".jsonl"):
         r = json.loads(l)
         if r.get("bench") == "decode": print(f"{f:8} b{r['batch']} {r['tok_s']:8.1f} tok/s  {r['ms_per_step']:.3f} ms  roofline {r.get('roofline_frac')}")
