@@ -363,7 +363,7 @@ static void test_rope(void) {
 /* fk_argmax_bf16 against frigg_argmax on rows that probe its split over blocks: ties across slices (the lower
  * index wins), the last element, rows of -inf with one finite value, all -inf and NaN rows (index 0), NaN
  * beside the maximum, ties inside one 16-byte chunk, rows whose length is not a multiple of 8 (the scalar
- * path) and rows shorter than the number of slices, batch 1..8. */
+ * path) and rows shorter than the number of slices, batches of 1, 2, 6 and 8 rows. */
 static void test_argmax_rows(int B, int V, const char *what) {
     float *x = malloc(sizeof(float) * B * V);
     ct_fill(x, (size_t)B * V, 10.0f);
