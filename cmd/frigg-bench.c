@@ -36,6 +36,7 @@ typedef struct {
     double read_gbs; /* from vram, for the roofline */
     int skip;         /* --skip: FRIGG_SKIP_* mask (profiling; decode output is then wrong) */
     char skip_text[64];
+    int one_step;     /* --one-step: decode_argmax per step instead of the pipelined decode_greedy */
 } opts_t;
 
 static void usage(FILE *f) {
@@ -54,6 +55,9 @@ static void usage(FILE *f) {
             "      --prefill LIST     prefill lengths (default 1024,4096)\n"
             "      --skip LIST        profiling: leave these kernels out of the decode step (qkv, attn, o, gu, down,\n"
             "                         lmhead); the step's time difference is what they cost in it (output is wrong)\n"
+            "      --one-step         decode one step per call, each step's ids back on the host before the next is\n"
+            "                         queued, instead of the pipelined greedy decode frigg-run uses (the CUDA engine's\n"
+            "                         decode_greedy: step k+1 queued before step k's ids are back)\n"
             "  -h, --help, --version\n"
             "Output: one JSON object per line on stdout; a summary on stderr.\n");
 }
@@ -287,6 +291,17 @@ static double weight_bytes(const frigg_config *c) {
     return (double)frigg_num_runs(c) * c->layers_per_stack * (5 * D * D + 3 * I * D) * 2 + (double)c->vocab_size * D * 2;
 }
 
+/* decode_greedy's callback in the bench: keep the step's ids as the next input (nothing stops early). */
+typedef struct {
+    int32_t *tok;
+    int B;
+} greedy_sink;
+static int keep_ids(void *ctx, const int32_t *ids) {
+    greedy_sink *g = ctx;
+    memcpy(g->tok, ids, sizeof(int32_t) * g->B);
+    return 0;
+}
+
 static int bench_decode(opts_t *o, const frigg_model *m) {
     const frigg_config *c = &m->cfg;
     int maxb = 1;
@@ -320,6 +335,7 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
             int B = o->batches[bi], seqs[8];
             int32_t tok[8], out[8];
             float *logits = b->decode_argmax ? NULL : frigg_xmalloc(sizeof(float) * B * c->vocab_size);
+            int pipelined = b->decode_greedy && !o->one_step;
             for (int i = 0; i < B; i++) {
                 seqs[i] = i;
                 tok[i] = 5 + i;
@@ -328,7 +344,14 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
             for (int r = -1; r < o->repeats; r++) { /* r = -1: warm-up (graph capture) */
                 for (int i = 0; i < B; i++) b->seq_len[i] = n0; /* rewind: the same positions every repeat */
                 double t0 = frigg_now_ms();
-                for (int st = 0; st < o->steps; st++) {
+                if (pipelined) {
+                    greedy_sink sink = {tok, B};
+                    if (b->decode_greedy(b, B, seqs, tok, o->steps, keep_ids, &sink) != o->steps) {
+                        fprintf(stderr, "frigg-bench: decode: %s\n", frigg_error());
+                        return -1;
+                    }
+                }
+                for (int st = 0; st < o->steps && !pipelined; st++) {
                     int rc;
                     if (b->decode_argmax) {
                         rc = b->decode_argmax(b, B, seqs, tok, out);
@@ -366,9 +389,9 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
             snprintf(body, sizeof body,
                      "\"bench\":\"decode\",\"backend\":\"%s\",\"batch\":%d,\"ctx\":%d,\"steps\":%d,\"tok_s\":%.1f,"
                      "\"tok_s_min\":%.1f,\"tok_s_max\":%.1f,\"ms_per_step\":%.3f,\"bytes_per_step\":%.0f,\"gb_s\":%.1f%s,"
-                     "\"kernels_per_step\":%d,\"skip\":\"%s\"",
+                     "\"kernels_per_step\":%d,\"pipelined\":%s,\"skip\":\"%s\"",
                      b->name, B, ctx, o->steps, B * 1e3 / ms.med, B * 1e3 / ms.max, B * 1e3 / ms.min, ms.med, bytes, gbs,
-                     roof, kps, o->skip_text);
+                     roof, kps, pipelined ? "true" : "false", o->skip_text);
             emit(o, body);
             fprintf(stderr, "decode batch %d ctx %d: %.1f tok/s (%.3f ms/step, %.0f GB/s%s)\n", B, ctx, B * 1e3 / ms.med,
                     ms.med, gbs, o->read_gbs > 0 ? ", see roofline_frac" : "");
@@ -442,7 +465,7 @@ int main(int argc, char **argv) {
                                        {"backend", 1, 0, 'b'}, {"device", 1, 0, 'd'},       {"repeats", 1, 0, 'r'},
                                        {"steps", 1, 0, 's'},   {"batch", 1, 0, 'B'},        {"ctx", 1, 0, 'C'},
                                        {"prefill", 1, 0, 'P'}, {"help", 0, 0, 'h'},         {"version", 0, 0, 'V'},
-                                       {"skip", 1, 0, 'K'},    {0, 0, 0, 0}};
+                                       {"skip", 1, 0, 'K'},    {"one-step", 0, 0, 'O'},     {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "m:b:d:r:h", lo, NULL)) != -1) {
         switch (ch) {
@@ -467,6 +490,7 @@ int main(int argc, char **argv) {
         case 'K':
             if (parse_skip(optarg, &o)) return 2;
             break;
+        case 'O': o.one_step = 1; break;
         case 'h': usage(stdout); return 0;
         case 'V': frigg_print_version("frigg-bench"); return 0;
         default: usage(stderr); return 2;

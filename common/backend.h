@@ -34,6 +34,14 @@ struct frigg_backend {
     /* Optional (may be NULL): like decode, but only the greedy ids (argmax of the bf16 logits,
      * lowest index on ties) come back — lets a GPU keep the logits on the device. */
     int (*decode_argmax)(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int32_t *out_ids);
+    /* Optional (may be NULL): up to `steps` greedy steps in one call, each step's input being the greedy ids
+     * of the step before (ids: the first step's). After every step on_ids(ctx, ids) receives its nseq greedy
+     * ids, the same as decode_argmax's; a nonzero return stops there. Each step whose ids were delivered
+     * appended its input token to the caches, as decode_argmax does; nothing else is appended. Lets a GPU queue
+     * step k+1 before step k's ids reach the host. Returns the number of steps delivered, or -1 (frigg_error);
+     * seq_len + steps must fit max_ctx. */
+    int (*decode_greedy)(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int steps,
+                         int (*on_ids)(void *ctx, const int32_t *ids), void *ctx);
     void (*destroy)(frigg_backend *b);
     void *impl;
 };

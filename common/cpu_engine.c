@@ -225,6 +225,7 @@ frigg_backend *frigg_backend_cpu_create(const frigg_model *m, const frigg_backen
     b->prefill = cpu_prefill;
     b->decode = cpu_decode;
     b->decode_argmax = NULL;
+    b->decode_greedy = NULL;
     b->destroy = cpu_destroy;
     b->impl = im;
     im->pool = frigg_pool_create(o.threads);

@@ -36,10 +36,12 @@ typedef struct {
     int rows; /* capacity of the activation buffers */
     uint16_t *zH, *zL, *x, *a, *gqkv, *q, *y, *t1, *gu, *m;
     int32_t *d_ids, *d_zero, *d_iota;
-    int32_t *d_step;   /* [3][MAX_BATCH]: ids, seq, pos of a decode step */
-    int32_t *d_out;    /* [MAX_BATCH] greedy ids */
+    /* [3][MAX_BATCH]: ids, seq, pos of a decode step. The step's last kernel overwrites the ids with its greedy
+     * ids and adds one to the positions: the input of the next greedy step (cuda_decode_greedy). */
+    int32_t *d_step;
     void *argmax_work; /* fk_argmax_work_bytes(MAX_BATCH) */
-    int32_t *h_step, *h_out; /* pinned staging */
+    int32_t *h_step, *h_out; /* pinned staging; h_out: [2][MAX_BATCH], one per step in flight */
+    cudaEvent_t out_ready[2]; /* h_out[k] holds its step's ids */
     uint16_t *logits;  /* [LOGIT_CHUNK][V] bf16 */
     float *logits_f;   /* [LOGIT_CHUNK][V] */
     float *attn_work;
@@ -197,7 +199,7 @@ static int enqueue_decode(frigg_backend *b, int B) {
         OK(run_end(im, c, r, B));
     }
     if (!(im->skip & FRIGG_SKIP_LMHEAD)) OK(fk_gemv(im->lm_head, V, D, im->zH, B, 0, eps, FK_GEMV_STORE, im->logits, s));
-    return fk_argmax_bf16(im->logits, B, V, im->d_out, im->argmax_work, s);
+    return fk_argmax_bf16(im->logits, B, V, im->d_step, im->d_step + 2 * MAX_BATCH, im->argmax_work, s);
 }
 
 static int capture(frigg_backend *b, int B) {
@@ -225,9 +227,8 @@ static int capture(frigg_backend *b, int B) {
     return 0;
 }
 
-/* Validate, stage ids/seq/pos, run one step (graph or eager). Leaves logits and greedy ids on the device. */
-static int decode_common(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids) {
-    cuda_impl *im = b->impl;
+/* The checks every decode call makes before it touches the device: `steps` more tokens for each sequence. */
+static int check_step(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int steps) {
     int V = b->model->cfg.vocab_size;
     if (nseq < 1 || nseq > MAX_BATCH) {
         frigg_set_error("decode: %d sequences in one step (the CUDA engine takes 1..%d)", nseq, MAX_BATCH);
@@ -243,8 +244,8 @@ static int decode_common(frigg_backend *b, int nseq, const int *seqs, const int3
                 frigg_set_error("decode: sequence %d appears twice in one step", seqs[i]);
                 return -1;
             }
-        if (b->seq_len[seqs[i]] + 1 > b->max_ctx) {
-            frigg_set_error("context full: %d cached + 1 new tokens > %d", b->seq_len[seqs[i]], b->max_ctx);
+        if ((long)b->seq_len[seqs[i]] + steps > b->max_ctx) {
+            frigg_set_error("context full: %d cached + %d new tokens > %d", b->seq_len[seqs[i]], steps, b->max_ctx);
             return -1;
         }
         if (ids[i] < 0 || ids[i] >= V) {
@@ -252,6 +253,21 @@ static int decode_common(frigg_backend *b, int nseq, const int *seqs, const int3
             return -1;
         }
     }
+    return 0;
+}
+
+/* Queue one step of B rows whose input is already in d_step (graph or eager). */
+static int launch_step(frigg_backend *b, int B) {
+    cuda_impl *im = b->impl;
+    if (!im->use_graphs) return enqueue_decode(b, B);
+    OK(capture(b, B));
+    CU(cudaGraphLaunch(im->graph[B], im->stream));
+    return 0;
+}
+
+/* Stage ids/seq/pos from the host and queue one step. Leaves logits and greedy ids on the device. */
+static int stage_step(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids) {
+    cuda_impl *im = b->impl;
     CU(cudaSetDevice(im->device));
     for (int i = 0; i < nseq; i++) {
         im->h_step[i] = ids[i];
@@ -259,12 +275,12 @@ static int decode_common(frigg_backend *b, int nseq, const int *seqs, const int3
         im->h_step[2 * MAX_BATCH + i] = b->seq_len[seqs[i]];
     }
     CU(cudaMemcpyAsync(im->d_step, im->h_step, 3 * MAX_BATCH * 4, cudaMemcpyHostToDevice, im->stream));
-    if (im->use_graphs) {
-        OK(capture(b, nseq));
-        CU(cudaGraphLaunch(im->graph[nseq], im->stream));
-    } else {
-        OK(enqueue_decode(b, nseq));
-    }
+    return launch_step(b, nseq);
+}
+
+static int decode_common(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids) {
+    OK(check_step(b, nseq, seqs, ids, 1));
+    OK(stage_step(b, nseq, seqs, ids));
     for (int i = 0; i < nseq; i++) b->seq_len[seqs[i]]++;
     return 0;
 }
@@ -282,10 +298,58 @@ static int cuda_decode(frigg_backend *b, int nseq, const int *seqs, const int32_
 static int cuda_decode_argmax(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int32_t *out_ids) {
     cuda_impl *im = b->impl;
     OK(decode_common(b, nseq, seqs, ids));
-    CU(cudaMemcpyAsync(im->h_out, im->d_out, (size_t)nseq * 4, cudaMemcpyDeviceToHost, im->stream));
+    CU(cudaMemcpyAsync(im->h_out, im->d_step, (size_t)nseq * 4, cudaMemcpyDeviceToHost, im->stream));
     CU(cudaStreamSynchronize(im->stream));
     memcpy(out_ids, im->h_out, (size_t)nseq * 4);
     return 0;
+}
+
+/* Greedy decode, pipelined two steps deep. A step leaves its greedy ids and the next positions in d_step
+ * (fk_argmax_bf16's advance), so step k+1 is queued, with nothing from the host, before step k's ids have
+ * reached it: the host's round trip (copy back, wake-up, next launch) overlaps step k+1 instead of idling
+ * the GPU between steps. Step k's ids are copied to h_out[k % 2] behind it, and out_ready[k % 2] marks them.
+ * When on_ids asks to stop, the step queued behind is discarded: it wrote keys and values one position
+ * past the sequence's new end, where nothing reads them, and seq_len does not count it. */
+static int cuda_decode_greedy(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int steps,
+                              int (*on_ids)(void *ctx, const int32_t *ids), void *ctx) {
+    cuda_impl *im = b->impl;
+    if (steps < 0) {
+        frigg_set_error("decode: %d steps", steps);
+        return -1;
+    }
+    if (steps == 0) return 0;
+    OK(check_step(b, nseq, seqs, ids, steps));
+    int done = 0, queued = 0, rc = 0;
+    int32_t got[MAX_BATCH];
+    /* queue step k: its input comes from the host (k = 0) or from step k-1 on the device */
+    for (; queued < 2 && queued < steps; queued++) {
+        int k = queued;
+        if (k == 0 ? stage_step(b, nseq, seqs, ids) : launch_step(b, nseq)) return -1;
+        CU(cudaMemcpyAsync(im->h_out + (k & 1) * MAX_BATCH, im->d_step, (size_t)nseq * 4, cudaMemcpyDeviceToHost,
+                           im->stream));
+        CU(cudaEventRecord(im->out_ready[k & 1], im->stream));
+    }
+    while (done < steps) {
+        int k = done;
+        CU(cudaEventSynchronize(im->out_ready[k & 1]));
+        memcpy(got, im->h_out + (k & 1) * MAX_BATCH, (size_t)nseq * 4);
+        for (int i = 0; i < nseq; i++) b->seq_len[seqs[i]]++;
+        done++;
+        if (on_ids(ctx, got)) {
+            rc = 1;
+            break;
+        }
+        if (queued < steps) { /* h_out[k % 2] is read: step k + 2 may reuse it */
+            if (launch_step(b, nseq)) return -1;
+            CU(cudaMemcpyAsync(im->h_out + (queued & 1) * MAX_BATCH, im->d_step, (size_t)nseq * 4,
+                               cudaMemcpyDeviceToHost, im->stream));
+            CU(cudaEventRecord(im->out_ready[queued & 1], im->stream));
+            queued++;
+        }
+    }
+    /* a stop leaves one step in flight: let it finish before anything else uses d_step or h_out */
+    if (rc) CU(cudaStreamSynchronize(im->stream));
+    return done;
 }
 
 static void cuda_destroy(frigg_backend *b) {
@@ -299,6 +363,8 @@ static void cuda_destroy(frigg_backend *b) {
         for (int i = 0; i < im->nallocs; i++) cudaFree(im->allocs[i]);
         if (im->h_step) cudaFreeHost(im->h_step);
         if (im->h_out) cudaFreeHost(im->h_out);
+        for (int i = 0; i < 2; i++)
+            if (im->out_ready[i]) cudaEventDestroy(im->out_ready[i]);
         if (im->blas) cublasDestroy(im->blas);
         if (im->stream) cudaStreamDestroy(im->stream);
         free(im->layers[0]);
@@ -403,7 +469,6 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     OK(dalloc(im, (void **)&im->d_zero, R * 4, "ids"));
     OK(dalloc(im, (void **)&im->d_iota, R * 4, "ids"));
     OK(dalloc(im, (void **)&im->d_step, 3 * MAX_BATCH * 4, "ids"));
-    OK(dalloc(im, (void **)&im->d_out, MAX_BATCH * 4, "ids"));
     OK(dalloc(im, &im->argmax_work, fk_argmax_work_bytes(MAX_BATCH), "argmax partials"));
     OK(dalloc(im, (void **)&im->logits, (size_t)LOGIT_CHUNK * V * 2, "logits"));
     OK(dalloc(im, (void **)&im->logits_f, (size_t)LOGIT_CHUNK * V * 4, "logits"));
@@ -419,7 +484,8 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     CU(cudaMemset(im->d_zero, 0, R * 4));
     CU(cudaMemset(im->d_step, 0, 3 * MAX_BATCH * 4));
     CU(cudaMallocHost((void **)&im->h_step, 3 * MAX_BATCH * 4));
-    CU(cudaMallocHost((void **)&im->h_out, MAX_BATCH * 4));
+    CU(cudaMallocHost((void **)&im->h_out, 2 * MAX_BATCH * 4));
+    for (int i = 0; i < 2; i++) CU(cudaEventCreateWithFlags(&im->out_ready[i], cudaEventDisableTiming));
     CU(cudaDeviceSynchronize());
     return 0;
 }
@@ -431,6 +497,7 @@ frigg_backend *frigg_backend_cuda_create(const frigg_model *m, const frigg_backe
     b->prefill = cuda_prefill;
     b->decode = cuda_decode;
     b->decode_argmax = cuda_decode_argmax;
+    b->decode_greedy = cuda_decode_greedy;
     b->destroy = cuda_destroy;
     b->impl = im;
     im->device = o.device;

@@ -28,6 +28,30 @@ static int is_stop(const frigg_gen_params *p, int32_t id) {
     return 0;
 }
 
+/* One generated id: stop on a stop id or the caller's say-so, else keep it. 1 = stop. */
+typedef struct {
+    const frigg_gen_params *p;
+    frigg_gen_result *r;
+} gen_state;
+static int accept_id(gen_state *g, int32_t next) {
+    if (is_stop(g->p, next)) {
+        g->r->finish_reason = "stop";
+        return 1;
+    }
+    g->r->ids[g->r->n++] = next;
+    if (g->p->on_token && g->p->on_token(g->p->ctx, next)) {
+        g->r->finish_reason = "stop";
+        return 1;
+    }
+    return 0;
+}
+/* decode_greedy's callback: one decode step's id. */
+static int on_greedy_ids(void *ctx, const int32_t *ids) {
+    gen_state *g = ctx;
+    g->r->decode_steps++;
+    return accept_id(g, ids[0]);
+}
+
 int frigg_generate(frigg_backend *b, int seq, const int32_t *prompt, int n, const frigg_gen_params *p,
                    frigg_gen_result *r) {
     memset(r, 0, sizeof *r);
@@ -68,7 +92,13 @@ int frigg_generate(frigg_backend *b, int seq, const int32_t *prompt, int n, cons
     r->prefill_ms = frigg_now_ms() - t0;
     t0 = frigg_now_ms();
     int32_t next = -1;
+    gen_state g = {p, r};
     for (int step = 0; step < p->max_tokens; step++) {
+        if (step > 0 && device_greedy && b->decode_greedy) {
+            /* every remaining step on the device, the next one queued before this one's id is back */
+            if (b->decode_greedy(b, 1, &seq, &r->ids[r->n - 1], p->max_tokens - step, on_greedy_ids, &g) < 0) goto out;
+            break;
+        }
         if (step > 0) {
             int32_t prev = r->ids[r->n - 1];
             if (device_greedy) {
@@ -87,15 +117,7 @@ int frigg_generate(frigg_backend *b, int seq, const int32_t *prompt, int n, cons
                 frigg_top_logprobs(raw, V, k, r->top_ids + (size_t)r->n * k, r->top_lps + (size_t)r->n * k);
             }
         }
-        if (is_stop(p, next)) {
-            r->finish_reason = "stop";
-            break;
-        }
-        r->ids[r->n++] = next;
-        if (p->on_token && p->on_token(p->ctx, next)) {
-            r->finish_reason = "stop";
-            break;
-        }
+        if (accept_id(&g, next)) break;
     }
     r->decode_ms = frigg_now_ms() - t0;
     rc = 0;

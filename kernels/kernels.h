@@ -147,9 +147,12 @@ int fk_gemv_qkv(const uint16_t *W, int D, const uint16_t *x, int B, float eps, u
 /* ---- lmhead.cu ---- */
 /* ids[b] = argmax over V of the bf16 logits row b (lowest index on ties, as HF's argmax; NaN never wins; a row
  * of nothing but -inf/NaN gives 0, as frigg_argmax). Two kernels: slices of each row over many blocks, then
- * the best slice. work: fk_argmax_work_bytes(B) bytes of device memory, 16-byte aligned. */
+ * the best slice. work: fk_argmax_work_bytes(B) bytes of device memory, 16-byte aligned. advance: NULL, or B
+ * positions, each incremented by one after row b's id is written. The decode step uses it to leave its own
+ * input for the next step in place (ids and positions in one device array), so a replay of its graph decodes
+ * the next greedy token with nothing from the host: the pipelined greedy decode. */
 size_t fk_argmax_work_bytes(int B);
-int fk_argmax_bf16(const uint16_t *logits, int B, int V, int32_t *ids, void *work, cudaStream_t s);
+int fk_argmax_bf16(const uint16_t *logits, int B, int V, int32_t *ids, int32_t *advance, void *work, cudaStream_t s);
 /* out[i] = float(in[i]) for a bf16 array (logits for the host). */
 int fk_bf16_to_f32(const uint16_t *in, size_t n, float *out, cudaStream_t s);
 

@@ -2,7 +2,7 @@
  * memory (one with Mimir's head_dim 128 and 2/3 schedule, one tiny with another schedule) and the golden
  * fixtures (every golden/fixtures/NAME), for the three masks. Also: a decode step replayed from the CUDA graph is
  * bit-identical to the eager kernels; a batched step equals single steps bit for bit; decode_argmax equals
- * the argmax of decode's logits; two engines on two devices (where present), run at the same time, each give
+ * the argmax of decode's logits; the pipelined greedy decode equals decode_argmax step by step; two engines on two devices (where present), run at the same time, each give
  * exactly the single-device result (random model and the tiny-packed fixture).
  *
  * Tolerances (two engines, both rounding to bf16 at HF's points, fp32 sums in different orders):
@@ -146,6 +146,65 @@ static void test_determinism(frigg_backend *gpu, const int32_t *ids, int n) {
     free(b);
 }
 
+/* decode_greedy's callback in the tests: record each step's ids; stop after `stop_at` steps (0: never). */
+typedef struct {
+    int32_t ids[16][3];
+    int n, stop_at;
+} greedy_rec;
+static int rec_ids(void *ctx, const int32_t *ids) {
+    greedy_rec *r = ctx;
+    if (r->n < 16) memcpy(r->ids[r->n], ids, sizeof(int32_t) * 3);
+    r->n++;
+    return r->stop_at && r->n >= r->stop_at;
+}
+
+/* The pipelined greedy decode (step k+1 queued from step k's ids on the device) gives exactly the ids of
+ * decode_argmax step by step, graph or eager; a stop discards the step queued behind it: the positions and
+ * caches continue as if it had never run (checked by continuing with another token than the greedy one). */
+static void test_greedy_pipeline(frigg_backend *gpu, const int32_t *ids, int n) {
+    enum { GSTEPS = 9, STOP = 4 };
+    int sa[3] = {0, 1, 2}, sb[3] = {3, 4, 5};
+    int32_t ref[GSTEPS][3], tok[3] = {5, 9, 11}, other[3] = {17, 23, 31};
+    for (int s = 0; s < 3; s++) gpu->prefill(gpu, s, ids, n - s, n - s, NULL, NULL);
+    /* reference: STOP greedy steps, then `other` as input, then greedy again */
+    int32_t in[3];
+    memcpy(in, tok, sizeof in);
+    for (int k = 0; k < GSTEPS; k++) {
+        CHECK(gpu->decode_argmax(gpu, 3, sa, k == STOP ? other : in, ref[k]) == 0, "%s", frigg_error());
+        memcpy(in, ref[k], sizeof in);
+    }
+    for (int graphs = 1; graphs >= 0; graphs--) {
+        frigg_cuda_set_graphs(gpu, graphs);
+        /* uninterrupted: the first STOP steps match (after that the reference took `other`) */
+        for (int s = 0; s < 3; s++) gpu->prefill(gpu, sb[s], ids, n - s, n - s, NULL, NULL);
+        greedy_rec r = {.stop_at = 0};
+        CHECK(gpu->decode_greedy(gpu, 3, sb, tok, STOP, rec_ids, &r) == STOP && r.n == STOP, "decode_greedy: %d steps: %s", r.n,
+              frigg_error());
+        CHECK(!memcmp(r.ids, ref, sizeof(int32_t) * 3 * STOP), "graphs %d: pipelined greedy ids differ from decode_argmax", graphs);
+        for (int s = 0; s < 3; s++) CHECK(gpu->seq_len[sb[s]] == n - s + STOP, "graphs %d: seq_len %d after %d steps", graphs, gpu->seq_len[sb[s]], STOP);
+        /* stopped by the callback with more steps asked for: the step in flight is discarded */
+        for (int s = 0; s < 3; s++) gpu->prefill(gpu, sb[s], ids, n - s, n - s, NULL, NULL);
+        greedy_rec q = {.stop_at = STOP};
+        CHECK(gpu->decode_greedy(gpu, 3, sb, tok, GSTEPS, rec_ids, &q) == STOP && q.n == STOP, "decode_greedy stop: %d: %s", q.n,
+              frigg_error());
+        for (int s = 0; s < 3; s++) CHECK(gpu->seq_len[sb[s]] == n - s + STOP, "graphs %d: seq_len %d after a stop", graphs, gpu->seq_len[sb[s]]);
+        greedy_rec t = {.stop_at = 0};
+        CHECK(gpu->decode_greedy(gpu, 3, sb, other, GSTEPS - STOP, rec_ids, &t) == GSTEPS - STOP, "%s", frigg_error());
+        CHECK(!memcmp(t.ids, ref[STOP], sizeof(int32_t) * 3 * (GSTEPS - STOP)),
+              "graphs %d: decoding after a stopped pipelined decode differs from the step-by-step reference", graphs);
+    }
+    frigg_cuda_set_graphs(gpu, 1);
+    /* errors: more steps than the context holds, nothing queued; zero steps, nothing done */
+    greedy_rec e = {.stop_at = 0};
+    int len0 = gpu->seq_len[3];
+    CHECK(gpu->decode_greedy(gpu, 3, sb, tok, gpu->max_ctx, rec_ids, &e) == -1 && strstr(frigg_error(), "context full") && e.n == 0 &&
+              gpu->seq_len[3] == len0,
+          "decode_greedy past the context: %s", frigg_error());
+    CHECK(gpu->decode_greedy(gpu, 3, sb, tok, 0, rec_ids, &e) == 0 && e.n == 0, "decode_greedy of 0 steps");
+    int32_t oov[3] = {5, gpu->model->cfg.vocab_size, 5};
+    CHECK(gpu->decode_greedy(gpu, 3, sb, oov, 2, rec_ids, &e) == -1 && e.n == 0, "decode_greedy of an out-of-vocabulary id succeeded");
+}
+
 static void run_model(const char *label, const frigg_model *m, int det) {
     frigg_backend_opts o = {.threads = 0, .max_seqs = 6, .max_ctx = 160};
     frigg_backend *cpu = frigg_backend_create("cpu", m, &o);
@@ -177,6 +236,7 @@ static void run_model(const char *label, const frigg_model *m, int det) {
             free(lc);
             free(lg);
             if (det) test_determinism(gpu, ids, n);
+            if (det) test_greedy_pipeline(gpu, ids, n);
         }
         free(ids);
     }

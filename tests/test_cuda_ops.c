@@ -364,7 +364,7 @@ static void test_rope(void) {
  * index wins), the last element, rows of -inf with one finite value, all -inf and NaN rows (index 0), NaN
  * beside the maximum, ties inside one 16-byte chunk, rows whose length is not a multiple of 8 (the scalar
  * path) and rows shorter than the number of slices, batches of 1, 2, 6 and 8 rows. */
-static void test_argmax_rows(int B, int V, const char *what) {
+static void test_argmax_rows(int B, int V, const char *what, int with_advance) {
     float *x = malloc(sizeof(float) * B * V);
     ct_fill(x, (size_t)B * V, 10.0f);
     for (int b = 0; b < B; b++) {
@@ -389,8 +389,21 @@ static void test_argmax_rows(int B, int V, const char *what) {
     void *work = NULL;
     cudaMalloc((void **)&dids, sizeof ids);
     cudaMalloc(&work, fk_argmax_work_bytes(B));
-    CHECK(fk_argmax_bf16(dx, B, V, dids, work, 0) == 0, "%s", frigg_error());
+    /* advance: every row's position goes up by exactly one (the pipelined decode's step counter) */
+    int32_t pos[8], *dpos = NULL;
+    for (int b = 0; b < B; b++) pos[b] = 1000 * b + 7;
+    if (with_advance) {
+        cudaMalloc((void **)&dpos, sizeof pos);
+        cudaMemcpy(dpos, pos, sizeof(int32_t) * B, cudaMemcpyHostToDevice);
+    }
+    CHECK(fk_argmax_bf16(dx, B, V, dids, dpos, work, 0) == 0, "%s", frigg_error());
     cudaMemcpy(ids, dids, sizeof(int32_t) * B, cudaMemcpyDeviceToHost);
+    if (with_advance) {
+        int32_t got[8];
+        cudaMemcpy(got, dpos, sizeof(int32_t) * B, cudaMemcpyDeviceToHost);
+        for (int b = 0; b < B; b++) CHECK(got[b] == pos[b] + 1, "argmax %s row %d: position %d after advance, want %d", what, b, got[b], pos[b] + 1);
+        cudaFree(dpos);
+    }
     for (int b = 0; b < B; b++)
         CHECK(ids[b] == frigg_argmax(x + (size_t)b * V, V), "argmax %s row %d: %d, frigg_argmax %d", what, b, ids[b],
               frigg_argmax(x + (size_t)b * V, V));
@@ -402,14 +415,14 @@ static void test_argmax_rows(int B, int V, const char *what) {
     free(h);
 }
 static void test_argmax(void) {
-    test_argmax_rows(6, 262144, "Mimir vocab");
-    test_argmax_rows(8, 262144, "batch 8");
-    test_argmax_rows(1, 262144, "batch 1");
-    test_argmax_rows(6, 1001, "odd length");
-    test_argmax_rows(6, 40, "shorter than the slices");
-    test_argmax_rows(6, 512, "tiny vocab");
-    test_argmax_rows(2, 1, "one logit");
-    CHECK(fk_argmax_bf16(NULL, 1, 8, NULL, NULL, 0) == -1, "argmax without a workspace is not an error");
+    test_argmax_rows(6, 262144, "Mimir vocab", 0);
+    test_argmax_rows(8, 262144, "batch 8", 1);
+    test_argmax_rows(1, 262144, "batch 1", 1);
+    test_argmax_rows(6, 1001, "odd length", 0);
+    test_argmax_rows(6, 40, "shorter than the slices", 1);
+    test_argmax_rows(6, 512, "tiny vocab", 0);
+    test_argmax_rows(2, 1, "one logit", 1);
+    CHECK(fk_argmax_bf16(NULL, 1, 8, NULL, NULL, NULL, 0) == -1, "argmax without a workspace is not an error");
 }
 #endif
 

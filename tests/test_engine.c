@@ -17,6 +17,34 @@ static frigg_backend *mk(const frigg_model *m, int threads) {
     return frigg_backend_create("cpu", m, &o);
 }
 
+/* A host-side decode_argmax / decode_greedy over the CPU engine's decode, so the generation loop's
+ * device-greedy paths run here too (the CUDA engine's own pipelined decode_greedy is test_cuda_engine's). */
+static int shim_argmax(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int32_t *out) {
+    int V = b->model->cfg.vocab_size;
+    float *lg = frigg_xmalloc(sizeof(float) * (size_t)nseq * V);
+    int rc = b->decode(b, nseq, seqs, ids, lg);
+    for (int i = 0; i < nseq && !rc; i++) out[i] = frigg_argmax(lg + (size_t)i * V, V);
+    free(lg);
+    return rc;
+}
+static int shim_calls;
+static int shim_greedy(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int steps,
+                       int (*on_ids)(void *, const int32_t *), void *ctx) {
+    int32_t in[8], out[8];
+    memcpy(in, ids, sizeof(int32_t) * nseq);
+    shim_calls++;
+    for (int k = 0; k < steps; k++) {
+        if (shim_argmax(b, nseq, seqs, in, out)) return -1;
+        if (on_ids(ctx, out)) return k + 1;
+        memcpy(in, out, sizeof(int32_t) * nseq);
+    }
+    return steps;
+}
+static int stop_after_3(void *ctx, int32_t id) {
+    (void)id;
+    return ++*(int *)ctx >= 3;
+}
+
 static float maxdiff(const float *a, const float *b, size_t n) {
     float d = 0;
     for (size_t i = 0; i < n; i++) d = fmaxf(d, fabsf(a[i] - b[i]));
@@ -90,6 +118,38 @@ int main(void) {
     frigg_gen_result r3;
     CHECK(frigg_generate(b, 0, ids, N, &gp, &r3) == 0, "%s", frigg_error());
     CHECK(r3.n == first_stop && !strcmp(r3.finish_reason, "stop"), "stop id: n %d want %d", r3.n, first_stop);
+    /* The device-greedy paths of the loop (decode_argmax step by step, decode_greedy for every step after the
+     * first) give what the logits path gives: ids, finish reason and decode steps. */
+    for (int mode = 0; mode < 2; mode++) {
+        frigg_backend *g = mk(m, 1);
+        g->decode_argmax = shim_argmax;
+        g->decode_greedy = mode ? shim_greedy : NULL;
+        shim_calls = 0;
+        frigg_gen_params gq = {.max_tokens = 6, .prefix_tokens = -1};
+        frigg_gen_result q;
+        CHECK(frigg_generate(g, 0, ids, N, &gq, &q) == 0, "%s", frigg_error());
+        CHECK(q.n == 6 && !memcmp(q.ids, r1.ids, 6 * sizeof(int32_t)) && !strcmp(q.finish_reason, "length") &&
+                  q.decode_steps == r1.decode_steps && q.decode_steps == 5 && shim_calls == mode,
+              "device greedy (mode %d): n %d steps %d calls %d", mode, q.n, q.decode_steps, shim_calls);
+        frigg_gen_result_free(&q);
+        gq.stop_ids = &stop;
+        gq.n_stop_ids = 1;
+        CHECK(frigg_generate(g, 0, ids, N, &gq, &q) == 0, "%s", frigg_error());
+        CHECK(q.n == r3.n && !strcmp(q.finish_reason, "stop") && q.decode_steps == r3.decode_steps &&
+                  g->seq_len[0] == N + r3.decode_steps,
+              "device greedy stop id (mode %d): n %d steps %d", mode, q.n, q.decode_steps);
+        frigg_gen_result_free(&q);
+        int seen = 0;
+        gq.n_stop_ids = 0;
+        gq.on_token = stop_after_3;
+        gq.ctx = &seen;
+        CHECK(frigg_generate(g, 0, ids, N, &gq, &q) == 0, "%s", frigg_error());
+        CHECK(q.n == 3 && !memcmp(q.ids, r1.ids, 3 * sizeof(int32_t)) && !strcmp(q.finish_reason, "stop") &&
+                  q.decode_steps == 2,
+              "device greedy on_token stop (mode %d): n %d steps %d", mode, q.n, q.decode_steps);
+        frigg_gen_result_free(&q);
+        frigg_backend_destroy(g);
+    }
     frigg_gen_result r4;
     gp.max_tokens = m->cfg.max_position_embeddings;
     CHECK(frigg_generate(b, 0, ids, N, &gp, &r4) == -1 && strstr(frigg_error(), "9 tokens") &&
