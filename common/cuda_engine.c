@@ -304,6 +304,16 @@ static int cuda_decode_argmax(frigg_backend *b, int nseq, const int *seqs, const
     return 0;
 }
 
+/* Queue greedy step k: its input from the host (k = 0) or from step k - 1 on the device; its ids then go to
+ * h_out[k % 2], and out_ready[k % 2] marks them. */
+static int queue_greedy_step(frigg_backend *b, int k, int nseq, const int *seqs, const int32_t *ids) {
+    cuda_impl *im = b->impl;
+    OK(k == 0 ? stage_step(b, nseq, seqs, ids) : launch_step(b, nseq));
+    CU(cudaMemcpyAsync(im->h_out + (k & 1) * MAX_BATCH, im->d_step, (size_t)nseq * 4, cudaMemcpyDeviceToHost, im->stream));
+    CU(cudaEventRecord(im->out_ready[k & 1], im->stream));
+    return 0;
+}
+
 /* Greedy decode, pipelined two steps deep. A step leaves its greedy ids and the next positions in d_step
  * (fk_argmax_bf16's advance), so step k+1 is queued, with nothing from the host, before step k's ids have
  * reached it: the host's round trip (copy back, wake-up, next launch) overlaps step k+1 instead of idling
@@ -321,14 +331,7 @@ static int cuda_decode_greedy(frigg_backend *b, int nseq, const int *seqs, const
     OK(check_step(b, nseq, seqs, ids, steps));
     int done = 0, queued = 0, rc = 0;
     int32_t got[MAX_BATCH];
-    /* queue step k: its input comes from the host (k = 0) or from step k-1 on the device */
-    for (; queued < 2 && queued < steps; queued++) {
-        int k = queued;
-        if (k == 0 ? stage_step(b, nseq, seqs, ids) : launch_step(b, nseq)) return -1;
-        CU(cudaMemcpyAsync(im->h_out + (k & 1) * MAX_BATCH, im->d_step, (size_t)nseq * 4, cudaMemcpyDeviceToHost,
-                           im->stream));
-        CU(cudaEventRecord(im->out_ready[k & 1], im->stream));
-    }
+    for (; queued < 2 && queued < steps; queued++) OK(queue_greedy_step(b, queued, nseq, seqs, ids));
     while (done < steps) {
         int k = done;
         CU(cudaEventSynchronize(im->out_ready[k & 1]));
@@ -339,13 +342,7 @@ static int cuda_decode_greedy(frigg_backend *b, int nseq, const int *seqs, const
             rc = 1;
             break;
         }
-        if (queued < steps) { /* h_out[k % 2] is read: step k + 2 may reuse it */
-            if (launch_step(b, nseq)) return -1;
-            CU(cudaMemcpyAsync(im->h_out + (queued & 1) * MAX_BATCH, im->d_step, (size_t)nseq * 4,
-                               cudaMemcpyDeviceToHost, im->stream));
-            CU(cudaEventRecord(im->out_ready[queued & 1], im->stream));
-            queued++;
-        }
+        if (queued < steps) OK(queue_greedy_step(b, queued++, nseq, seqs, ids)); /* h_out[k % 2] is read: reuse it */
     }
     /* a stop leaves one step in flight: let it finish before anything else uses d_step or h_out */
     if (rc) CU(cudaStreamSynchronize(im->stream));
