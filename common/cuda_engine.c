@@ -295,15 +295,6 @@ static int cuda_decode(frigg_backend *b, int nseq, const int *seqs, const int32_
     return 0;
 }
 
-static int cuda_decode_argmax(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int32_t *out_ids) {
-    cuda_impl *im = b->impl;
-    OK(decode_common(b, nseq, seqs, ids));
-    CU(cudaMemcpyAsync(im->h_out, im->d_step, (size_t)nseq * 4, cudaMemcpyDeviceToHost, im->stream));
-    CU(cudaStreamSynchronize(im->stream));
-    memcpy(out_ids, im->h_out, (size_t)nseq * 4);
-    return 0;
-}
-
 /* Queue greedy step k: its input from the host (k = 0) or from step k - 1 on the device; its ids then go to
  * h_out[k % 2], and out_ready[k % 2] marks them. */
 static int queue_greedy_step(frigg_backend *b, int k, int nseq, const int *seqs, const int32_t *ids) {
@@ -347,6 +338,21 @@ static int cuda_decode_greedy(frigg_backend *b, int nseq, const int *seqs, const
     /* a stop leaves one step in flight: let it finish before anything else uses d_step or h_out */
     if (rc) CU(cudaStreamSynchronize(im->stream));
     return done;
+}
+
+/* One greedy step, its ids back before it returns: decode_greedy of one step. */
+typedef struct {
+    int32_t *out;
+    int n;
+} ids_sink;
+static int keep_out_ids(void *ctx, const int32_t *ids) {
+    ids_sink *k = ctx;
+    memcpy(k->out, ids, sizeof(int32_t) * (size_t)k->n);
+    return 0;
+}
+static int cuda_decode_argmax(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int32_t *out_ids) {
+    ids_sink k = {out_ids, nseq};
+    return cuda_decode_greedy(b, nseq, seqs, ids, 1, keep_out_ids, &k) == 1 ? 0 : -1;
 }
 
 static void cuda_destroy(frigg_backend *b) {

@@ -113,9 +113,8 @@ __device__ __forceinline__ uint4 bf16x8_pack(const float f[8]) {
     for (int k = 0; k < 4; k++) u[k] = (uint32_t)f2bf(f[2 * k]) | ((uint32_t)f2bf(f[2 * k + 1]) << 16);
     return make_uint4(u[0], u[1], u[2], u[3]);
 }
-/* 16-byte accesses need 16-byte aligned bases (cudaMalloc gives 256). */
-static inline int fk_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
-__device__ __forceinline__ bool fk_aligned16_dev(const void *p) { return ((uintptr_t)p & 15) == 0; }
+/* 16-byte accesses need 16-byte aligned bases (cudaMalloc gives 256). Host launchers and kernels alike. */
+__host__ __device__ static inline int fk_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 /* Set by fk_set_eltwise_general (kernels.h): the elementwise kernels take their general paths. */
 extern int fk_eltwise_general;
 __device__ __forceinline__ float warp_sum(float v) {

@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(ARGMAX_THREADS) argmax_part_kernel(const uint1
     const uint16_t *row = logits + (size_t)b * V;
     float best = -INFINITY;
     int bi = 0x7fffffff;
-    if (V % 8 == 0 && fk_aligned16_dev(logits)) { /* every row 16-byte aligned: 8 logits per load */
+    if (V % 8 == 0 && fk_aligned16(logits)) { /* every row 16-byte aligned: 8 logits per load */
         const int nch = V / 8, per = (nch + ARGMAX_SLICES - 1) / ARGMAX_SLICES;
         const int c0 = x * per, c1 = min(nch, c0 + per);
         for (int c = c0 + t; c < c1; c += ARGMAX_THREADS) {
