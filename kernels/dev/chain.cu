@@ -6,6 +6,8 @@
  *   grid   the shipped pattern, kernels/common.cuh's pdl_wait: launched early (PDL), trigger, griddepcontrol.wait
  *   flag   launched early (PDL) and triggered as grid, but the wait is a spin on a counter the previous
  *          kernel's blocks raise after their writes (release / acquire at gpu scope), not grid completion
+ *   persist  one kernel whose blocks are all resident, the links as phases separated by flag's counters:
+ *          a grid-wide dependency with no kernel boundary (what a persistent decode kernel would pay)
  * and prints µs per kernel (median, min, max over the repeats) for several grid sizes. A check replays each
  * chain once more and compares the last kernel's values with the chain length (the values are carried from
  * kernel to kernel: a stale read shows).
@@ -32,8 +34,8 @@
         }                                                                                                \
     } while (0)
 
-enum { V_PLAIN, V_GRID, V_FLAG, NV };
-static const char *const vname[NV] = {"plain", "grid", "flag"};
+enum { V_PLAIN, V_GRID, V_FLAG, V_PERSIST, NV };
+static const char *const vname[NV] = {"plain", "grid", "flag", "persist"};
 
 /* FLAG's trigger without the wait (pdl_wait does both) */
 __device__ __forceinline__ void trigger(void) {
@@ -66,6 +68,25 @@ __global__ void link(const int *in, int nin, int *out, int *ctr, int k) {
     }
     if (threadIdx.x == 0) out[blockIdx.x] = in[blockIdx.x % nin] + 1;
     if (V == V_FLAG) {
+        __syncthreads();
+        if (threadIdx.x == 0) red_release(ctr + k, 1);
+    }
+}
+
+/* PERSIST: one kernel, every block resident, the chain's nk links as phases separated by the same counters as
+ * FLAG (a block raises ctr[k] after its write of phase k; phase k + 1 waits until ctr[k] counts every block):
+ * what a persistent decode kernel's grid-wide dependency costs, with no kernel boundary at all. */
+__global__ void persist(int *buf, int maxb, int *ctr, int nk) {
+    for (int k = 0; k < nk; k++) {
+        const int *in = buf + (k & 1) * maxb;
+        int *out = buf + ((k + 1) & 1) * maxb;
+        if (k > 0) {
+            if (threadIdx.x == 0)
+                while (ld_acquire(ctr + k - 1) < (int)gridDim.x) {
+                }
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) out[blockIdx.x] = in[blockIdx.x % gridDim.x] + 1;
         __syncthreads();
         if (threadIdx.x == 0) red_release(ctr + k, 1);
     }
@@ -123,8 +144,13 @@ int main(int argc, char **argv) {
             CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
             CK(cudaMemsetAsync(buf, 0, sizeof(int) * 2 * maxb, s));
             CK(cudaMemsetAsync(ctr, 0, sizeof(int) * nk, s));
-            for (int k = 0; k < nk; k++)
-                launch(v, g, s, buf + (k & 1) * maxb, g, buf + ((k + 1) & 1) * maxb, ctr, k);
+            if (v == V_PERSIST) {
+                persist<<<g, 128, 0, s>>>(buf, maxb, ctr, nk);
+                CK(cudaGetLastError());
+            } else {
+                for (int k = 0; k < nk; k++)
+                    launch(v, g, s, buf + (k & 1) * maxb, g, buf + ((k + 1) & 1) * maxb, ctr, k);
+            }
             CK(cudaStreamEndCapture(s, &graph));
             CK(cudaGraphInstantiate(&exec, graph, 0));
             CK(cudaGraphLaunch(exec, s)); /* warm-up and check */
