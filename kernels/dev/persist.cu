@@ -32,7 +32,7 @@
  * chain-mixed 22.3); bulk copies under 4 KB stream at half the bandwidth (tma-only); the fused RMSNorm costs the
  * tensor-core kernel about 0.9 µs per GEMV (tc-norm), the CUDA-core kernel nothing (eng-simt).
  *
- *   persist [--repeats N] [--slots N (2..13)]
+ *   persist [--repeats N] [--slots N (2..13)] [--only ARM (one replay of that arm, nothing else: for ncu)]
  */
 #include <algorithm>
 #include <math.h>
@@ -498,14 +498,16 @@ static float bf2host(uint16_t v) {
 
 int main(int argc, char **argv) {
     int repeats = 20, nslot = 12;
+    const char *only = NULL; /* --only ARM: that arm, one replay, nothing else (for a profiler) */
     for (int i = 1; i < argc; i++) {
         char *end = NULL;
         long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
         int ok = i + 1 < argc && end && !*end;
         if (!strcmp(argv[i], "--repeats") && ok && v >= 1 && v <= 10000) repeats = (int)v;
         else if (!strcmp(argv[i], "--slots") && ok && v >= 2 && v <= MAX_SLOTS) nslot = (int)v;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[i + 1];
         else {
-            fprintf(stderr, "usage: persist [--repeats N (1..10000)] [--slots N (2..%d)]\n", MAX_SLOTS);
+            fprintf(stderr, "usage: persist [--repeats N (1..10000)] [--slots N (2..%d)] [--only ARM]\n", MAX_SLOTS);
             return 2;
         }
         i++;
@@ -616,6 +618,17 @@ int main(int argc, char **argv) {
         CK(cudaStreamEndCapture(s, &g));
         CK(cudaGraphInstantiate(&exec[a], g, 0));
         CK(cudaGraphDestroy(g));
+    }
+    if (only) {
+        for (int a = 0; a < NA; a++)
+            if (!strcmp(only, aname[a])) {
+                CK(cudaGraphLaunch(exec[a], s));
+                CK(cudaStreamSynchronize(s));
+                printf("ran %s once\n", only);
+                return 0;
+            }
+        fprintf(stderr, "persist: --only: no arm '%s'\n", only);
+        return 2;
     }
     /* check: persist against chain-auto, every op of the last layer */
     int bad = 0;
