@@ -33,6 +33,7 @@ extern "C" {
 #include "util.h"
 }
 #include "common.cuh"
+#include "dev.cuh"
 #include "kernels.h"
 #include "../../tests/attn_decode_ref.h"
 
@@ -767,14 +768,6 @@ static_assert(sizeof versions / sizeof versions[0] == NVER, "NVER counts version
 
 enum { H = 12, HD = 128, D = H * HD, LAYERS = 128, MAXB = 8, MAXCTX = 4096 };
 
-#define CU(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-            exit(2);                                                                           \
-        }                                                                                      \
-    } while (0)
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static float frand(void) { /* uniform [-1, 1) */
@@ -830,7 +823,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     cudaDeviceProp prop;
-    CU(cudaGetDeviceProperties(&prop, 0));
+    CK(cudaGetDeviceProperties(&prop, 0));
     printf("device: %s, %d SMs; H=%d head_dim=%d, %d launches per graph over %d K/V slots\n", prop.name,
            prop.multiProcessorCount, H, HD, LAYERS, LAYERS);
     fk_set_attn_decode_impl(ATTND_AUTO, 0);
@@ -842,15 +835,15 @@ int main(int argc, char **argv) {
      * fits in), shared q / gate / y / work / counters like the engine's. */
     const size_t slot = (size_t)MAXB * H * MAXCTX * HD;
     uint16_t *kc, *vc, *dq, *dg, *dy;
-    CU(cudaMalloc((void **)&kc, slot * LAYERS * 2));
-    CU(cudaMalloc((void **)&vc, slot * LAYERS * 2));
+    CK(cudaMalloc((void **)&kc, slot * LAYERS * 2));
+    CK(cudaMalloc((void **)&vc, slot * LAYERS * 2));
     fill_hash<<<4096, 256>>>(kc, slot * LAYERS, 1u, 2.0f);
     fill_hash<<<4096, 256>>>(vc, slot * LAYERS, 2u, 1.0f);
-    CU(cudaGetLastError());
-    CU(cudaDeviceSynchronize());
-    CU(cudaMalloc((void **)&dq, (size_t)MAXB * D * 2));
-    CU(cudaMalloc((void **)&dg, (size_t)MAXB * 4 * D * 2));
-    CU(cudaMalloc((void **)&dy, (size_t)MAXB * D * 2));
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+    CK(cudaMalloc((void **)&dq, (size_t)MAXB * D * 2));
+    CK(cudaMalloc((void **)&dg, (size_t)MAXB * 4 * D * 2));
+    CK(cudaMalloc((void **)&dy, (size_t)MAXB * D * 2));
     size_t wf = 0;
     for (int v = 0; v < NVER; v++) {
         size_t f = versions[v].work_floats(MAXB, H, HD, MAXCTX);
@@ -859,18 +852,18 @@ int main(int argc, char **argv) {
     float *work;
     int *counters;
     int32_t *dseq, *dpos, seqh[MAXB], posh[MAXB];
-    CU(cudaMalloc((void **)&work, wf * 4));
-    CU(cudaMalloc((void **)&counters, (size_t)MAXB * H * 4));
-    CU(cudaMemset(counters, 0, (size_t)MAXB * H * 4));
-    CU(cudaMalloc((void **)&dseq, sizeof seqh));
-    CU(cudaMalloc((void **)&dpos, sizeof posh));
+    CK(cudaMalloc((void **)&work, wf * 4));
+    CK(cudaMalloc((void **)&counters, (size_t)MAXB * H * 4));
+    CK(cudaMemset(counters, 0, (size_t)MAXB * H * 4));
+    CK(cudaMalloc((void **)&dseq, sizeof seqh));
+    CK(cudaMalloc((void **)&dpos, sizeof posh));
     for (int b = 0; b < MAXB; b++) seqh[b] = b;
-    CU(cudaMemcpy(dseq, seqh, sizeof seqh, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dseq, seqh, sizeof seqh, cudaMemcpyHostToDevice));
     cudaStream_t st;
-    CU(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
     cudaEvent_t e0, e1;
-    CU(cudaEventCreate(&e0));
-    CU(cudaEventCreate(&e1));
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
 
     uint16_t *hk = (uint16_t *)malloc(slot * 2), *hv = (uint16_t *)malloc(slot * 2), *hq = (uint16_t *)malloc((size_t)MAXB * D * 2);
     uint16_t *hg = (uint16_t *)malloc((size_t)MAXB * 4 * D * 2), *hy = (uint16_t *)malloc((size_t)MAXB * D * 2);
@@ -888,22 +881,22 @@ int main(int argc, char **argv) {
             fill_bf16(hq, (size_t)B * D, 2.0f);
             fill_bf16(hg, (size_t)B * 4 * D, 3.0f);
             for (int b = 0; b < B; b++) posh[b] = ctx - 1 - 37 * b > 0 ? ctx - 1 - 37 * b : b;
-            CU(cudaMemcpy(kc, hk, (size_t)B * seq_stride * 2, cudaMemcpyHostToDevice));
-            CU(cudaMemcpy(vc, hv, (size_t)B * seq_stride * 2, cudaMemcpyHostToDevice));
-            CU(cudaMemcpy(dq, hq, (size_t)B * D * 2, cudaMemcpyHostToDevice));
-            CU(cudaMemcpy(dg, hg, (size_t)B * 4 * D * 2, cudaMemcpyHostToDevice));
-            CU(cudaMemcpy(dpos, posh, sizeof posh, cudaMemcpyHostToDevice));
-            CU(cudaDeviceSynchronize());
+            CK(cudaMemcpy(kc, hk, (size_t)B * seq_stride * 2, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(vc, hv, (size_t)B * seq_stride * 2, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(dq, hq, (size_t)B * D * 2, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(dg, hg, (size_t)B * 4 * D * 2, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(dpos, posh, sizeof posh, cudaMemcpyHostToDevice));
+            CK(cudaDeviceSynchronize());
             attn_decode_ref(hq, hk, hv, seq_stride, seqh, posh, hg, B, H, HD, max_ctx, ref);
             int fam_have[2] = {0, 0}, launch_failed[NVER] = {0};
             for (int v = 0; v < NVER; v++) {
                 if (skip_version(v, no_cluster)) continue;
-                CU(cudaMemset(dy, 0xff, (size_t)MAXB * D * 2)); /* NaN: an output not written fails */
+                CK(cudaMemset(dy, 0xff, (size_t)MAXB * D * 2)); /* NaN: an output not written fails */
                 int rc = 0;
                 for (int rep = 0; rep < 2 && rc == 0; rep++)
                     rc = versions[v].run(dq, kc, vc, seq_stride, dseq, dpos, dg, B, H, HD, max_ctx, work, counters, dy, st);
-                CU(cudaStreamSynchronize(st));
-                CU(cudaMemcpy(hy, dy, (size_t)B * D * 2, cudaMemcpyDeviceToHost));
+                CK(cudaStreamSynchronize(st));
+                CK(cudaMemcpy(hy, dy, (size_t)B * D * 2, cudaMemcpyDeviceToHost));
                 for (int i = 0; i < B * D; i++) got[i] = frigg_bf16_to_f32(hy[i]);
                 size_t off = 0, bad = 0;
                 double worst = 0;
@@ -933,14 +926,14 @@ int main(int argc, char **argv) {
             }
             /* timing: every row at position ctx-1 */
             for (int b = 0; b < B; b++) posh[b] = ctx - 1;
-            CU(cudaMemcpy(dpos, posh, sizeof posh, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(dpos, posh, sizeof posh, cudaMemcpyHostToDevice));
             double bytes = (double)B * H * ctx * HD * 2 * 2 + (double)B * D * 2 * 3;
             for (int v = 0; v < NVER; v++) {
                 us[v][bi][ci] = gbs[v][bi][ci] = 0;
                 if (skip_version(v, no_cluster) || launch_failed[v]) continue; /* (failed above) */
                 cudaGraph_t graph;
                 cudaGraphExec_t exec;
-                CU(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+                CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
                 int rc = 0;
                 for (int l = 0; l < LAYERS && rc == 0; l++)
                     rc = versions[v].run(dq, kc + (size_t)l * slot, vc + (size_t)l * slot, seq_stride, dseq, dpos, dg, B, H,
@@ -950,18 +943,18 @@ int main(int argc, char **argv) {
                     printf("FAIL %s B=%d ctx=%d: capture: %s\n", versions[v].name, B, ctx,
                            rc ? frigg_error() : cudaGetErrorString(ce));
                     fails++;
-                    if (ce == cudaSuccess) CU(cudaGraphDestroy(graph));
+                    if (ce == cudaSuccess) CK(cudaGraphDestroy(graph));
                     (void)cudaGetLastError();
                     continue;
                 }
-                CU(cudaGraphInstantiate(&exec, graph, 0));
+                CK(cudaGraphInstantiate(&exec, graph, 0));
                 float t[16];
                 for (int r = 0; r < warm + replays; r++) {
-                    CU(cudaEventRecord(e0, st));
-                    CU(cudaGraphLaunch(exec, st));
-                    CU(cudaEventRecord(e1, st));
-                    CU(cudaEventSynchronize(e1));
-                    if (r >= warm) CU(cudaEventElapsedTime(&t[r - warm], e0, e1));
+                    CK(cudaEventRecord(e0, st));
+                    CK(cudaGraphLaunch(exec, st));
+                    CK(cudaEventRecord(e1, st));
+                    CK(cudaEventSynchronize(e1));
+                    if (r >= warm) CK(cudaEventElapsedTime(&t[r - warm], e0, e1));
                 }
                 qsort(t, replays, sizeof t[0], cmp_float);
                 float per = t[replays / 2] * 1000.0f / LAYERS;
@@ -969,8 +962,8 @@ int main(int argc, char **argv) {
                 gbs[v][bi][ci] = (float)(bytes / (per * 1e-6) / 1e9);
                 printf("time %-11s B=%d ctx=%-4d max_ctx=%-4d: %8.2f us/launch %8.1f GB/s (median of %d graphs of %d)\n",
                        versions[v].name, B, ctx, max_ctx, per, gbs[v][bi][ci], replays, LAYERS);
-                CU(cudaGraphExecDestroy(exec));
-                CU(cudaGraphDestroy(graph));
+                CK(cudaGraphExecDestroy(exec));
+                CK(cudaGraphDestroy(graph));
             }
         }
     /* µs per launch; the fastest version of each shape and its speed-up over v1 */

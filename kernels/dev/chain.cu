@@ -24,15 +24,7 @@
 #include <cuda_runtime.h>
 
 #include "common.cuh"
-
-#define CK(x)                                                                                            \
-    do {                                                                                                 \
-        cudaError_t e_ = (x);                                                                            \
-        if (e_ != cudaSuccess) {                                                                         \
-            fprintf(stderr, "chain: %s: %s\n", #x, cudaGetErrorString(e_));                              \
-            exit(1);                                                                                     \
-        }                                                                                                \
-    } while (0)
+#include "dev.cuh"
 
 enum { V_PLAIN, V_GRID, V_FLAG, V_PERSIST, NV };
 static const char *const vname[NV] = {"plain", "grid", "flag", "persist"};
@@ -42,14 +34,6 @@ __device__ __forceinline__ void trigger(void) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
-}
-__device__ __forceinline__ int ld_acquire(const int *p) {
-    int v;
-    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ void red_release(int *p, int v) {
-    asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
 /* Kernel k of the chain: every block reads in[blockIdx % nin] (written by kernel k - 1), writes it + 1 to

@@ -20,6 +20,7 @@
  * fewer warps streaming); tc-2sm-rot; tc-d2 (two weight tiles in flight per warp instead of one, up to 128
  * registers; same bits), tc-d2-rot, tc-d2-1sm; auto. */
 #include "gemv_common.cuh"
+#include "dev.cuh"
 
 #include <algorithm>
 #include <math.h>
@@ -156,14 +157,6 @@ static int old_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B,
 }
 
 /* ---------------- the harness ---------------- */
-#define CK(call)                                                                                            \
-    do {                                                                                                    \
-        cudaError_t e_ = (call);                                                                            \
-        if (e_ != cudaSuccess) {                                                                            \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));          \
-            exit(2);                                                                                        \
-        }                                                                                                   \
-    } while (0)
 
 /* The versions: which implementation, and the A/B hooks set for it. */
 struct Version {

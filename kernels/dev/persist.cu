@@ -45,16 +45,8 @@
 #include <cuda_runtime.h>
 
 #include "common.cuh"
+#include "dev.cuh"
 #include "kernels.h"
-
-#define CK(x)                                                                                            \
-    do {                                                                                                 \
-        cudaError_t e_ = (x);                                                                            \
-        if (e_ != cudaSuccess) {                                                                         \
-            fprintf(stderr, "persist: %s: %s\n", #x, cudaGetErrorString(e_));                            \
-            exit(1);                                                                                     \
-        }                                                                                                \
-    } while (0)
 
 #define NCW 8              /* consumer warps */
 #define SLOT_BYTES 16384   /* one ring slot: whole rows, at most this many bytes */
@@ -67,14 +59,6 @@ struct op_t {
     int O, K;
 };
 
-__device__ __forceinline__ int ld_acquire(const int *p) {
-    int v;
-    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-__device__ __forceinline__ void red_release(int *p, int v) {
-    asm volatile("red.release.gpu.global.add.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
 /* The bulk copies, mbarrier transaction counts and their fence are sm_90 instructions: on older GPUs these
  * compile to nothing and main() runs no persistent arm (it stops before any launch). */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -231,6 +215,36 @@ __device__ __forceinline__ void mma16816(float c[4], uint32_t a0, uint32_t a2, u
 }
 __device__ __forceinline__ void tc_sync(void) { asm volatile("bar.sync 1, %0;" ::"r"(TCW * 32) : "memory"); }
 
+/* The ring's barriers: a slot is full when its producer's bytes have landed (one arrival plus the bytes), empty
+ * when its `consumers` arrivals have come (warps of a piece). One thread, then a block barrier. */
+__device__ void ring_init(uint64_t *full, uint64_t *empty, int nslot, unsigned consumers) {
+    for (int i = 0; i < nslot; i++) {
+        mbar_init(&full[i], 1);
+        mbar_init(&empty[i], consumers);
+    }
+    fence_mbar_init();
+}
+
+/* The producer lane of persist-tc and persist-ws: every op's pieces of this block (tiles, then K segments), one
+ * bulk copy each into the next ring slot, waiting only for the slot's previous piece to be consumed. */
+__device__ void tc_produce(const op_t *ops, int nops, int nslot, uint8_t *ring, uint64_t *full, uint64_t *empty) {
+    const int G = gridDim.x, b = blockIdx.x;
+    int seq = 0;
+    for (int j = 0; j < nops; j++) {
+        const op_t op = ops[j];
+        int t0, t1;
+        block_rows(op.O / 8, b, G, t0, t1);
+        for (int tile = t0; tile < t1; tile++)
+            for (int k0 = 0; k0 < op.K; k0 += TC_SEG, seq++) {
+                const int len = min(TC_SEG, op.K - k0), slot = seq % nslot, use = seq / nslot;
+                if (use > 0) mbar_wait(&empty[slot], (use - 1) & 1);
+                mbar_expect_tx(&full[slot], 8u * len * 2);
+                bulk_copy(ring + (size_t)slot * TC_SLOT, op.W + (size_t)tile * 8 * op.K + (size_t)k0 * 8, 8u * len * 2,
+                          &full[slot]);
+            }
+    }
+}
+
 __global__ void __launch_bounds__((TCW + 1) * 32, 1) persist_tc_kernel(const op_t *ops, int nops, int *ctr, int nslot, int nowait) {
     extern __shared__ __align__(128) uint8_t smem[];
     uint8_t *ring = smem;                                           /* nslot x TC_SLOT */
@@ -239,31 +253,10 @@ __global__ void __launch_bounds__((TCW + 1) * 32, 1) persist_tc_kernel(const op_
     uint64_t *full = (uint64_t *)(red + 2 * TCW * 8), *empty = full + MAX_SLOTS;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x, b = blockIdx.x;
     const int g = lane >> 2, t = lane & 3;
-    if (threadIdx.x == 0) {
-        for (int i = 0; i < nslot; i++) {
-            mbar_init(&full[i], 1);
-            mbar_init(&empty[i], TCW);
-        }
-        fence_mbar_init();
-    }
+    if (threadIdx.x == 0) ring_init(full, empty, nslot, TCW);
     __syncthreads();
     if (warp == TCW) { /* producer */
-        if (lane == 0) {
-            int seq = 0;
-            for (int j = 0; j < nops; j++) {
-                const op_t op = ops[j];
-                int t0, t1;
-                block_rows(op.O / 8, b, G, t0, t1);
-                for (int tile = t0; tile < t1; tile++)
-                    for (int k0 = 0; k0 < op.K; k0 += TC_SEG, seq++) {
-                        const int len = min(TC_SEG, op.K - k0), slot = seq % nslot, use = seq / nslot;
-                        if (use > 0) mbar_wait(&empty[slot], (use - 1) & 1);
-                        mbar_expect_tx(&full[slot], 8u * len * 2);
-                        bulk_copy(ring + (size_t)slot * TC_SLOT, op.W + (size_t)tile * 8 * op.K + (size_t)k0 * 8,
-                                  8u * len * 2, &full[slot]);
-                    }
-            }
-        }
+        if (lane == 0) tc_produce(ops, nops, nslot, ring, full, empty);
         return;
     }
     int seq = 0, par = 0;
@@ -335,33 +328,15 @@ __global__ void __launch_bounds__((TCW + 1) * 32, 1) persist_ws_kernel(const op_
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, G = gridDim.x, b = blockIdx.x;
     const int g = lane >> 2, t = lane & 3;
     if (threadIdx.x == 0) {
-        for (int i = 0; i < nslot; i++) {
-            mbar_init(&full[i], 1);
-            mbar_init(&empty[i], 1);
-        }
+        ring_init(full, empty, nslot, 1);
         for (int i = 0; i < WS_TILES; i++) tile_cnt[i] = 0;
         op_cnt[0] = op_cnt[1] = 0;
         *xready = -1;
         fence_mbar_init();
     }
     __syncthreads();
-    if (warp == TCW) { /* producer: as persist-tc */
-        if (lane == 0) {
-            int seq = 0;
-            for (int j = 0; j < nops; j++) {
-                const op_t op = ops[j];
-                int t0, t1;
-                block_rows(op.O / 8, b, G, t0, t1);
-                for (int tile = t0; tile < t1; tile++)
-                    for (int k0 = 0; k0 < op.K; k0 += TC_SEG, seq++) {
-                        const int len = min(TC_SEG, op.K - k0), slot = seq % nslot, use = seq / nslot;
-                        if (use > 0) mbar_wait(&empty[slot], (use - 1) & 1);
-                        mbar_expect_tx(&full[slot], 8u * len * 2);
-                        bulk_copy(ring + (size_t)slot * TC_SLOT, op.W + (size_t)tile * 8 * op.K + (size_t)k0 * 8,
-                                  8u * len * 2, &full[slot]);
-                    }
-            }
-        }
+    if (warp == TCW) { /* producer */
+        if (lane == 0) tc_produce(ops, nops, nslot, ring, full, empty);
         return;
     }
     int seq = 0, tseq = 0;

@@ -26,17 +26,10 @@ extern "C" {
 #include "util.h"
 }
 #include "common.cuh"
+#include "dev.cuh"
 #include "cuda_gemm.h"
 #include "kernels.h"
 
-#define CK(call)                                                                                     \
-    do {                                                                                             \
-        cudaError_t e_ = (call);                                                                     \
-        if (e_ != cudaSuccess) {                                                                     \
-            fprintf(stderr, "prefill: %s: %s (line %d)\n", #call, cudaGetErrorString(e_), __LINE__); \
-            exit(2);                                                                                 \
-        }                                                                                            \
-    } while (0)
 #define FK(call)                                                                \
     do {                                                                        \
         if ((call)) {                                                           \

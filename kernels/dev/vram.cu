@@ -25,16 +25,9 @@
 
 #include <cuda_runtime.h>
 
+#include "dev.cuh"
 #include "kernels.h"
 
-#define CK(x)                                                                                            \
-    do {                                                                                                 \
-        cudaError_t e_ = (x);                                                                            \
-        if (e_ != cudaSuccess) {                                                                         \
-            fprintf(stderr, "vram: %s: %s\n", #x, cudaGetErrorString(e_));                               \
-            exit(1);                                                                                     \
-        }                                                                                                \
-    } while (0)
 
 __device__ __forceinline__ uint4 ld_cs(const uint4 *p) { return __ldcs(p); }
 
