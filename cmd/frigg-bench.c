@@ -14,6 +14,7 @@
 #include "cpu_ops.h"
 #include "model.h"
 #include "model_random.h"
+#include "sampler.h"
 #include "util.h"
 
 #ifdef FRIGG_CUDA
@@ -37,6 +38,7 @@ typedef struct {
     int skip;         /* --skip: FRIGG_SKIP_* mask (profiling; decode output is then wrong) */
     char skip_text[64];
     int one_step;     /* --one-step: decode_argmax per step instead of the pipelined decode_greedy */
+    frigg_sampler_params sampling; /* --temperature > 0: decode rows sample on the host from the step's logits */
 } opts_t;
 
 static void usage(FILE *f) {
@@ -58,6 +60,9 @@ static void usage(FILE *f) {
             "      --one-step         decode one step per call, each step's ids back on the host before the next is\n"
             "                         queued, instead of the pipelined greedy decode frigg-run uses (the CUDA engine's\n"
             "                         decode_greedy: step k+1 queued before step k's ids are back)\n"
+            "      --temperature T    decode rows sample (T > 0) as frigg-run does: each step's logits back on the host,\n"
+            "                         one sampler per sequence (default 0: greedy on the device)\n"
+            "      --top-k K, --top-p P  the samplers' top-k (0 = off) and top-p (1 = off); need --temperature > 0\n"
             "  -h, --help, --version\n"
             "Output: one JSON object per line on stdout; a summary on stderr.\n");
 }
@@ -334,8 +339,15 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
         for (int bi = 0; bi < o->nb; bi++) {
             int B = o->batches[bi], seqs[8];
             int32_t tok[8], out[8];
-            float *logits = b->decode_argmax ? NULL : frigg_xmalloc(sizeof(float) * B * c->vocab_size);
-            int pipelined = b->decode_greedy && !o->one_step;
+            const int sampled = o->sampling.temperature > 0;
+            float *logits = b->decode_argmax && !sampled ? NULL : frigg_xmalloc(sizeof(float) * B * c->vocab_size);
+            int pipelined = b->decode_greedy && !o->one_step && !sampled;
+            frigg_sampler smp[8];
+            for (int i = 0; i < B && sampled; i++) {
+                frigg_sampler_params sp = o->sampling;
+                sp.seed = o->seed + (unsigned long long)i;
+                frigg_sampler_init(&smp[i], &sp, c->vocab_size);
+            }
             for (int i = 0; i < B; i++) {
                 seqs[i] = i;
                 tok[i] = 5 + i;
@@ -353,11 +365,14 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
                 }
                 for (int st = 0; st < o->steps && !pipelined; st++) {
                     int rc;
-                    if (b->decode_argmax) {
+                    if (b->decode_argmax && !sampled) {
                         rc = b->decode_argmax(b, B, seqs, tok, out);
                     } else {
                         rc = b->decode(b, B, seqs, tok, logits);
-                        for (int i = 0; i < B && !rc; i++) out[i] = frigg_argmax(logits + (size_t)i * c->vocab_size, c->vocab_size);
+                        for (int i = 0; i < B && !rc; i++) {
+                            float *row = logits + (size_t)i * c->vocab_size;
+                            out[i] = sampled ? frigg_sample(&smp[i], row, NULL, 0) : frigg_argmax(row, c->vocab_size);
+                        }
                     }
                     if (rc) {
                         fprintf(stderr, "frigg-bench: decode: %s\n", frigg_error());
@@ -373,12 +388,16 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
                 }
             }
             free(logits);
+            for (int i = 0; i < B && sampled; i++) frigg_sampler_free(&smp[i]);
             stat3 ms = stats(v, o->repeats);
             double avg_ctx = n0 + o->steps / 2.0;
             double kv_bytes = (double)B * c->num_slots * avg_ctx * c->hidden_size * 2 * 2;
             double bytes = weight_bytes(c) + kv_bytes;
             double gbs = bytes / (ms.med * 1e-3) / 1e9;
-            char body[768], roof[96] = "";
+            char body[896], roof[96] = "", smp_text[96] = "\"greedy\"";
+            if (sampled)
+                snprintf(smp_text, sizeof smp_text, "{\"temperature\":%g,\"top_k\":%d,\"top_p\":%g}", o->sampling.temperature,
+                         o->sampling.top_k, o->sampling.top_p);
             if (o->read_gbs > 0)
                 snprintf(roof, sizeof roof, ",\"read_gb_s\":%.1f,\"roofline_frac\":%.3f,\"roofline_tok_s\":%.1f", o->read_gbs,
                          gbs / o->read_gbs, B * o->read_gbs * 1e9 / bytes);
@@ -389,9 +408,9 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
             snprintf(body, sizeof body,
                      "\"bench\":\"decode\",\"backend\":\"%s\",\"batch\":%d,\"ctx\":%d,\"steps\":%d,\"tok_s\":%.1f,"
                      "\"tok_s_min\":%.1f,\"tok_s_max\":%.1f,\"ms_per_step\":%.3f,\"bytes_per_step\":%.0f,\"gb_s\":%.1f%s,"
-                     "\"kernels_per_step\":%d,\"pipelined\":%s,\"skip\":\"%s\"",
+                     "\"kernels_per_step\":%d,\"pipelined\":%s,\"sampling\":%s,\"skip\":\"%s\"",
                      b->name, B, ctx, o->steps, B * 1e3 / ms.med, B * 1e3 / ms.max, B * 1e3 / ms.min, ms.med, bytes, gbs,
-                     roof, kps, pipelined ? "true" : "false", o->skip_text);
+                     roof, kps, pipelined ? "true" : "false", smp_text, o->skip_text);
             emit(o, body);
             fprintf(stderr, "decode batch %d ctx %d: %.1f tok/s (%.3f ms/step, %.0f GB/s%s)\n", B, ctx, B * 1e3 / ms.med,
                     ms.med, gbs, o->read_gbs > 0 ? ", see roofline_frac" : "");
@@ -449,7 +468,7 @@ static int bench_prefill(opts_t *o, const frigg_model *m) {
 }
 
 int main(int argc, char **argv) {
-    opts_t o = {.seed = 1, .backend = "auto", .repeats = 3, .steps = 32};
+    opts_t o = {.seed = 1, .backend = "auto", .repeats = 3, .steps = 32, .sampling = {.top_p = 1, .repetition_penalty = 1}};
     o.nb = parse_list("1,4,8", o.batches, "batch");
     o.nc = parse_list("512,2048,4096", o.ctxs, "ctx");
     o.np = parse_list("1024,4096", o.plens, "prefill");
@@ -465,7 +484,8 @@ int main(int argc, char **argv) {
                                        {"backend", 1, 0, 'b'}, {"device", 1, 0, 'd'},       {"repeats", 1, 0, 'r'},
                                        {"steps", 1, 0, 's'},   {"batch", 1, 0, 'B'},        {"ctx", 1, 0, 'C'},
                                        {"prefill", 1, 0, 'P'}, {"help", 0, 0, 'h'},         {"version", 0, 0, 'V'},
-                                       {"skip", 1, 0, 'K'},    {"one-step", 0, 0, 'O'},     {0, 0, 0, 0}};
+                                       {"skip", 1, 0, 'K'},    {"one-step", 0, 0, 'O'},     {"temperature", 1, 0, 'T'},
+                                       {"top-k", 1, 0, 'k'},   {"top-p", 1, 0, 'p'},        {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "m:b:d:r:h", lo, NULL)) != -1) {
         switch (ch) {
@@ -491,10 +511,27 @@ int main(int argc, char **argv) {
             if (parse_skip(optarg, &o)) return 2;
             break;
         case 'O': o.one_step = 1; break;
+        case 'T':
+        case 'k':
+        case 'p': {
+            double v;
+            const char *name = ch == 'T' ? "--temperature" : ch == 'k' ? "--top-k" : "--top-p";
+            if (frigg_cli_number("frigg-bench", name, optarg, ch == 'p' ? 1e-9 : 0, ch == 'T' ? 100 : ch == 'k' ? 1 << 20 : 1,
+                                 ch == 'k', &v))
+                return 2;
+            if (ch == 'T') o.sampling.temperature = (float)v;
+            else if (ch == 'k') o.sampling.top_k = (int)v;
+            else o.sampling.top_p = (float)v;
+            break;
+        }
         case 'h': usage(stdout); return 0;
         case 'V': frigg_print_version("frigg-bench"); return 0;
         default: usage(stderr); return 2;
         }
+    }
+    if (o.sampling.temperature <= 0 && (o.sampling.top_k > 0 || o.sampling.top_p < 1)) {
+        fprintf(stderr, "frigg-bench: --top-k and --top-p need --temperature > 0\n");
+        return 2;
     }
     if (o.repeats < 3 || o.repeats > 32 || o.steps < 1 || o.steps > 4096) {
         fprintf(stderr, "frigg-bench: --repeats must be 3..32 and --steps 1..4096\n");

@@ -1,4 +1,4 @@
-/* sampler.c — see sampler.h. Full sorts (no shortlists) so top-p is exact. */
+/* sampler.c — see sampler.h. Top-p is exact: the ranking is sorted as far as the kept mass needs. */
 #include "sampler.h"
 
 #include <math.h>
@@ -41,13 +41,19 @@ void frigg_sampler_init(frigg_sampler *s, const frigg_sampler_params *p, int voc
     frigg_rng_seed(s->s, p->seed);
     s->work = frigg_xmalloc((size_t)vocab * sizeof(float));
     s->order = frigg_xmalloc((size_t)vocab * sizeof(int32_t));
+    s->e = frigg_xmalloc((size_t)vocab * sizeof(double));
+    s->bucket = NULL;
 }
 
 void frigg_sampler_free(frigg_sampler *s) {
     free(s->work);
     free(s->order);
+    free(s->e);
+    free(s->bucket);
+    s->bucket = NULL;
     s->work = NULL;
     s->order = NULL;
+    s->e = NULL;
 }
 
 void frigg_apply_repetition_penalty(float *logits, int vocab, const int32_t *prev, int nprev, float penalty) {
@@ -63,64 +69,160 @@ void frigg_apply_repetition_penalty(float *logits, int vocab, const int32_t *pre
     free(seen);
 }
 
-/* Sort ids by value descending, ties by lower id (a total order, so results are reproducible). */
+/* The order the sampler ranks ids by: value descending, ties by lower id (a total order, so results are
+ * reproducible). */
+static int ranks_before(const float *w, int32_t a, int32_t b) { return w[a] > w[b] || (w[a] == w[b] && a < b); }
 static _Thread_local const float *g_sort_vals; /* qsort has no context argument */
-static int cmp_desc(const void *a, const void *b) {
+static int cmp_rank(const void *a, const void *b) {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    float vx = g_sort_vals[x], vy = g_sort_vals[y];
-    if (vx != vy) return vx > vy ? -1 : 1;
-    return x < y ? -1 : 1;
+    return ranks_before(g_sort_vals, x, y) ? -1 : ranks_before(g_sort_vals, y, x) ? 1 : 0;
 }
-static void sort_desc(int32_t *ids, int n, const float *vals) {
-    g_sort_vals = vals;
-    qsort(ids, n, sizeof *ids, cmp_desc);
+
+/* The first m ids of that order, in order, into ids[m] (1 <= m <= V). One pass keeps the best m in a heap
+ * whose root is the worst of them (most ids are rejected by one comparison with it), then the m are sorted:
+ * O(V + m log m) instead of a sort of the whole vocabulary (262,144 ids: tens of ms per token). */
+static void first_m(const float *w, int V, int m, int32_t *ids) {
+    int n = 0;
+    for (int32_t i = 0; i < V; i++) {
+        if (n == m && !ranks_before(w, i, ids[0])) continue;
+        int at;
+        if (n < m) { /* sift up from the end: the worst of the kept at the root */
+            at = n++;
+            while (at > 0 && ranks_before(w, ids[(at - 1) / 2], i)) {
+                ids[at] = ids[(at - 1) / 2];
+                at = (at - 1) / 2;
+            }
+        } else { /* replace the root, sift down */
+            at = 0;
+            for (;;) {
+                int c = 2 * at + 1;
+                if (c >= n) break;
+                if (c + 1 < n && ranks_before(w, ids[c], ids[c + 1])) c++; /* the worse child */
+                if (!ranks_before(w, i, ids[c])) break;
+                ids[at] = ids[c];
+                at = c;
+            }
+        }
+        ids[at] = i;
+    }
+    g_sort_vals = w;
+    qsort(ids, (size_t)n, sizeof *ids, cmp_rank);
+}
+
+/* A float's rank as an unsigned integer: larger floats, larger keys (the sign bit flips the rest). */
+static uint32_t rank_key(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u & 0x80000000u ? ~u : u | 0x80000000u;
+}
+
+/* Top-p without top-k: the head of the ranking that holds top_p of the mass, sorted into s->order; returns
+ * its length. One pass sums exp(work - mx) (s->e) into 65,536 buckets by the top 16 bits of rank_key (a
+ * bucket is a value range, 1/128 of an octave wide); the buckets from the top until their mass reaches
+ * top_p, and `below` more non-empty ones, hold the boundary, so only their ids are sorted. */
+static int ranking_head(frigg_sampler *s, double total, int below) {
+    enum { NB = 65536 };
+    if (!s->bucket) s->bucket = frigg_xmalloc(NB * sizeof(double));
+    double *bm = s->bucket, acc = 0;
+    memset(bm, 0, NB * sizeof(double));
+    for (int i = 0; i < s->vocab; i++) bm[rank_key(s->work[i]) >> 16] += s->e[i];
+    int lo = NB - 1;
+    while (lo > 0 && acc / total < s->p.top_p) acc += bm[lo--];
+    for (; below > 0 && lo > 0; lo--)
+        if (bm[lo] > 0) below--;
+    int n = 0;
+    for (int i = 0; i < s->vocab; i++)
+        if ((int)(rank_key(s->work[i]) >> 16) >= lo) s->order[n++] = i;
+    g_sort_vals = s->work;
+    qsort(s->order, (size_t)n, sizeof *s->order, cmp_rank);
+    return n;
+}
+
+/* The kept set of one draw, from work = logits / T:
+ *   all: every id is kept; sum = the sum of exp(work - mx) in id order, each term in s->e[id];
+ *   else: the first `keep` ids of the ranking, in s->order[0..keep), sum over them in that order.
+ * Top-k takes the first top_k; top-p then the shortest prefix (of the top-k, or of the whole ranking) whose
+ * mass, relative to the sum over what top-k kept, reaches top_p. Only as much of the ranking is sorted as
+ * top-k or top-p needs (a peaked distribution needs little; a flat one, with top-p alone, most of it). */
+typedef struct {
+    int all, keep;
+    double mx, sum;
+} kept_set;
+
+static kept_set kept_of(frigg_sampler *s, const float *logits) {
+    int V = s->vocab;
+    float *w = s->work;
+    kept_set k = {1, V, -INFINITY, 0};
+    int32_t best = 0;
+    for (int i = 0; i < V; i++) {
+        w[i] = logits[i] / s->p.temperature;
+        if (ranks_before(w, i, best)) best = i;
+    }
+    k.mx = w[best];
+    int top_k = s->p.top_k > 0 && s->p.top_k < V ? s->p.top_k : 0;
+    if (!top_k) { /* the sum over all: the normaliser of the draw, or of top-p's mass */
+        for (int i = 0; i < V; i++) k.sum += s->e[i] = exp((double)w[i] - k.mx);
+    }
+    if (top_k) {
+        first_m(w, V, top_k, s->order);
+        k.all = 0;
+        k.keep = top_k;
+        k.sum = 0;
+        for (int i = 0; i < top_k; i++) k.sum += exp((double)w[s->order[i]] - k.mx);
+    }
+    if (s->p.top_p < 1.0f) {
+        double total = k.sum;
+        int n = 0;
+        if (k.all) { /* sort the head of the ranking that can hold the mass, found by buckets (ranking_head) */
+            for (int below = 0;; below++) {
+                int have = ranking_head(s, total, below);
+                double cum = 0;
+                for (n = 0; n < have;) {
+                    cum += exp((double)w[s->order[n]] - k.mx) / total;
+                    n++;
+                    if (cum >= s->p.top_p) break;
+                }
+                if (cum >= s->p.top_p || have == V) break; /* else rounding put the boundary one bucket lower */
+            }
+        } else { /* top-k's list: sorted already */
+            double cum = 0;
+            for (n = 0; n < k.keep;) {
+                cum += exp((double)w[s->order[n]] - k.mx) / total;
+                n++;
+                if (cum >= s->p.top_p) break;
+            }
+        }
+        k.all = 0;
+        k.keep = n;
+        k.sum = 0;
+        for (int i = 0; i < n; i++) k.sum += exp((double)w[s->order[i]] - k.mx);
+    }
+    return k;
 }
 
 void frigg_sampler_distribution(frigg_sampler *s, const float *logits, double *probs) {
-    int V = s->vocab;
-    for (int i = 0; i < V; i++) {
-        s->work[i] = logits[i] / s->p.temperature;
-        s->order[i] = i;
-        probs[i] = 0;
-    }
-    sort_desc(s->order, V, s->work);
-    int keep = V;
-    if (s->p.top_k > 0 && s->p.top_k < keep) keep = s->p.top_k;
-    double mx = s->work[s->order[0]], sum = 0;
-    for (int i = 0; i < keep; i++) sum += exp((double)s->work[s->order[i]] - mx);
-    if (s->p.top_p < 1.0f) {
-        double cum = 0;
-        int k = 0;
-        while (k < keep) {
-            cum += exp((double)s->work[s->order[k]] - mx) / sum;
-            k++;
-            if (cum >= s->p.top_p) break;
-        }
-        keep = k;
-        sum = 0;
-        for (int i = 0; i < keep; i++) sum += exp((double)s->work[s->order[i]] - mx);
-    }
-    for (int i = 0; i < keep; i++) probs[s->order[i]] = exp((double)s->work[s->order[i]] - mx) / sum;
+    kept_set k = kept_of(s, logits);
+    for (int i = 0; i < s->vocab; i++) probs[i] = k.all ? s->e[i] / k.sum : 0;
+    for (int i = 0; !k.all && i < k.keep; i++) probs[s->order[i]] = exp((double)s->work[s->order[i]] - k.mx) / k.sum;
 }
 
 int32_t frigg_sample(frigg_sampler *s, float *logits, const int32_t *prev, int nprev) {
     frigg_apply_repetition_penalty(logits, s->vocab, prev, nprev, s->p.repetition_penalty);
     if (s->p.temperature <= 0) return frigg_argmax(logits, s->vocab);
-    int V = s->vocab;
-    double *probs = frigg_xmalloc((size_t)V * sizeof(double));
-    frigg_sampler_distribution(s, logits, probs);
+    kept_set k = kept_of(s, logits);
     double u = frigg_rng_uniform(s->s), cum = 0;
-    int32_t pick = -1;
-    /* Walk in sorted order so the draw only depends on the kept set. */
-    for (int i = 0; i < V; i++) {
-        int32_t id = s->order[i];
-        if (probs[id] == 0) break;
+    /* The draw walks the kept set: in ranking order where it is a list, in id order where it is everything
+     * (no sort needed); either way an id's chance is its probability. Rounding can leave u past the last
+     * sum: then the last id walked. */
+    int n = k.all ? s->vocab : k.keep;
+    int32_t pick = k.all ? 0 : s->order[0];
+    for (int i = 0; i < n; i++) {
+        int32_t id = k.all ? i : s->order[i];
         pick = id;
-        cum += probs[id];
+        cum += (k.all ? s->e[id] : exp((double)s->work[id] - k.mx)) / k.sum;
         if (u < cum) break;
     }
-    free(probs);
-    return pick < 0 ? s->order[0] : pick;
+    return pick;
 }
 
 static double log_sum_exp(const float *x, int n) {

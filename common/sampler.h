@@ -18,8 +18,10 @@ typedef struct {
     frigg_sampler_params p;
     uint64_t s[4];             /* xoshiro256** state */
     int vocab;
-    float *work;               /* vocab floats */
-    int32_t *order;            /* vocab ids */
+    float *work;               /* vocab floats: logits / temperature */
+    int32_t *order;            /* vocab ids: the head of the ranking (value descending, ties by lower id) */
+    double *e;                 /* vocab doubles: exp(work - max) when top-k is off */
+    double *bucket;            /* top-p's mass per value range (allocated on first use) */
 } frigg_sampler;
 
 void frigg_sampler_init(frigg_sampler *s, const frigg_sampler_params *p, int vocab);

@@ -1,7 +1,10 @@
-/* test_sampler.c — sampling statistics against softmax(logits/T), exact top-p against a brute force,
- * the CTRL repetition-penalty sign rule, top-k, and seed reproducibility. */
+/* test_sampler.c — sampling statistics against softmax(logits/T), exact top-p against a brute force, the
+ * distribution and the draws against a plain full-sort reference on long rows, the CTRL repetition-penalty
+ * sign rule, top-k, and seed reproducibility. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cpu_ops.h"
 #include "harness.h"
@@ -53,6 +56,81 @@ static void freq_check(const float *logits, int V, frigg_sampler_params p, const
     frigg_sampler_free(&s);
 }
 
+
+/* The sampler's semantics written the plain way (a sort of the whole ranking: value descending, ties by lower
+ * id; keep the first top_k; then the shortest prefix whose mass reaches top_p; probabilities over what is
+ * kept), and its draw: walk the kept list in ranking order, or every id in id order when nothing is cut. */
+static const float *ref_w;
+static int ref_cmp(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    if (ref_w[x] != ref_w[y]) return ref_w[x] > ref_w[y] ? -1 : 1;
+    return x < y ? -1 : 1;
+}
+static int ref_kept(const float *logits, int V, float T, int top_k, float top_p, double *probs, int32_t *order) {
+    float *w = malloc(sizeof(float) * V);
+    for (int i = 0; i < V; i++) w[i] = logits[i] / T, order[i] = i, probs[i] = 0;
+    ref_w = w;
+    qsort(order, V, sizeof *order, ref_cmp);
+    int keep = top_k > 0 && top_k < V ? top_k : V;
+    double mx = w[order[0]], sum = 0;
+    for (int i = 0; i < keep; i++) sum += exp((double)w[order[i]] - mx);
+    if (top_p < 1) {
+        double cum = 0;
+        int n = 0;
+        while (n < keep) {
+            cum += exp((double)w[order[n++]] - mx) / sum;
+            if (cum >= top_p) break;
+        }
+        keep = n;
+        sum = 0;
+        for (int i = 0; i < keep; i++) sum += exp((double)w[order[i]] - mx);
+    }
+    for (int i = 0; i < keep; i++) probs[order[i]] = exp((double)w[order[i]] - mx) / sum;
+    free(w);
+    return keep;
+}
+static int32_t ref_draw(const double *probs, const int32_t *order, int keep, int V, double u) {
+    double cum = 0;
+    int32_t pick = -1;
+    for (int i = 0; i < (keep < V ? keep : V); i++) {
+        int32_t id = keep < V ? order[i] : i;
+        pick = id;
+        cum += probs[id];
+        if (u < cum) break;
+    }
+    return pick;
+}
+
+/* The sampler against the plain reference: the distribution to 1e-12 and the same 32 draws, on rows long
+ * enough for its shortcuts (top-k's heap, top-p's value buckets) and with ties across the cut. */
+static void check_against_ref(const float *logits, int V, float T, int top_k, float top_p, const char *what) {
+    double *want = malloc(sizeof(double) * V), *got = malloc(sizeof(double) * V);
+    int32_t *order = malloc(sizeof(int32_t) * V);
+    int keep = ref_kept(logits, V, T, top_k, top_p, want, order);
+    frigg_sampler_params p = {.temperature = T, .top_k = top_k, .top_p = top_p, .repetition_penalty = 1, .seed = 7};
+    frigg_sampler s;
+    frigg_sampler_init(&s, &p, V);
+    frigg_sampler_distribution(&s, logits, got);
+    double worst = 0;
+    for (int i = 0; i < V; i++) worst = fmax(worst, fabs(got[i] - want[i]));
+    CHECK(worst < 1e-12, "%s: distribution off the reference by %g", what, worst);
+    uint64_t st[4];
+    frigg_rng_seed(st, 7);
+    float *row = malloc(sizeof(float) * V);
+    int same = 1;
+    for (int d = 0; d < 32; d++) {
+        memcpy(row, logits, sizeof(float) * V);
+        int32_t id = frigg_sample(&s, row, NULL, 0);
+        same &= id == ref_draw(want, order, keep, V, frigg_rng_uniform(st));
+    }
+    CHECK(same, "%s: draws differ from the reference's", what);
+    frigg_sampler_free(&s);
+    free(want);
+    free(got);
+    free(order);
+    free(row);
+}
+
 int main(void) {
     TEST_MAIN_BEGIN("test_sampler");
     float lg[6] = {2.0f, 1.0f, 0.5f, 0.0f, -1.0f, -3.0f};
@@ -95,6 +173,31 @@ int main(void) {
         frigg_sampler_free(&s);
     }
     CHECK(tp_ok, "top-p differs from the brute-force reference");
+
+
+    /* Long rows: values on a coarse grid (many ties, also across the top-k and top-p cuts), a flat one and
+     * a peaked one (a long tail below a few high logits, as a language model's). */
+    {
+        int n = 20000;
+        float *flat = malloc(sizeof(float) * n), *peak = malloc(sizeof(float) * n);
+        uint64_t r[4];
+        frigg_rng_seed(r, 11);
+        for (int i = 0; i < n; i++) {
+            double u = frigg_rng_uniform(r);
+            flat[i] = (float)(floor(u * 64) / 16 - 2); /* 64 distinct values */
+            peak[i] = (float)(12 * pow(u, 8) - 3);
+        }
+        const struct { int k; float p; } cut[] = {{0, 1}, {50, 1}, {1, 1}, {777, 1}, {0, 0.5f}, {0, 0.95f}, {100, 0.9f}, {0, 0.01f}};
+        for (size_t c = 0; c < sizeof cut / sizeof cut[0]; c++) {
+            char what[96];
+            snprintf(what, sizeof what, "flat, top_k %d top_p %g", cut[c].k, cut[c].p);
+            check_against_ref(flat, n, 0.8f, cut[c].k, cut[c].p, what);
+            snprintf(what, sizeof what, "peaked, top_k %d top_p %g", cut[c].k, cut[c].p);
+            check_against_ref(peak, n, 1.0f, cut[c].k, cut[c].p, what);
+        }
+        free(flat);
+        free(peak);
+    }
 
     /* CTRL rule: positive logits divided, negative multiplied, each id once. A rule that divides all
      * would give -1 for id 1 (a *boost*); CTRL gives -4. */
