@@ -42,6 +42,12 @@ struct frigg_backend {
      * seq_len + steps must fit max_ctx. */
     int (*decode_greedy)(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int steps,
                          int (*on_ids)(void *ctx, const int32_t *ids), void *ctx);
+    /* Optional (may be NULL): like decode, but only each row's k largest logits come back (1 <= k <= FRIGG_TOPK_MAX
+     * of sampler.h, k < vocab): vals[i*k + j], out_ids[i*k + j], j < k, are row i's k largest bf16 logits (value
+     * descending, ties to the lower id, decide which) and their ids, in an unspecified order. What a top-k draw
+     * needs (frigg_sample_topk), without the vocabulary crossing from a GPU. */
+    int (*decode_topk)(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int k, float *vals,
+                       int32_t *out_ids);
     void (*destroy)(frigg_backend *b);
     void *impl;
 };

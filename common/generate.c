@@ -86,6 +86,10 @@ int frigg_generate(frigg_backend *b, int seq, const int32_t *prompt, int n, cons
     /* On-device argmax only when nothing needs the logits on the host. */
     int device_greedy = b->decode_argmax && p->sampling.temperature <= 0 && (p->sampling.repetition_penalty == 1.0f || p->sampling.repetition_penalty <= 0) &&
                         !k;
+    /* A top-k draw needs only the k largest logits: the backend sends those (decode_topk) instead of the row. */
+    int topk = b->decode_topk && !k ? frigg_sampler_topk_only(&p->sampling, V) : 0;
+    float topk_vals[FRIGG_TOPK_MAX];
+    int32_t topk_ids[FRIGG_TOPK_MAX];
     int rc = -1;
     double t0 = frigg_now_ms();
     if (b->prefill(b, seq, prompt, n, prefix, p->max_tokens > 0 ? logits : NULL, NULL)) goto out;
@@ -103,12 +107,15 @@ int frigg_generate(frigg_backend *b, int seq, const int32_t *prompt, int n, cons
             int32_t prev = r->ids[r->n - 1];
             if (device_greedy) {
                 if (b->decode_argmax(b, 1, &seq, &prev, &next)) goto out;
+            } else if (topk) {
+                if (b->decode_topk(b, 1, &seq, &prev, topk, topk_vals, topk_ids)) goto out;
+                next = frigg_sample_topk(&smp, topk_vals, topk_ids, topk);
             } else if (b->decode(b, 1, &seq, &prev, logits)) {
                 goto out;
             }
             r->decode_steps++;
         }
-        if (!device_greedy || step == 0) {
+        if ((!device_greedy && !topk) || step == 0) {
             if (k) memcpy(raw, logits, (size_t)V * sizeof(float));
             next = frigg_sample(&smp, logits, r->ids, r->n);
             /* logprobs describe the model's own distribution (raw logits, temperature 1). */

@@ -149,6 +149,25 @@ typedef struct {
     double mx, sum;
 } kept_set;
 
+/* Top-k's kept set from its list: s->order[0..n) in ranking order, work[] holding their values; mx the largest.
+ * Then top-p, if on, takes the shortest prefix of it whose mass reaches top_p. */
+static kept_set list_kept(frigg_sampler *s, int n, double mx) {
+    const float *w = s->work;
+    kept_set k = {0, n, mx, 0};
+    for (int i = 0; i < n; i++) k.sum += exp((double)w[s->order[i]] - mx);
+    if (s->p.top_p < 1.0f) {
+        double total = k.sum, cum = 0;
+        for (k.keep = 0; k.keep < n;) {
+            cum += exp((double)w[s->order[k.keep]] - mx) / total;
+            k.keep++;
+            if (cum >= s->p.top_p) break;
+        }
+        k.sum = 0;
+        for (int i = 0; i < k.keep; i++) k.sum += exp((double)w[s->order[i]] - mx);
+    }
+    return k;
+}
+
 static kept_set kept_of(frigg_sampler *s, const float *logits) {
     int V = s->vocab;
     float *w = s->work;
@@ -160,37 +179,23 @@ static kept_set kept_of(frigg_sampler *s, const float *logits) {
     }
     k.mx = w[best];
     int top_k = s->p.top_k > 0 && s->p.top_k < V ? s->p.top_k : 0;
-    if (!top_k) { /* the sum over all: the normaliser of the draw, or of top-p's mass */
-        for (int i = 0; i < V; i++) k.sum += s->e[i] = exp((double)w[i] - k.mx);
-    }
     if (top_k) {
         first_m(w, V, top_k, s->order);
-        k.all = 0;
-        k.keep = top_k;
-        k.sum = 0;
-        for (int i = 0; i < top_k; i++) k.sum += exp((double)w[s->order[i]] - k.mx);
+        return list_kept(s, top_k, k.mx);
     }
-    if (s->p.top_p < 1.0f) {
-        double total = k.sum;
+    for (int i = 0; i < V; i++) k.sum += s->e[i] = exp((double)w[i] - k.mx); /* the draw's normaliser, or top-p's */
+    if (s->p.top_p < 1.0f) { /* sort the head of the ranking that can hold the mass, found by buckets */
+        double total = k.sum, cum = 0;
         int n = 0;
-        if (k.all) { /* sort the head of the ranking that can hold the mass, found by buckets (ranking_head) */
-            for (int below = 0;; below++) {
-                int have = ranking_head(s, total, below);
-                double cum = 0;
-                for (n = 0; n < have;) {
-                    cum += exp((double)w[s->order[n]] - k.mx) / total;
-                    n++;
-                    if (cum >= s->p.top_p) break;
-                }
-                if (cum >= s->p.top_p || have == V) break; /* else rounding put the boundary one bucket lower */
-            }
-        } else { /* top-k's list: sorted already */
-            double cum = 0;
-            for (n = 0; n < k.keep;) {
+        for (int below = 0;; below++) {
+            int have = ranking_head(s, total, below);
+            cum = 0;
+            for (n = 0; n < have;) {
                 cum += exp((double)w[s->order[n]] - k.mx) / total;
                 n++;
                 if (cum >= s->p.top_p) break;
             }
+            if (cum >= s->p.top_p || have == V) break; /* else rounding put the boundary one bucket lower */
         }
         k.all = 0;
         k.keep = n;
@@ -198,6 +203,22 @@ static kept_set kept_of(frigg_sampler *s, const float *logits) {
         for (int i = 0; i < n; i++) k.sum += exp((double)w[s->order[i]] - k.mx);
     }
     return k;
+}
+
+/* The draw walks the kept set: in ranking order where it is a list, in id order where it is everything (no
+ * sort needed); either way an id's chance is its probability. Rounding can leave u past the last sum: then
+ * the last id walked. */
+static int32_t draw(frigg_sampler *s, kept_set k) {
+    double u = frigg_rng_uniform(s->s), cum = 0;
+    int n = k.all ? s->vocab : k.keep;
+    int32_t pick = k.all ? 0 : s->order[0];
+    for (int i = 0; i < n; i++) {
+        int32_t id = k.all ? i : s->order[i];
+        pick = id;
+        cum += (k.all ? s->e[id] : exp((double)s->work[id] - k.mx)) / k.sum;
+        if (u < cum) break;
+    }
+    return pick;
 }
 
 void frigg_sampler_distribution(frigg_sampler *s, const float *logits, double *probs) {
@@ -209,20 +230,25 @@ void frigg_sampler_distribution(frigg_sampler *s, const float *logits, double *p
 int32_t frigg_sample(frigg_sampler *s, float *logits, const int32_t *prev, int nprev) {
     frigg_apply_repetition_penalty(logits, s->vocab, prev, nprev, s->p.repetition_penalty);
     if (s->p.temperature <= 0) return frigg_argmax(logits, s->vocab);
-    kept_set k = kept_of(s, logits);
-    double u = frigg_rng_uniform(s->s), cum = 0;
-    /* The draw walks the kept set: in ranking order where it is a list, in id order where it is everything
-     * (no sort needed); either way an id's chance is its probability. Rounding can leave u past the last
-     * sum: then the last id walked. */
-    int n = k.all ? s->vocab : k.keep;
-    int32_t pick = k.all ? 0 : s->order[0];
+    return draw(s, kept_of(s, logits));
+}
+
+void frigg_topk(const float *row, int V, int k, int32_t *ids) { first_m(row, V, k, ids); }
+
+int frigg_sampler_topk_only(const frigg_sampler_params *p, int vocab) {
+    int pen = p->repetition_penalty != 1.0f && p->repetition_penalty > 0;
+    return p->temperature > 0 && p->top_k > 0 && p->top_k < vocab && p->top_k <= FRIGG_TOPK_MAX && !pen ? p->top_k : 0;
+}
+
+int32_t frigg_sample_topk(frigg_sampler *s, const float *vals, const int32_t *ids, int n) {
+    /* the list kept_of makes from the whole row: the same values at the same ids, ranked the same way */
     for (int i = 0; i < n; i++) {
-        int32_t id = k.all ? i : s->order[i];
-        pick = id;
-        cum += (k.all ? s->e[id] : exp((double)s->work[id] - k.mx)) / k.sum;
-        if (u < cum) break;
+        s->work[ids[i]] = vals[i] / s->p.temperature;
+        s->order[i] = ids[i];
     }
-    return pick;
+    g_sort_vals = s->work;
+    qsort(s->order, (size_t)n, sizeof *s->order, cmp_rank);
+    return draw(s, list_kept(s, n, s->work[s->order[0]]));
 }
 
 static double log_sum_exp(const float *x, int n) {

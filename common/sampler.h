@@ -41,6 +41,18 @@ void frigg_sampler_distribution(frigg_sampler *s, const float *logits, double *p
 /* Sample one id. logits are modified (repetition penalty applied in place). */
 int32_t frigg_sample(frigg_sampler *s, float *logits, const int32_t *prev, int nprev);
 
+/* A draw that needs only the row's top k logits: the sampler samples (temperature > 0), keeps top_k = k ids
+ * (1 <= k < vocab, k <= FRIGG_TOPK_MAX) and has no repetition penalty. Returns k, else 0. A backend can then
+ * send just those k (value, id) pairs (backend.h, decode_topk). */
+#define FRIGG_TOPK_MAX 1024
+/* The ids of row's k largest values (1 <= k <= V; value descending, ties to the lower id), in that order; rows
+ * without NaN. The reference for backends' decode_topk. */
+void frigg_topk(const float *row, int V, int k, int32_t *ids);
+int frigg_sampler_topk_only(const frigg_sampler_params *p, int vocab);
+/* The draw frigg_sample would make on the whole row, from its top k = top_k (value, id) pairs, in any order
+ * (value descending, ties to the lower id, decide which k; what lies outside them does not matter). */
+int32_t frigg_sample_topk(frigg_sampler *s, const float *vals, const int32_t *ids, int n);
+
 /* log-softmax of logits (fp64 inside); the top k ids by log-probability (ties: lower id first). */
 void frigg_top_logprobs(const float *logits, int vocab, int k, int32_t *ids, float *lps);
 float frigg_logprob_of(const float *logits, int vocab, int32_t id);

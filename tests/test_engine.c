@@ -10,6 +10,7 @@
 #include "harness.h"
 #include "model.h"
 #include "model_writer.h"
+#include "sampler.h"
 #include "util.h"
 
 static frigg_backend *mk(const frigg_model *m, int threads) {
@@ -39,6 +40,26 @@ static int shim_greedy(frigg_backend *b, int nseq, const int *seqs, const int32_
         memcpy(in, out, sizeof(int32_t) * nseq);
     }
     return steps;
+}
+/* A host-side decode_topk over the CPU engine's decode (frigg_topk of each row), handing the pairs back in
+ * reverse ranking order (the order is unspecified), so the generation loop's top-k path runs here too. */
+static int shim_topk_calls;
+static int shim_topk(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int k, float *vals, int32_t *out) {
+    int V = b->model->cfg.vocab_size;
+    float *lg = frigg_xmalloc(sizeof(float) * (size_t)nseq * V);
+    int32_t *rank = frigg_xmalloc(sizeof(int32_t) * (size_t)k);
+    int rc = b->decode(b, nseq, seqs, ids, lg);
+    shim_topk_calls++;
+    for (int i = 0; i < nseq && !rc; i++) {
+        frigg_topk(lg + (size_t)i * V, V, k, rank);
+        for (int j = 0; j < k; j++) {
+            out[(size_t)i * k + j] = rank[k - 1 - j];
+            vals[(size_t)i * k + j] = lg[(size_t)i * V + rank[k - 1 - j]];
+        }
+    }
+    free(lg);
+    free(rank);
+    return rc;
 }
 static int stop_after_3(void *ctx, int32_t id) {
     (void)id;
@@ -148,6 +169,29 @@ int main(void) {
                   q.decode_steps == 2,
               "device greedy on_token stop (mode %d): n %d steps %d", mode, q.n, q.decode_steps);
         frigg_gen_result_free(&q);
+        frigg_backend_destroy(g);
+    }
+    /* The top-k path (decode_topk, then frigg_sample_topk) draws what the logits path draws, seed for seed; a
+     * repetition penalty or logprobs keep the logits path. */
+    {
+        frigg_backend *g = mk(m, 1);
+        g->decode_topk = shim_topk;
+        const struct { int k; float p, pen; int lp; } cs[] = {{5, 1, 1, 0}, {20, 0.8f, 1, 0}, {5, 1, 1.3f, 0}, {5, 1, 1, 2}};
+        for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+            frigg_gen_params gs = {.max_tokens = 6, .prefix_tokens = -1, .logprobs = cs[c].lp};
+            gs.sampling = (frigg_sampler_params){.temperature = 0.9f, .top_k = cs[c].k, .top_p = cs[c].p,
+                                                 .repetition_penalty = cs[c].pen, .seed = 3 + c};
+            frigg_gen_result want, got;
+            shim_topk_calls = 0;
+            CHECK(frigg_generate(b, 0, ids, N, &gs, &want) == 0 && frigg_generate(g, 0, ids, N, &gs, &got) == 0, "%s",
+                  frigg_error());
+            int path = cs[c].pen == 1 && !cs[c].lp;
+            CHECK(got.n == want.n && !memcmp(got.ids, want.ids, sizeof(int32_t) * (size_t)want.n) &&
+                      got.decode_steps == want.decode_steps && shim_topk_calls == (path ? want.decode_steps : 0),
+                  "top-k path, case %zu: n %d/%d, %d decode_topk calls", c, got.n, want.n, shim_topk_calls);
+            frigg_gen_result_free(&want);
+            frigg_gen_result_free(&got);
+        }
         frigg_backend_destroy(g);
     }
     frigg_gen_result r4;

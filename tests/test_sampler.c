@@ -131,6 +131,34 @@ static void check_against_ref(const float *logits, int V, float T, int top_k, fl
     free(row);
 }
 
+/* frigg_sample_topk on the row's top k (value, id) pairs, given in reverse ranking order, draws what
+ * frigg_sample draws on the whole row with top_k = k (32 draws, the same seed). */
+static void check_topk_only(const float *logits, int V, float T, int k, float top_p, const char *what) {
+    double *probs = malloc(sizeof(double) * V);
+    int32_t *order = malloc(sizeof(int32_t) * V), ids[FRIGG_TOPK_MAX];
+    float vals[FRIGG_TOPK_MAX], *row = malloc(sizeof(float) * V);
+    ref_kept(logits, V, T, 0, 1, probs, order); /* the whole ranking */
+    for (int i = 0; i < k; i++) {
+        ids[i] = order[k - 1 - i];
+        vals[i] = logits[ids[i]];
+    }
+    frigg_sampler_params p = {.temperature = T, .top_k = k, .top_p = top_p, .repetition_penalty = 1, .seed = 5};
+    frigg_sampler a, b;
+    frigg_sampler_init(&a, &p, V);
+    frigg_sampler_init(&b, &p, V);
+    int same = frigg_sampler_topk_only(&p, V) == k;
+    for (int d = 0; d < 32; d++) {
+        memcpy(row, logits, sizeof(float) * V);
+        same &= frigg_sample(&a, row, NULL, 0) == frigg_sample_topk(&b, vals, ids, k);
+    }
+    CHECK(same, "%s: the draws from the top-k pairs differ from the whole row's", what);
+    frigg_sampler_free(&a);
+    frigg_sampler_free(&b);
+    free(probs);
+    free(order);
+    free(row);
+}
+
 int main(void) {
     TEST_MAIN_BEGIN("test_sampler");
     float lg[6] = {2.0f, 1.0f, 0.5f, 0.0f, -1.0f, -3.0f};
@@ -195,8 +223,38 @@ int main(void) {
             snprintf(what, sizeof what, "peaked, top_k %d top_p %g", cut[c].k, cut[c].p);
             check_against_ref(peak, n, 1.0f, cut[c].k, cut[c].p, what);
         }
+        const struct { int k; float p; } tk[] = {{1, 1}, {50, 1}, {777, 1}, {40, 0.9f}, {1024, 0.5f}};
+        for (size_t c = 0; c < sizeof tk / sizeof tk[0]; c++) {
+            char what[96];
+            snprintf(what, sizeof what, "top-k pairs, flat, k %d top_p %g", tk[c].k, tk[c].p);
+            check_topk_only(flat, n, 0.8f, tk[c].k, tk[c].p, what);
+            snprintf(what, sizeof what, "top-k pairs, peaked, k %d top_p %g", tk[c].k, tk[c].p);
+            check_topk_only(peak, n, 1.0f, tk[c].k, tk[c].p, what);
+        }
         free(flat);
         free(peak);
+    }
+    /* When the top-k pairs are enough: sampling, 1 <= top_k < vocab, top_k <= FRIGG_TOPK_MAX, no penalty. */
+    {
+        frigg_sampler_params q = {.temperature = 1, .top_k = 40, .top_p = 0.9f, .repetition_penalty = 1};
+        int ok = frigg_sampler_topk_only(&q, 1000) == 40;
+        q.repetition_penalty = 0; /* 0 = off */
+        ok &= frigg_sampler_topk_only(&q, 1000) == 40;
+        q.repetition_penalty = 1.1f;
+        ok &= frigg_sampler_topk_only(&q, 1000) == 0;
+        q.repetition_penalty = 1;
+        q.temperature = 0;
+        ok &= frigg_sampler_topk_only(&q, 1000) == 0;
+        q.temperature = 1;
+        q.top_k = 0;
+        ok &= frigg_sampler_topk_only(&q, 1000) == 0;
+        q.top_k = 1000;
+        ok &= frigg_sampler_topk_only(&q, 1000) == 0;
+        q.top_k = FRIGG_TOPK_MAX + 1;
+        ok &= frigg_sampler_topk_only(&q, 1 << 20) == 0;
+        q.top_k = FRIGG_TOPK_MAX;
+        ok &= frigg_sampler_topk_only(&q, 1 << 20) == FRIGG_TOPK_MAX;
+        CHECK(ok, "frigg_sampler_topk_only: the cases it takes and refuses");
     }
 
     /* CTRL rule: positive logits divided, negative multiplied, each id once. A rule that divides all
