@@ -171,15 +171,16 @@ int main(void) {
         frigg_gen_result_free(&q);
         frigg_backend_destroy(g);
     }
-    /* The top-k path (decode_topk, then frigg_sample_topk) draws what the logits path draws, seed for seed; a
+    /* The top-k path (decode_topk, then frigg_sample_topk) draws what the logits path draws, seed for seed (a
+     * high temperature, so every kept id has a fair chance and a lost or wrong pair shows); a
      * repetition penalty or logprobs keep the logits path. */
     {
         frigg_backend *g = mk(m, 1);
         g->decode_topk = shim_topk;
         const struct { int k; float p, pen; int lp; } cs[] = {{5, 1, 1, 0}, {20, 0.8f, 1, 0}, {5, 1, 1.3f, 0}, {5, 1, 1, 2}};
         for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
-            frigg_gen_params gs = {.max_tokens = 6, .prefix_tokens = -1, .logprobs = cs[c].lp};
-            gs.sampling = (frigg_sampler_params){.temperature = 0.9f, .top_k = cs[c].k, .top_p = cs[c].p,
+            frigg_gen_params gs = {.max_tokens = 10, .prefix_tokens = -1, .logprobs = cs[c].lp};
+            gs.sampling = (frigg_sampler_params){.temperature = 4.0f, .top_k = cs[c].k, .top_p = cs[c].p,
                                                  .repetition_penalty = cs[c].pen, .seed = 3 + c};
             frigg_gen_result want, got;
             shim_topk_calls = 0;
