@@ -60,8 +60,9 @@ static void usage(FILE *f) {
             "      --one-step         decode one step per call, each step's ids back on the host before the next is\n"
             "                         queued, instead of the pipelined greedy decode frigg-run uses (the CUDA engine's\n"
             "                         decode_greedy: step k+1 queued before step k's ids are back)\n"
-            "      --temperature T    decode rows sample (T > 0) as frigg-run does: each step's logits back on the host,\n"
-            "                         one sampler per sequence (default 0: greedy on the device)\n"
+            "      --temperature T    decode rows sample (T > 0) as frigg-run does: each step's logits back on the host\n"
+            "                         (with top-k, only the k largest where the backend can), one sampler per sequence\n"
+            "                         (default 0: greedy on the device)\n"
             "      --top-k K, --top-p P  the samplers' top-k (0 = off) and top-p (1 = off); need --temperature > 0\n"
             "  -h, --help, --version\n"
             "Output: one JSON object per line on stdout; a summary on stderr.\n");
@@ -342,6 +343,10 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
             const int sampled = o->sampling.temperature > 0;
             float *logits = b->decode_argmax && !sampled ? NULL : frigg_xmalloc(sizeof(float) * B * c->vocab_size);
             int pipelined = b->decode_greedy && !o->one_step && !sampled;
+            /* a top-k draw needs only the k largest logits: the backend sends those where it can, as in frigg-run */
+            const int topk = sampled && b->decode_topk ? frigg_sampler_topk_only(&o->sampling, c->vocab_size) : 0;
+            float *tv = topk ? frigg_xmalloc(sizeof(float) * B * topk) : NULL;
+            int32_t *ti = topk ? frigg_xmalloc(sizeof(int32_t) * B * topk) : NULL;
             frigg_sampler smp[8];
             for (int i = 0; i < B && sampled; i++) {
                 frigg_sampler_params sp = o->sampling;
@@ -367,6 +372,10 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
                     int rc;
                     if (b->decode_argmax && !sampled) {
                         rc = b->decode_argmax(b, B, seqs, tok, out);
+                    } else if (topk) {
+                        rc = b->decode_topk(b, B, seqs, tok, topk, tv, ti);
+                        for (int i = 0; i < B && !rc; i++)
+                            out[i] = frigg_sample_topk(&smp[i], tv + (size_t)i * topk, ti + (size_t)i * topk, topk);
                     } else {
                         rc = b->decode(b, B, seqs, tok, logits);
                         for (int i = 0; i < B && !rc; i++) {
@@ -388,6 +397,8 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
                 }
             }
             free(logits);
+            free(tv);
+            free(ti);
             for (int i = 0; i < B && sampled; i++) frigg_sampler_free(&smp[i]);
             stat3 ms = stats(v, o->repeats);
             double avg_ctx = n0 + o->steps / 2.0;
@@ -396,8 +407,8 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
             double gbs = bytes / (ms.med * 1e-3) / 1e9;
             char body[896], roof[96] = "", smp_text[96] = "\"greedy\"";
             if (sampled)
-                snprintf(smp_text, sizeof smp_text, "{\"temperature\":%g,\"top_k\":%d,\"top_p\":%g}", o->sampling.temperature,
-                         o->sampling.top_k, o->sampling.top_p);
+                snprintf(smp_text, sizeof smp_text, "{\"temperature\":%g,\"top_k\":%d,\"top_p\":%g,\"topk_on_device\":%s}",
+                         o->sampling.temperature, o->sampling.top_k, o->sampling.top_p, topk ? "true" : "false");
             if (o->read_gbs > 0)
                 snprintf(roof, sizeof roof, ",\"read_gb_s\":%.1f,\"roofline_frac\":%.3f,\"roofline_tok_s\":%.1f", o->read_gbs,
                          gbs / o->read_gbs, B * o->read_gbs * 1e9 / bytes);

@@ -14,6 +14,7 @@
 #include "cpu_ops.h"
 #include "cuda_backend.h"
 #include "cuda_gemm.h"
+#include "sampler.h"
 #include "../kernels/kernels.h"
 #include "util.h"
 
@@ -40,6 +41,9 @@ typedef struct {
      * ids and adds one to the positions: the input of the next greedy step (cuda_decode_greedy). */
     int32_t *d_step;
     void *argmax_work; /* fk_argmax_work_bytes(MAX_BATCH) */
+    void *topk_work;   /* fk_topk_work_bytes(MAX_BATCH) */
+    float *topk_vals;  /* [MAX_BATCH][FRIGG_TOPK_MAX] */
+    int32_t *topk_ids; /* [MAX_BATCH][FRIGG_TOPK_MAX] */
     int32_t *h_step, *h_out; /* pinned staging; h_out: [2][MAX_BATCH], one per step in flight */
     cudaEvent_t out_ready[2]; /* h_out[k] holds its step's ids */
     uint16_t *logits;  /* [LOGIT_CHUNK][V] bf16 */
@@ -295,6 +299,23 @@ static int cuda_decode(frigg_backend *b, int nseq, const int *seqs, const int32_
     return 0;
 }
 
+/* One step whose rows' k largest logits (and only those) come back: for a top-k draw on the host. */
+static int cuda_decode_topk(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int k, float *vals,
+                            int32_t *out_ids) {
+    cuda_impl *im = b->impl;
+    int V = b->model->cfg.vocab_size;
+    if (k < 1 || k > FRIGG_TOPK_MAX || k >= V) {
+        frigg_set_error("decode_topk: k %d (1..%d, below the vocabulary of %d)", k, FRIGG_TOPK_MAX, V);
+        return -1;
+    }
+    OK(decode_common(b, nseq, seqs, ids));
+    OK(fk_topk_bf16(im->logits, nseq, V, k, im->topk_vals, im->topk_ids, im->topk_work, im->stream));
+    CU(cudaMemcpyAsync(vals, im->topk_vals, (size_t)nseq * k * 4, cudaMemcpyDeviceToHost, im->stream));
+    CU(cudaMemcpyAsync(out_ids, im->topk_ids, (size_t)nseq * k * 4, cudaMemcpyDeviceToHost, im->stream));
+    CU(cudaStreamSynchronize(im->stream));
+    return 0;
+}
+
 /* Queue greedy step k: its input from the host (k = 0) or from step k - 1 on the device; its ids then go to
  * h_out[k % 2], and out_ready[k % 2] marks them. */
 static int queue_greedy_step(frigg_backend *b, int k, int nseq, const int *seqs, const int32_t *ids) {
@@ -473,6 +494,9 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     OK(dalloc(im, (void **)&im->d_iota, R * 4, "ids"));
     OK(dalloc(im, (void **)&im->d_step, 3 * MAX_BATCH * 4, "ids"));
     OK(dalloc(im, &im->argmax_work, fk_argmax_work_bytes(MAX_BATCH), "argmax partials"));
+    OK(dalloc(im, &im->topk_work, fk_topk_work_bytes(MAX_BATCH), "top-k counts"));
+    OK(dalloc(im, (void **)&im->topk_vals, (size_t)MAX_BATCH * FRIGG_TOPK_MAX * 4, "top-k values"));
+    OK(dalloc(im, (void **)&im->topk_ids, (size_t)MAX_BATCH * FRIGG_TOPK_MAX * 4, "top-k ids"));
     OK(dalloc(im, (void **)&im->logits, (size_t)LOGIT_CHUNK * V * 2, "logits"));
     OK(dalloc(im, (void **)&im->logits_f, (size_t)LOGIT_CHUNK * V * 4, "logits"));
     OK(dalloc(im, (void **)&im->attn_work, fk_attn_decode_work_floats(MAX_BATCH, c->num_heads, hd, (int)ctx) * 4,
@@ -501,6 +525,7 @@ frigg_backend *frigg_backend_cuda_create(const frigg_model *m, const frigg_backe
     b->decode = cuda_decode;
     b->decode_argmax = cuda_decode_argmax;
     b->decode_greedy = cuda_decode_greedy;
+    b->decode_topk = cuda_decode_topk;
     b->destroy = cuda_destroy;
     b->impl = im;
     im->device = o.device;

@@ -152,6 +152,12 @@ int fk_gemv_qkv(const uint16_t *W, int D, const uint16_t *x, int B, float eps, u
  * input for the next step in place (ids and positions in one device array), so a replay of its graph decodes
  * the next greedy token with nothing from the host: the pipelined greedy decode. */
 size_t fk_argmax_work_bytes(int B);
+/* The k largest of each bf16 logits row b < B (value descending, ties to the lower index, -0 as +0, NaN below
+ * everything decide which; 1 <= k <= V): vals[b*k + j] (as float) and ids[b*k + j], j < k, those above the k-th
+ * largest value in index order, then the ones equal to it in index order (deterministic, not sorted). Four
+ * kernels of counting (topk.cu). work: fk_topk_work_bytes(B) bytes of device memory. */
+size_t fk_topk_work_bytes(int B);
+int fk_topk_bf16(const uint16_t *logits, int B, int V, int k, float *vals, int32_t *ids, void *work, cudaStream_t s);
 int fk_argmax_bf16(const uint16_t *logits, int B, int V, int32_t *ids, int32_t *advance, void *work, cudaStream_t s);
 /* out[i] = float(in[i]) for a bf16 array (logits for the host). */
 int fk_bf16_to_f32(const uint16_t *in, size_t n, float *out, cudaStream_t s);

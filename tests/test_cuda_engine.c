@@ -2,7 +2,7 @@
  * memory (one with Mimir's head_dim 128 and 2/3 schedule, one tiny with another schedule) and the golden
  * fixtures (every golden/fixtures/NAME), for the three masks. Also: a decode step replayed from the CUDA graph is
  * bit-identical to the eager kernels; a batched step equals single steps bit for bit; decode_argmax equals
- * the argmax of decode's logits; the pipelined greedy decode equals decode_argmax step by step; two engines on two devices (where present), run at the same time, each give
+ * the argmax of decode's logits and decode_topk its k largest; the pipelined greedy decode equals decode_argmax step by step; two engines on two devices (where present), run at the same time, each give
  * exactly the single-device result (random model and the tiny-packed fixture).
  *
  * Tolerances (two engines, both rounding to bf16 at HF's points, fp32 sums in different orders):
@@ -21,6 +21,7 @@
 
 #ifdef FRIGG_CUDA
 #include "backend.h"
+#include "sampler.h"
 #include "cpu_ops.h"
 #include "cuda_backend.h"
 #include "model_random.h"
@@ -128,6 +129,28 @@ static void test_determinism(frigg_backend *gpu, const int32_t *ids, int n) {
     for (int s = 0; s < 6; s++) gpu->prefill(gpu, s, ids, n - (s % 3), n - (s % 3), NULL, NULL);
     CHECK(gpu->decode(gpu, 3, sa, tok, a) == 0 && gpu->decode_argmax(gpu, 3, sb, tok, out) == 0, "%s", frigg_error());
     for (int i = 0; i < 3; i++) CHECK(out[i] == frigg_argmax(a + (size_t)i * V, V), "decode_argmax row %d", i);
+    /* decode_topk: each row's k largest of what decode gives, the values too (the same step on copies) */
+    {
+        enum { K = 50 };
+        for (int s = 0; s < 6; s++) gpu->prefill(gpu, s, ids, n - (s % 3), n - (s % 3), NULL, NULL);
+        float tv[3 * K];
+        int32_t ti[3 * K], want[K];
+        CHECK(gpu->decode(gpu, 3, sa, tok, a) == 0 && gpu->decode_topk(gpu, 3, sb, tok, K, tv, ti) == 0, "%s",
+              frigg_error());
+        for (int i = 0; i < 3; i++) {
+            const float *row = a + (size_t)i * V;
+            frigg_topk(row, V, K, want);
+            int ok = 1;
+            for (int j = 0; j < K; j++) { /* the same ids (in any order), each with its own value */
+                int found = 0;
+                for (int q = 0; q < K; q++) found |= ti[i * K + q] == want[j];
+                ok &= found && tv[i * K + j] == row[ti[i * K + j]];
+            }
+            CHECK(ok, "decode_topk row %d: not the %d largest logits of decode's row", i, K);
+        }
+        CHECK(gpu->decode_topk(gpu, 1, sb, tok, 0, tv, ti) != 0 && gpu->decode_topk(gpu, 1, sb, tok, V, tv, ti) != 0,
+              "decode_topk accepted k 0 or k = the vocabulary");
+    }
     /* logits_all agrees with logits_last on the last row */
     float *all = malloc(sizeof(float) * V * n), *last = malloc(sizeof(float) * V);
     CHECK(gpu->prefill(gpu, 0, ids, n, n, last, all) == 0, "%s", frigg_error());

@@ -16,6 +16,7 @@
 
 #include "backend.h"
 #include "cpu_ops.h"
+#include "sampler.h"
 #include "../kernels/kernels.h"
 #define CUDA_TEST_SEED 88172645463325252ull
 #include "cuda_test_util.h"
@@ -424,6 +425,77 @@ static void test_argmax(void) {
     test_argmax_rows(2, 1, "one logit", 1);
     CHECK(fk_argmax_bf16(NULL, 1, 8, NULL, NULL, NULL, 0) == -1, "argmax without a workspace is not an error");
 }
+
+/* fk_topk_bf16 against frigg_topk: the same k ids, each with its value, in the documented order (the ones
+ * above the k-th largest value by index, then the ones equal to it by index while they last). Rows of few
+ * distinct values (ties everywhere, across slices and at the cut), of -0 beside +0 (one value), continuous
+ * rows, NaN below everything, k = 1, a Mimir row at k = 1024, k = V, rows shorter than the slices, batches. */
+static void test_topk_rows(int B, int V, int k, int mode, const char *what) {
+    float *x = malloc(sizeof(float) * B * V);
+    ct_fill(x, (size_t)B * V, 10.0f);
+    for (size_t i = 0; i < (size_t)B * V; i++) {
+        if (mode == 0) x[i] = floorf(x[i]); /* about 20 distinct values */
+        if (mode == 1) x[i] = i % 3 ? 0.0f : -0.0f;
+        if (mode == 3 && i % 97 == 5) x[i] = NAN;
+    }
+    uint16_t *h = malloc((size_t)B * V * 2);
+    for (size_t i = 0; i < (size_t)B * V; i++) h[i] = frigg_f32_to_bf16(x[i]);
+    for (size_t i = 0; i < (size_t)B * V; i++) x[i] = frigg_bf16_to_f32(h[i]); /* what the device sees */
+    uint16_t *dx = NULL;
+    float *dv = NULL;
+    int32_t *di = NULL;
+    void *work = NULL;
+    cudaMalloc((void **)&dx, (size_t)B * V * 2);
+    cudaMalloc((void **)&dv, sizeof(float) * B * k);
+    cudaMalloc((void **)&di, sizeof(int32_t) * B * k);
+    cudaMalloc(&work, fk_topk_work_bytes(B));
+    cudaMemcpy(dx, h, (size_t)B * V * 2, cudaMemcpyHostToDevice);
+    CHECK(fk_topk_bf16(dx, B, V, k, dv, di, work, 0) == 0, "topk %s: %s", what, frigg_error());
+    float *gv = malloc(sizeof(float) * B * k), *row = malloc(sizeof(float) * V);
+    int32_t *gi = malloc(sizeof(int32_t) * B * k), *want = malloc(sizeof(int32_t) * k), *order = malloc(sizeof(int32_t) * k);
+    cudaMemcpy(gv, dv, sizeof(float) * B * k, cudaMemcpyDeviceToHost);
+    cudaMemcpy(gi, di, sizeof(int32_t) * B * k, cudaMemcpyDeviceToHost);
+    for (int b = 0; b < B; b++) {
+        for (int i = 0; i < V; i++) row[i] = isnan(x[(size_t)b * V + i]) ? -INFINITY : x[(size_t)b * V + i];
+        frigg_topk(row, V, k, want);
+        const float cut = row[want[k - 1]];
+        int n = 0; /* the documented order: above the cut by index, then at the cut by index */
+        for (int i = 0; i < V && n < k; i++)
+            if (row[i] > cut) order[n++] = i;
+        for (int i = 0; i < V && n < k; i++)
+            if (row[i] == cut) order[n++] = i;
+        int ok = n == k, same_set = 1;
+        for (int j = 0; j < k && ok; j++) ok &= gi[b * k + j] == order[j] && gv[b * k + j] == row[order[j]];
+        for (int j = 0; j < k; j++) { /* and the order's ids are frigg_topk's */
+            int found = 0;
+            for (int q = 0; q < k && !found; q++) found = order[q] == want[j];
+            same_set &= found;
+        }
+        CHECK(ok && same_set, "topk %s row %d: not the %d largest in the documented order", what, b, k);
+    }
+    cudaFree(dx);
+    cudaFree(dv);
+    cudaFree(di);
+    cudaFree(work);
+    free(x);
+    free(h);
+    free(gv);
+    free(gi);
+    free(row);
+    free(want);
+    free(order);
+}
+static void test_topk(void) {
+    test_topk_rows(1, 262144, 40, 0, "Mimir vocab, ties");
+    test_topk_rows(3, 262144, 1024, 2, "Mimir vocab, k 1024");
+    test_topk_rows(8, 262144, 1, 0, "batch 8, k 1");
+    test_topk_rows(2, 5000, 700, 1, "-0 and +0");
+    test_topk_rows(4, 20000, 64, 3, "NaN");
+    test_topk_rows(2, 1001, 1001, 2, "k = V");
+    test_topk_rows(6, 40, 7, 0, "shorter than the slices");
+    CHECK(fk_topk_bf16(NULL, 1, 8, 9, NULL, NULL, (void *)8, 0) == -1, "topk of more than the row is not an error");
+    CHECK(fk_topk_bf16(NULL, 1, 8, 2, NULL, NULL, NULL, 0) == -1, "topk without a workspace is not an error");
+}
 #endif
 
 int main(void) {
@@ -451,6 +523,7 @@ int main(void) {
         test_norms();
         test_attention();
         test_argmax();
+        test_topk();
         frigg_pool_destroy(pool);
         cudaError_t e = cudaDeviceSynchronize();
         CHECK(e == cudaSuccess, "device error: %s", cudaGetErrorString(e));
