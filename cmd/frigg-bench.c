@@ -12,6 +12,7 @@
 #include "backend.h"
 #include "cli.h"
 #include "cpu_ops.h"
+#include "generate.h"
 #include "model.h"
 #include "model_random.h"
 #include "sampler.h"
@@ -345,8 +346,6 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
             int pipelined = b->decode_greedy && !o->one_step && !sampled;
             /* a top-k draw needs only the k largest logits: the backend sends those where it can, as in frigg-run */
             const int topk = sampled && b->decode_topk ? frigg_sampler_topk_only(&o->sampling, c->vocab_size) : 0;
-            float *tv = topk ? frigg_xmalloc(sizeof(float) * B * topk) : NULL;
-            int32_t *ti = topk ? frigg_xmalloc(sizeof(int32_t) * B * topk) : NULL;
             frigg_sampler smp[8];
             for (int i = 0; i < B && sampled; i++) {
                 frigg_sampler_params sp = o->sampling;
@@ -373,9 +372,7 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
                     if (b->decode_argmax && !sampled) {
                         rc = b->decode_argmax(b, B, seqs, tok, out);
                     } else if (topk) {
-                        rc = b->decode_topk(b, B, seqs, tok, topk, tv, ti);
-                        for (int i = 0; i < B && !rc; i++)
-                            out[i] = frigg_sample_topk(&smp[i], tv + (size_t)i * topk, ti + (size_t)i * topk, topk);
+                        rc = frigg_decode_topk_draw(b, B, seqs, tok, topk, smp, out);
                     } else {
                         rc = b->decode(b, B, seqs, tok, logits);
                         for (int i = 0; i < B && !rc; i++) {
@@ -397,8 +394,6 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
                 }
             }
             free(logits);
-            free(tv);
-            free(ti);
             for (int i = 0; i < B && sampled; i++) frigg_sampler_free(&smp[i]);
             stat3 ms = stats(v, o->repeats);
             double avg_ctx = n0 + o->steps / 2.0;

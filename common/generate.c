@@ -88,8 +88,6 @@ int frigg_generate(frigg_backend *b, int seq, const int32_t *prompt, int n, cons
                         !k;
     /* A top-k draw needs only the k largest logits: the backend sends those (decode_topk) instead of the row. */
     int topk = b->decode_topk && !k ? frigg_sampler_topk_only(&p->sampling, V) : 0;
-    float topk_vals[FRIGG_TOPK_MAX];
-    int32_t topk_ids[FRIGG_TOPK_MAX];
     int rc = -1;
     double t0 = frigg_now_ms();
     if (b->prefill(b, seq, prompt, n, prefix, p->max_tokens > 0 ? logits : NULL, NULL)) goto out;
@@ -108,8 +106,7 @@ int frigg_generate(frigg_backend *b, int seq, const int32_t *prompt, int n, cons
             if (device_greedy) {
                 if (b->decode_argmax(b, 1, &seq, &prev, &next)) goto out;
             } else if (topk) {
-                if (b->decode_topk(b, 1, &seq, &prev, topk, topk_vals, topk_ids)) goto out;
-                next = frigg_sample_topk(&smp, topk_vals, topk_ids, topk);
+                if (frigg_decode_topk_draw(b, 1, &seq, &prev, topk, &smp, &next)) goto out;
             } else if (b->decode(b, 1, &seq, &prev, logits)) {
                 goto out;
             }
@@ -142,4 +139,15 @@ void frigg_gen_result_free(frigg_gen_result *r) {
     free(r->top_ids);
     free(r->top_lps);
     memset(r, 0, sizeof *r);
+}
+
+int frigg_decode_topk_draw(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int k, frigg_sampler *smp,
+                           int32_t *out) {
+    float *vals = frigg_xmalloc(sizeof(float) * (size_t)nseq * k);
+    int32_t *cand = frigg_xmalloc(sizeof(int32_t) * (size_t)nseq * k);
+    int rc = b->decode_topk(b, nseq, seqs, ids, k, vals, cand);
+    for (int i = 0; i < nseq && !rc; i++) out[i] = frigg_sample_topk(&smp[i], vals + (size_t)i * k, cand + (size_t)i * k, k);
+    free(vals);
+    free(cand);
+    return rc;
 }

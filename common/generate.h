@@ -40,4 +40,10 @@ int frigg_generate(frigg_backend *b, int seq, const int32_t *prompt, int n, cons
                    frigg_gen_result *r);
 void frigg_gen_result_free(frigg_gen_result *r);
 
+/* One decode step of nseq sequences whose next ids are top-k draws (k = frigg_sampler_topk_only of their
+ * samplers' parameters, the same for all): the backend's decode_topk sends each row's k largest logits, and
+ * smp[i] draws out[i] from them (frigg_sample_topk). 0, or -1 with frigg_error. */
+int frigg_decode_topk_draw(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int k, frigg_sampler *smp,
+                           int32_t *out);
+
 #endif
