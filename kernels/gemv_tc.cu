@@ -16,13 +16,13 @@
  * Blocks are persistent: the grid is at most what fits on the GPU at once, and each block walks tiles
  * blockIdx.x, + gridDim.x, ... . K fits one round of steps (K <= 4096: the launcher sends larger K to the
  * CUDA-core kernel), so a warp's K slice, and with it the x fragment each lane feeds the mma (batch row g,
- * chunks 4s + t of the slice), is the same for every tile: each lane loads its fragment from global memory
- * once, right after the wait, normalises it, and parks it in its warp's own corner of shared memory, where
- * every tile reads it back conflict-free. No block-wide staging pass of x (at batch 8 the old one, with the
- * norm's row-by-row reductions, cost each block several serial µs). With the RMSNorm fused, a row's sum of
- * squares is each lane's fragment, the 4 lanes of the row (xor-shuffles), then the warps' partials in warp
- * order through shared memory: one barrier. The
- * next tile's weights are requested right after the current tile's mma's, so they are in flight during the
+ * chunks 4s + t of the slice), is the same for every tile: the warp loads its slice of x from global memory
+ * once, right after the wait, normalises it, and parks it in its own corner of shared memory, where every
+ * tile reads it back conflict-free (at batch 1 lane c stages chunk c; at B > 1 each lane its own fragment: see
+ * the kernel). No block-wide staging pass of x (at batch 8 the old one, with the norm's row-by-row
+ * reductions, cost each block several serial µs). With the RMSNorm fused, a row's sum of squares is the warp's
+ * (warp_sum's order over its chunks), then the warps' partials in warp order through shared memory: one
+ * barrier. The next tile's weights are requested right after the current tile's mma's, so they are in flight during the
  * cross-warp reduction and the epilogue. Before griddepcontrol.wait (PDL) each block already streams its
  * first tile: for o_proj and down_proj that is the whole matrix.
  *
@@ -37,6 +37,20 @@
 #define TC_MAX_K (TC_MAX_WARPS * TC_STEPS * 4 * 8) /* one round of steps per warp: GEMV_TC_MAX_K */
 #define TC_XW_BYTES(nw) ((size_t)(nw) * TC_STEPS * 32 * 16) /* the x fragments of nw warps (dynamic shared memory) */
 static_assert(TC_MAX_K == GEMV_TC_MAX_K, "gemv_common.cuh states the tensor-core kernel's K limit");
+
+/* The sum of the squares of 8 bf16 values, in order. */
+__device__ __forceinline__ float sq8(uint4 v) {
+    float a0 = bf_lo(v.x), a1 = bf_hi(v.x), a2 = bf_lo(v.y), a3 = bf_hi(v.y);
+    float a4 = bf_lo(v.z), a5 = bf_hi(v.z), a6 = bf_lo(v.w), a7 = bf_hi(v.w);
+    return a0 * a0 + a1 * a1 + a2 * a2 + a3 * a3 + a4 * a4 + a5 * a5 + a6 * a6 + a7 * a7;
+}
+/* v -> bf16(v * r), element by element (stage_norm's rounding). */
+__device__ __forceinline__ uint4 scale8(uint4 v, float r) {
+    uint32_t *p = (uint32_t *)&v;
+#pragma unroll
+    for (int j = 0; j < 4; j++) p[j] = (uint32_t)f2bf(bf_lo(p[j]) * r) | ((uint32_t)f2bf(bf_hi(p[j]) * r) << 16);
+    return v;
+}
 
 __device__ __forceinline__ void mma_bf16_16816(float c[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                                uint32_t b0, uint32_t b1) {
@@ -64,7 +78,7 @@ __device__ __forceinline__ bool tile_row(int tile, int g, int O, int hd, int *ro
  * (two register sets' worth never needed). 2 (an A/B variant, fk_gemv_tc_set_variant): tiles i+1 and i+2 stream
  * while tile i is reduced, twice the bytes in flight per warp, at up to 128 registers (one block of 16 warps
  * per SM by registers). The tile order, slices and sums are the same: the same bits. */
-template <bool NORM, int EPI, int DEPTH>
+template <bool NORM, int EPI, int DEPTH, bool ONE>
 __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     gemv_tc_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, int B, float eps,
                    uint16_t *__restrict__ out, fk_qkv_epi qa, int rotate) {
@@ -117,47 +131,64 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
         if (row < O) gemv_preload_resid<EPI>(pre1, row, g, O, out);
         if (row + 1 < O) gemv_preload_resid<EPI>(pre2, row + 1, g, O, out);
     }
-    /* This lane's x fragment: batch row g, chunks 4s + t of the warp's slice (mma rows >= B, and 8..15, stay
-     * zero). A coherent load (ld_act): x was written by the kernel in front of this one. */
-    const uint4 *xr = (const uint4 *)x + (size_t)(xok ? g : 0) * nch + c_lo;
+    /* Stage the warp's slice of x (n <= 32 chunks per batch row) where the mma's read it: the fragment of lane
+     * (g, t) at step s is chunk 4s + t of batch row g, at xl[32 s]. Rows >= B are never read (xok). A coherent
+     * load (ld_act): x was written by the kernel in front of this one. Two ways, with the same bits, so batched
+     * decode stays bit-identical to single-row decode:
+     * - batch 1 (ONE): lane c stages chunk c of row 0, so each lane loads, squares and normalises one chunk.
+     *   Before, each lane staged its own fragment at batch 1 too: 8 chunks, all zero but in lanes 0-3 (Nsight
+     *   Compute, run 87: about 1.8 us of a normed launch). Run 94, batch 1 at ctx 512: 299.6-299.8 against
+     *   291.3-291.8 tok/s (o_proj and down_proj, unnormed, run here at batch 1). Row 0's sum of squares: each
+     *   chunk's (sq8), then warp_sum over the 32 chunks.
+     * - B > 1: each lane stages its own fragment (batch row g, chunks 4s + t), all 8 loads in flight at once
+     *   (the chunk-per-lane staging at B > 1 cost batch 8 4.5 %, run 93). Its sum of squares adds the same
+     *   pairs in the same order as warp_sum over the chunks: steps s and s + 4 (chunks 16 apart), s and s + 2,
+     *   0 and 1 in the lane, then the lanes t ^ 2 and t ^ 1.
+     * Then the warps' partials in warp order: fixed by K alone, never by B. */
     uint4 *xl = xw + (size_t)warp * TC_STEPS * 32 + lane; /* this lane's fragment, step s at xl[32 s] */
-    uint4 xf[TC_STEPS];
-#pragma unroll
-    for (int s = 0; s < TC_STEPS; s++) {
-        int c = 4 * s + t;
-        xf[s] = xok && c < n ? ld_act(xr + c) : zero;
-    }
-    /* Parked in shared memory for the tiles (lane-contiguous: conflict-free), not held in registers: with
-     * two tiles of weights in flight that would pass 128 registers and spill inside the tile loop. */
-    float ss = 0.0f;
-#pragma unroll
-    for (int s = 0; s < TC_STEPS; s++) {
-        const uint4 v = xf[s]; /* zero past the slice: adds nothing */
+    if (ONE) {
+        uint4 v = lane < n ? ld_act((const uint4 *)x + c_lo + lane) : zero; /* zero past the slice */
         if (NORM) {
-            float a0 = bf_lo(v.x), a1 = bf_hi(v.x), a2 = bf_lo(v.y), a3 = bf_hi(v.y);
-            float a4 = bf_lo(v.z), a5 = bf_hi(v.z), a6 = bf_lo(v.w), a7 = bf_hi(v.w);
-            ss += a0 * a0 + a1 * a1 + a2 * a2 + a3 * a3 + a4 * a4 + a5 * a5 + a6 * a6 + a7 * a7;
+            const float ss = warp_sum(sq8(v));
+            if (lane == 0) red[0][warp] = ss;
+            __syncthreads();
+            float tot = 0.0f;
+            for (int w = 0; w < nw; w++) tot += red[0][w];
+            v = scale8(v, 1.0f / sqrtf(tot / (float)K + eps)); /* the formula of stage_norm (gemv_common.cuh) */
         }
-        xl[32 * s] = v;
-    }
-    if (NORM) { /* x -> bf16(x * rsqrt(mean(x^2) + eps)), row g, in place */
-        /* the row's 4 lanes (a + b == b + a in IEEE arithmetic, so all four hold the same bits) */
-        ss += __shfl_xor_sync(0xffffffffu, ss, 1);
-        ss += __shfl_xor_sync(0xffffffffu, ss, 2);
-        if (t == 0) red[g][warp] = ss;
-        __syncthreads();
-        float tot = 0.0f;
-        for (int v = 0; v < nw; v++) tot += red[g][v];
-        const float r = 1.0f / sqrtf(tot / (float)K + eps); /* the formula of stage_norm (gemv_common.cuh) */
-        for (int s = 0; s < TC_STEPS; s++) {
-            uint4 v = xl[32 * s];
-            uint32_t *p = (uint32_t *)&v;
+        xw[(size_t)warp * TC_STEPS * 32 + (lane >> 2) * 32 + (lane & 3)] = v; /* step lane / 4, lane (0, lane % 4) */
+    } else {
+        const uint4 *xr = (const uint4 *)x + (size_t)(xok ? g : 0) * nch + c_lo;
+        uint4 xf[TC_STEPS];
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
-                uint32_t lo = f2bf(bf_lo(p[j]) * r), hi = f2bf(bf_hi(p[j]) * r);
-                p[j] = lo | (hi << 16);
-            }
-            xl[32 * s] = v;
+        for (int s = 0; s < TC_STEPS; s++) {
+            int c = 4 * s + t;
+            xf[s] = xok && c < n ? ld_act(xr + c) : zero; /* zero past the slice: adds nothing */
+        }
+        /* Parked in shared memory for the tiles (lane-contiguous: conflict-free), not held in registers: with
+         * two tiles of weights in flight that would pass 128 registers and spill inside the tile loop. */
+        float u[TC_STEPS];
+#pragma unroll
+        for (int s = 0; s < TC_STEPS; s++) {
+            if (NORM) u[s] = sq8(xf[s]);
+            xl[32 * s] = xf[s];
+        }
+        if (NORM) { /* x -> bf16(x * rsqrt(mean(x^2) + eps)), row g, in place */
+            static_assert(TC_STEPS == 8, "the in-lane levels below are warp_sum's distances 16, 8, 4 in chunks");
+#pragma unroll
+            for (int s = 0; s < 4; s++) u[s] = u[s] + u[s + 4];
+#pragma unroll
+            for (int s = 0; s < 2; s++) u[s] = u[s] + u[s + 2];
+            float ss = u[0] + u[1];
+            ss += __shfl_xor_sync(0xffffffffu, ss, 2);
+            ss += __shfl_xor_sync(0xffffffffu, ss, 1);
+            if (t == 0) red[g][warp] = ss;
+            __syncthreads();
+            float tot = 0.0f;
+            for (int w = 0; w < nw; w++) tot += red[g][w];
+            const float r = 1.0f / sqrtf(tot / (float)K + eps);
+#pragma unroll
+            for (int s = 0; s < TC_STEPS; s++) xl[32 * s] = scale8(xl[32 * s], r);
         }
     }
     __syncwarp();
@@ -218,18 +249,20 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
             acc[1] = s.y;
         }
         if (!xok) return;
-        /* the first tile's operands were loaded early (pre1, pre2: warp 0's, and the first tile is warp 0's) */
-        const gemv_pre none = {0, 0, 0, 0.0f, false, false};
+        /* the first tile's operands were loaded early (pre1, pre2: warp 0's, and the first tile is warp 0's).
+         * Loading every later tile's at the start of its run_tile measured slower (run 91: batch 1 298.7 against
+         * 299.6-299.8 tok/s, batch 8 1,255.6 against 1,277.7). */
+        const gemv_pre none = {0, 0, 0, 0.0f, false, false}, p1 = it == 0 ? pre1 : none, p2 = it == 0 ? pre2 : none;
         if (PAIRED) {
             int unit = cur * 4 + t, r1, r2;
             if (unit < O / 2) {
                 pair_rows<EPI>(unit, O, qa.hd, &r1, &r2);
-                gemv_store<EPI>(unit, r1, g, acc[0], acc[1], O, out, qa, it == 0 ? pre1 : none);
+                gemv_store<EPI>(unit, r1, g, acc[0], acc[1], O, out, qa, p1);
             }
         } else {
             int row = cur * 8 + 2 * t;
-            if (row < O) gemv_store<EPI>(row, row, g, acc[0], 0.0f, O, out, qa, it == 0 ? pre1 : none);
-            if (row + 1 < O) gemv_store<EPI>(row + 1, row + 1, g, acc[1], 0.0f, O, out, qa, it == 0 ? pre2 : none);
+            if (row < O) gemv_store<EPI>(row, row, g, acc[0], 0.0f, O, out, qa, p1);
+            if (row + 1 < O) gemv_store<EPI>(row + 1, row + 1, g, acc[1], 0.0f, O, out, qa, p2);
         }
     };
     /* every warp of the block walks the same tiles, so the __syncthreads above match */
@@ -247,16 +280,20 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
 
 typedef void (*gemv_tc_fn)(const uint16_t *, int, int, const uint16_t *, int, float, uint16_t *, fk_qkv_epi, int);
 
-template <int DEPTH>
+template <int DEPTH, bool ONE>
 static gemv_tc_fn pick_tc_d(int norm, int epi) {
     switch (epi) {
-    case FK_GEMV_STORE: return norm ? gemv_tc_kernel<true, FK_GEMV_STORE, DEPTH> : gemv_tc_kernel<false, FK_GEMV_STORE, DEPTH>;
-    case FK_GEMV_RESID: return norm ? gemv_tc_kernel<true, FK_GEMV_RESID, DEPTH> : gemv_tc_kernel<false, FK_GEMV_RESID, DEPTH>;
-    case FK_GEMV_SWIGLU: return norm ? gemv_tc_kernel<true, FK_GEMV_SWIGLU, DEPTH> : gemv_tc_kernel<false, FK_GEMV_SWIGLU, DEPTH>;
+    case FK_GEMV_STORE: return norm ? gemv_tc_kernel<true, FK_GEMV_STORE, DEPTH, ONE> : gemv_tc_kernel<false, FK_GEMV_STORE, DEPTH, ONE>;
+    case FK_GEMV_RESID: return norm ? gemv_tc_kernel<true, FK_GEMV_RESID, DEPTH, ONE> : gemv_tc_kernel<false, FK_GEMV_RESID, DEPTH, ONE>;
+    case FK_GEMV_SWIGLU: return norm ? gemv_tc_kernel<true, FK_GEMV_SWIGLU, DEPTH, ONE> : gemv_tc_kernel<false, FK_GEMV_SWIGLU, DEPTH, ONE>;
     }
-    return norm ? gemv_tc_kernel<true, FK_GEMV_QKV, DEPTH> : gemv_tc_kernel<false, FK_GEMV_QKV, DEPTH>;
+    return norm ? gemv_tc_kernel<true, FK_GEMV_QKV, DEPTH, ONE> : gemv_tc_kernel<false, FK_GEMV_QKV, DEPTH, ONE>;
 }
-static gemv_tc_fn pick_tc(int norm, int epi, int depth) { return depth == 2 ? pick_tc_d<2>(norm, epi) : pick_tc_d<1>(norm, epi); }
+/* one: the batch-1 instantiation (its own x staging; the B > 1 one keeps the code batch 8 was measured with) */
+static gemv_tc_fn pick_tc(int norm, int epi, int depth, int one) {
+    if (one) return depth == 2 ? pick_tc_d<2, true>(norm, epi) : pick_tc_d<1, true>(norm, epi);
+    return depth == 2 ? pick_tc_d<2, false>(norm, epi) : pick_tc_d<1, false>(norm, epi);
+}
 
 static int tc_max_blocks; /* fk_gemv_tc_set_max_blocks: 0 = as many as fit on the GPU at once */
 static int tc_rotate, tc_depth = 2; /* fk_gemv_tc_set_variant: A/B hooks. Depth 2 is the default since run 10 (dev/gemv:
@@ -271,20 +308,21 @@ extern "C" void fk_gemv_tc_set_max_blocks(int blocks) { tc_max_blocks = blocks >
  * avoided): the SM count, and how many blocks of each kernel and warp count fit on one SM (registers,
  * threads, shared memory). With two devices these are the
  * last-initialised device's: the same for identical GPUs. */
-static int tc_sms = 1, tc_fit[2][2][4][TC_MAX_WARPS + 1]; /* [depth-1][norm][epi][warps] */
+static int tc_sms = 1, tc_fit[2][2][2][4][TC_MAX_WARPS + 1]; /* [depth-1][batch 1][norm][epi][warps] */
 
 int gemv_tc_init(void) {
     int dev = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&tc_sms, cudaDevAttrMultiProcessorCount, dev);
     for (int d = 0; d < 2 && e == cudaSuccess; d++)
-        for (int norm = 0; norm <= 1 && e == cudaSuccess; norm++)
-            for (int epi = 0; epi < 4 && e == cudaSuccess; epi++) {
-                gemv_tc_fn fn = pick_tc(norm, epi, d + 1);
-                e = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, TC_XW_BYTES(TC_MAX_WARPS));
-                for (int nw = 1; nw <= TC_MAX_WARPS && e == cudaSuccess; nw++)
-                    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&tc_fit[d][norm][epi][nw], fn, nw * 32, TC_XW_BYTES(nw));
-            }
+        for (int one = 0; one <= 1 && e == cudaSuccess; one++)
+            for (int norm = 0; norm <= 1 && e == cudaSuccess; norm++)
+                for (int epi = 0; epi < 4 && e == cudaSuccess; epi++) {
+                    gemv_tc_fn fn = pick_tc(norm, epi, d + 1, one);
+                    e = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, TC_XW_BYTES(TC_MAX_WARPS));
+                    for (int nw = 1; nw <= TC_MAX_WARPS && e == cudaSuccess; nw++)
+                        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&tc_fit[d][one][norm][epi][nw], fn, nw * 32, TC_XW_BYTES(nw));
+                }
     if (e != cudaSuccess) {
         frigg_set_error("gemv_tc: cannot set up the kernels: %s", cudaGetErrorString(e));
         return -1;
@@ -307,12 +345,12 @@ int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, in
     }
     if (tiles == 0) return 0;
     if (depth != 1 && depth != 2) depth = tc_depth;
-    gemv_tc_fn fn = pick_tc(norm_in, epi, depth);
+    gemv_tc_fn fn = pick_tc(norm_in, epi, depth, B == 1);
     /* Persistent grid: every block resident at once (registers, threads and the kernel's static shared
      * memory, all in tc_fit); then the
      * fewest blocks that keep the same number of rounds, so each block takes the same number of tiles. The
      * grid changes no result. */
-    int per_sm = tc_fit[depth - 1][norm_in != 0][epi][nw];
+    int per_sm = tc_fit[depth - 1][B == 1][norm_in != 0][epi][nw];
     if (per_sm_cap > 0 && per_sm_cap < per_sm) per_sm = per_sm_cap;
     long long cap = (long long)tc_sms * (per_sm > 0 ? per_sm : 1);
     if (tc_max_blocks && cap > tc_max_blocks) cap = tc_max_blocks;
