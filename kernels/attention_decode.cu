@@ -362,7 +362,13 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
                     dst[3] = 0.0f;
                 }
             }
-            __syncthreads(); /* the park is rewritten by the next splits; s_part is read below */
+            /* The park is rewritten by the next splits, and s_part is read below; after the block's last split
+             * in cluster mode the cluster barrier that follows orders both, so this one is left out there (make
+             * FRIGG_NVCC_DEFS=-DATTN_DEC_ALL_BARRIERS keeps it, for an A/B). */
+#ifndef ATTN_DEC_ALL_BARRIERS
+            if (!(CLUSTER && last))
+#endif
+                __syncthreads();
             np = 0;
         }
         if (last) return true;

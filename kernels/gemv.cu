@@ -50,8 +50,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
     gemv_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, float eps,
                 uint16_t *__restrict__ out, fk_qkv_epi qa) {
     extern __shared__ uint4 xs[];
-    __shared__ float scratch[B * 32]; /* stage_norm: 32 per batch row */
-    __shared__ float rs[B];
+    __shared__ float scratch[B * 33]; /* stage_norm: 32 per batch row (+1 in its A/B build) */
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nch = K / 8;
     int unit = blockIdx.x * GEMV_WARPS + warp; /* output row (or SwiGLU output index, or RoPE pair) of this warp */
     bool valid = unit < O / R; /* R = 2: rows unit and O/2 + unit (SwiGLU: gate and up; plain: two halves) */
@@ -76,7 +75,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
     pdl_launch();
     if (EPI == FK_GEMV_RESID && valid && lane < B) gemv_preload_resid<EPI>(pre, row1, lane, O, out);
     const uint4 *xv = (const uint4 *)x;
-    if (NORM) xv = stage_norm(xv, B, nch, K, eps, xs, scratch, rs);
+    if (NORM) xv = stage_norm<B>(xv, nch, K, eps, xs, scratch);
     if (!valid) return;
     float acc[R][B];
 #pragma unroll

@@ -19,21 +19,22 @@ __device__ __forceinline__ uint4 ld_stream(const uint4 *p) {
 }
 
 /* x [B][K] (nch = K/8 16-byte chunks per row) -> xs = bf16(x * rsqrt(mean(x^2) + eps)) row by row, using the
- * whole block (every thread must call it). Returns xs. scratch: B x 32 floats, rs: B floats of shared memory.
+ * whole block (every thread must call it). Returns xs. scratch: B x 32 floats of shared memory.
  * x is read from global memory once: the first pass parks the raw chunks in xs while it sums their squares,
  * the second normalises xs in place. The B rows are reduced side by side, each in block_sum's order (a
  * thread's chunks in increasing order, warp_sum, then warp_sum over the warps' partials), so a row's scale has
- * the same bits whatever B. */
-__device__ __forceinline__ const uint4 *stage_norm(const uint4 *xv, int B, int nch, int K, float eps, uint4 *xs,
-                                                   float *scratch, float *rs) {
+ * the same bits whatever B. Every warp does that last warp_sum itself, so one barrier fewer than one warp doing
+ * it and handing the scales on through shared memory (make FRIGG_NVCC_DEFS=-DGEMV_NORM_3BAR: that way, an A/B). */
+template <int B>
+__device__ __forceinline__ const uint4 *stage_norm(const uint4 *xv, int nch, int K, float eps, uint4 *xs,
+                                                   float *scratch) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    float ss[8];
+    float ss[B];
 #pragma unroll
-    for (int b = 0; b < 8; b++) ss[b] = 0.0f;
+    for (int b = 0; b < B; b++) ss[b] = 0.0f;
     for (int c = threadIdx.x; c < nch; c += blockDim.x) {
 #pragma unroll
-        for (int b = 0; b < 8; b++) {
-            if (b >= B) break;
+        for (int b = 0; b < B; b++) {
             uint4 v = ld_act(xv + (size_t)b * nch + c);
             xs[(size_t)b * nch + c] = v;
             float a0 = bf_lo(v.x), a1 = bf_hi(v.x), a2 = bf_lo(v.y), a3 = bf_hi(v.y);
@@ -42,27 +43,40 @@ __device__ __forceinline__ const uint4 *stage_norm(const uint4 *xv, int B, int n
         }
     }
 #pragma unroll
-    for (int b = 0; b < 8; b++) {
-        if (b >= B) break; /* B is the same for the whole block: the shuffles stay warp-uniform */
+    for (int b = 0; b < B; b++) {
         float v = warp_sum(ss[b]);
         if (lane == 0) scratch[b * 32 + warp] = v;
     }
     __syncthreads();
+    float r[B];
+#ifdef GEMV_NORM_3BAR
+    float *rs = scratch + B * 32; /* (the caller's scratch holds B x 33 floats in this build) */
     for (int b = warp; b < B; b += nw) {
         float t = lane < nw ? scratch[b * 32 + lane] : 0.0f;
         t = warp_sum(t);
         if (lane == 0) rs[b] = 1.0f / sqrtf(t / (float)K + eps);
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < B * nch; i += blockDim.x) {
-        uint4 v = xs[i];
-        float r = rs[i / nch];
-        uint32_t *p = (uint32_t *)&v;
-        for (int j = 0; j < 4; j++) {
-            uint32_t lo = f2bf(bf_lo(p[j]) * r), hi = f2bf(bf_hi(p[j]) * r);
-            p[j] = lo | (hi << 16);
+#pragma unroll
+    for (int b = 0; b < B; b++) r[b] = rs[b];
+#else
+#pragma unroll
+    for (int b = 0; b < B; b++) {
+        float t = lane < nw ? scratch[b * 32 + lane] : 0.0f;
+        r[b] = 1.0f / sqrtf(warp_sum(t) / (float)K + eps);
+    }
+#endif
+    for (int c = threadIdx.x; c < nch; c += blockDim.x) {
+#pragma unroll
+        for (int b = 0; b < B; b++) {
+            uint4 v = xs[(size_t)b * nch + c];
+            uint32_t *p = (uint32_t *)&v;
+            for (int j = 0; j < 4; j++) {
+                uint32_t lo = f2bf(bf_lo(p[j]) * r[b]), hi = f2bf(bf_hi(p[j]) * r[b]);
+                p[j] = lo | (hi << 16);
+            }
+            xs[(size_t)b * nch + c] = v;
         }
-        xs[i] = v;
     }
     __syncthreads();
     return xs;

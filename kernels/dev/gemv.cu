@@ -53,8 +53,7 @@ __global__ void __launch_bounds__(OLD_MAX_WARPS * 32)
                   uint16_t *__restrict__ out, fk_qkv_epi qa) {
     constexpr bool PAIRED = EPI == FK_GEMV_SWIGLU || EPI == FK_GEMV_QKV;
     extern __shared__ uint4 xs[];
-    __shared__ float scratch[8 * 32]; /* stage_norm: 32 per batch row */
-    __shared__ float rs[8];
+    __shared__ float scratch[8 * 33]; /* stage_norm: 32 per batch row (+1 in its A/B build) */
     __shared__ float4 part[OLD_MAX_WARPS][32];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5, nch = K / 8;
     const int g = lane >> 2, t = lane & 3;
@@ -84,7 +83,16 @@ __global__ void __launch_bounds__(OLD_MAX_WARPS * 32)
     pdl_wait();
     pdl_launch();
     const uint4 *xv = (const uint4 *)x;
-    if (NORM) xv = stage_norm(xv, B, nch, K, eps, xs, scratch, rs);
+    if (NORM) switch (B) { /* stage_norm takes B as a template argument */
+        case 1: xv = stage_norm<1>(xv, nch, K, eps, xs, scratch); break;
+        case 2: xv = stage_norm<2>(xv, nch, K, eps, xs, scratch); break;
+        case 3: xv = stage_norm<3>(xv, nch, K, eps, xs, scratch); break;
+        case 4: xv = stage_norm<4>(xv, nch, K, eps, xs, scratch); break;
+        case 5: xv = stage_norm<5>(xv, nch, K, eps, xs, scratch); break;
+        case 6: xv = stage_norm<6>(xv, nch, K, eps, xs, scratch); break;
+        case 7: xv = stage_norm<7>(xv, nch, K, eps, xs, scratch); break;
+        default: xv = stage_norm<8>(xv, nch, K, eps, xs, scratch); break;
+        }
     const bool xok = g < B;
     const uint4 *xr = xv + (size_t)(xok ? g : 0) * nch + c_lo;
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
