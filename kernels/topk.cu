@@ -35,37 +35,31 @@ __device__ __forceinline__ void topk_run(int V, int &i0, int &i1) {
     i1 = min(s1, i0 + each);
 }
 
+/* One byte of the k-th largest key from a 256-bin histogram: walking the bins down from 255 with `acc` keys
+ * already above them, the first bin that brings the count to k (0 if none does), with `acc` left at the keys
+ * above that bin. */
+__device__ __forceinline__ int topk_bin(const int *hist, int k, int &acc) {
+    for (int b = 255; b >= 0; b--) {
+        const int c = ld_act32(hist + b);
+        if (acc + c >= k) return b;
+        acc += c;
+    }
+    return 0;
+}
+
 /* From the row's high-byte histogram: the high byte of the k-th largest key, and how many keys lie above
  * that byte's bin. The same answer in every block. */
 __device__ void topk_high(const int *hist_hi, int k, int &H, int &above) {
-    int acc = 0;
-    H = 0;
-    for (int b = 255; b >= 0; b--) {
-        const int c = ld_act32(hist_hi + b);
-        if (acc + c >= k) {
-            H = b;
-            break;
-        }
-        acc += c;
-    }
-    above = acc;
+    above = 0;
+    H = topk_bin(hist_hi, k, above);
 }
 
 /* T, the k-th largest key, and how many keys lie above it. */
 __device__ void topk_threshold(const int *hist_hi, const int *hist_lo, int k, unsigned &T, int &above) {
-    int H, acc;
-    topk_high(hist_hi, k, H, acc);
-    int L = 0;
-    for (int b = 255; b >= 0; b--) {
-        const int c = ld_act32(hist_lo + b);
-        if (acc + c >= k) {
-            L = b;
-            break;
-        }
-        acc += c;
-    }
+    int H;
+    topk_high(hist_hi, k, H, above);
+    const int L = topk_bin(hist_lo, k, above);
     T = (unsigned)H << 8 | (unsigned)L;
-    above = acc;
 }
 
 __global__ void __launch_bounds__(TOPK_THREADS) topk_hist_hi_kernel(const uint16_t *logits, int V, int *work) {
