@@ -1,5 +1,5 @@
-/* test_tokenizer.c — the tokenizer against HF tokenizers 0.23.2 (npm), id for id.
- *  1. golden/tokenizer/NAME.jsonl.gz (scripts/tokenizer-oracle/gen-golden.js): every corpus line and
+/* test_tokenizer.c — the tokenizer against HF tokenizers 0.23.2 (the Python binding from PyPI), id for id.
+ *  1. golden/tokenizer/NAME.jsonl.gz (scripts/tokenizer-oracle/gen_golden.py): every corpus line and
  *     10,000 generated hostile strings per tokenizer and mode; encode must give HF's ids, decode of
  *     HF's ids must give HF's text, and the streaming decoder must give the same text in pieces that
  *     are each valid UTF-8. Also 2,000 random id sequences per file (byte-fallback runs, invalid

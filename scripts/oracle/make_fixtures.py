@@ -11,7 +11,7 @@ Two modes:
       Writes three tiny checkpoints (tiny-packed, tiny-split, tiny-sharded), each with a
       reference.json computed by HF on the CPU in bfloat16 (and float32 for last_logits_fp32).
 
-  make_fixtures.py --mimir-size --seed S --out DIR [--prompts FILE] [--device cuda]
+  make_fixtures.py --mimir-size --seed S --out DIR [--prompts FILE] [--device auto|cuda|cpu]
       Writes a full-size DFM-Mimir-shaped random checkpoint (packed layout, bf16,
       1,786,775,040 parameters) generated on the GPU, and DIR/reference.json with HF's outputs on
       that device, for frigg-parity. `--tiny-test` runs the same code path on small shapes.
@@ -484,6 +484,8 @@ def teacher_forced(model, ids, P, cont, device, mode):
 
 def mimir_size(args):
     device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: no CUDA device visible (use --device cpu for a CPU run)")
     if args.tiny_test:
@@ -570,7 +572,8 @@ def main():
     ap.add_argument("--steps", type=int, default=16, help="greedy tokens per tiny case")
     ap.add_argument("--mimir-size", action="store_true", help="full-size DFM-Mimir-shaped random model")
     ap.add_argument("--tiny-test", action="store_true", help="with --mimir-size: small shapes, same code path")
-    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="--mimir-size device")
+    ap.add_argument("--device", default="auto", choices=["auto", "cuda", "cpu"],
+                    help="--mimir-size device (auto: cuda when torch sees a GPU, else cpu)")
     ap.add_argument("--prompts", help="--mimir-size: JSON lines of input_ids (see read_prompts)")
     ap.add_argument("--topk", type=int, default=20)
     ap.add_argument("--greedy-steps", type=int, default=32)

@@ -1,4 +1,4 @@
-/* probe-pcre2.c — the PCRE2 side of probe-hf.js: piece counts of the four probe strings per code point
+/* probe-pcre2.c — the PCRE2 side of probe_hf.py: piece counts of the four probe strings per code point
  * under tok_mistral_regex compiled with PCRE2 (UTF+UCP). Build: see gen-delta. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
