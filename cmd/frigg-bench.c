@@ -298,17 +298,6 @@ static double weight_bytes(const frigg_config *c) {
     return (double)frigg_num_runs(c) * c->layers_per_stack * (5 * D * D + 3 * I * D) * 2 + (double)c->vocab_size * D * 2;
 }
 
-/* decode_greedy's callback in the bench: keep the step's ids as the next input (nothing stops early). */
-typedef struct {
-    int32_t *tok;
-    int B;
-} greedy_sink;
-static int keep_ids(void *ctx, const int32_t *ids) {
-    greedy_sink *g = ctx;
-    memcpy(g->tok, ids, sizeof(int32_t) * g->B);
-    return 0;
-}
-
 static int bench_decode(opts_t *o, const frigg_model *m) {
     const frigg_config *c = &m->cfg;
     int maxb = 1;
@@ -333,66 +322,70 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
         int32_t *ids = frigg_xmalloc(sizeof(int32_t) * n0);
         for (int s = 0; s < maxb; s++) {
             random_ids(ids, n0, c->vocab_size, &rs);
-            if (b->prefill(b, s, ids, n0, n0, NULL, NULL)) {
+            if (frigg_prefill(b, s, ids, n0, n0, NULL, NULL)) {
                 fprintf(stderr, "frigg-bench: prefill: %s\n", frigg_error());
                 return -1;
             }
         }
         for (int bi = 0; bi < o->nb; bi++) {
-            int B = o->batches[bi], seqs[8];
-            int32_t tok[8], out[8];
+            int B = o->batches[bi];
+            int32_t tok[8], out_id[2][8];
             const int sampled = o->sampling.temperature > 0;
-            float *logits = b->decode_argmax && !sampled ? NULL : frigg_xmalloc(sizeof(float) * B * c->vocab_size);
-            int pipelined = b->decode_greedy && !o->one_step && !sampled;
-            /* a top-k draw needs only the k largest logits: the backend sends those where it can, as in frigg-run */
-            const int topk = sampled && b->decode_topk ? frigg_sampler_topk_only(&o->sampling, c->vocab_size) : 0;
+            /* greedy: only ids come back; a top-k draw: only the k largest logits (as in frigg-run); else rows */
+            const int topk = sampled ? frigg_sampler_topk_only(&o->sampling, c->vocab_size) : 0;
+            float *logits = sampled && !topk ? frigg_xmalloc(sizeof(float) * B * c->vocab_size) : NULL;
+            float *vals = topk ? frigg_xmalloc(sizeof(float) * B * topk) : NULL;
+            int32_t *cand = topk ? frigg_xmalloc(sizeof(int32_t) * B * topk) : NULL;
+            /* greedy steps queued two deep where the engine can: step k+1 takes step k's ids on the device */
+            int pipelined = !sampled && !o->one_step && b->max_inflight >= 2;
             frigg_sampler smp[8];
             for (int i = 0; i < B && sampled; i++) {
                 frigg_sampler_params sp = o->sampling;
                 sp.seed = o->seed + (unsigned long long)i;
                 frigg_sampler_init(&smp[i], &sp, c->vocab_size);
             }
-            for (int i = 0; i < B; i++) {
-                seqs[i] = i;
-                tok[i] = 5 + i;
-            }
+            for (int i = 0; i < B; i++) tok[i] = 5 + i;
+            frigg_row rows[2][8];
             double v[32];
             for (int r = -1; r < o->repeats; r++) { /* r = -1: warm-up (graph capture) */
-                for (int i = 0; i < B; i++) b->seq_len[i] = n0; /* rewind: the same positions every repeat */
-                double t0 = frigg_now_ms();
-                if (pipelined) {
-                    greedy_sink sink = {tok, B};
-                    if (b->decode_greedy(b, B, seqs, tok, o->steps, keep_ids, &sink) != o->steps) {
-                        fprintf(stderr, "frigg-bench: decode: %s\n", frigg_error());
+                for (int i = 0; i < B; i++) /* rewind: the same positions every repeat */
+                    if (b->seq_fork(b, i, i, n0)) {
+                        fprintf(stderr, "frigg-bench: rewind: %s\n", frigg_error());
                         return -1;
                     }
-                }
-                for (int st = 0; st < o->steps && !pipelined; st++) {
-                    int rc;
-                    if (b->decode_argmax && !sampled) {
-                        rc = b->decode_argmax(b, B, seqs, tok, out);
-                    } else if (topk) {
-                        rc = frigg_decode_topk_draw(b, B, seqs, tok, topk, smp, out);
-                    } else {
-                        rc = b->decode(b, B, seqs, tok, logits);
-                        for (int i = 0; i < B && !rc; i++) {
-                            float *row = logits + (size_t)i * c->vocab_size;
-                            out[i] = sampled ? frigg_sample(&smp[i], row, NULL, 0) : frigg_argmax(row, c->vocab_size);
-                        }
+                double t0 = frigg_now_ms();
+                for (int st = 0; st < o->steps; st++) {
+                    frigg_row *row = rows[st & 1];
+                    for (int i = 0; i < B; i++) {
+                        row[i] = (frigg_row){.seq = i, .n = 1, .token = pipelined && st > 0 ? FRIGG_TOKEN_LAST_GREEDY : tok[i],
+                                             .want = !sampled ? FRIGG_WANT_GREEDY : topk ? FRIGG_WANT_TOPK : FRIGG_WANT_LOGITS,
+                                             .k = topk, .out_id = &out_id[st & 1][i],
+                                             .out_vals = vals ? vals + (size_t)i * topk : NULL,
+                                             .out_ids = cand ? cand + (size_t)i * topk : NULL,
+                                             .out_logits = logits ? logits + (size_t)i * c->vocab_size : NULL};
                     }
+                    int rc = b->submit(b, row, B);
+                    if (!rc && (!pipelined || st > 0)) rc = b->collect(b); /* pipelined: collects step st - 1 */
+                    if (!rc && pipelined && st == o->steps - 1) rc = b->collect(b);
                     if (rc) {
                         fprintf(stderr, "frigg-bench: decode: %s\n", frigg_error());
                         return -1;
                     }
-                    memcpy(tok, out, sizeof(int32_t) * B);
+                    for (int i = 0; i < B && !pipelined; i++) {
+                        if (!sampled) tok[i] = out_id[st & 1][i];
+                        else if (topk) tok[i] = frigg_sample_topk(&smp[i], vals + (size_t)i * topk, cand + (size_t)i * topk, topk);
+                        else tok[i] = frigg_sample(&smp[i], logits + (size_t)i * c->vocab_size, NULL, 0);
+                    }
                 }
                 if (r >= 0) v[r] = (frigg_now_ms() - t0) / o->steps; /* ms per step */
-                if (r == -1 && b->seq_len[0] != n0 + o->steps) {
+                if (r == -1 && b->seq_len(b, 0) != n0 + o->steps) {
                     fprintf(stderr, "frigg-bench: decode: sequence 0 holds %d tokens after the warm-up, expected %d\n",
-                            b->seq_len[0], n0 + o->steps);
+                            b->seq_len(b, 0), n0 + o->steps);
                     return -1;
                 }
             }
+            free(vals);
+            free(cand);
             free(logits);
             for (int i = 0; i < B && sampled; i++) frigg_sampler_free(&smp[i]);
             stat3 ms = stats(v, o->repeats);
@@ -446,7 +439,7 @@ static int bench_prefill(opts_t *o, const frigg_model *m) {
         double v[32];
         for (int r = -1; r < o->repeats; r++) {
             double t0 = frigg_now_ms();
-            if (b->prefill(b, 0, ids, T, T, logits, NULL)) {
+            if (frigg_prefill(b, 0, ids, T, T, logits, NULL)) {
                 fprintf(stderr, "frigg-bench: prefill: %s\n", frigg_error());
                 return -1;
             }

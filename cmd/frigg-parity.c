@@ -120,7 +120,7 @@ static int forced(frigg_backend *b, const float *first_logits, const int *toks, 
         if (!ok && i < *first_tie) *agree_before_tie = 0;
         if (i == n - 1) break;
         int32_t t = toks[i];
-        if (b->decode(b, 1, &seq, &t, lg)) {
+        if (frigg_decode(b, 1, &seq, &t, lg)) {
             fprintf(stderr, "frigg-parity: decode: %s\n", frigg_error());
             *err = 1;
             break;
@@ -183,7 +183,7 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
         double tie = o->tie;
         json_t *noise = json_object_get(c, "greedy_nocache_check");
         if (o->tie_auto) tie = json_is_number(noise) ? json_number_value(noise) : 0.5;
-        if (n < 1 || P < 0 || P > n || b->prefill(b, 0, ids, n, run_P, lg, NULL)) {
+        if (n < 1 || P < 0 || P > n || frigg_prefill(b, 0, ids, n, run_P, lg, NULL)) {
             fprintf(stderr, "frigg-parity: %s/%s: prefill: %s\n", dir, name, n < 1 || P < 0 || P > n ? "bad case" : frigg_error());
             free(ids);
             rc = -1;
@@ -218,7 +218,7 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
                 fprintf(stderr, "frigg-parity: %s/%s: teacher_forced%s top1 and continuation lengths differ\n", dir, name,
                         nt2 != nt ? "" : "_fp32");
                 rc = -1;
-            } else if (b->prefill(b, 0, ids, n, run_P, lg, NULL) == 0) {
+            } else if (frigg_prefill(b, 0, ids, n, run_P, lg, NULL) == 0) {
                 /* Also count agreement on the steps that are not near-ties. */
                 int V2 = V, seq = 0;
                 float *l2 = frigg_xmalloc(sizeof(float) * V2);
@@ -233,7 +233,7 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
                     }
                     if (i == nt - 1) break;
                     int32_t t = cont[i];
-                    if (b->decode(b, 1, &seq, &t, l2)) {
+                    if (frigg_decode(b, 1, &seq, &t, l2)) {
                         fprintf(stderr, "frigg-parity: decode: %s\n", frigg_error());
                         err = 1;
                         break;
@@ -251,7 +251,7 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
         double cpu_abs = -1;
         int cpu_greedy = -1;
         if (cpu && !err) {
-            if (cpu->prefill(cpu, 0, ids, n, run_P, lc, NULL) == 0 && b->prefill(b, 0, ids, n, run_P, lg, NULL) == 0) {
+            if (frigg_prefill(cpu, 0, ids, n, run_P, lc, NULL) == 0 && frigg_prefill(b, 0, ids, n, run_P, lg, NULL) == 0) {
                 cpu_abs = 0;
                 for (int i = 0; i < V; i++) cpu_abs = fmax(cpu_abs, fabs(lc[i] - lg[i]));
                 /* greedy on the CPU engine's own tokens, compared while its margin is clear */
@@ -269,7 +269,7 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
                     }
                     cpu_greedy++;
                     int32_t t = a;
-                    if (cpu->decode(cpu, 1, &seq, &t, lc) || b->decode(b, 1, &seq, &t, lg)) {
+                    if (frigg_decode(cpu, 1, &seq, &t, lc) || frigg_decode(b, 1, &seq, &t, lg)) {
                         err = 1;
                         break;
                     }

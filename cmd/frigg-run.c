@@ -1,6 +1,7 @@
 /* frigg-run — JSON lines in, JSON lines out: one request object per input line, one response object
- * per output line, in order. A bad line gets {"error":{...}} and processing continues; the exit status
- * is then 1. See man/frigg-run.1. */
+ * per output line, in input order (or, with --unordered, as they finish). Up to --parallel requests
+ * run at once through the session's scheduler. A bad line gets {"error":{...}} in its place and
+ * processing continues; the exit status is then 1. See man/frigg-run.1. */
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -35,12 +36,15 @@ static void usage(FILE *f) {
             "      --tokenize        print {\"ids\",\"text\"} for each request's prompt/messages; no weights\n"
             "      --detokenize      map {\"ids\":[...]} lines to {\"text\":...}; no weights\n"
             "      --hf-regex        tokenize like transformers' fix_mistral_regex (default: like training)\n"
+            "  -P, --parallel N      run up to N requests at once (default %d: the engine's sequence slots)\n"
+            "      --unordered       print each response as it finishes, with its input \"line\" number\n"
+            "                        (default: in input order)\n"
             "  -h, --help            this help\n"
             "      --version         version and build\n"
             "\n"
             "Request fields: input_ids | prompt | messages (+tools), max_tokens, temperature, top_k, top_p,\n"
             "seed, repetition_penalty, stop_ids, stop, prefix_tokens, logprobs, id. See frigg-run(1).\n",
-            FRIGG_DEFAULT_MAX_TOKENS);
+            FRIGG_DEFAULT_MAX_TOKENS, FRIGG_SESSION_DEFAULT_SLOTS);
 }
 
 static void print_json_line(json_t *o) {
@@ -51,11 +55,65 @@ static void print_json_line(json_t *o) {
     free(s);
 }
 
-static void print_error(long line, json_t *id, const char *msg) {
-    json_t *o = json_pack("{s:{s:s,s:I}}", "error", "message", msg, "line", (json_int_t)line);
-    if (id) json_object_set(o, "id", id);
-    print_json_line(o);
-    json_decref(o);
+/* The responses of the lines read so far: out[k % cap] is the k-th request's once answered. Lines are
+ * read while fewer than `window` responses wait to be printed, so an early long request holds back at
+ * most that many finished ones. */
+typedef struct {
+    json_t **out;
+    long *lineno;
+    unsigned char *printed; /* --unordered: printed ahead of head */
+    long cap, head, next; /* head: the next response to print; next: the next request's index */
+    int unordered, bad;
+} runner;
+
+typedef struct {
+    runner *r;
+    long k;
+} line_ctx;
+
+static void emit_ready(runner *r) {
+    while (r->head < r->next && r->out[r->head % r->cap]) {
+        json_t *o = r->out[r->head % r->cap];
+        r->out[r->head % r->cap] = NULL;
+        print_json_line(o);
+        json_decref(o);
+        r->head++;
+    }
+}
+
+/* --unordered: print every answered response now, whatever its place. */
+static void emit_unordered(runner *r) {
+    for (long k = r->head; k < r->next; k++) {
+        json_t *o = r->out[k % r->cap];
+        if (!o) continue;
+        r->out[k % r->cap] = NULL;
+        print_json_line(o);
+        json_decref(o);
+        r->printed[k % r->cap] = 1;
+    }
+    while (r->head < r->next && r->printed[r->head % r->cap]) r->printed[r->head++ % r->cap] = 0;
+}
+
+static void on_response(void *vctx, json_t *resp) {
+    line_ctx *lc = vctx;
+    runner *r = lc->r;
+    long line = r->lineno[lc->k % r->cap];
+    json_t *err = json_object_get(resp, "error");
+    if (err) {
+        json_object_set_new(err, "line", json_integer(line));
+        r->bad = 1;
+    } else if (r->unordered) {
+        json_object_set_new(resp, "line", json_integer(line));
+    }
+    r->out[lc->k % r->cap] = resp;
+    free(lc);
+}
+
+static void error_line(runner *r, long k, const char *msg) {
+    line_ctx *lc = frigg_xcalloc(1, sizeof *lc);
+    lc->r = r;
+    lc->k = k;
+    on_response(lc, json_pack("{s:{s:s}}", "error", "message", msg));
 }
 
 int main(int argc, char **argv) {
@@ -65,15 +123,16 @@ int main(int argc, char **argv) {
         {"device", required_argument, 0, 'd'},  {"max-tokens", required_argument, 0, 'n'},
         {"tokenize", no_argument, 0, 'T'},      {"detokenize", no_argument, 0, 'D'},
         {"hf-regex", no_argument, 0, 'R'},      {"raw", no_argument, 0, 'W'},
+        {"parallel", required_argument, 0, 'P'}, {"unordered", no_argument, 0, 'U'},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, 'V'},       {0, 0, 0, 0}};
     frigg_session_opts so = {0};
     so.default_max_tokens = FRIGG_DEFAULT_MAX_TOKENS;
     const char *prompt = NULL;
     int mode = 0; /* 0 generate, 'T' tokenize, 'D' detokenize */
-    int raw = 0;
+    int raw = 0, unordered = 0, parallel = FRIGG_SESSION_DEFAULT_SLOTS;
     int c;
-    while ((c = getopt_long(argc, argv, "p:m:b:t:d:n:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:m:b:t:d:n:P:h", opts, NULL)) != -1) {
         switch (c) {
         case 'p': prompt = optarg; break;
         case 'm': so.model_dir = optarg; break;
@@ -91,6 +150,13 @@ int main(int argc, char **argv) {
         }
         case 'T':
         case 'D': mode = c; break;
+        case 'P': {
+            double v;
+            if (frigg_cli_number("frigg-run", "--parallel", optarg, 1, 256, 1, &v)) return 2;
+            parallel = (int)v;
+            break;
+        }
+        case 'U': unordered = 1; break;
         case 'R': so.hf_regex = 1; break;
         case 'W': raw = 1; break;
         case 'h': usage(stdout); return 0;
@@ -111,6 +177,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     so.tokenizer_only = mode != 0;
+    so.slots = parallel;
     frigg_session *s = frigg_session_open(&so);
     if (!s) {
         fprintf(stderr, "frigg-run: %s\n", frigg_error());
@@ -130,34 +197,51 @@ int main(int argc, char **argv) {
         size_t cap = 0;
         ssize_t len;
         long lineno = 0;
-        while ((len = getline(&line, &cap, stdin)) >= 0) {
-            lineno++;
-            while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
-            if (len == 0) continue; /* blank lines separate nothing; skip them */
-            if ((size_t)len > MAX_LINE) {
-                print_error(lineno, NULL, "line too long");
-                bad = 1;
-                continue;
+        runner rn = {.unordered = unordered, .cap = 4L * parallel + 64};
+        rn.out = frigg_xcalloc((size_t)rn.cap, sizeof *rn.out);
+        rn.lineno = frigg_xcalloc((size_t)rn.cap, sizeof *rn.lineno);
+        rn.printed = frigg_xcalloc((size_t)rn.cap, 1);
+        int eof = 0;
+        while (!eof || rn.head < rn.next) {
+            /* read while the scheduler has room and the print window is not full */
+            while (!eof && frigg_session_pending(s) < parallel && rn.next - rn.head < rn.cap) {
+                if ((len = getline(&line, &cap, stdin)) < 0) {
+                    eof = 1;
+                    break;
+                }
+                lineno++;
+                while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+                if (len == 0) continue; /* blank lines separate nothing; skip them */
+                long k = rn.next++;
+                rn.lineno[k % rn.cap] = lineno;
+                if ((size_t)len > MAX_LINE) {
+                    error_line(&rn, k, "line too long");
+                    continue;
+                }
+                json_error_t jerr;
+                json_t *req = json_loadb(line, (size_t)len, JSON_REJECT_DUPLICATES, &jerr);
+                if (!req) {
+                    char msg[256];
+                    snprintf(msg, sizeof msg, "invalid JSON at column %d: %s", jerr.column, jerr.text);
+                    error_line(&rn, k, msg);
+                    continue;
+                }
+                line_ctx *lc = frigg_xcalloc(1, sizeof *lc);
+                lc->r = &rn;
+                lc->k = k;
+                frigg_session_submit(s, req, mode, on_response, lc);
+                json_decref(req);
+                if (unordered) emit_unordered(&rn);
+                else emit_ready(&rn);
             }
-            json_error_t jerr;
-            json_t *req = json_loadb(line, (size_t)len, JSON_REJECT_DUPLICATES, &jerr);
-            if (!req) {
-                char msg[256];
-                snprintf(msg, sizeof msg, "invalid JSON at column %d: %s", jerr.column, jerr.text);
-                print_error(lineno, NULL, msg);
-                bad = 1;
-                continue;
-            }
-            json_t *resp = frigg_session_handle(s, req, mode);
-            json_t *err = json_object_get(resp, "error");
-            if (err) {
-                json_object_set_new(err, "line", json_integer(lineno));
-                bad = 1;
-            }
-            print_json_line(resp);
-            json_decref(resp);
-            json_decref(req);
+            if (frigg_session_pending(s) > 0) frigg_session_step(s); /* a failed step answered its requests */
+            if (unordered) emit_unordered(&rn);
+            else emit_ready(&rn);
         }
+        bad = rn.bad;
+        free(rn.out);
+        free(rn.lineno);
+        free(rn.printed);
         free(line);
     }
     frigg_session_close(s);

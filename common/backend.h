@@ -1,53 +1,94 @@
-/* backend.h — the one interface every engine (CPU reference, CUDA) implements. The generation loop,
- * the tests and every executable talk to a model only through this. */
+/* backend.h — the one interface every engine (CPU reference, CUDA) implements. The generation state,
+ * the scheduler, the tests and every executable talk to a model only through this.
+ *
+ * An engine holds max_seqs sequence slots, each with its own KV cache of max_ctx tokens. One engine
+ * step runs a set of rows: a row names its sequence and either prefills a whole prompt into it (the
+ * cache is reset first; PrefixLM forbids splitting a prompt by tokens, MODEL.md §4) or appends one
+ * token to it (a decode step). Each row says what it wants back. Rows of both kinds, for sequences that
+ * joined at different times, mix freely between steps; a sequence appears at most once in a step.
+ *
+ * submit/collect: `submit` queues a step and returns; `collect` waits for the oldest queued step and
+ * writes its rows' outputs. An engine may hold up to `max_inflight` steps queued (the CUDA engine: 2,
+ * so step k+1 runs while step k's ids travel to the host; the CPU engine: 1, it runs the step inside
+ * submit). A row's input token may be FRIGG_TOKEN_LAST_GREEDY: the greedy id the same sequence's row
+ * produced in the step queued just before (which must have wanted FRIGG_WANT_GREEDY) — that is what lets
+ * greedy decoding queue its next step before the last one's id is known on the host. frigg_step()
+ * is submit + collect.
+ *
+ * Threads: one engine is driven by one thread at a time (the scheduler's); nothing here locks. */
 #ifndef FRIGG_BACKEND_H
 #define FRIGG_BACKEND_H
 
 #include <stdint.h>
 
 #include "model.h"
+#include "sampler.h" /* FRIGG_TOPK_MAX */
 
 typedef struct frigg_backend frigg_backend;
 
 typedef struct {
-    int threads;     /* CPU worker threads (0 = all cores) */
-    int device;      /* CUDA device ordinal */
-    int max_seqs;    /* sequence slots, each with its own static KV cache (>= 1) */
-    int max_ctx;     /* tokens per sequence (0 = max_position_embeddings) */
+    int threads;          /* CPU worker threads (0 = all cores) */
+    int device;           /* CUDA device ordinal */
+    int max_seqs;         /* sequence slots, each with its own static KV cache (>= 1) */
+    int max_ctx;          /* tokens per sequence (0 = max_position_embeddings) */
+    frigg_dtype kv_dtype; /* KV-cache element type: FRIGG_DT_BF16 (the default, 0); others are refused by name */
+    int fp32_reference;   /* CPU engine: round nowhere (HF's model in float32 on the same bf16-valued weights,
+                             MODEL.md T17) instead of at every bf16 rounding point; the CUDA engine refuses it */
 } frigg_backend_opts;
 
+/* What a row wants back from its step. */
+typedef enum {
+    FRIGG_WANT_NONE = 0,  /* nothing (the cache is filled all the same) */
+    FRIGG_WANT_GREEDY,    /* out_id: argmax of the bf16 logits, lowest id on ties */
+    FRIGG_WANT_TOPK,      /* out_vals[k], out_ids[k]: the k largest bf16 logits and their ids (value
+                             descending, ties to the lower id, decide which k), in that order; 1 <= k <=
+                             FRIGG_TOPK_MAX, k < vocab; plus out_lse, log Σ exp over the whole row, so that
+                             val - lse is a log-probability (top-n logprobs need no full row) */
+    FRIGG_WANT_LOGITS,    /* out_logits[vocab]: the last row's logits (bf16 values stored as float) */
+    FRIGG_WANT_ALL_LOGITS /* prefill only: out_logits[n * vocab], every prompt row's logits */
+} frigg_want;
+
+#define FRIGG_TOKEN_LAST_GREEDY (-2)
+
+typedef struct {
+    int seq;               /* the sequence slot, [0, max_seqs) */
+    int prefill;           /* 1: reset the sequence and run ids[0..n) as its prompt; 0: append ids[0] */
+    const int32_t *ids;    /* prefill: n ids; decode: one id, or NULL with token = FRIGG_TOKEN_LAST_GREEDY */
+    int n;                 /* prefill: prompt length; decode: 1 */
+    int32_t token;         /* decode rows: the token when ids is NULL (an id, or FRIGG_TOKEN_LAST_GREEDY) */
+    int prefix_len;        /* prefill: tokens [0, prefix_len) form the bidirectional prefix; decode: unused */
+    frigg_want want;
+    int k;                 /* FRIGG_WANT_TOPK: how many */
+    /* Outputs, owned by the caller, written by collect: */
+    int32_t *out_id;       /* GREEDY */
+    float *out_vals;       /* TOPK: k values */
+    int32_t *out_ids;      /* TOPK: k ids */
+    float *out_lse;        /* TOPK (optional, may be NULL) */
+    float *out_logits;     /* LOGITS / ALL_LOGITS */
+} frigg_row;
+
 struct frigg_backend {
-    const char *name;          /* "cpu" or "cuda" */
+    const char *name;      /* "cpu" or "cuda" */
     const frigg_model *model;
     int max_seqs, max_ctx;
-    int *seq_len;              /* tokens currently in each sequence's KV cache */
+    int max_rows;          /* the most rows one step takes */
+    int max_inflight;      /* steps that may be queued before the first is collected (>= 1) */
+    frigg_dtype kv_dtype;
 
-    /* Run a prompt through all module runs into sequence `seq` (its cache is reset first).
-     * Tokens [0, prefix_len) form the bidirectional prefix; the rest are causal (MODEL.md §4).
-     * logits_last: vocab floats for the last row, or NULL. logits_all: n*vocab floats, or NULL.
-     * Logits are bf16-rounded values stored as float (HF returns bf16 logits, trap T15). */
-    int (*prefill)(frigg_backend *b, int seq, const int32_t *ids, int n, int prefix_len, float *logits_last,
-                   float *logits_all);
-    /* One causal decode step for nseq sequences: token ids[i] is appended to sequence seqs[i] at
-     * position seq_len[seqs[i]]. logits: nseq*vocab floats. */
-    int (*decode)(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, float *logits);
-    /* Optional (may be NULL): like decode, but only the greedy ids (argmax of the bf16 logits,
-     * lowest index on ties) come back — lets a GPU keep the logits on the device. */
-    int (*decode_argmax)(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int32_t *out_ids);
-    /* Optional (may be NULL): up to `steps` greedy steps in one call, each step's input being the greedy ids
-     * of the step before (ids: the first step's). After every step on_ids(ctx, ids) receives its nseq greedy
-     * ids, the same as decode_argmax's; a nonzero return stops there. Each step whose ids were delivered
-     * appended its input token to the caches, as decode_argmax does; nothing else is appended. Lets a GPU queue
-     * step k+1 before step k's ids reach the host. Returns the number of steps delivered, or -1 (frigg_error);
-     * seq_len + steps must fit max_ctx. */
-    int (*decode_greedy)(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int steps,
-                         int (*on_ids)(void *ctx, const int32_t *ids), void *ctx);
-    /* Optional (may be NULL): like decode, but only each row's k largest logits come back (1 <= k <= FRIGG_TOPK_MAX
-     * of sampler.h, k < vocab): vals[i*k + j], out_ids[i*k + j], j < k, are row i's k largest bf16 logits (value
-     * descending, ties to the lower id, decide which) and their ids, in an unspecified order. What a top-k draw
-     * needs (frigg_sample_topk), without the vocabulary crossing from a GPU. */
-    int (*decode_topk)(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int k, float *vals,
-                       int32_t *out_ids);
+    /* Queue one step of nrows rows (each checked first: a bad row is an error with a message, and then
+     * nothing of the step ran). Returns 0, or -1 with frigg_error(). */
+    int (*submit)(frigg_backend *b, frigg_row *rows, int nrows);
+    /* Wait for the oldest queued step and write its outputs into the rows given to its submit (which must
+     * stay valid until then). 0, or -1 with frigg_error(); -1 also when nothing is queued. */
+    int (*collect)(frigg_backend *b);
+    /* Sequence calls (no step in flight may involve the sequences named). reset: empty the sequence.
+     * fork: copy src's cache up to position n (n <= length of src) into dst, which then has length n; the
+     * n choices of one request share one prefill this way. PrefixLM: a position's keys and values depend on
+     * the whole prefix, so a fork at n continues exactly as a fresh prefill only when n >= the prefix. */
+    int (*seq_reset)(frigg_backend *b, int seq);
+    int (*seq_fork)(frigg_backend *b, int src, int dst, int n);
+    /* Tokens in the sequence's cache (after every collected step), or -1 with frigg_error() for a bad slot. */
+    int (*seq_len)(const frigg_backend *b, int seq);
     void (*destroy)(frigg_backend *b);
     void *impl;
 };
@@ -57,10 +98,23 @@ struct frigg_backend {
 frigg_backend *frigg_backend_create(const char *name, const frigg_model *m, const frigg_backend_opts *opts);
 void frigg_backend_destroy(frigg_backend *b);
 
-/* For backend implementations: allocate the common part with the options normalised (max_seqs >= 1,
- * max_ctx in [1, max_position_embeddings]); *o receives the normalised options. */
+/* submit + collect: one step, its outputs written before it returns. */
+int frigg_step(frigg_backend *b, frigg_row *rows, int nrows);
+/* One-row conveniences over frigg_step, for tests and tools that want logits. prefill: logits_last (vocab
+ * floats) and/or logits_all (n * vocab), either may be NULL. decode: nseq rows, logits[nseq * vocab]. */
+int frigg_prefill(frigg_backend *b, int seq, const int32_t *ids, int n, int prefix_len, float *logits_last,
+                  float *logits_all);
+int frigg_decode(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, float *logits);
+
+/* For backend implementations. alloc: the common part with the options normalised (max_seqs >= 1,
+ * max_ctx in [1, max_position_embeddings]) and checked (kv_dtype); *o receives them. NULL with
+ * frigg_error() on a bad option. check_rows: the checks every engine makes of a step before it runs
+ * anything (slots, lengths against max_ctx given the lengths `len` now, token ids, wants and k, a
+ * sequence at most once); `last_greedy[seq]` says whether the step before left a greedy id for seq. */
 frigg_backend *frigg_backend_alloc(const char *name, const frigg_model *m, const frigg_backend_opts *opts,
                                    frigg_backend_opts *o);
+int frigg_backend_check_rows(const frigg_backend *b, const frigg_row *rows, int nrows, const int *len,
+                             const unsigned char *last_greedy);
 
 frigg_backend *frigg_backend_cpu_create(const frigg_model *m, const frigg_backend_opts *opts);
 #ifdef FRIGG_CUDA

@@ -6,14 +6,20 @@
 
 #include "backend.h"
 #include "cpu_ops.h"
+#include "sampler.h"
 #include "util.h"
 
 typedef struct {
     frigg_pool *pool;
+    frigg_prec prec;
     /* Static KV cache, one block per sequence: [slot][max_ctx][D] floats, post-RoPE keys (bf16 values
      * unless fp32 reference). Allocated once at creation; calloc'd so the OS commits pages only as
      * positions are written (DFM-Mimir at 4096 tokens reserves 6 GiB but touches what is used). */
     float **kv_k, **kv_v;
+    int *len;                    /* tokens in each sequence's cache */
+    int32_t *greedy;             /* each sequence's greedy id from the last step, when last_greedy says so */
+    unsigned char *last_greedy;
+    int pending;                 /* a submitted step not yet collected (its outputs are already written) */
 } cpu_impl;
 
 /* Everything one forward call of T rows needs. */
@@ -21,6 +27,7 @@ typedef struct {
     const frigg_model *m;
     const frigg_backend *b;
     cpu_impl *impl;
+    frigg_prec prec;
     int seq, T, p0, prefix_len;
     float *cos_t, *sin_t;
     float *a, *q, *k, *v, *g, *o, *y, *t1, *mg, *mu;
@@ -30,57 +37,6 @@ static float *kv_slot(float **kv, const frigg_backend *b, int seq, int slot) {
     return kv[seq] + (size_t)slot * b->max_ctx * b->model->cfg.hidden_size;
 }
 
-typedef struct {
-    fwd *f;
-    int slot;
-} attn_ctx;
-
-/* One (row, head) pair per index: fp32 scores, mask, fp32 softmax, fp32 P·V, one bf16 rounding. */
-static void attn_range(void *vctx, int begin, int end, int thread) {
-    (void)thread;
-    attn_ctx *ac = vctx;
-    fwd *f = ac->f;
-    const frigg_config *c = &f->m->cfg;
-    int H = c->num_heads, hd = c->head_dim, D = c->hidden_size, nk = f->p0 + f->T;
-    const float *K = kv_slot(f->impl->kv_k, f->b, f->seq, ac->slot), *V = kv_slot(f->impl->kv_v, f->b, f->seq, ac->slot);
-    float scale = (float)(1.0 / sqrt((double)hd));
-    float *p = frigg_xmalloc((size_t)nk * sizeof(float));
-    float *acc = frigg_xmalloc((size_t)hd * sizeof(float));
-    for (int idx = begin; idx < end; idx++) {
-        int t = idx / H, h = idx % H, qpos = f->p0 + t;
-        const float *q = f->q + (size_t)t * D + h * hd;
-        float mx = -INFINITY;
-        for (int j = 0; j < nk; j++) {
-            /* PrefixLM: causal, OR both query and key inside the bidirectional prefix (§4.1). */
-            int allowed = j <= qpos || (qpos < f->prefix_len && j < f->prefix_len);
-            if (!allowed) {
-                p[j] = -INFINITY;
-                continue;
-            }
-            const float *kr = K + (size_t)j * D + h * hd;
-            float s = 0;
-            for (int d = 0; d < hd; d++) s += q[d] * kr[d];
-            p[j] = s * scale;
-            if (p[j] > mx) mx = p[j];
-        }
-        float sum = 0;
-        for (int j = 0; j < nk; j++) {
-            p[j] = p[j] == -INFINITY ? 0.0f : expf(p[j] - mx);
-            sum += p[j];
-        }
-        for (int d = 0; d < hd; d++) acc[d] = 0;
-        for (int j = 0; j < nk; j++) {
-            if (p[j] == 0) continue;
-            float w = p[j] / sum;
-            const float *vr = V + (size_t)j * D + h * hd;
-            for (int d = 0; d < hd; d++) acc[d] += w * vr[d];
-        }
-        for (int d = 0; d < hd; d++) f->o[(size_t)t * D + h * hd + d] = frigg_act(acc[d]);
-    }
-    free(p);
-    free(acc);
-}
-
 /* DECODER_LAYER (MODEL.md §3.5, §3.7): h is updated in place. */
 static void decoder_layer(fwd *f, const frigg_layer *L, float *h, int slot) {
     const frigg_config *c = &f->m->cfg;
@@ -88,33 +44,33 @@ static void decoder_layer(fwd *f, const frigg_layer *L, float *h, int slot) {
     int T = f->T, D = c->hidden_size, I = c->intermediate_size, H = c->num_heads, hd = c->head_dim;
     size_t TD = (size_t)T * D;
 
-    frigg_cpu_rmsnorm(h, T, D, c->rms_norm_eps, f->a);          /* input_layernorm */
-    frigg_cpu_linear(pool, &L->q, f->a, T, f->q);
-    frigg_cpu_linear(pool, &L->k, f->a, T, f->k);
-    frigg_cpu_linear(pool, &L->v, f->a, T, f->v);
-    frigg_cpu_linear(pool, &L->gate, f->a, T, f->g);            /* output gate, from the same normed input */
-    frigg_cpu_rope_apply(f->q, T, H, hd, f->cos_t, f->sin_t);
-    frigg_cpu_rope_apply(f->k, T, H, hd, f->cos_t, f->sin_t);
+    frigg_prec P = f->prec;
+    frigg_cpu_rmsnorm(P, h, T, D, c->rms_norm_eps, f->a);       /* input_layernorm */
+    frigg_cpu_linear(P, pool, &L->q, f->a, T, f->q);
+    frigg_cpu_linear(P, pool, &L->k, f->a, T, f->k);
+    frigg_cpu_linear(P, pool, &L->v, f->a, T, f->v);
+    frigg_cpu_linear(P, pool, &L->gate, f->a, T, f->g);         /* output gate, from the same normed input */
+    frigg_cpu_rope_apply(P, f->q, T, H, hd, f->cos_t, f->sin_t);
+    frigg_cpu_rope_apply(P, f->k, T, H, hd, f->cos_t, f->sin_t);
     float *K = kv_slot(f->impl->kv_k, f->b, f->seq, slot), *V = kv_slot(f->impl->kv_v, f->b, f->seq, slot);
     for (size_t i = 0; i < TD; i++) {                           /* append to this slot's cache */
         K[(size_t)f->p0 * D + i] = f->k[i]; /* already bf16-rounded by RoPE */
         V[(size_t)f->p0 * D + i] = f->v[i];
     }
-    attn_ctx ac = {f, slot};
-    frigg_pool_run(pool, T * H, attn_range, &ac);
-    for (size_t i = 0; i < TD; i++) {                           /* elementwise sigmoid gate, before o_proj */
-        float sg = frigg_act(1.0f / (1.0f + expf(-f->g[i])));
-        f->y[i] = frigg_act(sg * f->o[i]);
-    }
-    frigg_cpu_linear(pool, &L->o, f->y, T, f->t1);
-    for (size_t i = 0; i < TD; i++) h[i] = frigg_act(h[i] + f->t1[i]);
+    /* PrefixLM attention over the cache, then the elementwise sigmoid gate, before o_proj */
+    frigg_attn_args aa = {.q = f->q, .q_stride = D, .k = K, .v = V, .pos_stride = D, .head_stride = hd,
+                          .gate = f->g, .gate_stride = D, .T = T, .p0 = f->p0, .prefix_len = f->prefix_len,
+                          .heads = H, .head_dim = hd, .out = f->y, .out_stride = D};
+    frigg_cpu_attention(P, pool, &aa);
+    frigg_cpu_linear(P, pool, &L->o, f->y, T, f->t1);
+    for (size_t i = 0; i < TD; i++) h[i] = frigg_act(P, h[i] + f->t1[i]);
 
-    frigg_cpu_rmsnorm(h, T, D, c->rms_norm_eps, f->a);          /* post_attention_layernorm */
-    frigg_cpu_linear(pool, &L->mlp_gate, f->a, T, f->mg);
-    frigg_cpu_linear(pool, &L->up, f->a, T, f->mu);
-    frigg_cpu_swiglu(f->mg, f->mu, T * I, f->mg);
-    frigg_cpu_linear(pool, &L->down, f->mg, T, f->t1);
-    for (size_t i = 0; i < TD; i++) h[i] = frigg_act(h[i] + f->t1[i]);
+    frigg_cpu_rmsnorm(P, h, T, D, c->rms_norm_eps, f->a);       /* post_attention_layernorm */
+    frigg_cpu_linear(P, pool, &L->mlp_gate, f->a, T, f->mg);
+    frigg_cpu_linear(P, pool, &L->up, f->a, T, f->mu);
+    frigg_cpu_swiglu(P, f->mg, f->mu, T * I, f->mg);
+    frigg_cpu_linear(P, pool, &L->down, f->mg, T, f->t1);
+    for (size_t i = 0; i < TD; i++) h[i] = frigg_act(P, h[i] + f->t1[i]);
 }
 
 /* STACK(M, x, r): 16 layers then the weightless final_norm; the output replaces the state. */
@@ -122,25 +78,20 @@ static void run_stack(fwd *f, int stack, float *x, int run) {
     const frigg_config *c = &f->m->cfg;
     for (int i = 0; i < c->layers_per_stack; i++)
         decoder_layer(f, &f->m->stack[stack][i], x, frigg_slot(c, run, i));
-    frigg_cpu_rmsnorm(x, f->T, c->hidden_size, c->rms_norm_eps, x);
+    frigg_cpu_rmsnorm(f->prec, x, f->T, c->hidden_size, c->rms_norm_eps, x);
 }
 
-static int forward(frigg_backend *b, int seq, const int32_t *ids, int T, int prefix_len, float *logits_last,
-                   float *logits_all) {
+/* The model over T new rows of sequence `seq`, which holds p0 tokens (0 for a prompt). Logits: of the last
+ * row (logits_last) and/or of every row (logits_all), either may be NULL. The step checks were made. */
+static void forward(frigg_backend *b, int seq, const int32_t *ids, int T, int prefix_len, float *logits_last,
+                    float *logits_all) {
     const frigg_model *m = b->model;
     const frigg_config *c = &m->cfg;
-    int D = c->hidden_size, I = c->intermediate_size, V = c->vocab_size, p0 = b->seq_len[seq];
-    if (p0 + T > b->max_ctx) {
-        frigg_set_error("context full: %d cached + %d new tokens > %d", p0, T, b->max_ctx);
-        return -1;
-    }
-    for (int t = 0; t < T; t++)
-        if (ids[t] < 0 || ids[t] >= V) {
-            frigg_set_error("token id %d is outside the vocabulary [0, %d)", ids[t], V);
-            return -1;
-        }
+    cpu_impl *im = b->impl;
+    frigg_prec P = im->prec;
+    int D = c->hidden_size, I = c->intermediate_size, V = c->vocab_size, p0 = im->len[seq];
     size_t TD = (size_t)T * D, TI = (size_t)T * I;
-    fwd f = {.m = m, .b = b, .impl = b->impl, .seq = seq, .T = T, .p0 = p0, .prefix_len = prefix_len};
+    fwd f = {.m = m, .b = b, .impl = im, .prec = P, .seq = seq, .T = T, .p0 = p0, .prefix_len = prefix_len};
     float *zH = frigg_xmalloc(TD * 4), *zL = frigg_xmalloc(TD * 4), *x = frigg_xmalloc(TD * 4);
     f.cos_t = frigg_xmalloc((size_t)T * c->head_dim * 4);
     f.sin_t = frigg_xmalloc((size_t)T * c->head_dim * 4);
@@ -149,86 +100,177 @@ static int forward(frigg_backend *b, int seq, const int32_t *ids, int T, int pre
     f.y = frigg_xmalloc(TD * 4); f.t1 = frigg_xmalloc(TD * 4);
     f.mg = frigg_xmalloc(TI * 4); f.mu = frigg_xmalloc(TI * 4);
 
-    frigg_cpu_rope_tables(c, p0, T, f.cos_t, f.sin_t);   /* one table for all 8 runs (trap T14) */
-    float scale = (float)c->embedding_scale;              /* fp32 operand, one rounding (§3.1) */
-    for (int t = 0; t < T; t++)
+    frigg_cpu_rope_tables(P, c, p0, T, f.cos_t, f.sin_t);    /* one table for all 8 runs (trap T14) */
+    float scale = (float)c->embedding_scale;                  /* fp32 operand, one rounding (§3.1) */
+    float *zl0 = frigg_xmalloc((size_t)D * 4);
+    for (int i = 0; i < D; i++) zl0[i] = frigg_bf16_to_f32(m->z_L_init[i]);
+    for (int t = 0; t < T; t++) {
+        float *row = zH + (size_t)t * D;
+        frigg_mat_row(&m->embed, ids[t], row);                /* dtypes were checked at creation */
         for (int i = 0; i < D; i++) {
-            zH[(size_t)t * D + i] = frigg_act(frigg_bf16_to_f32(m->embed.w[(size_t)ids[t] * D + i]) * scale);
-            zL[(size_t)t * D + i] = frigg_bf16_to_f32(m->z_L_init[i]);
+            row[i] = frigg_act(P, row[i] * scale);
+            zL[(size_t)t * D + i] = zl0[i];
         }
+    }
+    free(zl0);
     /* The HRM recurrence (§3.3): injection add at each module input only; outputs replace states. */
     for (int h = 0; h < c->H_cycles; h++) {
         for (int l = 0; l < c->L_cycles; l++) {
-            for (size_t i = 0; i < TD; i++) x[i] = frigg_act(zL[i] + zH[i]);
+            for (size_t i = 0; i < TD; i++) x[i] = frigg_act(P, zL[i] + zH[i]);
             run_stack(&f, FRIGG_STACK_L, x, h * (c->L_cycles + 1) + l);
             memcpy(zL, x, TD * 4);
         }
-        for (size_t i = 0; i < TD; i++) x[i] = frigg_act(zH[i] + zL[i]);
+        for (size_t i = 0; i < TD; i++) x[i] = frigg_act(P, zH[i] + zL[i]);
         run_stack(&f, FRIGG_STACK_H, x, h * (c->L_cycles + 1) + c->L_cycles);
         memcpy(zH, x, TD * 4);
     }
     /* lm_head on z_H; no extra norm (trap T7). */
     if (logits_all) {
-        frigg_cpu_linear(f.impl->pool, &m->lm_head, zH, T, logits_all);
+        frigg_cpu_linear(P, im->pool, &m->lm_head, zH, T, logits_all);
         if (logits_last) memcpy(logits_last, logits_all + (size_t)(T - 1) * V, (size_t)V * 4);
     } else if (logits_last) {
-        frigg_cpu_linear(f.impl->pool, &m->lm_head, zH + (size_t)(T - 1) * D, 1, logits_last);
+        frigg_cpu_linear(P, im->pool, &m->lm_head, zH + (size_t)(T - 1) * D, 1, logits_last);
     }
-    b->seq_len[seq] = p0 + T;
+    im->len[seq] = p0 + T;
     free(zH); free(zL); free(x); free(f.cos_t); free(f.sin_t);
     free(f.a); free(f.q); free(f.k); free(f.v); free(f.g); free(f.o); free(f.y); free(f.t1);
     free(f.mg); free(f.mu);
+}
+
+/* log Σ exp(row), in double. */
+static float row_lse(const float *row, int V) {
+    double mx = row[frigg_argmax(row, V)], s = 0;
+    for (int i = 0; i < V; i++) s += exp((double)row[i] - mx);
+    return (float)(mx + log(s));
+}
+
+/* The CPU engine runs a step inside submit, row after row (a row's result never depends on the other
+ * rows of its step: batch invariance holds by construction), and writes the outputs there; collect
+ * only retires the step. */
+static int cpu_submit(frigg_backend *b, frigg_row *rows, int nrows) {
+    cpu_impl *im = b->impl;
+    if (im->pending) {
+        frigg_set_error("step: the CPU engine holds one step at a time (collect the last one first)");
+        return -1;
+    }
+    if (frigg_backend_check_rows(b, rows, nrows, im->len, im->last_greedy)) return -1;
+    int V = b->model->cfg.vocab_size;
+    float *last = frigg_xmalloc(sizeof(float) * (size_t)V);
+    int32_t *tok = frigg_xmalloc(sizeof(int32_t) * (size_t)nrows);
+    for (int i = 0; i < nrows; i++) /* inputs first: a row's LAST_GREEDY is the step before's id */
+        tok[i] = rows[i].prefill ? 0 : rows[i].ids ? rows[i].ids[0] :
+                 rows[i].token == FRIGG_TOKEN_LAST_GREEDY ? im->greedy[rows[i].seq] : rows[i].token;
+    memset(im->last_greedy, 0, (size_t)b->max_seqs);
+    for (int i = 0; i < nrows; i++) {
+        frigg_row *r = &rows[i];
+        float *all = r->want == FRIGG_WANT_ALL_LOGITS ? r->out_logits : NULL;
+        float *lg = r->want == FRIGG_WANT_NONE ? NULL : r->want == FRIGG_WANT_LOGITS ? r->out_logits : last;
+        if (r->prefill) {
+            im->len[r->seq] = 0;
+            forward(b, r->seq, r->ids, r->n, r->prefix_len, lg, all);
+        } else {
+            /* A decode step is causal: the new token is never part of the prefix. */
+            forward(b, r->seq, &tok[i], 1, 0, lg, NULL);
+        }
+        if (r->want == FRIGG_WANT_GREEDY) {
+            *r->out_id = im->greedy[r->seq] = frigg_argmax(last, V);
+            im->last_greedy[r->seq] = 1;
+        } else if (r->want == FRIGG_WANT_TOPK) {
+            frigg_topk(last, V, r->k, r->out_ids);
+            for (int j = 0; j < r->k; j++) r->out_vals[j] = last[r->out_ids[j]];
+            if (r->out_lse) *r->out_lse = row_lse(last, V);
+        }
+    }
+    free(last);
+    free(tok);
+    im->pending = 1;
     return 0;
 }
 
-static int cpu_prefill(frigg_backend *b, int seq, const int32_t *ids, int n, int prefix_len, float *logits_last,
-                       float *logits_all) {
-    if (seq < 0 || seq >= b->max_seqs || n < 1 || prefix_len < 0 || prefix_len > n) {
-        frigg_set_error("prefill: bad arguments (seq %d, %d tokens, prefix %d)", seq, n, prefix_len);
+static int cpu_collect(frigg_backend *b) {
+    cpu_impl *im = b->impl;
+    if (!im->pending) {
+        frigg_set_error("collect: no step was submitted");
         return -1;
     }
-    b->seq_len[seq] = 0;
-    return forward(b, seq, ids, n, prefix_len, logits_last, logits_all);
+    im->pending = 0;
+    return 0;
 }
 
-static int cpu_decode(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, float *logits) {
-    size_t V = (size_t)b->model->cfg.vocab_size;
-    for (int i = 0; i < nseq; i++) {
-        if (seqs[i] < 0 || seqs[i] >= b->max_seqs || b->seq_len[seqs[i]] == 0) {
-            frigg_set_error("decode: sequence %d has no prefilled prompt", seqs[i]);
-            return -1;
-        }
-        /* A decode step is causal: the new token is never part of the prefix. */
-        if (forward(b, seqs[i], &ids[i], 1, 0, logits + i * V, NULL)) return -1;
+static int bad_seq(const frigg_backend *b, int seq, const char *what) {
+    if (seq >= 0 && seq < b->max_seqs) return 0;
+    frigg_set_error("%s: sequence %d (slots 0..%d)", what, seq, b->max_seqs - 1);
+    return 1;
+}
+
+static int cpu_seq_len(const frigg_backend *b, int seq) {
+    if (bad_seq(b, seq, "seq_len")) return -1;
+    return ((const cpu_impl *)b->impl)->len[seq];
+}
+
+static int cpu_seq_reset(frigg_backend *b, int seq) {
+    if (bad_seq(b, seq, "seq_reset")) return -1;
+    cpu_impl *im = b->impl;
+    im->len[seq] = 0;
+    im->last_greedy[seq] = 0;
+    return 0;
+}
+
+static int cpu_seq_fork(frigg_backend *b, int src, int dst, int n) {
+    if (bad_seq(b, src, "seq_fork") || bad_seq(b, dst, "seq_fork")) return -1;
+    cpu_impl *im = b->impl;
+    if (n < 0 || n > im->len[src]) {
+        frigg_set_error("seq_fork: position %d outside sequence %d's %d tokens", n, src, im->len[src]);
+        return -1;
     }
+    if (src != dst) {
+        size_t D = (size_t)b->model->cfg.hidden_size;
+        for (int slot = 0; slot < b->model->cfg.num_slots; slot++) {
+            memcpy(kv_slot(im->kv_k, b, dst, slot), kv_slot(im->kv_k, b, src, slot), sizeof(float) * n * D);
+            memcpy(kv_slot(im->kv_v, b, dst, slot), kv_slot(im->kv_v, b, src, slot), sizeof(float) * n * D);
+        }
+        im->greedy[dst] = im->greedy[src];
+    }
+    im->len[dst] = n;
+    im->last_greedy[dst] = 0;
     return 0;
 }
 
 static void cpu_destroy(frigg_backend *b) {
     cpu_impl *im = b->impl;
-    for (int s = 0; s < b->max_seqs; s++) {
-        free(im->kv_k[s]);
-        free(im->kv_v[s]);
+    if (im) {
+        for (int s = 0; s < b->max_seqs && im->kv_k; s++) {
+            free(im->kv_k[s]);
+            free(im->kv_v[s]);
+        }
+        free(im->kv_k);
+        free(im->kv_v);
+        free(im->len);
+        free(im->greedy);
+        free(im->last_greedy);
+        frigg_pool_destroy(im->pool);
+        free(im);
     }
-    free(im->kv_k);
-    free(im->kv_v);
-    frigg_pool_destroy(im->pool);
-    free(im);
-    free(b->seq_len);
     free(b);
 }
 
 frigg_backend *frigg_backend_cpu_create(const frigg_model *m, const frigg_backend_opts *opts) {
     frigg_backend_opts o;
     frigg_backend *b = frigg_backend_alloc("cpu", m, opts, &o);
+    if (!b) return NULL;
     cpu_impl *im = frigg_xcalloc(1, sizeof *im);
-    b->prefill = cpu_prefill;
-    b->decode = cpu_decode;
-    b->decode_argmax = NULL;
-    b->decode_greedy = NULL;
+    b->submit = cpu_submit;
+    b->collect = cpu_collect;
+    b->seq_reset = cpu_seq_reset;
+    b->seq_fork = cpu_seq_fork;
+    b->seq_len = cpu_seq_len;
     b->destroy = cpu_destroy;
     b->impl = im;
+    im->prec = o.fp32_reference ? FRIGG_PREC_FP32 : FRIGG_PREC_BF16;
     im->pool = frigg_pool_create(o.threads);
+    im->len = frigg_xcalloc(o.max_seqs, sizeof *im->len);
+    im->greedy = frigg_xcalloc(o.max_seqs, sizeof *im->greedy);
+    im->last_greedy = frigg_xcalloc(o.max_seqs, 1);
     im->kv_k = frigg_xcalloc(o.max_seqs, sizeof *im->kv_k);
     im->kv_v = frigg_xcalloc(o.max_seqs, sizeof *im->kv_v);
     size_t per_seq = (size_t)m->cfg.num_slots * o.max_ctx * m->cfg.hidden_size;

@@ -10,22 +10,46 @@
 #include "threadpool.h"
 #include "util.h"
 
-/* Reference precision, process-wide. 0 (default): round to bf16 everywhere HF's bf16 model rounds.
- * 1: round nowhere, which is HF's model run in float32 on the same (bf16-valued) weights — the tight,
- * structural comparison of MODEL.md T17. Set once before running; tests and frigg-parity use it. */
-extern int frigg_cpu_fp32_reference;
-static inline float frigg_act(float x) { return frigg_cpu_fp32_reference ? x : frigg_round_bf16(x); }
+/* The precision an op rounds to, passed to every op (it belongs to the engine that runs them, never to the
+ * process). FRIGG_PREC_BF16: round to bf16 everywhere HF's bf16 model rounds. FRIGG_PREC_FP32: round
+ * nowhere, which is HF's model run in float32 on the same (bf16-valued) weights — the tight, structural
+ * comparison of MODEL.md T17 (frigg_backend_opts.fp32_reference). */
+typedef enum { FRIGG_PREC_BF16 = 0, FRIGG_PREC_FP32 = 1 } frigg_prec;
+static inline float frigg_act(frigg_prec p, float x) { return p == FRIGG_PREC_FP32 ? x : frigg_round_bf16(x); }
 
-/* y[t][o] = bf16(Σ_i W[o][i]·x[t][i]) for t < T, o < W.rows; fp32 accumulation. */
-void frigg_cpu_linear(frigg_pool *pool, const frigg_mat *W, const float *x, int T, float *y);
+/* y[t][o] = bf16(Σ_i W[o][i]·x[t][i]) for t < T, o < W.rows; fp32 accumulation. W's dtype must be one
+ * frigg_model_check_dtypes accepts. */
+void frigg_cpu_linear(frigg_prec p, frigg_pool *pool, const frigg_mat *W, const float *x, int T, float *y);
 /* y = bf16(x · rsqrt(mean(x²) + eps)) row by row, fp32 inside (no weight, trap T10). */
-void frigg_cpu_rmsnorm(const float *x, int T, int D, double eps, float *y);
+void frigg_cpu_rmsnorm(frigg_prec p, const float *x, int T, int D, double eps, float *y);
 /* RoPE tables for positions [p0, p0+T): cos/sin [T][head_dim], bf16-rounded (MODEL.md §3.2). */
-void frigg_cpu_rope_tables(const frigg_config *c, int p0, int T, float *cos_t, float *sin_t);
+void frigg_cpu_rope_tables(frigg_prec p, const frigg_config *c, int p0, int T, float *cos_t, float *sin_t);
 /* In place, rotate-half RoPE on x[T][heads*head_dim] with HF's bf16 rounding after each op. */
-void frigg_cpu_rope_apply(float *x, int T, int heads, int head_dim, const float *cos_t, const float *sin_t);
+void frigg_cpu_rope_apply(frigg_prec p, float *x, int T, int heads, int head_dim, const float *cos_t,
+                          const float *sin_t);
 /* bf16(bf16(silu(g)) * u), silu in fp32. */
-void frigg_cpu_swiglu(const float *g, const float *u, int n, float *out);
+void frigg_cpu_swiglu(frigg_prec p, const float *g, const float *u, int n, float *out);
+
+/* Attention of T query rows at positions [p0, p0+T) over the keys and values of positions [0, p0+T), with
+ * the PrefixLM mask (MODEL.md §4.1: causal, or both query and key inside [0, prefix_len)): fp32 scores
+ * scaled by 1/sqrt(head_dim), fp32 softmax, P·V accumulated as (p/sum)·v in fp32, one bf16 rounding of the
+ * output; then, with a gate, out = bf16(bf16(sigmoid(g)) · o) (the sigmoid output gate, before o_proj).
+ * Strides are in floats: row t, head h of q at q + t*q_stride + h*head_dim; position j, head h of k and v
+ * at k + j*pos_stride + h*head_stride (so one op serves the CPU engine's [pos][D] cache and a device's
+ * [head][ctx][hd] layout). The one CPU attention: the engine and every test that needs a reference. */
+typedef struct {
+    const float *q;
+    size_t q_stride;
+    const float *k, *v;
+    size_t pos_stride, head_stride;
+    const float *gate; /* NULL: no gate */
+    size_t gate_stride;
+    int T, p0, prefix_len, heads, head_dim;
+    float *out;
+    size_t out_stride;
+} frigg_attn_args;
+/* pool may be NULL (one thread). */
+void frigg_cpu_attention(frigg_prec p, frigg_pool *pool, const frigg_attn_args *a);
 /* Index of the largest value, lowest index on ties. */
 int frigg_argmax(const float *x, int n);
 

@@ -6,6 +6,7 @@
  * size; only ids (or the logits when asked) come back. Each engine binds its own device and stream. */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,12 +45,28 @@ typedef struct {
     void *topk_work;   /* fk_topk_work_bytes(MAX_BATCH) */
     float *topk_vals;  /* [MAX_BATCH][FRIGG_TOPK_MAX] */
     int32_t *topk_ids; /* [MAX_BATCH][FRIGG_TOPK_MAX] */
-    int32_t *h_step, *h_out; /* pinned staging; h_out: [2][MAX_BATCH], one per step in flight */
+    int32_t *h_step, *h_out; /* pinned staging; h_out: [3][MAX_BATCH]: two queued greedy steps, one mixed */
     cudaEvent_t out_ready[2]; /* h_out[k] holds its step's ids */
     uint16_t *logits;  /* [LOGIT_CHUNK][V] bf16 */
     float *logits_f;   /* [LOGIT_CHUNK][V] */
     float *attn_work;
     int *attn_counters; /* [MAX_BATCH][heads], zero between calls */
+    /* sequence state (the engine's own: positions are staged at submit) */
+    int *len;                  /* tokens in each sequence's cache, steps queued included */
+    int32_t *greedy;           /* each sequence's greedy id of its last collected step (when known) */
+    unsigned char *last_greedy;
+    /* steps queued (submit) and not yet collected, oldest first */
+    struct {
+        frigg_row *rows;
+        int nrows;
+        int async;             /* its greedy ids are copied back behind it (h_out[slot]) */
+        int fetched;           /* ...and have been read into im->greedy */
+        int slot;
+        int nseq, seqs[MAX_BATCH];
+    } pend[2];
+    int nq, next_slot;
+    int last_B, last_seqs[MAX_BATCH]; /* the decode rows of the last launch: what d_step holds for the next */
+    float *host_row;           /* [V] staging for host-side reductions */
     cudaGraphExec_t graph[MAX_BATCH + 1];
     int graph_nodes[MAX_BATCH + 1];
     int use_graphs;
@@ -110,27 +127,16 @@ static int run_end(cuda_impl *im, const frigg_config *c, int r, int T) {
     return fk_run_end(im->x, im->zH, last ? NULL : im->zL, T, D, eps, im->stream);
 }
 
-static int cuda_prefill(frigg_backend *b, int seq, const int32_t *ids, int T, int prefix_len, float *logits_last,
-                        float *logits_all) {
+/* A prompt into sequence `seq` (the step's checks were made): logits of the last row and/or of every row
+ * to the host, either may be NULL. Synchronous. */
+static int run_prefill(frigg_backend *b, int seq, const int32_t *ids, int T, int prefix_len, float *logits_last,
+                       float *logits_all) {
     cuda_impl *im = b->impl;
     const frigg_config *c = &b->model->cfg;
     int D = c->hidden_size, I = c->intermediate_size, V = c->vocab_size, H = c->num_heads, hd = c->head_dim;
     float eps = (float)c->rms_norm_eps;
-    if (seq < 0 || seq >= b->max_seqs || T < 1 || prefix_len < 0 || prefix_len > T) {
-        frigg_set_error("prefill: bad arguments (seq %d, %d tokens, prefix %d)", seq, T, prefix_len);
-        return -1;
-    }
-    if (T > b->max_ctx) {
-        frigg_set_error("context full: 0 cached + %d new tokens > %d", T, b->max_ctx);
-        return -1;
-    }
-    for (int t = 0; t < T; t++)
-        if (ids[t] < 0 || ids[t] >= V) {
-            frigg_set_error("token id %d is outside the vocabulary [0, %d)", ids[t], V);
-            return -1;
-        }
     CU(cudaSetDevice(im->device));
-    b->seq_len[seq] = 0;
+    im->len[seq] = 0;
     cudaStream_t s = im->stream;
     CU(cudaMemcpyAsync(im->d_ids, ids, (size_t)T * 4, cudaMemcpyHostToDevice, s));
     OK(fk_embed(im->embed, im->zli, im->d_ids, T, D, (float)c->embedding_scale, im->zH, im->zL, im->x, s));
@@ -170,7 +176,7 @@ static int cuda_prefill(frigg_backend *b, int seq, const int32_t *ids, int T, in
         CU(cudaMemcpyAsync(logits_last, im->logits_f, (size_t)V * 4, cudaMemcpyDeviceToHost, s));
     }
     CU(cudaStreamSynchronize(s));
-    b->seq_len[seq] = T;
+    im->len[seq] = T;
     return 0;
 }
 
@@ -231,35 +237,6 @@ static int capture(frigg_backend *b, int B) {
     return 0;
 }
 
-/* The checks every decode call makes before it touches the device: `steps` more tokens for each sequence. */
-static int check_step(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int steps) {
-    int V = b->model->cfg.vocab_size;
-    if (nseq < 1 || nseq > MAX_BATCH) {
-        frigg_set_error("decode: %d sequences in one step (the CUDA engine takes 1..%d)", nseq, MAX_BATCH);
-        return -1;
-    }
-    for (int i = 0; i < nseq; i++) {
-        if (seqs[i] < 0 || seqs[i] >= b->max_seqs || b->seq_len[seqs[i]] == 0) {
-            frigg_set_error("decode: sequence %d has no prefilled prompt", seqs[i]);
-            return -1;
-        }
-        for (int j = 0; j < i; j++)
-            if (seqs[j] == seqs[i]) {
-                frigg_set_error("decode: sequence %d appears twice in one step", seqs[i]);
-                return -1;
-            }
-        if ((long)b->seq_len[seqs[i]] + steps > b->max_ctx) {
-            frigg_set_error("context full: %d cached + %d new tokens > %d", b->seq_len[seqs[i]], steps, b->max_ctx);
-            return -1;
-        }
-        if (ids[i] < 0 || ids[i] >= V) {
-            frigg_set_error("token id %d is outside the vocabulary [0, %d)", ids[i], V);
-            return -1;
-        }
-    }
-    return 0;
-}
-
 /* Queue one step of B rows whose input is already in d_step (graph or eager). */
 static int launch_step(frigg_backend *b, int B) {
     cuda_impl *im = b->impl;
@@ -269,111 +246,247 @@ static int launch_step(frigg_backend *b, int B) {
     return 0;
 }
 
-/* Stage ids/seq/pos from the host and queue one step. Leaves logits and greedy ids on the device. */
-static int stage_step(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids) {
-    cuda_impl *im = b->impl;
-    CU(cudaSetDevice(im->device));
-    for (int i = 0; i < nseq; i++) {
-        im->h_step[i] = ids[i];
-        im->h_step[MAX_BATCH + i] = seqs[i];
-        im->h_step[2 * MAX_BATCH + i] = b->seq_len[seqs[i]];
+/* The queued step's greedy ids, once they are on the host (its event): into im->greedy. */
+static int wait_step(cuda_impl *im, int qi) {
+    if (!im->pend[qi].async || im->pend[qi].fetched) return 0;
+    im->pend[qi].fetched = 1;
+    CU(cudaEventSynchronize(im->out_ready[im->pend[qi].slot]));
+    const int32_t *h = im->h_out + im->pend[qi].slot * MAX_BATCH;
+    for (int i = 0; i < im->pend[qi].nseq; i++) im->greedy[im->pend[qi].seqs[i]] = h[i];
+    return 0;
+}
+
+/* log Σ exp of a logits row, in double, on the host. */
+static float row_lse(const float *row, int V) {
+    double mx = row[frigg_argmax(row, V)], sum = 0;
+    for (int i = 0; i < V; i++) sum += exp((double)row[i] - mx);
+    return (float)(mx + log(sum));
+}
+
+/* A row's outputs from its logits on the host (prefill rows, and rows wanting out_lse). */
+static void outputs_from_row(frigg_row *r, const float *row, int V) {
+    if (r->want == FRIGG_WANT_GREEDY) *r->out_id = frigg_argmax(row, V);
+    if (r->want == FRIGG_WANT_TOPK) {
+        frigg_topk(row, V, r->k, r->out_ids);
+        for (int j = 0; j < r->k; j++) r->out_vals[j] = row[r->out_ids[j]];
+        if (r->out_lse) *r->out_lse = row_lse(row, V);
     }
-    CU(cudaMemcpyAsync(im->d_step, im->h_step, 3 * MAX_BATCH * 4, cudaMemcpyHostToDevice, im->stream));
-    return launch_step(b, nseq);
 }
 
-static int decode_common(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids) {
-    OK(check_step(b, nseq, seqs, ids, 1));
-    OK(stage_step(b, nseq, seqs, ids));
-    for (int i = 0; i < nseq; i++) b->seq_len[seqs[i]]++;
-    return 0;
+/* Order the device's top-kmax pairs of one row (value descending, ties to the lower id) and keep k. */
+typedef struct {
+    float v;
+    int32_t id;
+} vid;
+static int vid_cmp(const void *a, const void *b) {
+    const vid *x = a, *y = b;
+    if (x->v != y->v) return x->v > y->v ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static int cuda_decode(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, float *logits) {
-    cuda_impl *im = b->impl;
-    size_t V = (size_t)b->model->cfg.vocab_size;
-    OK(decode_common(b, nseq, seqs, ids));
-    OK(fk_bf16_to_f32(im->logits, nseq * V, im->logits_f, im->stream));
-    CU(cudaMemcpyAsync(logits, im->logits_f, nseq * V * 4, cudaMemcpyDeviceToHost, im->stream));
-    CU(cudaStreamSynchronize(im->stream));
-    return 0;
-}
-
-/* One step whose rows' k largest logits (and only those) come back: for a top-k draw on the host. */
-static int cuda_decode_topk(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int k, float *vals,
-                            int32_t *out_ids) {
+/* The decode rows of a step, B <= MAX_BATCH of them, launched as one batch. Greedy-only steps copy their ids
+ * back behind the step (async: collect waits for them); any other want is served before submit returns. */
+static int run_decode(frigg_backend *b, frigg_row **dr, int B, int qi) {
     cuda_impl *im = b->impl;
     int V = b->model->cfg.vocab_size;
-    if (k < 1 || k > FRIGG_TOPK_MAX || k >= V) {
-        frigg_set_error("decode_topk: k %d (1..%d, below the vocabulary of %d)", k, FRIGG_TOPK_MAX, V);
-        return -1;
+    CU(cudaSetDevice(im->device));
+    int all_last = 1, same = B == im->last_B, async = 1;
+    for (int i = 0; i < B; i++) {
+        int32_t tok = dr[i]->ids ? dr[i]->ids[0] : dr[i]->token;
+        all_last &= tok == FRIGG_TOKEN_LAST_GREEDY;
+        same &= im->last_seqs[i] == dr[i]->seq;
+        async &= dr[i]->want == FRIGG_WANT_GREEDY;
     }
-    OK(decode_common(b, nseq, seqs, ids));
-    OK(fk_topk_bf16(im->logits, nseq, V, k, im->topk_vals, im->topk_ids, im->topk_work, im->stream));
-    CU(cudaMemcpyAsync(vals, im->topk_vals, (size_t)nseq * k * 4, cudaMemcpyDeviceToHost, im->stream));
-    CU(cudaMemcpyAsync(out_ids, im->topk_ids, (size_t)nseq * k * 4, cudaMemcpyDeviceToHost, im->stream));
-    CU(cudaStreamSynchronize(im->stream));
-    return 0;
-}
-
-/* Queue greedy step k: its input from the host (k = 0) or from step k - 1 on the device; its ids then go to
- * h_out[k % 2], and out_ready[k % 2] marks them. */
-static int queue_greedy_step(frigg_backend *b, int k, int nseq, const int *seqs, const int32_t *ids) {
-    cuda_impl *im = b->impl;
-    OK(k == 0 ? stage_step(b, nseq, seqs, ids) : launch_step(b, nseq));
-    CU(cudaMemcpyAsync(im->h_out + (k & 1) * MAX_BATCH, im->d_step, (size_t)nseq * 4, cudaMemcpyDeviceToHost, im->stream));
-    CU(cudaEventRecord(im->out_ready[k & 1], im->stream));
-    return 0;
-}
-
-/* Greedy decode, pipelined two steps deep. A step leaves its greedy ids and the next positions in d_step
- * (fk_argmax_bf16's advance), so step k+1 is queued, with nothing from the host, before step k's ids have
- * reached it: the host's round trip (copy back, wake-up, next launch) overlaps step k+1 instead of idling
- * the GPU between steps. Step k's ids are copied to h_out[k % 2] behind it, and out_ready[k % 2] marks them.
- * When on_ids asks to stop, the step queued behind is discarded: it wrote keys and values one position
- * past the sequence's new end, where nothing reads them, and seq_len does not count it. */
-static int cuda_decode_greedy(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int steps,
-                              int (*on_ids)(void *ctx, const int32_t *ids), void *ctx) {
-    cuda_impl *im = b->impl;
-    if (steps < 0) {
-        frigg_set_error("decode: %d steps", steps);
-        return -1;
-    }
-    if (steps == 0) return 0;
-    OK(check_step(b, nseq, seqs, ids, steps));
-    int done = 0, queued = 0, rc = 0;
-    int32_t got[MAX_BATCH];
-    for (; queued < 2 && queued < steps; queued++) OK(queue_greedy_step(b, queued, nseq, seqs, ids));
-    while (done < steps) {
-        int k = done;
-        CU(cudaEventSynchronize(im->out_ready[k & 1]));
-        memcpy(got, im->h_out + (k & 1) * MAX_BATCH, (size_t)nseq * 4);
-        for (int i = 0; i < nseq; i++) b->seq_len[seqs[i]]++;
-        done++;
-        if (on_ids(ctx, got)) {
-            rc = 1;
-            break;
+    if (all_last && same) {
+        /* d_step already holds each row's greedy id and next position (fk_argmax_bf16's advance): the step
+         * is queued with nothing from the host, before the last one's ids have reached it */
+        OK(launch_step(b, B));
+    } else {
+        /* h_step is read by a queued step's copy until that step runs, and a LAST_GREEDY id must reach the
+         * host first: let the queued steps finish */
+        if (im->nq) CU(cudaStreamSynchronize(im->stream));
+        for (int k = 0; k < im->nq; k++) OK(wait_step(im, k));
+        for (int i = 0; i < B; i++) {
+            int32_t tok = dr[i]->ids ? dr[i]->ids[0] : dr[i]->token;
+            if (tok == FRIGG_TOKEN_LAST_GREEDY) tok = im->greedy[dr[i]->seq];
+            im->h_step[i] = tok;
+            im->h_step[MAX_BATCH + i] = dr[i]->seq;
+            im->h_step[2 * MAX_BATCH + i] = im->len[dr[i]->seq];
         }
-        if (queued < steps) OK(queue_greedy_step(b, queued++, nseq, seqs, ids)); /* h_out[k % 2] is read: reuse it */
+        CU(cudaMemcpyAsync(im->d_step, im->h_step, 3 * MAX_BATCH * 4, cudaMemcpyHostToDevice, im->stream));
+        OK(launch_step(b, B));
     }
-    /* a stop leaves one step in flight: let it finish before anything else uses d_step or h_out */
-    if (rc) CU(cudaStreamSynchronize(im->stream));
-    return done;
+    im->last_B = B;
+    for (int i = 0; i < B; i++) {
+        im->last_seqs[i] = dr[i]->seq;
+        im->len[dr[i]->seq]++;
+        im->pend[qi].seqs[i] = dr[i]->seq;
+    }
+    im->pend[qi].nseq = B;
+    if (async) {
+        int slot = im->next_slot;
+        im->next_slot ^= 1;
+        im->pend[qi].async = 1;
+        im->pend[qi].fetched = 0;
+        im->pend[qi].slot = slot;
+        CU(cudaMemcpyAsync(im->h_out + slot * MAX_BATCH, im->d_step, (size_t)B * 4, cudaMemcpyDeviceToHost, im->stream));
+        CU(cudaEventRecord(im->out_ready[slot], im->stream));
+        return 0;
+    }
+    /* Mixed wants: everything back now. */
+    int kmax = 0, need_rows = 0;
+    for (int i = 0; i < B; i++) {
+        if (dr[i]->want == FRIGG_WANT_TOPK && dr[i]->k > kmax) kmax = dr[i]->k;
+        need_rows |= dr[i]->want == FRIGG_WANT_LOGITS || (dr[i]->want == FRIGG_WANT_TOPK && dr[i]->out_lse);
+    }
+    if (kmax) OK(fk_topk_bf16(im->logits, B, V, kmax, im->topk_vals, im->topk_ids, im->topk_work, im->stream));
+    if (need_rows) OK(fk_bf16_to_f32(im->logits, (size_t)B * V, im->logits_f, im->stream));
+    /* h_out[2]: the slots 0 and 1 may hold a queued greedy step's ids */
+    int32_t *ho = im->h_out + 2 * MAX_BATCH;
+    CU(cudaMemcpyAsync(ho, im->d_step, (size_t)B * 4, cudaMemcpyDeviceToHost, im->stream));
+    CU(cudaStreamSynchronize(im->stream));
+    vid *pairs = kmax ? frigg_xmalloc(sizeof(vid) * (size_t)kmax) : NULL;
+    float *hv = kmax ? frigg_xmalloc(sizeof(float) * (size_t)B * kmax) : NULL;
+    int32_t *hi = kmax ? frigg_xmalloc(sizeof(int32_t) * (size_t)B * kmax) : NULL;
+    int rc = 0;
+    if (kmax && (cudaMemcpy(hv, im->topk_vals, sizeof(float) * (size_t)B * kmax, cudaMemcpyDeviceToHost) != cudaSuccess ||
+                 cudaMemcpy(hi, im->topk_ids, sizeof(int32_t) * (size_t)B * kmax, cudaMemcpyDeviceToHost) != cudaSuccess)) {
+        frigg_set_error("CUDA: copying the top-k pairs back failed");
+        rc = -1;
+    }
+    for (int i = 0; i < B && !rc; i++) {
+        frigg_row *r = dr[i];
+        im->greedy[r->seq] = ho[i];
+        im->last_greedy[r->seq] = r->want == FRIGG_WANT_GREEDY;
+        if (r->want == FRIGG_WANT_GREEDY) *r->out_id = ho[i];
+        if (r->want == FRIGG_WANT_LOGITS || (r->want == FRIGG_WANT_TOPK && r->out_lse)) {
+            if (cudaMemcpy(r->want == FRIGG_WANT_LOGITS ? r->out_logits : im->host_row, im->logits_f + (size_t)i * V,
+                           sizeof(float) * (size_t)V, cudaMemcpyDeviceToHost) != cudaSuccess) {
+                frigg_set_error("CUDA: copying logits back failed");
+                rc = -1;
+                break;
+            }
+        }
+        if (r->want == FRIGG_WANT_TOPK) {
+            for (int j = 0; j < kmax; j++) pairs[j] = (vid){hv[(size_t)i * kmax + j], hi[(size_t)i * kmax + j]};
+            qsort(pairs, (size_t)kmax, sizeof *pairs, vid_cmp);
+            for (int j = 0; j < r->k; j++) {
+                r->out_vals[j] = pairs[j].v;
+                r->out_ids[j] = pairs[j].id;
+            }
+            if (r->out_lse) *r->out_lse = row_lse(im->host_row, V);
+        }
+    }
+    free(pairs);
+    free(hv);
+    free(hi);
+    return rc;
 }
 
-/* One greedy step, its ids back before it returns: decode_greedy of one step. */
-typedef struct {
-    int32_t *out;
-    int n;
-} ids_sink;
-static int keep_out_ids(void *ctx, const int32_t *ids) {
-    ids_sink *k = ctx;
-    memcpy(k->out, ids, sizeof(int32_t) * (size_t)k->n);
+static int cuda_submit(frigg_backend *b, frigg_row *rows, int nrows) {
+    cuda_impl *im = b->impl;
+    if (im->nq == 2) {
+        frigg_set_error("step: two steps are queued already (collect one first)");
+        return -1;
+    }
+    /* a LAST_GREEDY row is valid when the step queued just before gave its sequence a greedy id */
+    unsigned char *lg = im->last_greedy;
+    if (im->nq) {
+        memset(lg, 0, (size_t)b->max_seqs);
+        int prev = im->nq - 1;
+        for (int i = 0; i < im->pend[prev].nrows; i++)
+            if (im->pend[prev].rows[i].want == FRIGG_WANT_GREEDY) lg[im->pend[prev].rows[i].seq] = 1;
+    }
+    if (frigg_backend_check_rows(b, rows, nrows, im->len, lg)) return -1;
+    int qi = im->nq;
+    im->pend[qi].rows = rows;
+    im->pend[qi].nrows = nrows;
+    im->pend[qi].async = 0;
+    im->pend[qi].fetched = 0;
+    im->pend[qi].nseq = 0;
+    int V = b->model->cfg.vocab_size;
+    frigg_row *dr[MAX_BATCH];
+    int B = 0;
+    for (int i = 0; i < nrows; i++) {
+        frigg_row *r = &rows[i];
+        if (!r->prefill) {
+            dr[B++] = r;
+            continue;
+        }
+        /* prefill rows first, one at a time (a whole prompt each: PrefixLM) */
+        for (int k = 0; k < im->nq; k++) OK(wait_step(im, k));
+        float *all = r->want == FRIGG_WANT_ALL_LOGITS ? r->out_logits : NULL;
+        float *last = r->want == FRIGG_WANT_NONE ? NULL : r->want == FRIGG_WANT_LOGITS ? r->out_logits : im->host_row;
+        if (run_prefill(b, r->seq, r->ids, r->n, r->prefix_len, last, all)) return -1;
+        outputs_from_row(r, last ? last : im->host_row, V);
+        if (r->want == FRIGG_WANT_GREEDY) im->greedy[r->seq] = *r->out_id;
+        im->last_greedy[r->seq] = r->want == FRIGG_WANT_GREEDY;
+        im->last_B = 0; /* the prefill used d_step's neighbours: the next decode stages from the host */
+    }
+    if (B && run_decode(b, dr, B, qi)) return -1;
+    im->nq++;
     return 0;
 }
-static int cuda_decode_argmax(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int32_t *out_ids) {
-    ids_sink k = {out_ids, nseq};
-    return cuda_decode_greedy(b, nseq, seqs, ids, 1, keep_out_ids, &k) == 1 ? 0 : -1;
+
+static int cuda_collect(frigg_backend *b) {
+    cuda_impl *im = b->impl;
+    if (!im->nq) {
+        frigg_set_error("collect: no step was submitted");
+        return -1;
+    }
+    OK(wait_step(im, 0));
+    if (im->pend[0].async)
+        for (int i = 0; i < im->pend[0].nrows; i++)
+            if (!im->pend[0].rows[i].prefill) *im->pend[0].rows[i].out_id = im->greedy[im->pend[0].rows[i].seq];
+    im->pend[0] = im->pend[1];
+    im->nq--;
+    return 0;
+}
+
+static int bad_seq(const frigg_backend *b, int seq, const char *what) {
+    if (seq >= 0 && seq < b->max_seqs) return 0;
+    frigg_set_error("%s: sequence %d (slots 0..%d)", what, seq, b->max_seqs - 1);
+    return 1;
+}
+
+static int cuda_seq_len(const frigg_backend *b, int seq) {
+    if (bad_seq(b, seq, "seq_len")) return -1;
+    return ((const cuda_impl *)b->impl)->len[seq];
+}
+
+static int cuda_seq_reset(frigg_backend *b, int seq) {
+    if (bad_seq(b, seq, "seq_reset")) return -1;
+    cuda_impl *im = b->impl;
+    im->len[seq] = 0;
+    im->last_greedy[seq] = 0;
+    im->last_B = 0;
+    return 0;
+}
+
+/* The cache of a sequence is [slot][head][max_ctx][head_dim]: positions [0, n) of every (slot, head) row are
+ * one 2-D copy, for K and for V. */
+static int cuda_seq_fork(frigg_backend *b, int src, int dst, int n) {
+    if (bad_seq(b, src, "seq_fork") || bad_seq(b, dst, "seq_fork")) return -1;
+    cuda_impl *im = b->impl;
+    if (n < 0 || n > im->len[src]) {
+        frigg_set_error("seq_fork: position %d outside sequence %d's %d tokens", n, src, im->len[src]);
+        return -1;
+    }
+    const frigg_config *c = &b->model->cfg;
+    if (src != dst && n > 0) {
+        CU(cudaSetDevice(im->device));
+        size_t hd = (size_t)c->head_dim, pitch = (size_t)b->max_ctx * hd * 2, rows = (size_t)c->num_slots * c->num_heads;
+        for (int kv = 0; kv < 2; kv++) {
+            uint16_t *base = kv ? im->vc : im->kc;
+            CU(cudaMemcpy2DAsync(base + (size_t)dst * im->seq_stride, pitch, base + (size_t)src * im->seq_stride, pitch,
+                                 (size_t)n * hd * 2, rows, cudaMemcpyDeviceToDevice, im->stream));
+        }
+        CU(cudaStreamSynchronize(im->stream));
+    }
+    im->len[dst] = n;
+    im->last_greedy[dst] = 0;
+    im->last_B = 0;
+    return 0;
 }
 
 static void cuda_destroy(frigg_backend *b) {
@@ -393,9 +506,12 @@ static void cuda_destroy(frigg_backend *b) {
         if (im->stream) cudaStreamDestroy(im->stream);
         free(im->layers[0]);
         free(im->layers[1]);
+        free(im->len);
+        free(im->greedy);
+        free(im->last_greedy);
+        free(im->host_row);
         free(im);
     }
-    free(b->seq_len);
     free(b);
 }
 
@@ -464,7 +580,7 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     /* RoPE tables from the CPU reference function: identical bf16 values on both engines. */
     float *cs = frigg_xmalloc(ctx * hd * 4), *sn = frigg_xmalloc(ctx * hd * 4);
     uint16_t *h16 = frigg_xmalloc(ctx * hd * 2);
-    frigg_cpu_rope_tables(c, 0, (int)ctx, cs, sn);
+    frigg_cpu_rope_tables(FRIGG_PREC_BF16, c, 0, (int)ctx, cs, sn);
     int rc = dalloc(im, (void **)&im->cos_t, ctx * hd * 2, "RoPE tables") ||
              dalloc(im, (void **)&im->sin_t, ctx * hd * 2, "RoPE tables");
     if (!rc) {
@@ -511,7 +627,7 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     CU(cudaMemset(im->d_zero, 0, R * 4));
     CU(cudaMemset(im->d_step, 0, 3 * MAX_BATCH * 4));
     CU(cudaMallocHost((void **)&im->h_step, 3 * MAX_BATCH * 4));
-    CU(cudaMallocHost((void **)&im->h_out, 2 * MAX_BATCH * 4));
+    CU(cudaMallocHost((void **)&im->h_out, 3 * MAX_BATCH * 4)); /* two queued greedy steps + one mixed step */
     for (int i = 0; i < 2; i++) CU(cudaEventCreateWithFlags(&im->out_ready[i], cudaEventDisableTiming));
     CU(cudaDeviceSynchronize());
     return 0;
@@ -520,14 +636,27 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
 frigg_backend *frigg_backend_cuda_create(const frigg_model *m, const frigg_backend_opts *opts) {
     frigg_backend_opts o;
     frigg_backend *b = frigg_backend_alloc("cuda", m, opts, &o);
+    if (!b) return NULL;
+    if (o.fp32_reference) {
+        free(b);
+        frigg_set_error("backend \"cuda\": fp32_reference is a CPU-engine setting (the CUDA engine rounds as bf16 HF does)");
+        return NULL;
+    }
     cuda_impl *im = frigg_xcalloc(1, sizeof *im);
-    b->prefill = cuda_prefill;
-    b->decode = cuda_decode;
-    b->decode_argmax = cuda_decode_argmax;
-    b->decode_greedy = cuda_decode_greedy;
-    b->decode_topk = cuda_decode_topk;
+    b->submit = cuda_submit;
+    b->collect = cuda_collect;
+    b->seq_reset = cuda_seq_reset;
+    b->seq_fork = cuda_seq_fork;
+    b->seq_len = cuda_seq_len;
     b->destroy = cuda_destroy;
     b->impl = im;
+    /* up to MAX_BATCH decode rows in one launch; two steps queued (the pipelined greedy decode) */
+    b->max_rows = o.max_seqs < MAX_BATCH ? o.max_seqs : MAX_BATCH;
+    b->max_inflight = 2;
+    im->len = frigg_xcalloc((size_t)o.max_seqs, sizeof *im->len);
+    im->greedy = frigg_xcalloc((size_t)o.max_seqs, sizeof *im->greedy);
+    im->last_greedy = frigg_xcalloc((size_t)o.max_seqs, 1);
+    im->host_row = frigg_xmalloc(sizeof(float) * (size_t)m->cfg.vocab_size);
     im->device = o.device;
     im->use_graphs = 1;
     if (setup(b, im, m)) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "seqgen.h"
 #include "util.h"
 
 static int add_stop(int32_t *out, int n, int max, int id, const frigg_config *c) {
@@ -22,41 +23,10 @@ int frigg_default_stop_ids(const frigg_config *c, int with_tools, int32_t *out, 
     return n;
 }
 
-static int is_stop(const frigg_gen_params *p, int32_t id) {
-    for (int i = 0; i < p->n_stop_ids; i++)
-        if (p->stop_ids[i] == id) return 1;
-    return 0;
-}
-
-/* One generated id: stop on a stop id or the caller's say-so, else keep it. 1 = stop. */
-typedef struct {
-    const frigg_gen_params *p;
-    frigg_gen_result *r;
-} gen_state;
-static int accept_id(gen_state *g, int32_t next) {
-    if (is_stop(g->p, next)) {
-        g->r->finish_reason = "stop";
-        return 1;
-    }
-    g->r->ids[g->r->n++] = next;
-    if (g->p->on_token && g->p->on_token(g->p->ctx, next)) {
-        g->r->finish_reason = "stop";
-        return 1;
-    }
-    return 0;
-}
-/* decode_greedy's callback: one decode step's id. */
-static int on_greedy_ids(void *ctx, const int32_t *ids) {
-    gen_state *g = ctx;
-    g->r->decode_steps++;
-    return accept_id(g, ids[0]);
-}
-
 int frigg_generate(frigg_backend *b, int seq, const int32_t *prompt, int n, const frigg_gen_params *p,
                    frigg_gen_result *r) {
     memset(r, 0, sizeof *r);
     const frigg_config *c = &b->model->cfg;
-    int V = c->vocab_size;
     if (n < 1) {
         frigg_set_error("empty prompt");
         return -1;
@@ -71,65 +41,50 @@ int frigg_generate(frigg_backend *b, int seq, const int32_t *prompt, int n, cons
         frigg_set_error("prefix_tokens (%d) is longer than the prompt (%d tokens)", prefix, n);
         return -1;
     }
-    int k = p->logprobs;
-    r->ids = frigg_xmalloc((size_t)(p->max_tokens + 1) * sizeof(int32_t));
-    if (k) {
-        r->token_logprob = frigg_xmalloc((size_t)(p->max_tokens + 1) * sizeof(float));
-        r->top_ids = frigg_xmalloc((size_t)(p->max_tokens + 1) * k * sizeof(int32_t));
-        r->top_lps = frigg_xmalloc((size_t)(p->max_tokens + 1) * k * sizeof(float));
+    frigg_seqgen_params sp = {.max_tokens = p->max_tokens, .sampling = p->sampling, .logprobs = p->logprobs};
+    if (p->n_stop_ids > FRIGG_SEQGEN_MAX_STOP_IDS) {
+        frigg_set_error("%d stop ids (at most %d)", p->n_stop_ids, FRIGG_SEQGEN_MAX_STOP_IDS);
+        return -1;
     }
-    r->finish_reason = "length";
-    float *logits = frigg_xmalloc((size_t)V * sizeof(float));
-    float *raw = k ? frigg_xmalloc((size_t)V * sizeof(float)) : NULL;
-    frigg_sampler smp;
-    frigg_sampler_init(&smp, &p->sampling, V);
-    /* On-device argmax only when nothing needs the logits on the host. */
-    int device_greedy = b->decode_argmax && p->sampling.temperature <= 0 && (p->sampling.repetition_penalty == 1.0f || p->sampling.repetition_penalty <= 0) &&
-                        !k;
-    /* A top-k draw needs only the k largest logits: the backend sends those (decode_topk) instead of the row. */
-    int topk = b->decode_topk && !k ? frigg_sampler_topk_only(&p->sampling, V) : 0;
-    int rc = -1;
+    if (p->n_stop_ids) memcpy(sp.stop_ids, p->stop_ids, sizeof(int32_t) * (size_t)p->n_stop_ids);
+    sp.n_stop_ids = p->n_stop_ids;
+    frigg_seqgen *g = frigg_seqgen_new(&sp, n, c->vocab_size, NULL);
+    if (!g) return -1;
     double t0 = frigg_now_ms();
-    if (b->prefill(b, seq, prompt, n, prefix, p->max_tokens > 0 ? logits : NULL, NULL)) goto out;
-    r->prefill_ms = frigg_now_ms() - t0;
-    t0 = frigg_now_ms();
-    int32_t next = -1;
-    gen_state g = {p, r};
-    for (int step = 0; step < p->max_tokens; step++) {
-        if (step > 0 && device_greedy && b->decode_greedy) {
-            /* every remaining step on the device, the next one queued before this one's id is back */
-            if (b->decode_greedy(b, 1, &seq, &r->ids[r->n - 1], p->max_tokens - step, on_greedy_ids, &g) < 0) goto out;
-            break;
-        }
-        if (step > 0) {
-            int32_t prev = r->ids[r->n - 1];
-            if (device_greedy) {
-                if (b->decode_argmax(b, 1, &seq, &prev, &next)) goto out;
-            } else if (topk) {
-                if (frigg_decode_topk_draw(b, 1, &seq, &prev, topk, &smp, &next)) goto out;
-            } else if (b->decode(b, 1, &seq, &prev, logits)) {
-                goto out;
-            }
-            r->decode_steps++;
-        }
-        if ((!device_greedy && !topk) || step == 0) {
-            if (k) memcpy(raw, logits, (size_t)V * sizeof(float));
-            next = frigg_sample(&smp, logits, r->ids, r->n);
-            /* logprobs describe the model's own distribution (raw logits, temperature 1). */
-            if (k) {
-                r->token_logprob[r->n] = frigg_logprob_of(raw, V, next);
-                frigg_top_logprobs(raw, V, k, r->top_ids + (size_t)r->n * k, r->top_lps + (size_t)r->n * k);
-            }
-        }
-        if (accept_id(&g, next)) break;
+    frigg_row row = {.seq = seq, .prefill = 1, .ids = prompt, .n = n, .prefix_len = prefix};
+    frigg_seqgen_row(g, &row);
+    int rc = -1;
+    if (frigg_step(b, &row, 1)) goto out;
+    frigg_seqgen_mark(g, t0, t0, frigg_now_ms());
+    const char *piece;
+    size_t plen;
+    while (!frigg_seqgen_accept(g, &row, &piece, &plen)) {
+        row = (frigg_row){.seq = seq, .n = 1, .token = frigg_seqgen_last(g)};
+        frigg_seqgen_row(g, &row);
+        if (frigg_step(b, &row, 1)) goto out;
     }
-    r->decode_ms = frigg_now_ms() - t0;
+    frigg_seqgen_finish(g, 0, NULL, NULL);
+    const frigg_seqgen_result *res = frigg_seqgen_result_of(g);
+    size_t cap = (size_t)p->max_tokens + 1;
+    r->ids = frigg_xmalloc(cap * sizeof(int32_t));
+    memcpy(r->ids, res->ids, sizeof(int32_t) * (size_t)res->n);
+    r->n = res->n;
+    r->finish_reason = !strcmp(res->finish_reason, "stop") ? "stop" : "length";
+    if (p->logprobs) {
+        int k = p->logprobs;
+        r->token_logprob = frigg_xmalloc(cap * sizeof(float));
+        r->top_ids = frigg_xmalloc(cap * k * sizeof(int32_t));
+        r->top_lps = frigg_xmalloc(cap * k * sizeof(float));
+        memcpy(r->token_logprob, res->token_logprob, sizeof(float) * (size_t)res->n);
+        memcpy(r->top_ids, res->top_ids, sizeof(int32_t) * (size_t)res->n * k);
+        memcpy(r->top_lps, res->top_lps, sizeof(float) * (size_t)res->n * k);
+    }
+    r->prefill_ms = res->prefill_ms;
+    r->decode_ms = res->decode_ms;
+    r->decode_steps = res->decode_steps;
     rc = 0;
 out:
-    frigg_sampler_free(&smp);
-    free(logits);
-    free(raw);
-    if (rc) frigg_gen_result_free(r);
+    frigg_seqgen_free(g);
     return rc;
 }
 
@@ -139,15 +94,4 @@ void frigg_gen_result_free(frigg_gen_result *r) {
     free(r->top_ids);
     free(r->top_lps);
     memset(r, 0, sizeof *r);
-}
-
-int frigg_decode_topk_draw(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int k, frigg_sampler *smp,
-                           int32_t *out) {
-    float *vals = frigg_xmalloc(sizeof(float) * (size_t)nseq * k);
-    int32_t *cand = frigg_xmalloc(sizeof(int32_t) * (size_t)nseq * k);
-    int rc = b->decode_topk(b, nseq, seqs, ids, k, vals, cand);
-    for (int i = 0; i < nseq && !rc; i++) out[i] = frigg_sample_topk(&smp[i], vals + (size_t)i * k, cand + (size_t)i * k, k);
-    free(vals);
-    free(cand);
-    return rc;
 }

@@ -1,5 +1,6 @@
-/* generate.h — the generation loop over any backend: prefill, then sample/decode until a stop id,
- * a stop request from the caller (stop strings), or max_tokens. Shared by every executable. */
+/* generate.h — one request on one sequence slot, start to finish: a thin loop of engine steps over a
+ * frigg_seqgen (seqgen.h), for tests and tools that run one sequence at a time. Many requests at once go
+ * through the scheduler (scheduler.h), which drives the same seqgen. */
 #ifndef FRIGG_GENERATE_H
 #define FRIGG_GENERATE_H
 
@@ -15,9 +16,6 @@ typedef struct {
     int n_stop_ids;
     int prefix_tokens;          /* -1: the whole prompt */
     int logprobs;               /* top-k log-probabilities per generated token (0 = none) */
-    /* Called after each generated token (a stop id is not passed); return 1 to stop ("stop" finish). */
-    int (*on_token)(void *ctx, int32_t id);
-    void *ctx;
 } frigg_gen_params;
 
 typedef struct {
@@ -39,11 +37,5 @@ int frigg_default_stop_ids(const frigg_config *c, int with_tools, int32_t *out, 
 int frigg_generate(frigg_backend *b, int seq, const int32_t *prompt, int n, const frigg_gen_params *p,
                    frigg_gen_result *r);
 void frigg_gen_result_free(frigg_gen_result *r);
-
-/* One decode step of nseq sequences whose next ids are top-k draws (k = frigg_sampler_topk_only of their
- * samplers' parameters, the same for all): the backend's decode_topk sends each row's k largest logits, and
- * smp[i] draws out[i] from them (frigg_sample_topk). 0, or -1 with frigg_error. */
-int frigg_decode_topk_draw(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int k, frigg_sampler *smp,
-                           int32_t *out);
 
 #endif

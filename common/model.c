@@ -13,9 +13,9 @@ static const uint16_t *own_bf16(frigg_model *m, const frigg_tensor *t, size_t co
     uint16_t *buf = frigg_xmalloc(count * 2);
     const unsigned char *src = t->data;
     for (size_t i = 0; i < count; i++) {
-        if (t->dtype == FRIGG_DT_BF16) {
+        if (t->dtype == FRIGG_ST_BF16) {
             memcpy(&buf[i], src + 2 * i, 2);
-        } else if (t->dtype == FRIGG_DT_F16) {
+        } else if (t->dtype == FRIGG_ST_F16) {
             uint16_t h;
             memcpy(&h, src + 2 * i, 2);
             buf[i] = frigg_f32_to_bf16(frigg_f16_to_f32(h));
@@ -56,7 +56,7 @@ static const uint16_t *bind(frigg_model *m, const char *name, int ndim, int64_t 
     }
     t->used = 1;
     size_t count = (size_t)d0 * (ndim == 1 ? 1 : (size_t)d1);
-    if (t->dtype == FRIGG_DT_BF16 && ((uintptr_t)t->data & 1) == 0) return t->data;
+    if (t->dtype == FRIGG_ST_BF16 && ((uintptr_t)t->data & 1) == 0) return t->data;
     return own_bf16(m, t, count);
 }
 
@@ -68,7 +68,7 @@ static int bind_mat(frigg_model *m, frigg_mat *mat, const char *name, int rows, 
 }
 
 static frigg_mat sub_rows(const uint16_t *base, int row0, int rows, int cols) {
-    frigg_mat r = {base + (size_t)row0 * cols, rows, cols};
+    frigg_mat r = {.w = base + (size_t)row0 * cols, .rows = rows, .cols = cols};
     return r;
 }
 
@@ -192,4 +192,41 @@ char *frigg_default_model_dir(void) {
         }
     }
     return frigg_xstrdup("golden/default");
+}
+
+const char *frigg_dtype_name(frigg_dtype t) {
+    switch (t) {
+    case FRIGG_DT_BF16: return "bf16";
+    case FRIGG_DT_INT8: return "int8";
+    case FRIGG_DT_INT4: return "int4";
+    }
+    return "unknown";
+}
+
+int frigg_mat_row(const frigg_mat *m, int r, float *out) {
+    const uint16_t *w = frigg_mat_bf16(m);
+    if (!w) {
+        frigg_set_error("a %s weight matrix cannot be read by this build", frigg_dtype_name(m->dtype));
+        return -1;
+    }
+    for (int i = 0; i < m->cols; i++) out[i] = frigg_bf16_to_f32(w[(size_t)r * m->cols + i]);
+    return 0;
+}
+
+static int check_mat(const frigg_mat *m, const char *what) {
+    if (m->dtype == FRIGG_DT_BF16) return 0;
+    frigg_set_error("%s: %s weights are not supported by this build's engines", what, frigg_dtype_name(m->dtype));
+    return -1;
+}
+
+int frigg_model_check_dtypes(const frigg_model *m) {
+    if (check_mat(&m->embed, "embed_tokens") || check_mat(&m->lm_head, "lm_head")) return -1;
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < m->cfg.layers_per_stack; i++) {
+            const frigg_layer *L = &m->stack[s][i];
+            const frigg_mat *all[] = {&L->gate, &L->q, &L->k, &L->v, &L->o, &L->mlp_gate, &L->up, &L->down};
+            for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
+                if (check_mat(all[j], s ? "H stack" : "L stack")) return -1;
+        }
+    return 0;
 }

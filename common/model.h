@@ -1,4 +1,4 @@
-/* model.h — a loaded HRM-Text checkpoint: the config plus bf16 views of every weight, bound by name
+/* model.h — a loaded HRM-Text checkpoint: the config plus a typed view of every weight, bound by name
  * from the safetensors set (packed 131-tensor or split 259-tensor layout). Plain structs. */
 #ifndef FRIGG_MODEL_H
 #define FRIGG_MODEL_H
@@ -8,11 +8,31 @@
 #include "config.h"
 #include "safetensors.h"
 
-/* A row-major bf16 matrix [rows][cols] (the nn.Linear [out][in] layout). */
+/* Element types of weights and of the KV cache. Only BF16 is loaded and run today; a quantized type adds
+ * its case to the loader, to frigg_cpu_linear / frigg_mat_row and to the CUDA launchers, nothing else. */
+typedef enum { FRIGG_DT_BF16 = 0, FRIGG_DT_INT8, FRIGG_DT_INT4 } frigg_dtype;
+const char *frigg_dtype_name(frigg_dtype t);
+
+/* A row-major weight matrix [rows][cols] (the nn.Linear [out][in] layout) and what its bytes are.
+ * BF16: w holds rows*cols bf16 values; scales NULL, group 0. A quantized dtype: w its packed values,
+ * scales its bf16 scales ([rows] per output channel when group is 0, else [rows][cols/group]). The first
+ * three fields stay first so that {w, rows, cols} initialises a bf16 matrix. */
 typedef struct {
-    const uint16_t *w;
+    const void *w;
     int rows, cols;
+    frigg_dtype dtype;
+    const uint16_t *scales;
+    int group;
 } frigg_mat;
+
+/* The bf16 values of a BF16 matrix (NULL for any other dtype). */
+static inline const uint16_t *frigg_mat_bf16(const frigg_mat *m) {
+    return m->dtype == FRIGG_DT_BF16 ? (const uint16_t *)m->w : (const uint16_t *)0;
+}
+/* Row r as floats (the values the matrix holds, dequantized for a quantized dtype); 0, or -1 with
+ * frigg_error() for a dtype this build cannot read. The embedding lookup uses it. */
+int frigg_mat_row(const frigg_mat *m, int r, float *out);
+
 
 /* One decoder layer. In the packed layout gate/q/k/v are consecutive row blocks of gqkv_proj and
  * mlp_gate/up of gate_up_proj, so `gqkv_packed` / `gate_up_packed` are set too (else NULL). */
@@ -44,6 +64,8 @@ typedef struct {
  * extra or of another layout. NULL with frigg_error() on failure. */
 frigg_model *frigg_model_load(const char *dir);
 void frigg_model_free(frigg_model *m);
+/* 0 when every matrix of the model has a dtype the engines run, else -1 with frigg_error() naming it. */
+int frigg_model_check_dtypes(const frigg_model *m);
 
 /* The stack that module run r uses (L runs, then one H run, per H cycle). */
 static inline int frigg_run_stack(const frigg_config *c, int run) {

@@ -79,8 +79,8 @@ frigg_model *frigg_model_random(const frigg_config *c, uint64_t seed, float lm_g
     frigg_pool *pool = frigg_pool_create(0);
     size_t D = c->hidden_size, I = c->intermediate_size, V = c->vocab_size;
     int id = 0;
-    m->embed = (frigg_mat){random_tensor(m, pool, V * D, 1.0 / c->embedding_scale, seed, id++), (int)V, (int)D};
-    m->lm_head = (frigg_mat){random_tensor(m, pool, V * D, lm_gain / sqrt((double)D), seed, id++), (int)V, (int)D};
+    m->embed = (frigg_mat){.w = random_tensor(m, pool, V * D, 1.0 / c->embedding_scale, seed, id++), .rows = (int)V, .cols = (int)D};
+    m->lm_head = (frigg_mat){.w = random_tensor(m, pool, V * D, lm_gain / sqrt((double)D), seed, id++), .rows = (int)V, .cols = (int)D};
     m->z_L_init = random_tensor(m, pool, D, 1.0, seed, id++);
     for (int s = 0; s < 2; s++) {
         m->stack[s] = frigg_xcalloc(c->layers_per_stack, sizeof(frigg_layer));
@@ -88,16 +88,16 @@ frigg_model *frigg_model_random(const frigg_config *c, uint64_t seed, float lm_g
             frigg_layer *L = &m->stack[s][i];
             const uint16_t *g = random_tensor(m, pool, 4 * D * D, 1.0 / sqrt((double)D), seed, id++);
             L->gqkv_packed = g;
-            L->gate = (frigg_mat){g, (int)D, (int)D};
-            L->q = (frigg_mat){g + D * D, (int)D, (int)D};
-            L->k = (frigg_mat){g + 2 * D * D, (int)D, (int)D};
-            L->v = (frigg_mat){g + 3 * D * D, (int)D, (int)D};
-            L->o = (frigg_mat){random_tensor(m, pool, D * D, 1.0 / sqrt((double)D), seed, id++), (int)D, (int)D};
+            L->gate = (frigg_mat){.w = g, .rows = (int)D, .cols = (int)D};
+            L->q = (frigg_mat){.w = g + D * D, .rows = (int)D, .cols = (int)D};
+            L->k = (frigg_mat){.w = g + 2 * D * D, .rows = (int)D, .cols = (int)D};
+            L->v = (frigg_mat){.w = g + 3 * D * D, .rows = (int)D, .cols = (int)D};
+            L->o = (frigg_mat){.w = random_tensor(m, pool, D * D, 1.0 / sqrt((double)D), seed, id++), .rows = (int)D, .cols = (int)D};
             const uint16_t *gu = random_tensor(m, pool, 2 * I * D, 1.0 / sqrt((double)D), seed, id++);
             L->gate_up_packed = gu;
-            L->mlp_gate = (frigg_mat){gu, (int)I, (int)D};
-            L->up = (frigg_mat){gu + I * D, (int)I, (int)D};
-            L->down = (frigg_mat){random_tensor(m, pool, D * I, 1.0 / sqrt((double)I), seed, id++), (int)D, (int)I};
+            L->mlp_gate = (frigg_mat){.w = gu, .rows = (int)I, .cols = (int)D};
+            L->up = (frigg_mat){.w = gu + I * D, .rows = (int)I, .cols = (int)D};
+            L->down = (frigg_mat){.w = random_tensor(m, pool, D * I, 1.0 / sqrt((double)I), seed, id++), .rows = (int)D, .cols = (int)I};
         }
     }
     frigg_pool_destroy(pool);

@@ -17,7 +17,7 @@ int frigg_nll(frigg_backend *b, int seq, const int32_t *ids, int n, int prefix, 
         frigg_set_error("nll: out of memory for %d x %d logits", n, V);
         return -1;
     }
-    if (b->prefill(b, seq, ids, n, prefix, NULL, all)) {
+    if (frigg_prefill(b, seq, ids, n, prefix, NULL, all)) {
         free(all);
         return -1;
     }

@@ -17,9 +17,9 @@
 /* A header larger than this is garbage, not a model (the real 131-tensor header is ~20 KB). */
 #define ST_MAX_HEADER (100u << 20)
 
-size_t frigg_dtype_size(frigg_dtype t) { return t == FRIGG_DT_F32 ? 4 : 2; }
-const char *frigg_dtype_name(frigg_dtype t) {
-    return t == FRIGG_DT_BF16 ? "BF16" : t == FRIGG_DT_F16 ? "F16" : "F32";
+size_t frigg_st_dtype_size(frigg_st_dtype t) { return t == FRIGG_ST_F32 ? 4 : 2; }
+const char *frigg_st_dtype_name(frigg_st_dtype t) {
+    return t == FRIGG_ST_BF16 ? "BF16" : t == FRIGG_ST_F16 ? "F16" : "F32";
 }
 
 typedef struct {
@@ -82,9 +82,9 @@ int frigg_st_parse(frigg_st_set *set, const void *buf, size_t size, const char *
         }
         frigg_tensor t = {0};
         const char *d = json_string_value(dt);
-        if (!strcmp(d, "BF16")) t.dtype = FRIGG_DT_BF16;
-        else if (!strcmp(d, "F16")) t.dtype = FRIGG_DT_F16;
-        else if (!strcmp(d, "F32")) t.dtype = FRIGG_DT_F32;
+        if (!strcmp(d, "BF16")) t.dtype = FRIGG_ST_BF16;
+        else if (!strcmp(d, "F16")) t.dtype = FRIGG_ST_F16;
+        else if (!strcmp(d, "F32")) t.dtype = FRIGG_ST_F32;
         else {
             frigg_set_error("%s: tensor \"%s\": dtype %s is not supported (BF16, F16, F32)", path, key, d);
             goto out;
@@ -121,7 +121,7 @@ int frigg_st_parse(frigg_st_set *set, const void *buf, size_t size, const char *
                             "file truncated?)", path, key, (unsigned long long)beg, (unsigned long long)end, dsize);
             goto out;
         }
-        if (end - beg != count * frigg_dtype_size(t.dtype)) {
+        if (end - beg != count * frigg_st_dtype_size(t.dtype)) {
             frigg_set_error("%s: tensor \"%s\": %llu bytes for %llu elements of %s", path, key,
                             (unsigned long long)(end - beg), (unsigned long long)count, d);
             goto out;

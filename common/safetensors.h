@@ -6,13 +6,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { FRIGG_DT_BF16, FRIGG_DT_F16, FRIGG_DT_F32 } frigg_dtype;
+typedef enum { FRIGG_ST_BF16, FRIGG_ST_F16, FRIGG_ST_F32 } frigg_st_dtype;
 
 #define FRIGG_ST_MAXDIM 4
 
 typedef struct {
     char *name;
-    frigg_dtype dtype;
+    frigg_st_dtype dtype;
     int ndim;
     int64_t shape[FRIGG_ST_MAXDIM];
     const void *data;       /* inside the file's mapping */
@@ -34,8 +34,8 @@ typedef struct {
     int ntensors;
 } frigg_st_set;
 
-size_t frigg_dtype_size(frigg_dtype t);
-const char *frigg_dtype_name(frigg_dtype t);
+size_t frigg_st_dtype_size(frigg_st_dtype t);
+const char *frigg_st_dtype_name(frigg_st_dtype t);
 
 /* Parse one safetensors file image (header + data) already in memory. The tensors' data pointers
  * point into `buf`. Used by the loader and directly by the fuzz target. Appends to the set. */

@@ -8,6 +8,7 @@
 
 #include "backend.h"
 #include "generate.h"
+#include "scheduler.h"
 #include "model.h"
 #include "request.h"
 #include "util.h"
@@ -22,6 +23,7 @@ struct frigg_session {
     frigg_model *model;
     frigg_backend *backend;
     frigg_tokenizer *tok;
+    frigg_sched *sched;
 };
 
 frigg_session *frigg_session_open(const frigg_session_opts *o) {
@@ -53,17 +55,20 @@ frigg_session *frigg_session_open(const frigg_session_opts *o) {
         frigg_session_close(s);
         return NULL;
     }
-    frigg_backend_opts bo = {.threads = o->threads, .device = o->device, .max_seqs = 1, .max_ctx = 0};
+    frigg_backend_opts bo = {.threads = o->threads, .device = o->device,
+                             .max_seqs = o->slots > 0 ? o->slots : FRIGG_SESSION_DEFAULT_SLOTS, .max_ctx = 0};
     s->backend = frigg_backend_create(o->backend, s->model, &bo);
     if (!s->backend) {
         frigg_session_close(s);
         return NULL;
     }
+    s->sched = frigg_sched_new(s->backend, s->tok, 0);
     return s;
 }
 
 void frigg_session_close(frigg_session *s) {
     if (!s) return;
+    frigg_sched_free(s->sched);
     frigg_backend_destroy(s->backend);
     frigg_model_free(s->model);
     frigg_tokenizer_free(s->tok);
@@ -172,175 +177,131 @@ static json_t *handle_detokenize(frigg_session *s, const json_t *req) {
     return o;
 }
 
-/* Streams generated ids through the detokenizer and the stop-string matcher; stops generation when a
- * stop string completes. The text kept is exactly what a streaming client would have received. */
+/* A generation request between submit and its end. */
 typedef struct {
-    frigg_detok_stream *ds;
-    frigg_stopstr *ss;
-    char *text;
-    size_t len, cap;
-    int stopped;
-} text_sink;
+    frigg_session *s;
+    json_t *id;
+    int logprobs, tools;
+    frigg_session_cb cb;
+    void *ctx;
+} gen_ctx;
 
-static void sink_append(text_sink *t, const char *p, size_t n) {
-    if (t->len + n + 1 > t->cap) {
-        t->cap = (t->len + n + 1) * 2;
-        t->text = realloc(t->text, t->cap);
-        if (!t->text) abort();
+static void on_gen_done(void *vctx, const frigg_sched_result *res) {
+    gen_ctx *x = vctx;
+    frigg_session *s = x->s;
+    json_t *o;
+    if (res->error) {
+        o = error_obj(x->id, res->error);
+    } else {
+        const frigg_seqgen_result *g = res->choices[0];
+        o = json_object();
+        if (x->id) json_object_set(o, "id", x->id);
+        json_object_set_new(o, "output_ids", id_array(g->ids, g->n));
+        if (s->tok) {
+            json_object_set_new(o, "text", json_stringn(g->text, g->text_len));
+            json_object_set_new(o, "tokenizer_mode",
+                                json_string(frigg_tokenizer_hf_regex(s->tok) ? "hf-regex" : "training"));
+            if (g->tool_calls) json_object_set(o, "tool_calls", g->tool_calls);
+            if (g->tool_call_error) json_object_set_new(o, "tool_call_error", json_string(g->tool_call_error));
+        }
+        json_object_set_new(o, "finish_reason", json_string(g->finish_reason));
+        json_object_set_new(o, "usage", json_pack("{s:i,s:i}", "prompt_tokens", g->prompt_tokens, "completion_tokens",
+                                                  g->n));
+        if (x->logprobs) {
+            json_t *lp = json_array();
+            for (int i = 0; i < g->n; i++) {
+                json_t *top = json_array();
+                for (int j = 0; j < x->logprobs; j++)
+                    json_array_append_new(top, json_pack("{s:i,s:f}", "id", g->top_ids[(size_t)i * x->logprobs + j],
+                                                         "logprob", (double)g->top_lps[(size_t)i * x->logprobs + j]));
+                json_array_append_new(lp, json_pack("{s:i,s:f,s:o}", "id", g->ids[i], "logprob",
+                                                    (double)g->token_logprob[i], "top", top));
+            }
+            json_object_set_new(o, "logprobs", lp);
+        }
+        double tok_s = g->decode_ms > 0 ? g->decode_steps / (g->decode_ms / 1e3) : 0;
+        json_object_set_new(o, "timing", json_pack("{s:f,s:f,s:f,s:f}", "queue_ms", g->queue_ms, "prefill_ms",
+                                                   g->prefill_ms, "decode_ms", g->decode_ms, "decode_tok_s", tok_s));
     }
-    memcpy(t->text + t->len, p, n);
-    t->len += n;
-    t->text[t->len] = 0;
+    x->cb(x->ctx, o);
+    json_decref(x->id);
+    free(x);
 }
 
-static int sink_feed(text_sink *t, const char *piece, size_t n) {
-    if (!t->ss) {
-        sink_append(t, piece, n);
-        return 0;
-    }
-    char *out = NULL;
-    size_t olen = 0;
-    int hit = frigg_stopstr_push(t->ss, piece, n, &out, &olen);
-    sink_append(t, out ? out : "", olen);
-    free(out);
-    return hit;
-}
-
-static int on_token(void *ctx, int32_t id) {
-    text_sink *t = ctx;
-    char *piece = NULL;
-    size_t n = 0;
-    if (frigg_detok_stream_push(t->ds, id, &piece, &n)) return 0;
-    int hit = sink_feed(t, piece ? piece : "", n);
-    free(piece);
-    if (hit) t->stopped = 1;
-    return hit;
-}
-
-static json_t *handle_generate(frigg_session *s, const frigg_request *r) {
+static void submit_generate(frigg_session *s, const frigg_request *r, frigg_session_cb cb, void *cbctx) {
     const frigg_config *c = &s->model->cfg;
     int32_t *ids = NULL;
     int n = 0;
     char *rendered = NULL;
-    if (request_ids(s, r, &ids, &n, &rendered)) return error_obj(r->id, frigg_error());
+    if (request_ids(s, r, &ids, &n, &rendered)) {
+        cb(cbctx, error_obj(r->id, frigg_error()));
+        return;
+    }
     free(rendered);
-    int32_t stop_ids[FRIGG_MAX_STOP_IDS + 2];
-    int nstop;
+    frigg_sched_req q = {.ids = ids, .n = n, .prefix_len = r->prefix_tokens < 0 ? n : r->prefix_tokens,
+                         .n_choices = 1, .on_done = on_gen_done};
+    frigg_seqgen_params *gp = &q.gen;
+    gp->max_tokens = r->max_tokens_given ? r->max_tokens : s->o.default_max_tokens;
+    gp->sampling = r->sampling;
+    gp->logprobs = r->logprobs;
+    gp->parse_tools = json_array_size(r->tools) > 0;
     if (r->has_stop_ids) {
-        memcpy(stop_ids, r->stop_ids, (size_t)r->n_stop_ids * sizeof(int32_t));
-        nstop = r->n_stop_ids;
+        memcpy(gp->stop_ids, r->stop_ids, (size_t)r->n_stop_ids * sizeof(int32_t));
+        gp->n_stop_ids = r->n_stop_ids;
     } else {
-        nstop = frigg_default_stop_ids(c, json_array_size(r->tools) > 0, stop_ids, FRIGG_MAX_STOP_IDS);
+        gp->n_stop_ids = frigg_default_stop_ids(c, gp->parse_tools, gp->stop_ids, FRIGG_SEQGEN_MAX_STOP_IDS);
     }
-    frigg_gen_params gp = {
-        .max_tokens = r->max_tokens_given ? r->max_tokens : s->o.default_max_tokens,
-        .sampling = r->sampling,
-        .stop_ids = stop_ids,
-        .n_stop_ids = nstop,
-        .prefix_tokens = r->prefix_tokens,
-        .logprobs = r->logprobs,
-    };
-    text_sink sink = {0};
-    if (s->tok) {
-        sink.ds = frigg_detok_stream_new(s->tok);
-        if (r->n_stop) {
-            sink.ss = frigg_stopstr_new((const char *const *)r->stop, r->n_stop);
-            if (!sink.ss) {
-                frigg_detok_stream_free(sink.ds);
-                free(ids);
-                return error_obj(r->id, frigg_error());
-            }
-        }
-        gp.on_token = on_token;
-        gp.ctx = &sink;
+    for (int i = 0; i < r->n_stop; i++) gp->stop[i] = r->stop[i];
+    gp->n_stop = r->n_stop;
+    gen_ctx *x = frigg_xcalloc(1, sizeof *x);
+    x->s = s;
+    x->id = r->id ? json_incref(r->id) : NULL;
+    x->logprobs = r->logprobs;
+    x->tools = gp->parse_tools;
+    x->cb = cb;
+    x->ctx = cbctx;
+    q.ctx = x;
+    if (!frigg_sched_submit(s->sched, &q)) {
+        cb(cbctx, error_obj(r->id, frigg_error()));
+        json_decref(x->id);
+        free(x);
     }
-    if (r->n_stop) {
-        if (!s->tok) {
-            free(ids);
-            frigg_detok_stream_free(sink.ds);
-            return error_obj(r->id, "\"stop\" strings need a tokenizer.json in the model directory");
-        }
-    }
-    frigg_gen_result g;
-    if (frigg_generate(s->backend, 0, ids, n, &gp, &g)) {
-        free(ids);
-        frigg_detok_stream_free(sink.ds);
-        frigg_stopstr_free(sink.ss);
-        free(sink.text);
-        return error_obj(r->id, frigg_error());
-    }
-    json_t *o = json_object();
-    if (r->id) json_object_set(o, "id", r->id);
-    json_object_set_new(o, "output_ids", id_array(g.ids, g.n));
-    if (s->tok) {
-        char *tail = NULL;
-        size_t tl = 0;
-        if (!sink.stopped) { /* flush the detokenizer, then release what the stop matcher held back */
-            frigg_detok_stream_finish(sink.ds, &tail, &tl);
-            if (sink_feed(&sink, tail ? tail : "", tl)) sink.stopped = 1;
-            free(tail);
-            tail = NULL;
-            tl = 0;
-            if (sink.ss && !sink.stopped) {
-                frigg_stopstr_flush(sink.ss, &tail, &tl);
-                sink_append(&sink, tail ? tail : "", tl);
-                free(tail);
-                if (frigg_stopstr_matched(sink.ss)) sink.stopped = 1;
-            }
-        }
-        if (sink.stopped) g.finish_reason = "stop";
-        json_object_set_new(o, "text", json_stringn(sink.text ? sink.text : "", sink.len));
-        json_object_set_new(o, "tokenizer_mode", json_string(frigg_tokenizer_hf_regex(s->tok) ? "hf-regex" : "training"));
-        if (json_array_size(r->tools) > 0) {
-            char *content = NULL;
-            json_t *calls = frigg_parse_tool_calls(sink.text ? sink.text : "", &content);
-            if (calls) {
-                if (json_array_size(calls)) json_object_set_new(o, "tool_calls", calls);
-                else json_decref(calls);
-                json_object_set_new(o, "text", json_string(content ? content : ""));
-                free(content);
-            } else {
-                json_object_set_new(o, "tool_call_error", json_string(frigg_error()));
-            }
-        }
-        frigg_detok_stream_free(sink.ds);
-        frigg_stopstr_free(sink.ss);
-        free(sink.text);
-    }
-    json_object_set_new(o, "finish_reason", json_string(g.finish_reason));
-    json_object_set_new(o, "usage", json_pack("{s:i,s:i}", "prompt_tokens", n, "completion_tokens", g.n));
-    if (r->logprobs) {
-        json_t *lp = json_array();
-        for (int i = 0; i < g.n; i++) {
-            json_t *top = json_array();
-            for (int j = 0; j < r->logprobs; j++)
-                json_array_append_new(top, json_pack("{s:i,s:f}", "id", g.top_ids[(size_t)i * r->logprobs + j],
-                                                     "logprob", (double)g.top_lps[(size_t)i * r->logprobs + j]));
-            json_array_append_new(lp, json_pack("{s:i,s:f,s:o}", "id", g.ids[i], "logprob",
-                                                (double)g.token_logprob[i], "top", top));
-        }
-        json_object_set_new(o, "logprobs", lp);
-    }
-    double tok_s = g.decode_ms > 0 ? g.decode_steps / (g.decode_ms / 1e3) : 0;
-    json_object_set_new(o, "timing", json_pack("{s:f,s:f,s:f}", "prefill_ms", g.prefill_ms, "decode_ms", g.decode_ms,
-                                               "decode_tok_s", tok_s));
-    frigg_gen_result_free(&g);
     free(ids);
-    return o;
 }
 
-json_t *frigg_session_handle(frigg_session *s, const json_t *req, int mode) {
-    if (mode == 'D') return handle_detokenize(s, req);
+void frigg_session_submit(frigg_session *s, const json_t *req, int mode, frigg_session_cb cb, void *ctx) {
+    if (mode == 'D') {
+        cb(ctx, handle_detokenize(s, req));
+        return;
+    }
     frigg_request r;
     int vocab = s->model ? s->model->cfg.vocab_size :
                 s->tok ? frigg_tokenizer_vocab_size(s->tok) :
                 0;
-    if (frigg_request_parse(&r, req, vocab)) return error_obj(json_object_get(req, "id"), frigg_error());
-    json_t *resp;
-    if (mode == 'T') resp = handle_tokenize(s, req, &r);
-    else
-        if (mode) resp = error_obj(r.id, "--tokenize/--detokenize need the tokenizer, which this build lacks");
-        else resp = handle_generate(s, &r);
+    if (frigg_request_parse(&r, req, vocab)) {
+        cb(ctx, error_obj(json_object_get(req, "id"), frigg_error()));
+        return;
+    }
+    if (mode == 'T') cb(ctx, handle_tokenize(s, req, &r));
+    else if (mode) cb(ctx, error_obj(r.id, "--tokenize/--detokenize need the tokenizer, which this build lacks"));
+    else if (!s->sched) cb(ctx, error_obj(r.id, "this session was opened for the tokenizer only"));
+    else submit_generate(s, &r, cb, ctx);
     frigg_request_free(&r);
-    return resp;
+}
+
+int frigg_session_step(frigg_session *s) {
+    if (!s->sched) return 0;
+    return frigg_sched_step(s->sched);
+}
+
+int frigg_session_pending(frigg_session *s) { return s->sched ? frigg_sched_pending(s->sched) : 0; }
+
+static void keep_resp(void *ctx, json_t *resp) { *(json_t **)ctx = resp; }
+
+json_t *frigg_session_handle(frigg_session *s, const json_t *req, int mode) {
+    json_t *resp = NULL;
+    frigg_session_submit(s, req, mode, keep_resp, &resp);
+    while (!resp && frigg_session_step(s) >= 0) {
+    }
+    return resp ? resp : error_obj(json_object_get(req, "id"), frigg_error());
 }

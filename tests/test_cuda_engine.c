@@ -32,6 +32,60 @@
 #define MARGIN_TOL 0.5 /* 2-4 bf16 ulps of a logit near 20 */
 #define STEPS 12
 
+
+/* The engine's step interface in the shapes these tests were written in. step_greedy: one step whose rows
+ * want the greedy id. step_topk: one step whose rows want their k largest logits. pipe_greedy: `steps` greedy
+ * steps queued two deep (step k+1 takes step k's ids on the device, FRIGG_TOKEN_LAST_GREEDY), on_ids after
+ * each; when on_ids stops, the step queued behind is collected and its token taken back (seq_fork of each
+ * sequence onto itself one position shorter), so the caches continue as if it had never run. */
+static int step_greedy(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int32_t *out) {
+    frigg_row r[8];
+    for (int i = 0; i < nseq; i++)
+        r[i] = (frigg_row){.seq = seqs[i], .n = 1, .token = ids[i], .want = FRIGG_WANT_GREEDY, .out_id = &out[i]};
+    return frigg_step(b, r, nseq);
+}
+static int step_topk(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int k, float *vals, int32_t *out) {
+    frigg_row r[8];
+    for (int i = 0; i < nseq; i++)
+        r[i] = (frigg_row){.seq = seqs[i], .n = 1, .token = ids[i], .want = FRIGG_WANT_TOPK, .k = k,
+                           .out_vals = vals + (size_t)i * (k > 0 ? k : 0), .out_ids = out + (size_t)i * (k > 0 ? k : 0)};
+    return frigg_step(b, r, nseq);
+}
+static int pipe_greedy(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, int steps,
+                       int (*on_ids)(void *ctx, const int32_t *ids), void *ctx) {
+    if (steps <= 0) return 0;
+    for (int i = 0; i < nseq; i++)
+        if (b->seq_len(b, seqs[i]) + steps > b->max_ctx) {
+            frigg_set_error("context full: %d cached + %d new tokens > %d", b->seq_len(b, seqs[i]), steps, b->max_ctx);
+            return -1;
+        }
+    frigg_row rows[2][8];
+    int32_t out[2][8];
+    int queued = 0, done = 0;
+    while (done < steps) {
+        while (queued < steps && queued - done < 2) {
+            frigg_row *r = rows[queued & 1];
+            for (int i = 0; i < nseq; i++)
+                r[i] = (frigg_row){.seq = seqs[i], .n = 1, .token = queued ? FRIGG_TOKEN_LAST_GREEDY : ids[i],
+                                   .want = FRIGG_WANT_GREEDY, .out_id = &out[queued & 1][i]};
+            if (b->submit(b, r, nseq)) return -1;
+            queued++;
+        }
+        if (b->collect(b)) return -1;
+        int stop = on_ids(ctx, out[done & 1]);
+        done++;
+        if (stop) {
+            if (queued > done) {
+                if (b->collect(b)) return -1;
+                for (int i = 0; i < nseq; i++)
+                    if (b->seq_fork(b, seqs[i], seqs[i], b->seq_len(b, seqs[i]) - 1)) return -1;
+            }
+            break;
+        }
+    }
+    return done;
+}
+
 static double max_abs_diff(const float *a, const float *b, int n, double *scale) {
     double d = 0, s = 0;
     for (int i = 0; i < n; i++) {
@@ -54,8 +108,8 @@ static double top2_margin(const float *x, int n) {
 static void compare_engines(const char *label, frigg_backend *cpu, frigg_backend *gpu, const int32_t *ids, int n, int P) {
     int V = cpu->model->cfg.vocab_size;
     float *lc = malloc(sizeof(float) * V), *lg = malloc(sizeof(float) * V);
-    CHECK(cpu->prefill(cpu, 0, ids, n, P, lc, NULL) == 0, "%s: cpu prefill: %s", label, frigg_error());
-    CHECK(gpu->prefill(gpu, 0, ids, n, P, lg, NULL) == 0, "%s: cuda prefill: %s", label, frigg_error());
+    CHECK(frigg_prefill(cpu, 0, ids, n, P, lc, NULL) == 0, "%s: cpu prefill: %s", label, frigg_error());
+    CHECK(frigg_prefill(gpu, 0, ids, n, P, lg, NULL) == 0, "%s: cuda prefill: %s", label, frigg_error());
     double scale, d = max_abs_diff(lg, lc, V, &scale);
     CHECK(d <= ABS_TOL + REL_TOL * scale, "%s P=%d: prefill logits max |d| %.4f (scale %.2f)", label, P, d, scale);
     /* greedy, each engine on its own tokens, compared up to the first near-tie */
@@ -69,7 +123,7 @@ static void compare_engines(const char *label, frigg_backend *cpu, frigg_backend
             break;
         }
         int seq = 0;
-        if (cpu->decode(cpu, 1, &seq, &tc, lc) || gpu->decode(gpu, 1, &seq, &tg, lg)) {
+        if (frigg_decode(cpu, 1, &seq, &tc, lc) || frigg_decode(gpu, 1, &seq, &tg, lg)) {
             CHECK(0, "%s: decode failed: %s", label, frigg_error());
             break;
         }
@@ -87,14 +141,14 @@ static void compare_engines(const char *label, frigg_backend *cpu, frigg_backend
 static void test_determinism(frigg_backend *gpu, const int32_t *ids, int n) {
     int V = gpu->model->cfg.vocab_size;
     float *a = malloc(sizeof(float) * V * 3), *b = malloc(sizeof(float) * V * 3);
-    for (int s = 0; s < 6; s++) CHECK(gpu->prefill(gpu, s, ids, n - (s % 3), n - (s % 3), NULL, NULL) == 0, "%s", frigg_error());
+    for (int s = 0; s < 6; s++) CHECK(frigg_prefill(gpu, s, ids, n - (s % 3), n - (s % 3), NULL, NULL) == 0, "%s", frigg_error());
     int sa[3] = {0, 1, 2}, sb[3] = {3, 4, 5};
     int32_t tok[3] = {5, 9, 11};
     for (int step = 0; step < 3; step++) {
         frigg_cuda_set_graphs(gpu, 1);
-        CHECK(gpu->decode(gpu, 3, sa, tok, a) == 0, "graph decode: %s", frigg_error());
+        CHECK(frigg_decode(gpu, 3, sa, tok, a) == 0, "graph decode: %s", frigg_error());
         frigg_cuda_set_graphs(gpu, 0);
-        CHECK(gpu->decode(gpu, 3, sb, tok, b) == 0, "eager decode: %s", frigg_error());
+        CHECK(frigg_decode(gpu, 3, sb, tok, b) == 0, "eager decode: %s", frigg_error());
         CHECK(!memcmp(a, b, sizeof(float) * V * 3), "step %d: graph replay differs from eager launch", step);
     }
     frigg_cuda_set_graphs(gpu, 1);
@@ -110,9 +164,9 @@ static void test_determinism(frigg_backend *gpu, const int32_t *ids, int n) {
     frigg_cuda_set_graphs(gpu, 0);
     for (int k = 0; k < 3; k++) {
         fk_set_gemv_impl(impls[k]);
-        for (int s = 0; s < 6; s++) gpu->prefill(gpu, s, ids, n - (s % 3), n - (s % 3), NULL, NULL);
-        CHECK(gpu->decode(gpu, 3, sa, tok, a) == 0, "%s", frigg_error());
-        for (int i = 0; i < 3; i++) CHECK(gpu->decode(gpu, 1, &sb[i], &tok[i], b + (size_t)i * V) == 0, "%s", frigg_error());
+        for (int s = 0; s < 6; s++) frigg_prefill(gpu, s, ids, n - (s % 3), n - (s % 3), NULL, NULL);
+        CHECK(frigg_decode(gpu, 3, sa, tok, a) == 0, "%s", frigg_error());
+        for (int i = 0; i < 3; i++) CHECK(frigg_decode(gpu, 1, &sb[i], &tok[i], b + (size_t)i * V) == 0, "%s", frigg_error());
         const char *name = fk_gemv_impl_name(impls[k]);
         if (impls[k] != FK_GEMV_IMPL_AUTO) {
             CHECK(!memcmp(a, b, sizeof(float) * V * 3), "gemv %s: batched decode differs from single-row decode", name);
@@ -126,16 +180,16 @@ static void test_determinism(frigg_backend *gpu, const int32_t *ids, int n) {
     fk_set_gemv_impl(impl_env);
     frigg_cuda_set_graphs(gpu, 1);
     int32_t out[3];
-    for (int s = 0; s < 6; s++) gpu->prefill(gpu, s, ids, n - (s % 3), n - (s % 3), NULL, NULL);
-    CHECK(gpu->decode(gpu, 3, sa, tok, a) == 0 && gpu->decode_argmax(gpu, 3, sb, tok, out) == 0, "%s", frigg_error());
+    for (int s = 0; s < 6; s++) frigg_prefill(gpu, s, ids, n - (s % 3), n - (s % 3), NULL, NULL);
+    CHECK(frigg_decode(gpu, 3, sa, tok, a) == 0 && step_greedy(gpu, 3, sb, tok, out) == 0, "%s", frigg_error());
     for (int i = 0; i < 3; i++) CHECK(out[i] == frigg_argmax(a + (size_t)i * V, V), "decode_argmax row %d", i);
     /* decode_topk: each row's k largest of what decode gives, the values too (the same step on copies) */
     {
         enum { K = 50 };
-        for (int s = 0; s < 6; s++) gpu->prefill(gpu, s, ids, n - (s % 3), n - (s % 3), NULL, NULL);
+        for (int s = 0; s < 6; s++) frigg_prefill(gpu, s, ids, n - (s % 3), n - (s % 3), NULL, NULL);
         float tv[3 * K];
         int32_t ti[3 * K], want[K];
-        CHECK(gpu->decode(gpu, 3, sa, tok, a) == 0 && gpu->decode_topk(gpu, 3, sb, tok, K, tv, ti) == 0, "%s",
+        CHECK(frigg_decode(gpu, 3, sa, tok, a) == 0 && step_topk(gpu, 3, sb, tok, K, tv, ti) == 0, "%s",
               frigg_error());
         for (int i = 0; i < 3; i++) {
             const float *row = a + (size_t)i * V;
@@ -148,21 +202,21 @@ static void test_determinism(frigg_backend *gpu, const int32_t *ids, int n) {
             }
             CHECK(ok, "decode_topk row %d: not the %d largest logits of decode's row", i, K);
         }
-        CHECK(gpu->decode_topk(gpu, 1, sb, tok, 0, tv, ti) != 0 && gpu->decode_topk(gpu, 1, sb, tok, V, tv, ti) != 0,
+        CHECK(step_topk(gpu, 1, sb, tok, 0, tv, ti) != 0 && step_topk(gpu, 1, sb, tok, V, tv, ti) != 0,
               "decode_topk accepted k 0 or k = the vocabulary");
     }
     /* logits_all agrees with logits_last on the last row */
     float *all = malloc(sizeof(float) * V * n), *last = malloc(sizeof(float) * V);
-    CHECK(gpu->prefill(gpu, 0, ids, n, n, last, all) == 0, "%s", frigg_error());
+    CHECK(frigg_prefill(gpu, 0, ids, n, n, last, all) == 0, "%s", frigg_error());
     double sc, d = max_abs_diff(all + (size_t)(n - 1) * V, last, V, &sc);
     CHECK(d <= 1e-6 * (1 + sc) * 256, "logits_all last row vs logits_last: %.4g", d); /* GEMM vs GEMV: 1 ulp */
     /* errors are errors */
     int bad = 77;
-    CHECK(gpu->decode(gpu, 1, &bad, tok, a) != 0, "decode of a missing sequence succeeded");
+    CHECK(frigg_decode(gpu, 1, &bad, tok, a) != 0, "decode of a missing sequence succeeded");
     int dup[2] = {0, 0};
-    CHECK(gpu->decode(gpu, 2, dup, tok, a) != 0, "decode with a sequence twice succeeded");
+    CHECK(frigg_decode(gpu, 2, dup, tok, a) != 0, "decode with a sequence twice succeeded");
     int32_t oov = V;
-    CHECK(gpu->prefill(gpu, 0, &oov, 1, 1, NULL, NULL) != 0, "prefill of an out-of-vocabulary id succeeded");
+    CHECK(frigg_prefill(gpu, 0, &oov, 1, 1, NULL, NULL) != 0, "prefill of an out-of-vocabulary id succeeded");
     free(all);
     free(last);
     free(a);
@@ -188,44 +242,44 @@ static void test_greedy_pipeline(frigg_backend *gpu, const int32_t *ids, int n) 
     enum { GSTEPS = 9, STOP = 4 };
     int sa[3] = {0, 1, 2}, sb[3] = {3, 4, 5};
     int32_t ref[GSTEPS][3], tok[3] = {5, 9, 11}, other[3] = {17, 23, 31};
-    for (int s = 0; s < 3; s++) gpu->prefill(gpu, s, ids, n - s, n - s, NULL, NULL);
+    for (int s = 0; s < 3; s++) frigg_prefill(gpu, s, ids, n - s, n - s, NULL, NULL);
     /* reference: STOP greedy steps, then `other` as input, then greedy again */
     int32_t in[3];
     memcpy(in, tok, sizeof in);
     for (int k = 0; k < GSTEPS; k++) {
-        CHECK(gpu->decode_argmax(gpu, 3, sa, k == STOP ? other : in, ref[k]) == 0, "%s", frigg_error());
+        CHECK(step_greedy(gpu, 3, sa, k == STOP ? other : in, ref[k]) == 0, "%s", frigg_error());
         memcpy(in, ref[k], sizeof in);
     }
     for (int graphs = 1; graphs >= 0; graphs--) {
         frigg_cuda_set_graphs(gpu, graphs);
         /* uninterrupted: the first STOP steps match (after that the reference took `other`) */
-        for (int s = 0; s < 3; s++) gpu->prefill(gpu, sb[s], ids, n - s, n - s, NULL, NULL);
+        for (int s = 0; s < 3; s++) frigg_prefill(gpu, sb[s], ids, n - s, n - s, NULL, NULL);
         greedy_rec r = {.stop_at = 0};
-        CHECK(gpu->decode_greedy(gpu, 3, sb, tok, STOP, rec_ids, &r) == STOP && r.n == STOP, "decode_greedy: %d steps: %s", r.n,
+        CHECK(pipe_greedy(gpu, 3, sb, tok, STOP, rec_ids, &r) == STOP && r.n == STOP, "decode_greedy: %d steps: %s", r.n,
               frigg_error());
         CHECK(!memcmp(r.ids, ref, sizeof(int32_t) * 3 * STOP), "graphs %d: pipelined greedy ids differ from decode_argmax", graphs);
-        for (int s = 0; s < 3; s++) CHECK(gpu->seq_len[sb[s]] == n - s + STOP, "graphs %d: seq_len %d after %d steps", graphs, gpu->seq_len[sb[s]], STOP);
+        for (int s = 0; s < 3; s++) CHECK(gpu->seq_len(gpu, sb[s]) == n - s + STOP, "graphs %d: seq_len %d after %d steps", graphs, gpu->seq_len(gpu, sb[s]), STOP);
         /* stopped by the callback with more steps asked for: the step in flight is discarded */
-        for (int s = 0; s < 3; s++) gpu->prefill(gpu, sb[s], ids, n - s, n - s, NULL, NULL);
+        for (int s = 0; s < 3; s++) frigg_prefill(gpu, sb[s], ids, n - s, n - s, NULL, NULL);
         greedy_rec q = {.stop_at = STOP};
-        CHECK(gpu->decode_greedy(gpu, 3, sb, tok, GSTEPS, rec_ids, &q) == STOP && q.n == STOP, "decode_greedy stop: %d: %s", q.n,
+        CHECK(pipe_greedy(gpu, 3, sb, tok, GSTEPS, rec_ids, &q) == STOP && q.n == STOP, "decode_greedy stop: %d: %s", q.n,
               frigg_error());
-        for (int s = 0; s < 3; s++) CHECK(gpu->seq_len[sb[s]] == n - s + STOP, "graphs %d: seq_len %d after a stop", graphs, gpu->seq_len[sb[s]]);
+        for (int s = 0; s < 3; s++) CHECK(gpu->seq_len(gpu, sb[s]) == n - s + STOP, "graphs %d: seq_len %d after a stop", graphs, gpu->seq_len(gpu, sb[s]));
         greedy_rec t = {.stop_at = 0};
-        CHECK(gpu->decode_greedy(gpu, 3, sb, other, GSTEPS - STOP, rec_ids, &t) == GSTEPS - STOP, "%s", frigg_error());
+        CHECK(pipe_greedy(gpu, 3, sb, other, GSTEPS - STOP, rec_ids, &t) == GSTEPS - STOP, "%s", frigg_error());
         CHECK(!memcmp(t.ids, ref[STOP], sizeof(int32_t) * 3 * (GSTEPS - STOP)),
               "graphs %d: decoding after a stopped pipelined decode differs from the step-by-step reference", graphs);
     }
     frigg_cuda_set_graphs(gpu, 1);
     /* errors: more steps than the context holds, nothing queued; zero steps, nothing done */
     greedy_rec e = {.stop_at = 0};
-    int len0 = gpu->seq_len[3];
-    CHECK(gpu->decode_greedy(gpu, 3, sb, tok, gpu->max_ctx, rec_ids, &e) == -1 && strstr(frigg_error(), "context full") && e.n == 0 &&
-              gpu->seq_len[3] == len0,
+    int len0 = gpu->seq_len(gpu, 3);
+    CHECK(pipe_greedy(gpu, 3, sb, tok, gpu->max_ctx, rec_ids, &e) == -1 && strstr(frigg_error(), "context full") && e.n == 0 &&
+              gpu->seq_len(gpu, 3) == len0,
           "decode_greedy past the context: %s", frigg_error());
-    CHECK(gpu->decode_greedy(gpu, 3, sb, tok, 0, rec_ids, &e) == 0 && e.n == 0, "decode_greedy of 0 steps");
+    CHECK(pipe_greedy(gpu, 3, sb, tok, 0, rec_ids, &e) == 0 && e.n == 0, "decode_greedy of 0 steps");
     int32_t oov[3] = {5, gpu->model->cfg.vocab_size, 5};
-    CHECK(gpu->decode_greedy(gpu, 3, sb, oov, 2, rec_ids, &e) == -1 && e.n == 0, "decode_greedy of an out-of-vocabulary id succeeded");
+    CHECK(pipe_greedy(gpu, 3, sb, oov, 2, rec_ids, &e) == -1 && e.n == 0, "decode_greedy of an out-of-vocabulary id succeeded");
 }
 
 static void run_model(const char *label, const frigg_model *m, int det) {
@@ -252,8 +306,8 @@ static void run_model(const char *label, const frigg_model *m, int det) {
         if (li == 1) {
             /* proof of failure: a causal CUDA run against the prefix CPU run */
             float *lc = malloc(sizeof(float) * V), *lg = malloc(sizeof(float) * V);
-            cpu->prefill(cpu, 0, ids, n, n, lc, NULL);
-            gpu->prefill(gpu, 0, ids, n, 0, lg, NULL);
+            frigg_prefill(cpu, 0, ids, n, n, lc, NULL);
+            frigg_prefill(gpu, 0, ids, n, 0, lg, NULL);
             double sc, d = max_abs_diff(lg, lc, V, &sc);
             CHECK(d > ABS_TOL + REL_TOL * sc, "%s: a causal run passed the prefix comparison (|d| %.4f)", what, d);
             free(lc);
@@ -311,10 +365,10 @@ static void *two_dev_worker(void *arg) {
     frigg_backend_opts o = {.device = r->device, .max_seqs = 1, .max_ctx = 64};
     frigg_backend *b = frigg_backend_create("cuda", r->m, &o);
     int32_t ids[7] = {3, 4, 5, 6, 7, 8, 9}, tok;
-    r->ok = b && b->prefill(b, 0, ids, 7, 4, r->logits, NULL) == 0;
+    r->ok = b && frigg_prefill(b, 0, ids, 7, 4, r->logits, NULL) == 0;
     for (int s = 0; r->ok && s < TWO_DEV_STEPS; s++) {
         tok = frigg_argmax(r->logits + (size_t)s * V, V);
-        r->ok = b->decode(b, 1, &seq, &tok, r->logits + (size_t)(s + 1) * V) == 0;
+        r->ok = frigg_decode(b, 1, &seq, &tok, r->logits + (size_t)(s + 1) * V) == 0;
     }
     if (!r->ok) snprintf(r->err, sizeof r->err, "device %d: %s", r->device, frigg_error());
     frigg_backend_destroy(b);

@@ -34,15 +34,15 @@ static void test_shape(frigg_pool *pool, int O, int K) {
     ct_fill(h, (size_t)8 * O, 1.0f);
     uint16_t *Wb = malloc((size_t)O * K * 2);
     for (size_t i = 0; i < (size_t)O * K; i++) Wb[i] = frigg_f32_to_bf16(W[i]);
-    frigg_mat M = {Wb, O, K};
+    frigg_mat M = {.w = Wb, .rows = O, .cols = K};
     uint16_t *dW = ct_to_dev(W, (size_t)O * K), *dx = ct_to_dev(x, (size_t)8 * K), *dout;
     cudaMalloc((void **)&dout, (size_t)8 * O * 2);
     float *xn = malloc(sizeof(float) * 8 * K), *lin[2], *ref = malloc(sizeof(float) * 8 * O), *got = malloc(sizeof(float) * 8 * O);
     lin[0] = malloc(sizeof(float) * 8 * O);
     lin[1] = malloc(sizeof(float) * 8 * O);
-    frigg_cpu_linear(pool, &M, x, 8, lin[0]); /* rows are independent: the B-row references are the first B rows */
-    frigg_cpu_rmsnorm(x, 8, K, 1e-6, xn);
-    frigg_cpu_linear(pool, &M, xn, 8, lin[1]);
+    frigg_cpu_linear(FRIGG_PREC_BF16, pool, &M, x, 8, lin[0]); /* rows are independent: the B-row references are the first B rows */
+    frigg_cpu_rmsnorm(FRIGG_PREC_BF16, x, 8, K, 1e-6, xn);
+    frigg_cpu_linear(FRIGG_PREC_BF16, pool, &M, xn, 8, lin[1]);
     int I = O / 2;
     for (int B = 1; B <= 8; B++)
         for (int norm = 0; norm <= 1; norm++) {
@@ -68,7 +68,7 @@ static void test_shape(frigg_pool *pool, int O, int K) {
             ct_expect_close(what, got, ref, (size_t)B * O, frac);
 
             for (int b = 0; b < B; b++)
-                frigg_cpu_swiglu(lin[norm] + (size_t)b * O, lin[norm] + (size_t)b * O + I, I, ref + (size_t)b * I);
+                frigg_cpu_swiglu(FRIGG_PREC_BF16, lin[norm] + (size_t)b * O, lin[norm] + (size_t)b * O + I, I, ref + (size_t)b * I);
             ct_poison(dout, (size_t)8 * O);
             CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
             ct_from_dev(dout, (size_t)B * I, got);

@@ -36,7 +36,7 @@ static void test_gemv(frigg_pool *pool) {
         ct_fill(h, (size_t)8 * O, 1.0f);
         uint16_t *Wb = malloc((size_t)O * K * 2);
         for (size_t i = 0; i < (size_t)O * K; i++) Wb[i] = frigg_f32_to_bf16(W[i]);
-        frigg_mat M = {Wb, O, K};
+        frigg_mat M = {.w = Wb, .rows = O, .cols = K};
         uint16_t *dW = ct_to_dev(W, (size_t)O * K), *dx = ct_to_dev(x, (size_t)8 * K), *dout;
         cudaMalloc((void **)&dout, (size_t)8 * O * 2);
         float *xn = malloc(sizeof(float) * 8 * K), *ref = malloc(sizeof(float) * 8 * O), *got = malloc(sizeof(float) * 8 * O);
@@ -45,10 +45,10 @@ static void test_gemv(frigg_pool *pool) {
             for (int norm = 0; norm <= 1; norm++) {
                 const float *in = x;
                 if (norm) {
-                    frigg_cpu_rmsnorm(x, B, K, 1e-6, xn);
+                    frigg_cpu_rmsnorm(FRIGG_PREC_BF16, x, B, K, 1e-6, xn);
                     in = xn;
                 }
-                frigg_cpu_linear(pool, &M, in, B, ref);
+                frigg_cpu_linear(FRIGG_PREC_BF16, pool, &M, in, B, ref);
                 char what[96];
                 /* store */
                 CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_STORE, dout, 0) == 0, "%s", frigg_error());
@@ -65,7 +65,7 @@ static void test_gemv(frigg_pool *pool) {
                 cudaFree(dh);
                 /* SwiGLU epilogue: rows [0, O/2) gate, [O/2, O) up */
                 int I = O / 2;
-                for (int b = 0; b < B; b++) frigg_cpu_swiglu(ref + (size_t)b * O, ref + (size_t)b * O + I, I, sw + (size_t)b * I);
+                for (int b = 0; b < B; b++) frigg_cpu_swiglu(FRIGG_PREC_BF16, ref + (size_t)b * O, ref + (size_t)b * O + I, I, sw + (size_t)b * I);
                 CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
                 ct_from_dev(dout, (size_t)B * I, got);
                 snprintf(what, sizeof what, "gemv %s %dx%d B=%d norm=%d swiglu", gemv_impl_name, O, K, B, norm);
@@ -98,14 +98,14 @@ static void test_norms(void) {
     ct_fill(o, n, 1.0f);
     uint16_t *dh = ct_to_dev(h, n), *dy = ct_to_dev(y, n), *da, *dother = ct_to_dev(o, n);
     cudaMalloc((void **)&da, n * 2);
-    frigg_cpu_rmsnorm(h, T, D, 1e-6, ref);
+    frigg_cpu_rmsnorm(FRIGG_PREC_BF16, h, T, D, 1e-6, ref);
     CHECK(fk_rmsnorm(dh, da, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
     ct_from_dev(da, n, got);
     ct_expect_close("rmsnorm", got, ref, n, 0.01);
     /* add + norm */
     float *hs = malloc(n * 4);
     for (size_t i = 0; i < n; i++) hs[i] = frigg_round_bf16(h[i] + y[i]);
-    frigg_cpu_rmsnorm(hs, T, D, 1e-6, ref);
+    frigg_cpu_rmsnorm(FRIGG_PREC_BF16, hs, T, D, 1e-6, ref);
     CHECK(fk_add_rmsnorm(dh, dy, da, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
     ct_from_dev(dh, n, got);
     CHECK(!memcmp(got, hs, n * 4), "add_rmsnorm: the residual sum is not bf16(h + y)");
@@ -125,7 +125,7 @@ static void test_norms(void) {
     int I = 700;
     float *gu = malloc(sizeof(float) * T * 2 * I), *sref = malloc(sizeof(float) * T * I), *sgot = malloc(sizeof(float) * T * I);
     ct_fill(gu, (size_t)T * 2 * I, 6.0f);
-    for (int t = 0; t < T; t++) frigg_cpu_swiglu(gu + (size_t)t * 2 * I, gu + (size_t)t * 2 * I + I, I, sref + (size_t)t * I);
+    for (int t = 0; t < T; t++) frigg_cpu_swiglu(FRIGG_PREC_BF16, gu + (size_t)t * 2 * I, gu + (size_t)t * 2 * I + I, I, sref + (size_t)t * I);
     uint16_t *dgu = ct_to_dev(gu, (size_t)T * 2 * I), *dm;
     cudaMalloc((void **)&dm, (size_t)T * I * 2);
     CHECK(fk_swiglu(dgu, T, I, dm, 0) == 0, "%s", frigg_error());
@@ -271,7 +271,7 @@ static void test_rope(void) {
     c.rope_theta = 10000.0;
     int T = 6, H = 3, hd = 128, D = H * hd, max_ctx = 64;
     float *cs = malloc(sizeof(float) * max_ctx * hd), *sn = malloc(sizeof(float) * max_ctx * hd);
-    frigg_cpu_rope_tables(&c, 0, max_ctx, cs, sn);
+    frigg_cpu_rope_tables(FRIGG_PREC_BF16, &c, 0, max_ctx, cs, sn);
     float *gqkv = malloc(sizeof(float) * T * 4 * D);
     ct_fill(gqkv, (size_t)T * 4 * D, 3.0f);
     int32_t pos[6] = {0, 1, 2, 17, 40, 63}, seq[6] = {0, 1, 0, 1, 0, 1}, *dpos, *dseq;
@@ -295,8 +295,8 @@ static void test_rope(void) {
     for (int t = 0; t < T; t++) {
         memcpy(q, gqkv + (size_t)t * 4 * D + D, sizeof(float) * D);
         memcpy(k, gqkv + (size_t)t * 4 * D + 2 * D, sizeof(float) * D);
-        frigg_cpu_rope_apply(q, 1, H, hd, cs + (size_t)pos[t] * hd, sn + (size_t)pos[t] * hd);
-        frigg_cpu_rope_apply(k, 1, H, hd, cs + (size_t)pos[t] * hd, sn + (size_t)pos[t] * hd);
+        frigg_cpu_rope_apply(FRIGG_PREC_BF16, q, 1, H, hd, cs + (size_t)pos[t] * hd, sn + (size_t)pos[t] * hd);
+        frigg_cpu_rope_apply(FRIGG_PREC_BF16, k, 1, H, hd, cs + (size_t)pos[t] * hd, sn + (size_t)pos[t] * hd);
         for (int j = 0; j < D; j++) {
             int h = j / hd, d = j % hd;
             size_t at = (size_t)seq[t] * seq_stride + ((size_t)h * max_ctx + pos[t]) * hd + d;
@@ -315,10 +315,10 @@ static void test_rope(void) {
         ct_fill(x, (size_t)T * K, 2.0f);
         uint16_t *Wb = malloc((size_t)4 * D * K * 2);
         for (size_t i = 0; i < (size_t)4 * D * K; i++) Wb[i] = frigg_f32_to_bf16(Wf[i]);
-        frigg_mat M = {Wb, 4 * D, K};
+        frigg_mat M = {.w = Wb, .rows = 4 * D, .cols = K};
         frigg_pool *pool = frigg_pool_create(0);
-        frigg_cpu_rmsnorm(x, T, K, 1e-6, xn);
-        frigg_cpu_linear(pool, &M, xn, T, lin);
+        frigg_cpu_rmsnorm(FRIGG_PREC_BF16, x, T, K, 1e-6, xn);
+        frigg_cpu_linear(FRIGG_PREC_BF16, pool, &M, xn, T, lin);
         frigg_pool_destroy(pool);
         uint16_t *dW = ct_to_dev(Wf, (size_t)4 * D * K), *dx = ct_to_dev(x, (size_t)T * K), *dgq;
         cudaMalloc((void **)&dgq, (size_t)T * 4 * D * 2);
@@ -339,8 +339,8 @@ static void test_rope(void) {
             memcpy(refv + (size_t)t * D, lin + (size_t)t * 4 * D + 3 * D, sizeof(float) * D);
             memcpy(gref + (size_t)t * D, lin + (size_t)t * 4 * D, sizeof(float) * D);
             memcpy(ggot + (size_t)t * D, gg + (size_t)t * 4 * D, sizeof(float) * D);
-            frigg_cpu_rope_apply(refq + (size_t)t * D, 1, H, hd, cs + (size_t)pos[t] * hd, sn + (size_t)pos[t] * hd);
-            frigg_cpu_rope_apply(refk + (size_t)t * D, 1, H, hd, cs + (size_t)pos[t] * hd, sn + (size_t)pos[t] * hd);
+            frigg_cpu_rope_apply(FRIGG_PREC_BF16, refq + (size_t)t * D, 1, H, hd, cs + (size_t)pos[t] * hd, sn + (size_t)pos[t] * hd);
+            frigg_cpu_rope_apply(FRIGG_PREC_BF16, refk + (size_t)t * D, 1, H, hd, cs + (size_t)pos[t] * hd, sn + (size_t)pos[t] * hd);
             for (int j = 0; j < D; j++) {
                 size_t at = (size_t)seq[t] * seq_stride + ((size_t)(j / hd) * max_ctx + pos[t]) * hd + j % hd;
                 gk[(size_t)t * D + j] = kc[at];

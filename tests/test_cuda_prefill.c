@@ -212,7 +212,7 @@ static void test_norms(void) {
         cudaMalloc((void **)&da, n * 2 + 16);
         cudaMalloc((void **)&ds, n * 2 + 16);
         char what[96];
-        frigg_cpu_rmsnorm(h, T, D, 1e-6, ref);
+        frigg_cpu_rmsnorm(FRIGG_PREC_BF16, h, T, D, 1e-6, ref);
         cudaMemset(da, 0xff, n * 2);
         CHECK(fk_rmsnorm(dh, da, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
         float *got = from_dev(da, n);
@@ -228,7 +228,7 @@ static void test_norms(void) {
         free(got);
         cudaFree(dcopy);
         for (size_t i = 0; i < n; i++) hs[i] = frigg_round_bf16(h[i] + y[i]);
-        frigg_cpu_rmsnorm(hs, T, D, 1e-6, ref);
+        frigg_cpu_rmsnorm(FRIGG_PREC_BF16, hs, T, D, 1e-6, ref);
         cudaMemset(da, 0xff, n * 2);
         CHECK(fk_add_rmsnorm(dh, dy, da, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
         got = from_dev(dh, n);
@@ -261,7 +261,7 @@ static void test_swiglu(void) {
         int T = shapes[si][0], I = shapes[si][1];
         float *gu = malloc(sizeof(float) * T * 2 * I), *ref = malloc(sizeof(float) * T * I);
         ct_fill(gu, (size_t)T * 2 * I, 6.0f);
-        for (int t = 0; t < T; t++) frigg_cpu_swiglu(gu + (size_t)t * 2 * I, gu + (size_t)t * 2 * I + I, I, ref + (size_t)t * I);
+        for (int t = 0; t < T; t++) frigg_cpu_swiglu(FRIGG_PREC_BF16, gu + (size_t)t * 2 * I, gu + (size_t)t * 2 * I + I, I, ref + (size_t)t * I);
         uint16_t *dgu = ct_to_dev(gu, (size_t)T * 2 * I), *dm;
         cudaMalloc((void **)&dm, (size_t)T * I * 2 + 16);
         cudaMemset(dm, 0xff, (size_t)T * I * 2);
@@ -288,7 +288,7 @@ static void test_rope(void) {
         c.num_heads = H;
         c.rope_theta = 10000.0;
         float *cs = malloc(sizeof(float) * max_ctx * hd), *sn = malloc(sizeof(float) * max_ctx * hd);
-        frigg_cpu_rope_tables(&c, 0, max_ctx, cs, sn);
+        frigg_cpu_rope_tables(FRIGG_PREC_BF16, &c, 0, max_ctx, cs, sn);
         float *gqkv = malloc(sizeof(float) * T * 4 * D);
         ct_fill(gqkv, (size_t)T * 4 * D, 3.0f);
         int32_t *pos = malloc(4 * T), *seq = malloc(4 * T), *dpos, *dseq;
@@ -316,8 +316,8 @@ static void test_rope(void) {
         for (int t = 0; t < T; t++) {
             memcpy(q, gqkv + (size_t)t * 4 * D + D, sizeof(float) * D);
             memcpy(k, gqkv + (size_t)t * 4 * D + 2 * D, sizeof(float) * D);
-            frigg_cpu_rope_apply(q, 1, H, hd, cs + (size_t)pos[t] * hd, sn + (size_t)pos[t] * hd);
-            frigg_cpu_rope_apply(k, 1, H, hd, cs + (size_t)pos[t] * hd, sn + (size_t)pos[t] * hd);
+            frigg_cpu_rope_apply(FRIGG_PREC_BF16, q, 1, H, hd, cs + (size_t)pos[t] * hd, sn + (size_t)pos[t] * hd);
+            frigg_cpu_rope_apply(FRIGG_PREC_BF16, k, 1, H, hd, cs + (size_t)pos[t] * hd, sn + (size_t)pos[t] * hd);
             for (int j = 0; j < D; j++) {
                 size_t at = (size_t)seq[t] * seq_stride + ((size_t)(j / hd) * max_ctx + pos[t]) * hd + j % hd;
                 qok &= got[(size_t)t * D + j] == q[j];

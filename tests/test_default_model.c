@@ -65,7 +65,7 @@ int main(void) {
             CHECK(got == want, "chat %zu step %d: frigg %d, HF %d", i, t, got, want);
             if (got != want) break;
         }
-        CHECK(b->prefill(b, 0, ids, (int)n, (int)n, logits, NULL) == 0, "%s", frigg_error());
+        CHECK(frigg_prefill(b, 0, ids, (int)n, (int)n, logits, NULL) == 0, "%s", frigg_error());
         for (int t = 0; t < steps; t++) {
             int32_t want = (int32_t)json_integer_value(json_array_get(out, t));
             if (json_number_value(json_array_get(mar, t)) >= MARGIN_TOL) {
@@ -73,7 +73,7 @@ int main(void) {
                 tf_checked++;
             }
             int seq = 0;
-            if (t + 1 < steps) CHECK(b->decode(b, 1, &seq, &want, logits) == 0, "%s", frigg_error());
+            if (t + 1 < steps) CHECK(frigg_decode(b, 1, &seq, &want, logits) == 0, "%s", frigg_error());
         }
         /* the text HF decoded from its own ids */
         size_t tl;

@@ -286,9 +286,9 @@ static std::vector<float> reference(frigg_pool *pool, const Shape &sh, const uin
                                     const int *pos) {
     int O = sh.O, K = sh.K;
     std::vector<float> xn(x), lin((size_t)8 * O);
-    if (sh.norm) frigg_cpu_rmsnorm(x.data(), 8, K, EPS, xn.data());
-    frigg_mat M = {Wh, O, K};
-    frigg_cpu_linear(pool, &M, xn.data(), 8, lin.data());
+    if (sh.norm) frigg_cpu_rmsnorm(FRIGG_PREC_BF16, x.data(), 8, K, EPS, xn.data());
+    frigg_mat M = {.w = Wh, .rows = O, .cols = K, .dtype = FRIGG_DT_BF16, .scales = NULL, .group = 0};
+    frigg_cpu_linear(FRIGG_PREC_BF16, pool, &M, xn.data(), 8, lin.data());
     if (sh.epi == FK_GEMV_STORE) return lin;
     if (sh.epi == FK_GEMV_RESID) {
         for (size_t i = 0; i < lin.size(); i++) lin[i] = frigg_round_bf16(h[i] + lin[i]);
@@ -297,7 +297,7 @@ static std::vector<float> reference(frigg_pool *pool, const Shape &sh, const uin
     if (sh.epi == FK_GEMV_SWIGLU) {
         int I = O / 2;
         std::vector<float> r((size_t)8 * I);
-        for (int b = 0; b < 8; b++) frigg_cpu_swiglu(&lin[(size_t)b * O], &lin[(size_t)b * O + I], I, &r[(size_t)b * I]);
+        for (int b = 0; b < 8; b++) frigg_cpu_swiglu(FRIGG_PREC_BF16, &lin[(size_t)b * O], &lin[(size_t)b * O + I], I, &r[(size_t)b * I]);
         return r;
     }
     int D = O / 4;
@@ -307,7 +307,7 @@ static std::vector<float> reference(frigg_pool *pool, const Shape &sh, const uin
             float *dst = &r[((size_t)sec * 8 + b) * D];
             memcpy(dst, &lin[(size_t)b * O + (size_t)sec * D], sizeof(float) * D);
             if (sec == 1 || sec == 2)
-                frigg_cpu_rope_apply(dst, 1, D / HD, HD, &cs[(size_t)pos[b] * HD], &sn[(size_t)pos[b] * HD]);
+                frigg_cpu_rope_apply(FRIGG_PREC_BF16, dst, 1, D / HD, HD, &cs[(size_t)pos[b] * HD], &sn[(size_t)pos[b] * HD]);
         }
     return r;
 }

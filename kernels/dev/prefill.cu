@@ -520,14 +520,14 @@ static double gemm_us[4], gemm_lt_us[4];
 
 static void check_gemm(const char *what, const uint16_t *dC, const uint16_t *hW, const float *A, int O, int K, int T,
                        frigg_pool *pool, const int *rows, int nr) {
-    frigg_mat W = {hW, O, K};
+    frigg_mat W = {.w = hW, .rows = O, .cols = K, .dtype = FRIGG_DT_BF16, .scales = NULL, .group = 0};
     float *x = (float *)malloc(sizeof(float) * nr * K), *ref = (float *)malloc(sizeof(float) * nr * O);
     float *C = to_host(dC, (size_t)T * O), *got = (float *)malloc(sizeof(float) * nr * O);
     for (int r = 0; r < nr; r++) {
         memcpy(x + (size_t)r * K, A + (size_t)rows[r] * K, sizeof(float) * K);
         memcpy(got + (size_t)r * O, C + (size_t)rows[r] * O, sizeof(float) * O);
     }
-    frigg_cpu_linear(pool, &W, x, nr, ref);
+    frigg_cpu_linear(FRIGG_PREC_BF16, pool, &W, x, nr, ref);
     verdict(what, compare(got, ref, (size_t)nr * O), 0.05);
     free(x);
     free(ref);
@@ -676,7 +676,7 @@ static void bench_eltwise(cudaStream_t s, int T, int nsets) {
     c.num_heads = H;
     c.rope_theta = 10000.0;
     float *cs = (float *)malloc(sizeof(float) * T * HD), *sn = (float *)malloc(sizeof(float) * T * HD);
-    frigg_cpu_rope_tables(&c, 0, T, cs, sn);
+    frigg_cpu_rope_tables(FRIGG_PREC_BF16, &c, 0, T, cs, sn);
     uint16_t *h16 = (uint16_t *)malloc((size_t)T * HD * 2), *dcos, *dsin;
     CK(cudaMalloc((void **)&dcos, (size_t)T * HD * 2));
     CK(cudaMalloc((void **)&dsin, (size_t)T * HD * 2));
@@ -707,7 +707,7 @@ static void bench_eltwise(cudaStream_t s, int T, int nsets) {
         FK(fk_rmsnorm(e[0].x, e[0].a, T, D, EPS, s));
         float *out = to_host(e[0].a, nd);
         for (int r = 0; r < nr; r++) {
-            frigg_cpu_rmsnorm(x + (size_t)rows[r] * D, 1, D, EPS, ref + (size_t)r * D);
+            frigg_cpu_rmsnorm(FRIGG_PREC_BF16, x + (size_t)rows[r] * D, 1, D, EPS, ref + (size_t)r * D);
             memcpy(got + (size_t)r * D, out + (size_t)rows[r] * D, sizeof(float) * D);
         }
         free(out);
@@ -719,7 +719,7 @@ static void bench_eltwise(cudaStream_t s, int T, int nsets) {
         for (int r = 0; r < nr; r++) {
             int t = rows[r];
             memcpy(ref + (size_t)r * D, gq + (size_t)t * 4 * D + D, sizeof(float) * D);
-            frigg_cpu_rope_apply(ref + (size_t)r * D, 1, H, HD, cs + (size_t)t * HD, sn + (size_t)t * HD);
+            frigg_cpu_rope_apply(FRIGG_PREC_BF16, ref + (size_t)r * D, 1, H, HD, cs + (size_t)t * HD, sn + (size_t)t * HD);
             memcpy(got + (size_t)r * D, out + (size_t)t * D, sizeof(float) * D);
         }
         free(out);
@@ -730,7 +730,7 @@ static void bench_eltwise(cudaStream_t s, int T, int nsets) {
         out = to_host(e[0].m, (size_t)T * I);
         for (int r = 0; r < nr; r++) {
             const float *gr = gu + (size_t)rows[r] * 2 * I;
-            frigg_cpu_swiglu(gr, gr + I, I, ref + (size_t)r * I);
+            frigg_cpu_swiglu(FRIGG_PREC_BF16, gr, gr + I, I, ref + (size_t)r * I);
             memcpy(got + (size_t)r * I, out + (size_t)rows[r] * I, sizeof(float) * I);
         }
         free(out);
@@ -741,7 +741,7 @@ static void bench_eltwise(cudaStream_t s, int T, int nsets) {
         out = to_host(e[0].a, nd);
         for (int r = 0; r < nr; r++) {
             for (int d = 0; d < D; d++) row[d] = frigg_round_bf16(x[(size_t)rows[r] * D + d] + t1[(size_t)rows[r] * D + d]);
-            frigg_cpu_rmsnorm(row, 1, D, EPS, ref + (size_t)r * D);
+            frigg_cpu_rmsnorm(FRIGG_PREC_BF16, row, 1, D, EPS, ref + (size_t)r * D);
             memcpy(got + (size_t)r * D, out + (size_t)rows[r] * D, sizeof(float) * D);
         }
         free(out);

@@ -1,0 +1,368 @@
+/* scheduler.c — see scheduler.h. */
+#include "scheduler.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+typedef struct req {
+    uint64_t handle;
+    frigg_sched_req r;
+    int32_t *ids;
+    frigg_seqgen *g[FRIGG_SCHED_MAX_CHOICES];
+    int slot[FRIGG_SCHED_MAX_CHOICES];
+    unsigned char finished[FRIGG_SCHED_MAX_CHOICES];
+    int prefilled;
+    double t_queued, t_admit;
+    struct req *next;
+} req;
+
+struct frigg_sched {
+    frigg_backend *b;
+    const frigg_tokenizer *tok;
+    int max_running;             /* sequence slots this scheduler uses */
+    pthread_mutex_t mu;          /* guards queue, cancels, next_handle, pending */
+    req *queue, *queue_tail;     /* waiting, FIFO */
+    uint64_t *cancels;
+    int ncancel, capcancel;
+    uint64_t next_handle;
+    int pending;                 /* queued + running */
+    /* driver thread only: */
+    req **running;
+    int nrunning;
+    unsigned char *slot_used;
+    int slots_in_use;
+    frigg_row *rows;
+    req **row_req;               /* the request and choice each row of the step belongs to */
+    int *row_choice;
+};
+
+frigg_sched *frigg_sched_new(frigg_backend *b, const frigg_tokenizer *tok, int max_running) {
+    frigg_sched *s = frigg_xcalloc(1, sizeof *s);
+    s->b = b;
+    s->tok = tok;
+    int cap = b->max_seqs < b->max_rows ? b->max_seqs : b->max_rows; /* each running choice is at most one row */
+    s->max_running = max_running > 0 && max_running < cap ? max_running : cap;
+    pthread_mutex_init(&s->mu, NULL);
+    s->next_handle = 1;
+    s->running = frigg_xcalloc((size_t)s->max_running, sizeof *s->running);
+    s->slot_used = frigg_xcalloc((size_t)b->max_seqs, 1);
+    s->rows = frigg_xcalloc((size_t)s->max_running, sizeof *s->rows);
+    s->row_req = frigg_xcalloc((size_t)s->max_running, sizeof *s->row_req);
+    s->row_choice = frigg_xcalloc((size_t)s->max_running, sizeof *s->row_choice);
+    return s;
+}
+
+static void req_free(req *q) {
+    for (int c = 0; c < q->r.n_choices; c++) frigg_seqgen_free(q->g[c]);
+    free(q->ids);
+    free(q);
+}
+
+/* The request's end: on_done, then it is gone. */
+static void req_end(frigg_sched *s, req *q, const char *error) {
+    const frigg_seqgen_result *res[FRIGG_SCHED_MAX_CHOICES];
+    for (int c = 0; c < q->r.n_choices; c++) res[c] = q->g[c] ? frigg_seqgen_result_of(q->g[c]) : NULL;
+    frigg_sched_result r = {.handle = q->handle, .error = error, .n_choices = error ? 0 : q->r.n_choices,
+                            .choices = error ? NULL : res};
+    if (q->r.on_done) q->r.on_done(q->r.ctx, &r);
+    req_free(q);
+    pthread_mutex_lock(&s->mu);
+    s->pending--;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void emit(req *q, int c, const char *piece, size_t n) {
+    if (n && q->r.on_text) q->r.on_text(q->r.ctx, c, piece, n);
+}
+
+/* A choice's end: its text flushed and streamed, its slot free. */
+static void choice_end(frigg_sched *s, req *q, int c, int cancelled) {
+    if (q->finished[c]) return;
+    const char *piece;
+    size_t n;
+    frigg_seqgen_finish(q->g[c], cancelled, &piece, &n);
+    emit(q, c, piece, n);
+    q->finished[c] = 1;
+    if (q->slot[c] >= 0) {
+        s->b->seq_reset(s->b, q->slot[c]);
+        s->slot_used[q->slot[c]] = 0;
+        s->slots_in_use--;
+        q->slot[c] = -1;
+    }
+}
+
+static int all_finished(const req *q) {
+    for (int c = 0; c < q->r.n_choices; c++)
+        if (!q->finished[c]) return 0;
+    return 1;
+}
+
+static void remove_running(frigg_sched *s, int i) {
+    s->running[i] = s->running[--s->nrunning];
+}
+
+uint64_t frigg_sched_submit(frigg_sched *s, const frigg_sched_req *r) {
+    const frigg_backend *b = s->b;
+    int V = b->model->cfg.vocab_size;
+    if (r->n < 1) {
+        frigg_set_error("empty prompt");
+        return 0;
+    }
+    if ((long)r->n + r->gen.max_tokens > b->max_ctx) {
+        frigg_set_error("prompt (%d tokens) + max_tokens (%d) = %ld exceeds the context limit of %d tokens", r->n,
+                        r->gen.max_tokens, (long)r->n + r->gen.max_tokens, b->max_ctx);
+        return 0;
+    }
+    if (r->prefix_len < 0 || r->prefix_len > r->n) {
+        frigg_set_error("prefix_tokens (%d) is longer than the prompt (%d tokens)", r->prefix_len, r->n);
+        return 0;
+    }
+    if (r->n_choices < 1 || r->n_choices > FRIGG_SCHED_MAX_CHOICES || r->n_choices > s->max_running) {
+        frigg_set_error("n = %d choices (1..%d here: %d sequence slots)", r->n_choices,
+                        s->max_running < FRIGG_SCHED_MAX_CHOICES ? s->max_running : FRIGG_SCHED_MAX_CHOICES,
+                        s->max_running);
+        return 0;
+    }
+    for (int i = 0; i < r->n; i++)
+        if (r->ids[i] < 0 || r->ids[i] >= V) {
+            frigg_set_error("token id %d is outside the vocabulary [0, %d)", r->ids[i], V);
+            return 0;
+        }
+    req *q = frigg_xcalloc(1, sizeof *q);
+    q->r = *r;
+    q->ids = frigg_xmalloc(sizeof(int32_t) * (size_t)r->n);
+    memcpy(q->ids, r->ids, sizeof(int32_t) * (size_t)r->n);
+    q->r.ids = q->ids;
+    for (int c = 0; c < r->n_choices; c++) {
+        frigg_seqgen_params gp = r->gen;
+        gp.sampling.seed += (uint64_t)c; /* each choice its own stream, reproducible from the seed */
+        q->g[c] = frigg_seqgen_new(&gp, r->n, V, s->tok);
+        q->slot[c] = -1;
+        if (!q->g[c]) {
+            req_free(q);
+            return 0;
+        }
+    }
+    q->t_queued = frigg_now_ms();
+    pthread_mutex_lock(&s->mu);
+    q->handle = s->next_handle++;
+    if (s->queue_tail) s->queue_tail->next = q;
+    else s->queue = q;
+    s->queue_tail = q;
+    s->pending++;
+    uint64_t h = q->handle;
+    pthread_mutex_unlock(&s->mu);
+    return h;
+}
+
+int frigg_sched_cancel(frigg_sched *s, uint64_t handle) {
+    pthread_mutex_lock(&s->mu);
+    int known = handle > 0 && handle < s->next_handle;
+    if (known) {
+        if (s->ncancel == s->capcancel) {
+            s->capcancel = s->capcancel ? 2 * s->capcancel : 16;
+            s->cancels = realloc(s->cancels, sizeof *s->cancels * (size_t)s->capcancel);
+            if (!s->cancels) abort();
+        }
+        s->cancels[s->ncancel++] = handle;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!known) frigg_set_error("cancel: no request %llu", (unsigned long long)handle);
+    return known ? 0 : -1;
+}
+
+int frigg_sched_pending(frigg_sched *s) {
+    pthread_mutex_lock(&s->mu);
+    int n = s->pending;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+int frigg_sched_slots_in_use(frigg_sched *s) { return s->slots_in_use; }
+
+/* Cancellations asked for since the last step: a queued request leaves the queue, a running one its
+ * slots; both end as "cancelled". A handle that already ended is ignored. */
+static void apply_cancels(frigg_sched *s) {
+    pthread_mutex_lock(&s->mu);
+    int n = s->ncancel;
+    uint64_t *h = n ? frigg_xmalloc(sizeof *h * (size_t)n) : NULL;
+    if (n) memcpy(h, s->cancels, sizeof *h * (size_t)n);
+    s->ncancel = 0;
+    req *gone = NULL;
+    for (int i = 0; i < n; i++) {
+        req **pp = &s->queue, *prev = NULL;
+        while (*pp && (*pp)->handle != h[i]) {
+            prev = *pp;
+            pp = &(*pp)->next;
+        }
+        if (*pp) {
+            req *q = *pp;
+            *pp = q->next;
+            if (s->queue_tail == q) s->queue_tail = prev;
+            q->next = gone;
+            gone = q;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    while (gone) {
+        req *q = gone;
+        gone = q->next;
+        for (int c = 0; c < q->r.n_choices; c++) choice_end(s, q, c, 1);
+        req_end(s, q, NULL);
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < s->nrunning; j++)
+            if (s->running[j]->handle == h[i]) {
+                req *q = s->running[j];
+                for (int c = 0; c < q->r.n_choices; c++) choice_end(s, q, c, 1);
+                remove_running(s, j);
+                req_end(s, q, NULL);
+                break;
+            }
+    free(h);
+}
+
+/* Admit queued requests, first come first served, while the head has a free slot for each choice. */
+static void admit(frigg_sched *s) {
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        req *q = s->queue;
+        int fits = q && s->max_running - s->slots_in_use >= q->r.n_choices;
+        if (fits) {
+            s->queue = q->next;
+            if (!s->queue) s->queue_tail = NULL;
+            q->next = NULL;
+        }
+        pthread_mutex_unlock(&s->mu);
+        if (!fits) return;
+        for (int c = 0, slot = 0; c < q->r.n_choices; c++) {
+            while (s->slot_used[slot]) slot++;
+            s->slot_used[slot] = 1;
+            s->slots_in_use++;
+            q->slot[c] = slot;
+        }
+        q->t_admit = frigg_now_ms();
+        s->running[s->nrunning++] = q;
+    }
+}
+
+int frigg_sched_step(frigg_sched *s) {
+    frigg_backend *b = s->b;
+    apply_cancels(s);
+    admit(s);
+    /* The rows: a prefill for each request admitted since the last step, a decode row for every running
+     * choice that is not finished. */
+    int nrows = 0;
+    for (int i = 0; i < s->nrunning; i++) {
+        req *q = s->running[i];
+        if (!q->prefilled) {
+            frigg_row *r = &s->rows[nrows];
+            memset(r, 0, sizeof *r);
+            frigg_seqgen_row(q->g[0], r);
+            r->seq = q->slot[0];
+            r->prefill = 1;
+            r->ids = q->ids;
+            r->n = q->r.n;
+            r->prefix_len = q->r.prefix_len;
+            s->row_req[nrows] = q;
+            s->row_choice[nrows++] = 0;
+            continue;
+        }
+        for (int c = 0; c < q->r.n_choices; c++) {
+            if (q->finished[c]) continue;
+            frigg_row *r = &s->rows[nrows];
+            memset(r, 0, sizeof *r);
+            frigg_seqgen_row(q->g[c], r);
+            r->seq = q->slot[c];
+            r->n = 1;
+            r->token = frigg_seqgen_last(q->g[c]);
+            s->row_req[nrows] = q;
+            s->row_choice[nrows++] = c;
+        }
+    }
+    if (nrows > 0 && frigg_step(b, s->rows, nrows)) {
+        /* The engine failed: every request of this step ends with the error. */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", frigg_error());
+        for (int i = s->nrunning - 1; i >= 0; i--) {
+            req *q = s->running[i];
+            for (int c = 0; c < q->r.n_choices; c++) choice_end(s, q, c, 0);
+            remove_running(s, i);
+            req_end(s, q, msg);
+        }
+        frigg_set_error("%s", msg);
+        return -1;
+    }
+    double now = frigg_now_ms();
+    for (int i = 0; i < nrows; i++) {
+        req *q = s->row_req[i];
+        const frigg_row *r = &s->rows[i];
+        const char *piece;
+        size_t n;
+        if (r->prefill) {
+            q->prefilled = 1;
+            /* The other choices share this prefill: the cache forked into their slots, the row's output
+             * copied into their seqgens. */
+            for (int c = 0; c < q->r.n_choices; c++) {
+                if (c > 0) {
+                    if (b->seq_fork(b, q->slot[0], q->slot[c], q->r.n)) {
+                        char msg[1024];
+                        snprintf(msg, sizeof msg, "%s", frigg_error());
+                        for (int k = 0; k < q->r.n_choices; k++) choice_end(s, q, k, 0);
+                        for (int j = 0; j < s->nrunning; j++)
+                            if (s->running[j] == q) remove_running(s, j);
+                        req_end(s, q, msg);
+                        goto next_row;
+                    }
+                    frigg_seqgen_take_output(q->g[c], q->g[0]);
+                }
+                frigg_seqgen_mark(q->g[c], q->t_queued, q->t_admit, now);
+            }
+            for (int c = 0; c < q->r.n_choices; c++) {
+                int done = frigg_seqgen_accept(q->g[c], r, &piece, &n);
+                emit(q, c, piece, n);
+                if (done) choice_end(s, q, c, 0);
+            }
+        } else {
+            int c = s->row_choice[i];
+            int done = frigg_seqgen_accept(q->g[c], r, &piece, &n);
+            emit(q, c, piece, n);
+            if (done) choice_end(s, q, c, 0);
+        }
+    next_row:;
+    }
+    for (int i = s->nrunning - 1; i >= 0; i--)
+        if (all_finished(s->running[i])) {
+            req *q = s->running[i];
+            remove_running(s, i);
+            req_end(s, q, NULL);
+        }
+    return frigg_sched_pending(s);
+}
+
+void frigg_sched_free(frigg_sched *s) {
+    if (!s) return;
+    while (s->nrunning) {
+        req *q = s->running[s->nrunning - 1];
+        for (int c = 0; c < q->r.n_choices; c++) choice_end(s, q, c, 1);
+        s->nrunning--;
+        req_end(s, q, NULL);
+    }
+    while (s->queue) {
+        req *q = s->queue;
+        s->queue = q->next;
+        for (int c = 0; c < q->r.n_choices; c++) choice_end(s, q, c, 1);
+        req_end(s, q, NULL);
+    }
+    pthread_mutex_destroy(&s->mu);
+    free(s->cancels);
+    free(s->running);
+    free(s->slot_used);
+    free(s->rows);
+    free(s->row_req);
+    free(s->row_choice);
+    free(s);
+}

@@ -1,0 +1,69 @@
+/* scheduler.h — continuous batching over one engine (vLLM's scheduler, llama.cpp's server slots, in small).
+ * Requests wait in a FIFO queue; one is admitted when it has a free sequence slot for each of its
+ * choices; every engine step carries every running sequence (a new request's prefill rides beside the
+ * running ones' decode rows, so it never waits for them to finish); the n choices of a request share one
+ * prefill (the engine forks the cache into their slots); a request can be cancelled at any time, and its
+ * slots are free by the next step. Each choice is a frigg_seqgen: its own sampler and random stream, so a
+ * request's output is the same alone or beside any others.
+ *
+ * Threads: frigg_sched_submit, frigg_sched_cancel and frigg_sched_pending may be called from any thread
+ * (a mutex guards the queue). frigg_sched_step and frigg_sched_free belong to one driver thread, the only
+ * one that touches the engine; the callbacks run on it, with no lock held, and may call submit/cancel. */
+#ifndef FRIGG_SCHEDULER_H
+#define FRIGG_SCHEDULER_H
+
+#include <stdint.h>
+
+#include "backend.h"
+#include "seqgen.h"
+
+#define FRIGG_SCHED_MAX_CHOICES 8
+
+typedef struct frigg_sched frigg_sched;
+
+/* The final result of a request: one seqgen result per choice (borrowed, valid during the callback), or an
+ * error (error != NULL; then choices is NULL). */
+typedef struct {
+    uint64_t handle;
+    const char *error;
+    int n_choices;
+    const frigg_seqgen_result *const *choices;
+} frigg_sched_result;
+
+typedef struct {
+    const int32_t *ids;            /* the prompt (copied at submit) */
+    int n;
+    int prefix_len;                /* tokens [0, prefix_len) are the bidirectional prefix */
+    int n_choices;                 /* 1..FRIGG_SCHED_MAX_CHOICES; choice i samples with seed + i */
+    frigg_seqgen_params gen;
+    /* Streaming: the text each new id releases (choice, bytes); may be NULL. */
+    void (*on_text)(void *ctx, int choice, const char *piece, size_t n);
+    /* The end: always called exactly once per submitted request (finished, failed or cancelled). */
+    void (*on_done)(void *ctx, const frigg_sched_result *r);
+    void *ctx;
+} frigg_sched_req;
+
+/* max_running: sequence slots the scheduler may use (<= the engine's max_seqs; 0 = all). tok may be NULL
+ * (no text, no stop strings). */
+frigg_sched *frigg_sched_new(frigg_backend *b, const frigg_tokenizer *tok, int max_running);
+/* Frees the scheduler; every request still queued or running ends as cancelled (on_done called). */
+void frigg_sched_free(frigg_sched *s);
+
+/* Queue a request; returns its handle (> 0), or 0 with frigg_error() when it can never run (prompt +
+ * max_tokens beyond a sequence's context, more choices than slots, bad parameters); on_done is then not
+ * called. */
+uint64_t frigg_sched_submit(frigg_sched *s, const frigg_sched_req *r);
+/* Cancel a queued or running request: it ends as "cancelled" (on_done with what it had) at the start of
+ * the next frigg_sched_step, and its slots are free for that step. 0 (also for a request that already
+ * ended: nothing happens), or -1 when the handle was never issued. */
+int frigg_sched_cancel(frigg_sched *s, uint64_t handle);
+/* One engine step over every running sequence, admitting what fits first. Returns the number of requests
+ * still queued or running after it (0: idle), or -1 with frigg_error() when the engine failed (every
+ * request in that step then ended with the error). */
+int frigg_sched_step(frigg_sched *s);
+/* Requests queued or running. */
+int frigg_sched_pending(frigg_sched *s);
+/* Sequence slots in use by running requests (for metrics and tests). */
+int frigg_sched_slots_in_use(frigg_sched *s);
+
+#endif

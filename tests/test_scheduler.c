@@ -1,0 +1,221 @@
+/* test_scheduler.c — many requests at once on the CPU engine, with the bundled default model (real
+ * trained weights and tokenizer, so stop strings, tools and text are real):
+ *  - batch invariance: a mixed set (greedy, temperature + seed, top-k, top-p, repetition penalty, stop
+ *    strings, logprobs, messages with tools, a prefix length) submitted together to one session gives,
+ *    request by request, exactly the response each gives alone in a session of one slot;
+ *  - cancellation: a running and a queued request end as "cancelled" and their slots are free by the next
+ *    step; a cancel of an unknown handle is an error;
+ *  - n > 1 choices share one prefill through fork: greedy choices equal a single greedy run, and the
+ *    sampled choice i equals a single run with seed + i (a fork continues as a fresh prefill);
+ *  - submit refuses what can never run (context, choices) with a message. */
+#include <jansson.h>
+#include <string.h>
+
+#include "backend.h"
+#include "harness.h"
+#include "model.h"
+#include "scheduler.h"
+#include "session.h"
+#include "tokenizer.h"
+#include "util.h"
+
+static const char *const MIXED[] = {
+    "{\"id\":1,\"prompt\":\"<bos>Der var engang\",\"max_tokens\":24}",
+    "{\"id\":2,\"prompt\":\"<bos>Der var engang\",\"max_tokens\":24,\"temperature\":0.9,\"seed\":7}",
+    "{\"id\":3,\"messages\":[{\"role\":\"user\",\"content\":\"Hvad er hovedstaden i Danmark?\"}],\"max_tokens\":20,"
+    "\"temperature\":1.2,\"top_k\":8,\"seed\":3}",
+    "{\"id\":4,\"prompt\":\"<bos>The old king\",\"max_tokens\":20,\"temperature\":1.0,\"top_p\":0.8,\"seed\":11}",
+    "{\"id\":5,\"prompt\":\"<bos>Det var en\",\"max_tokens\":20,\"repetition_penalty\":1.3}",
+    "{\"id\":6,\"prompt\":\"<bos>Der var engang\",\"max_tokens\":30,\"stop\":[\" en\",\"og\"]}",
+    "{\"id\":7,\"prompt\":\"<bos>Han sagde\",\"max_tokens\":8,\"logprobs\":3,\"temperature\":0.7,\"seed\":5}",
+    "{\"id\":8,\"messages\":[{\"role\":\"user\",\"content\":\"Hvad er vejret?\"}],\"tools\":[{\"type\":\"function\","
+    "\"function\":{\"name\":\"vejr\",\"description\":\"vejret\",\"parameters\":{\"type\":\"object\",\"properties\":"
+    "{\"by\":{\"type\":\"string\"}}}}}],\"max_tokens\":24,\"temperature\":0.8,\"seed\":2}",
+    "{\"id\":9,\"input_ids\":[2,105,2364,107,819,1175,106],\"prefix_tokens\":3,\"max_tokens\":12}",
+    "{\"id\":10,\"prompt\":\"<bos>En\",\"max_tokens\":0}",
+};
+enum { NMIXED = sizeof MIXED / sizeof MIXED[0] };
+
+static void keep(void *ctx, json_t *resp) { *(json_t **)ctx = resp; }
+
+/* The response without its timing (which differs run to run). */
+static char *canon(json_t *r) {
+    json_t *c = json_deep_copy(r);
+    json_object_del(c, "timing");
+    char *s = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(c);
+    return s;
+}
+
+static void test_batch_invariance(const char *dir) {
+    frigg_session_opts one = {.model_dir = dir, .backend = "cpu", .threads = 2, .default_max_tokens = 16, .slots = 1};
+    frigg_session_opts many = one;
+    many.slots = 6; /* fewer slots than requests: some wait in the queue and join running batches later */
+    frigg_session *s1 = frigg_session_open(&one), *sn = frigg_session_open(&many);
+    CHECK(s1 && sn, "session: %s", frigg_error());
+    if (!s1 || !sn) return;
+    json_t *alone[NMIXED], *together[NMIXED];
+    for (int i = 0; i < NMIXED; i++) {
+        json_t *req = json_loads(MIXED[i], 0, NULL);
+        CHECK(req != NULL, "request %d does not parse", i);
+        alone[i] = frigg_session_handle(s1, req, 0);
+        together[i] = NULL;
+        frigg_session_submit(sn, req, 0, keep, &together[i]);
+        json_decref(req);
+    }
+    int steps = 0, maxpend = 0;
+    for (int p; (p = frigg_session_pending(sn)) > 0; steps++) {
+        if (p > maxpend) maxpend = p;
+        CHECK(frigg_session_step(sn) >= 0, "step: %s", frigg_error());
+    }
+    CHECK(maxpend == NMIXED, "only %d requests were pending at once", maxpend);
+    int distinct_sampled = 0;
+    char *first = canon(alone[0]);
+    for (int i = 0; i < NMIXED; i++) {
+        CHECK(together[i] != NULL, "request %d got no response", i + 1);
+        if (!together[i]) continue;
+        CHECK(!json_object_get(alone[i], "error"), "request %d alone: %s", i + 1,
+              json_string_value(json_object_get(json_object_get(alone[i], "error"), "message")));
+        char *a = canon(alone[i]), *t = canon(together[i]);
+        CHECK(!strcmp(a, t), "request %d differs beside the others:\n  alone    %s\n  together %s", i + 1, a, t);
+        distinct_sampled += i > 0 && strcmp(a, first) != 0;
+        free(a);
+        free(t);
+    }
+    free(first);
+    CHECK(distinct_sampled > 3, "the mixed requests are not mixed (%d differ from the first)", distinct_sampled);
+    /* the stop-string request stopped on a stop string, the tools request parsed (or said why not) */
+    CHECK(!strcmp(json_string_value(json_object_get(together[5], "finish_reason")), "stop"),
+          "request 6 did not stop on its stop strings");
+    CHECK(json_array_size(json_object_get(together[6], "logprobs")) ==
+              json_array_size(json_object_get(together[6], "output_ids")),
+          "request 7: logprobs for every id");
+    CHECK(json_array_size(json_object_get(together[9], "output_ids")) == 0, "request 10: max_tokens 0");
+    for (int i = 0; i < NMIXED; i++) {
+        json_decref(alone[i]);
+        json_decref(together[i]);
+    }
+    frigg_session_close(s1);
+    frigg_session_close(sn);
+}
+
+typedef struct {
+    int done;
+    char finish[3][16];
+    int n[3];
+    int32_t ids[3][64];
+    char *error;
+} result_box;
+
+static void on_done(void *ctx, const frigg_sched_result *r) {
+    result_box *b = ctx;
+    b->done++;
+    if (r->error) {
+        b->error = frigg_xstrdup(r->error);
+        return;
+    }
+    for (int c = 0; c < r->n_choices && c < 3; c++) {
+        snprintf(b->finish[c], sizeof b->finish[c], "%s", r->choices[c]->finish_reason);
+        b->n[c] = r->choices[c]->n;
+        memcpy(b->ids[c], r->choices[c]->ids, sizeof(int32_t) * (size_t)(r->choices[c]->n < 64 ? r->choices[c]->n : 64));
+    }
+}
+
+static void test_cancel_and_fork(const char *dir) {
+    frigg_model *m = frigg_model_load(dir);
+    char *tp = th_path(dir, "tokenizer.json");
+    frigg_tokenizer *tok = frigg_tokenizer_load(tp, 0);
+    free(tp);
+    CHECK(m && tok, "load: %s", frigg_error());
+    if (!m || !tok) return;
+    frigg_backend_opts bo = {.threads = 2, .max_seqs = 3, .max_ctx = 128};
+    frigg_backend *b = frigg_backend_create("cpu", m, &bo);
+    frigg_sched *s = frigg_sched_new(b, tok, 0);
+    int32_t prompt[] = {2, 105, 2364, 107, 819, 1175, 106, 107, 105, 4368, 107};
+    int np = sizeof prompt / sizeof prompt[0];
+    frigg_sched_req q = {.ids = prompt, .n = np, .prefix_len = np, .n_choices = 2, .on_done = on_done};
+    q.gen.max_tokens = 40;
+    /* cancellation: two running (2 + 1 slots), one queued */
+    result_box r1 = {0}, r2 = {0}, r3 = {0};
+    q.ctx = &r1;
+    uint64_t h1 = frigg_sched_submit(s, &q);
+    q.n_choices = 1;
+    q.ctx = &r2;
+    uint64_t h2 = frigg_sched_submit(s, &q);
+    q.ctx = &r3;
+    uint64_t h3 = frigg_sched_submit(s, &q);
+    CHECK(h1 && h2 && h3, "submit: %s", frigg_error());
+    CHECK(frigg_sched_step(s) == 3 && frigg_sched_step(s) == 3, "steps: %s", frigg_error());
+    CHECK(frigg_sched_slots_in_use(s) == 3, "slots in use %d, want 3", frigg_sched_slots_in_use(s));
+    CHECK(frigg_sched_cancel(s, h1) == 0 && frigg_sched_cancel(s, h3) == 0, "cancel: %s", frigg_error());
+    CHECK(frigg_sched_cancel(s, 999) == -1, "cancel of an unknown handle accepted");
+    int left = frigg_sched_step(s);
+    CHECK(left == 1 && r1.done == 1 && r3.done == 1 && !strcmp(r1.finish[0], "cancelled") &&
+              !strcmp(r1.finish[1], "cancelled") && !strcmp(r3.finish[0], "cancelled") && r3.n[0] == 0 && r1.n[0] == 2,
+          "after cancel: %d pending, finish %s/%s/%s, %d ids", left, r1.finish[0], r1.finish[1], r3.finish[0], r1.n[0]);
+    CHECK(frigg_sched_slots_in_use(s) == 1, "slots in use after cancel: %d, want 1", frigg_sched_slots_in_use(s));
+    CHECK(frigg_sched_cancel(s, h1) == 0, "a second cancel of an ended request is not an error");
+    while (frigg_sched_step(s) > 0) {
+    }
+    CHECK(r2.done == 1 && frigg_sched_slots_in_use(s) == 0, "the remaining request did not finish alone");
+
+    /* fork: n = 3 choices share one prefill; greedy choices equal one greedy run */
+    result_box g3 = {0}, g1 = {0};
+    q.n_choices = 3;
+    q.ctx = &g3;
+    q.gen.max_tokens = 24;
+    CHECK(frigg_sched_submit(s, &q), "%s", frigg_error());
+    while (frigg_sched_step(s) > 0) {
+    }
+    q.n_choices = 1;
+    q.ctx = &g1;
+    CHECK(frigg_sched_submit(s, &q), "%s", frigg_error());
+    while (frigg_sched_step(s) > 0) {
+    }
+    int same = g1.n[0] > 0;
+    for (int c = 0; c < 3; c++) same &= g3.n[c] == g1.n[0] && !memcmp(g3.ids[c], g1.ids[0], sizeof(int32_t) * g1.n[0]);
+    CHECK(same, "greedy choices from a forked prefill differ from a fresh run (%d/%d/%d vs %d ids)", g3.n[0], g3.n[1],
+          g3.n[2], g1.n[0]);
+    /* sampled: choice c with seed 40 + c == a single run with seed 40 + c */
+    result_box s3 = {0};
+    q.gen.sampling = (frigg_sampler_params){.temperature = 1.1f, .top_k = 20, .seed = 40};
+    q.n_choices = 3;
+    q.ctx = &s3;
+    CHECK(frigg_sched_submit(s, &q), "%s", frigg_error());
+    while (frigg_sched_step(s) > 0) {
+    }
+    int differ = 0;
+    for (int c = 0; c < 3; c++) {
+        result_box one = {0};
+        frigg_sched_req q1 = q;
+        q1.n_choices = 1;
+        q1.gen.sampling.seed = 40 + (uint64_t)c;
+        q1.ctx = &one;
+        CHECK(frigg_sched_submit(s, &q1), "%s", frigg_error());
+        while (frigg_sched_step(s) > 0) {
+        }
+        CHECK(one.n[0] == s3.n[c] && !memcmp(one.ids[0], s3.ids[c], sizeof(int32_t) * one.n[0]),
+              "sampled choice %d from a fork differs from a fresh run with its seed", c);
+        differ += c > 0 && (s3.n[c] != s3.n[0] || memcmp(s3.ids[c], s3.ids[0], sizeof(int32_t) * s3.n[0]));
+    }
+    CHECK(differ > 0, "the sampled choices are all the same (their seeds are not their own)");
+    /* what can never run */
+    q.n_choices = 4;
+    CHECK(!frigg_sched_submit(s, &q) && strstr(frigg_error(), "choices"), "4 choices on 3 slots: %s", frigg_error());
+    q.n_choices = 1;
+    q.gen.max_tokens = 200;
+    CHECK(!frigg_sched_submit(s, &q) && strstr(frigg_error(), "context limit"), "context: %s", frigg_error());
+    frigg_sched_free(s);
+    frigg_backend_destroy(b);
+    frigg_tokenizer_free(tok);
+    frigg_model_free(m);
+}
+
+int main(void) {
+    TEST_MAIN_BEGIN("test_scheduler");
+    char *dir = th_path(th_root(), "golden/default");
+    test_batch_invariance(dir);
+    test_cancel_and_fork(dir);
+    free(dir);
+    TEST_MAIN_END();
+}
