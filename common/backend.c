@@ -149,6 +149,19 @@ int frigg_backend_check_rows(const frigg_backend *b, const frigg_row *rows, int 
     return 0;
 }
 
+int frigg_backend_bad_seq(const frigg_backend *b, int seq, const char *what) {
+    if (seq >= 0 && seq < b->max_seqs) return 0;
+    frigg_set_error("%s: sequence %d (slots 0..%d)", what, seq, b->max_seqs - 1);
+    return 1;
+}
+
+int frigg_backend_bad_fork(const frigg_backend *b, int src, int n, int len) {
+    (void)b;
+    if (n >= 0 && n <= len) return 0;
+    frigg_set_error("seq_fork: position %d outside sequence %d's %d tokens", n, src, len);
+    return 1;
+}
+
 int frigg_step(frigg_backend *b, frigg_row *rows, int nrows) {
     if (b->submit(b, rows, nrows)) return -1;
     return b->collect(b);

@@ -115,6 +115,10 @@ frigg_backend *frigg_backend_alloc(const char *name, const frigg_model *m, const
                                    frigg_backend_opts *o);
 int frigg_backend_check_rows(const frigg_backend *b, const frigg_row *rows, int nrows, const int *len,
                              const unsigned char *last_greedy);
+/* The sequence calls' checks: 1 with frigg_error() when seq is no slot of b (what: the call's name), or when
+ * a fork at n does not lie within src's len tokens; else 0. */
+int frigg_backend_bad_seq(const frigg_backend *b, int seq, const char *what);
+int frigg_backend_bad_fork(const frigg_backend *b, int src, int n, int len);
 
 frigg_backend *frigg_backend_cpu_create(const frigg_model *m, const frigg_backend_opts *opts);
 #ifdef FRIGG_CUDA

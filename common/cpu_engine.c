@@ -137,13 +137,6 @@ static void forward(frigg_backend *b, int seq, const int32_t *ids, int T, int pr
     free(f.mg); free(f.mu);
 }
 
-/* log Σ exp(row), in double. */
-static float row_lse(const float *row, int V) {
-    double mx = row[frigg_argmax(row, V)], s = 0;
-    for (int i = 0; i < V; i++) s += exp((double)row[i] - mx);
-    return (float)(mx + log(s));
-}
-
 /* The CPU engine runs a step inside submit, row after row (a row's result never depends on the other
  * rows of its step: batch invariance holds by construction), and writes the outputs there; collect
  * only retires the step. */
@@ -178,7 +171,7 @@ static int cpu_submit(frigg_backend *b, frigg_row *rows, int nrows) {
         } else if (r->want == FRIGG_WANT_TOPK) {
             frigg_topk(last, V, r->k, r->out_ids);
             for (int j = 0; j < r->k; j++) r->out_vals[j] = last[r->out_ids[j]];
-            if (r->out_lse) *r->out_lse = row_lse(last, V);
+            if (r->out_lse) *r->out_lse = frigg_row_lse(last, V);
         }
     }
     free(last);
@@ -197,19 +190,13 @@ static int cpu_collect(frigg_backend *b) {
     return 0;
 }
 
-static int bad_seq(const frigg_backend *b, int seq, const char *what) {
-    if (seq >= 0 && seq < b->max_seqs) return 0;
-    frigg_set_error("%s: sequence %d (slots 0..%d)", what, seq, b->max_seqs - 1);
-    return 1;
-}
-
 static int cpu_seq_len(const frigg_backend *b, int seq) {
-    if (bad_seq(b, seq, "seq_len")) return -1;
+    if (frigg_backend_bad_seq(b, seq, "seq_len")) return -1;
     return ((const cpu_impl *)b->impl)->len[seq];
 }
 
 static int cpu_seq_reset(frigg_backend *b, int seq) {
-    if (bad_seq(b, seq, "seq_reset")) return -1;
+    if (frigg_backend_bad_seq(b, seq, "seq_reset")) return -1;
     cpu_impl *im = b->impl;
     im->len[seq] = 0;
     im->last_greedy[seq] = 0;
@@ -217,12 +204,9 @@ static int cpu_seq_reset(frigg_backend *b, int seq) {
 }
 
 static int cpu_seq_fork(frigg_backend *b, int src, int dst, int n) {
-    if (bad_seq(b, src, "seq_fork") || bad_seq(b, dst, "seq_fork")) return -1;
+    if (frigg_backend_bad_seq(b, src, "seq_fork") || frigg_backend_bad_seq(b, dst, "seq_fork")) return -1;
     cpu_impl *im = b->impl;
-    if (n < 0 || n > im->len[src]) {
-        frigg_set_error("seq_fork: position %d outside sequence %d's %d tokens", n, src, im->len[src]);
-        return -1;
-    }
+    if (frigg_backend_bad_fork(b, src, n, im->len[src])) return -1;
     if (src != dst) {
         size_t D = (size_t)b->model->cfg.hidden_size;
         for (int slot = 0; slot < b->model->cfg.num_slots; slot++) {

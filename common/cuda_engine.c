@@ -256,20 +256,13 @@ static int wait_step(cuda_impl *im, int qi) {
     return 0;
 }
 
-/* log Σ exp of a logits row, in double, on the host. */
-static float row_lse(const float *row, int V) {
-    double mx = row[frigg_argmax(row, V)], sum = 0;
-    for (int i = 0; i < V; i++) sum += exp((double)row[i] - mx);
-    return (float)(mx + log(sum));
-}
-
 /* A row's outputs from its logits on the host (prefill rows, and rows wanting out_lse). */
 static void outputs_from_row(frigg_row *r, const float *row, int V) {
     if (r->want == FRIGG_WANT_GREEDY) *r->out_id = frigg_argmax(row, V);
     if (r->want == FRIGG_WANT_TOPK) {
         frigg_topk(row, V, r->k, r->out_ids);
         for (int j = 0; j < r->k; j++) r->out_vals[j] = row[r->out_ids[j]];
-        if (r->out_lse) *r->out_lse = row_lse(row, V);
+        if (r->out_lse) *r->out_lse = frigg_row_lse(row, V);
     }
 }
 
@@ -374,7 +367,7 @@ static int run_decode(frigg_backend *b, frigg_row **dr, int B, int qi) {
                 r->out_vals[j] = pairs[j].v;
                 r->out_ids[j] = pairs[j].id;
             }
-            if (r->out_lse) *r->out_lse = row_lse(im->host_row, V);
+            if (r->out_lse) *r->out_lse = frigg_row_lse(im->host_row, V);
         }
     }
     free(pairs);
@@ -443,19 +436,13 @@ static int cuda_collect(frigg_backend *b) {
     return 0;
 }
 
-static int bad_seq(const frigg_backend *b, int seq, const char *what) {
-    if (seq >= 0 && seq < b->max_seqs) return 0;
-    frigg_set_error("%s: sequence %d (slots 0..%d)", what, seq, b->max_seqs - 1);
-    return 1;
-}
-
 static int cuda_seq_len(const frigg_backend *b, int seq) {
-    if (bad_seq(b, seq, "seq_len")) return -1;
+    if (frigg_backend_bad_seq(b, seq, "seq_len")) return -1;
     return ((const cuda_impl *)b->impl)->len[seq];
 }
 
 static int cuda_seq_reset(frigg_backend *b, int seq) {
-    if (bad_seq(b, seq, "seq_reset")) return -1;
+    if (frigg_backend_bad_seq(b, seq, "seq_reset")) return -1;
     cuda_impl *im = b->impl;
     im->len[seq] = 0;
     im->last_greedy[seq] = 0;
@@ -466,12 +453,9 @@ static int cuda_seq_reset(frigg_backend *b, int seq) {
 /* The cache of a sequence is [slot][head][max_ctx][head_dim]: positions [0, n) of every (slot, head) row are
  * one 2-D copy, for K and for V. */
 static int cuda_seq_fork(frigg_backend *b, int src, int dst, int n) {
-    if (bad_seq(b, src, "seq_fork") || bad_seq(b, dst, "seq_fork")) return -1;
+    if (frigg_backend_bad_seq(b, src, "seq_fork") || frigg_backend_bad_seq(b, dst, "seq_fork")) return -1;
     cuda_impl *im = b->impl;
-    if (n < 0 || n > im->len[src]) {
-        frigg_set_error("seq_fork: position %d outside sequence %d's %d tokens", n, src, im->len[src]);
-        return -1;
-    }
+    if (frigg_backend_bad_fork(b, src, n, im->len[src])) return -1;
     const frigg_config *c = &b->model->cfg;
     if (src != dst && n > 0) {
         CU(cudaSetDevice(im->device));

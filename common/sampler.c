@@ -278,3 +278,11 @@ void frigg_top_logprobs(const float *logits, int vocab, int k, int32_t *ids, flo
     }
     for (int j = 0; j < have; j++) lps[j] = (float)((double)logits[ids[j]] - lse);
 }
+
+float frigg_row_lse(const float *row, int vocab) {
+    double mx = row[0], sum = 0;
+    for (int i = 1; i < vocab; i++)
+        if (row[i] > mx) mx = row[i];
+    for (int i = 0; i < vocab; i++) sum += exp((double)row[i] - mx);
+    return (float)(mx + log(sum));
+}

@@ -56,5 +56,7 @@ int32_t frigg_sample_topk(frigg_sampler *s, const float *vals, const int32_t *id
 /* log-softmax of logits (fp64 inside); the top k ids by log-probability (ties: lower id first). */
 void frigg_top_logprobs(const float *logits, int vocab, int k, int32_t *ids, float *lps);
 float frigg_logprob_of(const float *logits, int vocab, int32_t id);
+/* log Σ exp(row), in double inside: what turns a logit into a log-probability (the engines' TOPK rows). */
+float frigg_row_lse(const float *row, int vocab);
 
 #endif
