@@ -7,10 +7,10 @@
  * token to it (a decode step). Each row says what it wants back. Rows of both kinds, for sequences that
  * joined at different times, mix freely between steps; a sequence appears at most once in a step.
  *
- * submit/collect: `submit` queues a step and returns; `collect` waits for the oldest queued step and
- * writes its rows' outputs. An engine may hold up to `max_inflight` steps queued (the CUDA engine: 2,
- * so step k+1 runs while step k's ids travel to the host; the CPU engine: 1, it runs the step inside
- * submit). A row's input token may be FRIGG_TOKEN_LAST_GREEDY: the greedy id the same sequence's row
+ * submit/collect: `submit` queues a step and returns; `collect` waits for the oldest queued step; its
+ * rows' outputs are valid once it returns (an engine may write them earlier: the CPU engine runs the step
+ * inside submit). An engine may hold up to `max_inflight` steps queued (both engines: 2, so on a GPU step
+ * k+1 runs while step k's ids travel to the host). A row's input token may be FRIGG_TOKEN_LAST_GREEDY: the greedy id the same sequence's row
  * produced in the step queued just before (which must have wanted FRIGG_WANT_GREEDY) — that is what lets
  * greedy decoding queue its next step before the last one's id is known on the host. frigg_step()
  * is submit + collect.
@@ -78,8 +78,8 @@ struct frigg_backend {
     /* Queue one step of nrows rows (each checked first: a bad row is an error with a message, and then
      * nothing of the step ran). Returns 0, or -1 with frigg_error(). */
     int (*submit)(frigg_backend *b, frigg_row *rows, int nrows);
-    /* Wait for the oldest queued step and write its outputs into the rows given to its submit (which must
-     * stay valid until then). 0, or -1 with frigg_error(); -1 also when nothing is queued. */
+    /* Wait for the oldest queued step; its outputs are then in the rows given to its submit (which must stay
+     * valid until then). 0, or -1 with frigg_error(); -1 also when nothing is queued. */
     int (*collect)(frigg_backend *b);
     /* Sequence calls (no step in flight may involve the sequences named). reset: empty the sequence.
      * fork: copy src's cache up to position n (n <= length of src) into dst, which then has length n; the

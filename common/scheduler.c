@@ -34,24 +34,40 @@ struct frigg_sched {
     int nrunning;
     unsigned char *slot_used;
     int slots_in_use;
-    frigg_row *rows;
-    req **row_req;               /* the request and choice each row of the step belongs to */
-    int *row_choice;
+    /* Two row buffers: the step queued on the engine, and the one queued behind it when greedy decoding runs
+     * two deep (the engine's max_inflight >= 2). */
+    frigg_row *rows[2];
+    req **row_req[2];            /* the request and choice each row belongs to; NULL: its choice ended */
+    int *row_choice[2];
+    int32_t *gid[2];             /* GREEDY rows' ids */
+    int nrows[2];
+    int cur, queued;             /* buffer of the step queued on the engine; whether one is */
+    int *defer, ndefer;          /* slots of ended choices still in the queued step, freed after its collect */
+    uint64_t steps, ahead;       /* steps run; of them queued behind another (frigg_sched_steps_ahead) */
 };
 
 frigg_sched *frigg_sched_new(frigg_backend *b, const frigg_tokenizer *tok, int max_running) {
+    int cap = b->max_seqs < b->max_rows ? b->max_seqs : b->max_rows; /* each running choice is at most one row */
+    if (max_running < 0 || max_running > cap) {
+        frigg_set_error("%d sequences at once: this %s engine runs at most %d (%d slots, %d rows per step)", max_running,
+                        b->name, cap, b->max_seqs, b->max_rows);
+        return NULL;
+    }
     frigg_sched *s = frigg_xcalloc(1, sizeof *s);
     s->b = b;
     s->tok = tok;
-    int cap = b->max_seqs < b->max_rows ? b->max_seqs : b->max_rows; /* each running choice is at most one row */
-    s->max_running = max_running > 0 && max_running < cap ? max_running : cap;
+    s->max_running = max_running ? max_running : cap;
     pthread_mutex_init(&s->mu, NULL);
     s->next_handle = 1;
     s->running = frigg_xcalloc((size_t)s->max_running, sizeof *s->running);
     s->slot_used = frigg_xcalloc((size_t)b->max_seqs, 1);
-    s->rows = frigg_xcalloc((size_t)s->max_running, sizeof *s->rows);
-    s->row_req = frigg_xcalloc((size_t)s->max_running, sizeof *s->row_req);
-    s->row_choice = frigg_xcalloc((size_t)s->max_running, sizeof *s->row_choice);
+    for (int k = 0; k < 2; k++) {
+        s->rows[k] = frigg_xcalloc((size_t)s->max_running, sizeof *s->rows[k]);
+        s->row_req[k] = frigg_xcalloc((size_t)s->max_running, sizeof *s->row_req[k]);
+        s->row_choice[k] = frigg_xcalloc((size_t)s->max_running, sizeof *s->row_choice[k]);
+        s->gid[k] = frigg_xcalloc((size_t)s->max_running, sizeof *s->gid[k]);
+    }
+    s->defer = frigg_xcalloc((size_t)s->max_running, sizeof *s->defer);
     return s;
 }
 
@@ -78,7 +94,14 @@ static void emit(req *q, int c, const char *piece, size_t n) {
     if (n && q->r.on_text) q->r.on_text(q->r.ctx, c, piece, n);
 }
 
-/* A choice's end: its text flushed and streamed, its slot free. */
+static void release_slot(frigg_sched *s, int slot) {
+    s->b->seq_reset(s->b, slot);
+    s->slot_used[slot] = 0;
+    s->slots_in_use--;
+}
+
+/* A choice's end: its text flushed and streamed, its slot free — or, when the step queued on the engine
+ * still carries its row, that row marked dead and the slot freed once that step is collected. */
 static void choice_end(frigg_sched *s, req *q, int c, int cancelled) {
     if (q->finished[c]) return;
     const char *piece;
@@ -86,12 +109,22 @@ static void choice_end(frigg_sched *s, req *q, int c, int cancelled) {
     frigg_seqgen_finish(q->g[c], cancelled, &piece, &n);
     emit(q, c, piece, n);
     q->finished[c] = 1;
-    if (q->slot[c] >= 0) {
-        s->b->seq_reset(s->b, q->slot[c]);
-        s->slot_used[q->slot[c]] = 0;
-        s->slots_in_use--;
-        q->slot[c] = -1;
-    }
+    if (q->slot[c] < 0) return;
+    int held = 0;
+    if (s->queued)
+        for (int i = 0; i < s->nrows[s->cur]; i++)
+            if (s->row_req[s->cur][i] == q && s->row_choice[s->cur][i] == c) {
+                s->row_req[s->cur][i] = NULL;
+                held = 1;
+            }
+    if (held) s->defer[s->ndefer++] = q->slot[c];
+    else release_slot(s, q->slot[c]);
+    q->slot[c] = -1;
+}
+
+static void release_deferred(frigg_sched *s) {
+    for (int i = 0; i < s->ndefer; i++) release_slot(s, s->defer[i]);
+    s->ndefer = 0;
 }
 
 static int all_finished(const req *q) {
@@ -249,85 +282,141 @@ static void admit(frigg_sched *s) {
     }
 }
 
-int frigg_sched_step(frigg_sched *s) {
-    frigg_backend *b = s->b;
-    apply_cancels(s);
-    admit(s);
-    /* The rows: a prefill for each request admitted since the last step, a decode row for every running
-     * choice that is not finished. */
+/* The rows of the next step into buffer k: a prefill for each request admitted since the last step, a
+ * decode row for every running choice that is not finished. */
+static int build_rows(frigg_sched *s, int k) {
     int nrows = 0;
     for (int i = 0; i < s->nrunning; i++) {
         req *q = s->running[i];
-        if (!q->prefilled) {
-            frigg_row *r = &s->rows[nrows];
-            memset(r, 0, sizeof *r);
-            frigg_seqgen_row(q->g[0], r);
-            r->seq = q->slot[0];
-            r->prefill = 1;
-            r->ids = q->ids;
-            r->n = q->r.n;
-            r->prefix_len = q->r.prefix_len;
-            s->row_req[nrows] = q;
-            s->row_choice[nrows++] = 0;
-            continue;
-        }
-        for (int c = 0; c < q->r.n_choices; c++) {
+        for (int c = 0; c < (q->prefilled ? q->r.n_choices : 1); c++) {
             if (q->finished[c]) continue;
-            frigg_row *r = &s->rows[nrows];
+            frigg_row *r = &s->rows[k][nrows];
             memset(r, 0, sizeof *r);
             frigg_seqgen_row(q->g[c], r);
+            r->out_id = &s->gid[k][nrows];
             r->seq = q->slot[c];
-            r->n = 1;
-            r->token = frigg_seqgen_last(q->g[c]);
-            s->row_req[nrows] = q;
-            s->row_choice[nrows++] = c;
+            if (!q->prefilled) {
+                r->prefill = 1;
+                r->ids = q->ids;
+                r->n = q->r.n;
+                r->prefix_len = q->r.prefix_len;
+            } else {
+                r->n = 1;
+                r->token = frigg_seqgen_last(q->g[c]);
+            }
+            s->row_req[k][nrows] = q;
+            s->row_choice[k][nrows++] = c;
         }
     }
-    if (nrows > 0 && frigg_step(b, s->rows, nrows)) {
-        /* The engine failed: every request of this step ends with the error. */
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", frigg_error());
-        for (int i = s->nrunning - 1; i >= 0; i--) {
-            req *q = s->running[i];
-            for (int c = 0; c < q->r.n_choices; c++) choice_end(s, q, c, 0);
-            remove_running(s, i);
-            req_end(s, q, msg);
-        }
-        frigg_set_error("%s", msg);
-        return -1;
+    return nrows;
+}
+
+/* Greedy decoding runs two deep when the engine can: every row of the queued step is a decode row that
+ * wants the greedy id, and nothing would change the next step's rows (no cancellation asked for, no queued
+ * request that would be admitted). The next step is then the same rows, each taking the greedy id the
+ * queued step will produce (FRIGG_TOKEN_LAST_GREEDY), queued before that id reaches the host. */
+static int can_run_ahead(frigg_sched *s) {
+    int k = s->cur;
+    if (s->b->max_inflight < 2 || !s->nrows[k]) return 0;
+    for (int i = 0; i < s->nrows[k]; i++)
+        if (s->rows[k][i].prefill || s->rows[k][i].want != FRIGG_WANT_GREEDY || !s->row_req[k][i]) return 0;
+    pthread_mutex_lock(&s->mu);
+    int calm = s->ncancel == 0 && !(s->queue && s->max_running - s->slots_in_use >= s->queue->r.n_choices);
+    pthread_mutex_unlock(&s->mu);
+    return calm;
+}
+
+/* The engine failed: every running request ends with the error. */
+static int fail_all(frigg_sched *s) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", frigg_error());
+    s->queued = 0;
+    release_deferred(s);
+    for (int i = s->nrunning - 1; i >= 0; i--) {
+        req *q = s->running[i];
+        for (int c = 0; c < q->r.n_choices; c++) choice_end(s, q, c, 0);
+        remove_running(s, i);
+        req_end(s, q, msg);
     }
+    frigg_set_error("%s", msg);
+    return -1;
+}
+
+int frigg_sched_step(frigg_sched *s) {
+    frigg_backend *b = s->b;
+    if (!s->queued) {
+        apply_cancels(s);
+        admit(s);
+        s->nrows[s->cur] = build_rows(s, s->cur);
+        if (!s->nrows[s->cur]) return frigg_sched_pending(s);
+        if (b->submit(b, s->rows[s->cur], s->nrows[s->cur])) return fail_all(s);
+        s->queued = 1;
+    }
+    int k = s->cur, ahead = can_run_ahead(s);
+    if (ahead) {
+        int n = s->nrows[k], nx = k ^ 1;
+        for (int i = 0; i < n; i++) {
+            s->rows[nx][i] = (frigg_row){.seq = s->rows[k][i].seq, .n = 1, .token = FRIGG_TOKEN_LAST_GREEDY,
+                                         .want = FRIGG_WANT_GREEDY, .out_id = &s->gid[nx][i]};
+            s->row_req[nx][i] = s->row_req[k][i];
+            s->row_choice[nx][i] = s->row_choice[k][i];
+        }
+        s->nrows[nx] = n;
+        if (b->submit(b, s->rows[nx], n)) {
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", frigg_error());
+            b->collect(b);
+            frigg_set_error("%s", msg);
+            return fail_all(s);
+        }
+        s->ahead++;
+    }
+    s->steps++;
+    if (b->collect(b)) {
+        if (ahead) b->collect(b);
+        return fail_all(s);
+    }
+    release_deferred(s); /* the slots of choices that ended before this step: it no longer holds them */
+    /* From here on, choice_end marks rows of the step queued behind (buffer cur after the switch). */
+    s->cur = ahead ? k ^ 1 : k;
+    s->queued = ahead;
     double now = frigg_now_ms();
-    for (int i = 0; i < nrows; i++) {
-        req *q = s->row_req[i];
-        const frigg_row *r = &s->rows[i];
+    for (int i = 0; i < s->nrows[k]; i++) {
+        req *q = s->row_req[k][i];
+        if (!q) continue; /* its choice ended while this step was queued */
+        const frigg_row *r = &s->rows[k][i];
         const char *piece;
         size_t n;
         if (r->prefill) {
             q->prefilled = 1;
             /* The other choices share this prefill: the cache forked into their slots, the row's output
              * copied into their seqgens. */
-            for (int c = 0; c < q->r.n_choices; c++) {
-                if (c > 0) {
-                    if (b->seq_fork(b, q->slot[0], q->slot[c], q->r.n)) {
-                        char msg[1024];
-                        snprintf(msg, sizeof msg, "%s", frigg_error());
-                        for (int k = 0; k < q->r.n_choices; k++) choice_end(s, q, k, 0);
-                        for (int j = 0; j < s->nrunning; j++)
-                            if (s->running[j] == q) remove_running(s, j);
-                        req_end(s, q, msg);
-                        goto next_row;
-                    }
-                    frigg_seqgen_take_output(q->g[c], q->g[0]);
+            for (int c = 1; c < q->r.n_choices; c++) {
+                if (b->seq_fork(b, q->slot[0], q->slot[c], q->r.n)) {
+                    char msg[1024];
+                    snprintf(msg, sizeof msg, "%s", frigg_error());
+                    for (int j = 0; j < q->r.n_choices; j++) choice_end(s, q, j, 0);
+                    for (int j = 0; j < s->nrunning; j++)
+                        if (s->running[j] == q) remove_running(s, j);
+                    req_end(s, q, msg);
+                    goto next_row;
                 }
-                frigg_seqgen_mark(q->g[c], q->t_queued, q->t_admit, now);
             }
             for (int c = 0; c < q->r.n_choices; c++) {
-                int done = frigg_seqgen_accept(q->g[c], r, &piece, &n);
+                frigg_row rc = *r;
+                if (c > 0) { /* its own copy of the output (a penalty changes logits in place) */
+                    frigg_seqgen_take_output(q->g[c], q->g[0]);
+                    frigg_seqgen_row(q->g[c], &rc);
+                    rc.out_id = r->out_id;
+                    rc.prefill = 1;
+                }
+                frigg_seqgen_mark(q->g[c], q->t_queued, q->t_admit, now);
+                int done = frigg_seqgen_accept(q->g[c], &rc, &piece, &n);
                 emit(q, c, piece, n);
                 if (done) choice_end(s, q, c, 0);
             }
         } else {
-            int c = s->row_choice[i];
+            int c = s->row_choice[k][i];
             int done = frigg_seqgen_accept(q->g[c], r, &piece, &n);
             emit(q, c, piece, n);
             if (done) choice_end(s, q, c, 0);
@@ -340,11 +429,26 @@ int frigg_sched_step(frigg_sched *s) {
             remove_running(s, i);
             req_end(s, q, NULL);
         }
+    if (s->queued) { /* a step queued ahead whose every sequence ended: retire it, free their slots */
+        int live = 0;
+        for (int i = 0; i < s->nrows[s->cur]; i++) live |= s->row_req[s->cur][i] != NULL;
+        if (!live) {
+            s->queued = 0;
+            if (b->collect(b)) return fail_all(s);
+            release_deferred(s);
+        }
+    }
+    if (!s->queued) apply_cancels(s); /* a cancellation that waited for the step queued ahead: now */
     return frigg_sched_pending(s);
 }
 
+uint64_t frigg_sched_steps_ahead(frigg_sched *s) { return s->ahead; }
+
 void frigg_sched_free(frigg_sched *s) {
     if (!s) return;
+    if (s->queued) s->b->collect(s->b); /* its outputs are of no one now */
+    s->queued = 0;
+    release_deferred(s);
     while (s->nrunning) {
         req *q = s->running[s->nrunning - 1];
         for (int c = 0; c < q->r.n_choices; c++) choice_end(s, q, c, 1);
@@ -361,8 +465,12 @@ void frigg_sched_free(frigg_sched *s) {
     free(s->cancels);
     free(s->running);
     free(s->slot_used);
-    free(s->rows);
-    free(s->row_req);
-    free(s->row_choice);
+    for (int k = 0; k < 2; k++) {
+        free(s->rows[k]);
+        free(s->row_req[k]);
+        free(s->row_choice[k]);
+        free(s->gid[k]);
+    }
+    free(s->defer);
     free(s);
 }

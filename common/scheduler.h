@@ -43,8 +43,8 @@ typedef struct {
     void *ctx;
 } frigg_sched_req;
 
-/* max_running: sequence slots the scheduler may use (<= the engine's max_seqs; 0 = all). tok may be NULL
- * (no text, no stop strings). */
+/* max_running: sequences the scheduler runs at once (0 = all the engine can: min(max_seqs, max_rows)); more
+ * than the engine can is an error (NULL with frigg_error()). tok may be NULL (no text, no stop strings). */
 frigg_sched *frigg_sched_new(frigg_backend *b, const frigg_tokenizer *tok, int max_running);
 /* Frees the scheduler; every request still queued or running ends as cancelled (on_done called). */
 void frigg_sched_free(frigg_sched *s);
@@ -54,16 +54,25 @@ void frigg_sched_free(frigg_sched *s);
  * called. */
 uint64_t frigg_sched_submit(frigg_sched *s, const frigg_sched_req *r);
 /* Cancel a queued or running request: it ends as "cancelled" (on_done with what it had) at the start of
- * the next frigg_sched_step, and its slots are free for that step. 0 (also for a request that already
+ * the next frigg_sched_step (or, when a step was queued ahead, at the end of it, after that step's ids), and
+ * its slots are free for the step after. 0 (also for a request that already
  * ended: nothing happens), or -1 when the handle was never issued. */
 int frigg_sched_cancel(frigg_sched *s, uint64_t handle);
-/* One engine step over every running sequence, admitting what fits first. Returns the number of requests
- * still queued or running after it (0: idle), or -1 with frigg_error() when the engine failed (every
- * request in that step then ended with the error). */
+/* One engine step over every running sequence, admitting what fits first. When the engine can hold two
+ * steps (max_inflight >= 2) and every running row is a greedy decode row, with no cancellation asked for
+ * and no queued request that would fit, the next step (the same rows, each taking the greedy id the step
+ * produces) is queued before this one is collected, so the engine never waits for the host; a sequence
+ * that ends then has one token decoded past its end, which is thrown away with its slot. A cancellation
+ * asked for meanwhile stops the running ahead: the step already queued is collected (its ids delivered)
+ * and the cancellation applied before this call returns. Returns the
+ * number of requests still queued or running after it (0: idle), or -1 with frigg_error() when the engine
+ * failed (every running request then ended with the error). */
 int frigg_sched_step(frigg_sched *s);
 /* Requests queued or running. */
 int frigg_sched_pending(frigg_sched *s);
 /* Sequence slots in use by running requests (for metrics and tests). */
 int frigg_sched_slots_in_use(frigg_sched *s);
+/* Engine steps queued behind another one so far: greedy decoding two deep (see frigg_sched_step). */
+uint64_t frigg_sched_steps_ahead(frigg_sched *s);
 
 #endif

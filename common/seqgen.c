@@ -181,12 +181,12 @@ int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piec
     int32_t next;
     int V = g->vocab, k = g->p.logprobs;
     if (g->want == FRIGG_WANT_GREEDY) {
-        next = g->out_id;
+        next = *row->out_id;
     } else if (g->want == FRIGG_WANT_TOPK) {
-        next = frigg_sample_topk(&g->smp, g->vals, g->cand, g->k);
+        next = frigg_sample_topk(&g->smp, row->out_vals, row->out_ids, g->k);
     } else {
-        if (k) memcpy(g->raw, g->logits, (size_t)V * sizeof(float));
-        next = frigg_sample(&g->smp, g->logits, g->ids, g->r.n);
+        if (k) memcpy(g->raw, row->out_logits, (size_t)V * sizeof(float));
+        next = frigg_sample(&g->smp, row->out_logits, g->ids, g->r.n);
         /* logprobs describe the model's own distribution (raw logits, temperature 1). */
         if (k) {
             g->token_logprob[g->r.n] = frigg_logprob_of(g->raw, V, next);

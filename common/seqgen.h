@@ -66,7 +66,9 @@ void frigg_seqgen_free(frigg_seqgen *g);
 void frigg_seqgen_row(frigg_seqgen *g, frigg_row *row);
 /* The input token of the next decode step: the last id drawn. */
 int32_t frigg_seqgen_last(const frigg_seqgen *g);
-/* After the step: take the row's output, draw the next id, stream its text. *piece / *piece_len receive the
+/* After the step: take the row's output (through the row's output pointers, which frigg_seqgen_row set to
+ * g's buffers; a caller may point a GREEDY row's out_id elsewhere, and a LOGITS row's logits are modified in
+ * place by a repetition penalty), draw the next id, stream its text. *piece / *piece_len receive the
  * text released by this id (owned by g, valid until the next call; empty when nothing is released yet).
  * Returns 1 when the sequence is finished (a stop id, a stop string, max_tokens), else 0. */
 int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piece, size_t *piece_len);

@@ -62,7 +62,11 @@ frigg_session *frigg_session_open(const frigg_session_opts *o) {
         frigg_session_close(s);
         return NULL;
     }
-    s->sched = frigg_sched_new(s->backend, s->tok, 0);
+    s->sched = frigg_sched_new(s->backend, s->tok, bo.max_seqs);
+    if (!s->sched) {
+        frigg_session_close(s);
+        return NULL;
+    }
     return s;
 }
 
@@ -181,7 +185,7 @@ static json_t *handle_detokenize(frigg_session *s, const json_t *req) {
 typedef struct {
     frigg_session *s;
     json_t *id;
-    int logprobs, tools;
+    int logprobs;
     frigg_session_cb cb;
     void *ctx;
 } gen_ctx;
@@ -257,7 +261,6 @@ static void submit_generate(frigg_session *s, const frigg_request *r, frigg_sess
     x->s = s;
     x->id = r->id ? json_incref(r->id) : NULL;
     x->logprobs = r->logprobs;
-    x->tools = gp->parse_tools;
     x->cb = cb;
     x->ctx = cbctx;
     q.ctx = x;

@@ -5,6 +5,7 @@
  *    request by request, exactly the response each gives alone in a session of one slot;
  *  - cancellation: a running and a queued request end as "cancelled" and their slots are free by the next
  *    step; a cancel of an unknown handle is an error;
+ *  - greedy decoding two steps deep (the engine holds two) gives what one step at a time gives;
  *  - n > 1 choices share one prefill through fork: greedy choices equal a single greedy run, and the
  *    sampled choice i equals a single run with seed + i (a fork continues as a fresh prefill);
  *  - submit refuses what can never run (context, choices) with a message. */
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "generate.h"
 #include "harness.h"
 #include "model.h"
 #include "scheduler.h"
@@ -151,7 +153,7 @@ static void test_cancel_and_fork(const char *dir) {
     CHECK(frigg_sched_cancel(s, 999) == -1, "cancel of an unknown handle accepted");
     int left = frigg_sched_step(s);
     CHECK(left == 1 && r1.done == 1 && r3.done == 1 && !strcmp(r1.finish[0], "cancelled") &&
-              !strcmp(r1.finish[1], "cancelled") && !strcmp(r3.finish[0], "cancelled") && r3.n[0] == 0 && r1.n[0] == 2,
+              !strcmp(r1.finish[1], "cancelled") && !strcmp(r3.finish[0], "cancelled") && r3.n[0] == 0 && r1.n[0] >= 2,
           "after cancel: %d pending, finish %s/%s/%s, %d ids", left, r1.finish[0], r1.finish[1], r3.finish[0], r1.n[0]);
     CHECK(frigg_sched_slots_in_use(s) == 1, "slots in use after cancel: %d, want 1", frigg_sched_slots_in_use(s));
     CHECK(frigg_sched_cancel(s, h1) == 0, "a second cancel of an ended request is not an error");
@@ -176,6 +178,15 @@ static void test_cancel_and_fork(const char *dir) {
     for (int c = 0; c < 3; c++) same &= g3.n[c] == g1.n[0] && !memcmp(g3.ids[c], g1.ids[0], sizeof(int32_t) * g1.n[0]);
     CHECK(same, "greedy choices from a forked prefill differ from a fresh run (%d/%d/%d vs %d ids)", g3.n[0], g3.n[1],
           g3.n[2], g1.n[0]);
+    /* Greedy-only steps ran two deep (the step behind queued before the ids of the one in front were read),
+     * and gave what one step at a time gives: frigg_generate on the idle engine. */
+    CHECK(frigg_sched_steps_ahead(s) > 0, "no step was queued ahead of another");
+    frigg_gen_params gp1 = {.max_tokens = 24, .prefix_tokens = np};
+    frigg_gen_result one_by_one;
+    CHECK(frigg_generate(b, 0, prompt, np, &gp1, &one_by_one) == 0, "%s", frigg_error());
+    CHECK(one_by_one.n == g1.n[0] && !memcmp(one_by_one.ids, g1.ids[0], sizeof(int32_t) * g1.n[0]),
+          "greedy steps queued two deep differ from one step at a time (%d vs %d ids)", g1.n[0], one_by_one.n);
+    frigg_gen_result_free(&one_by_one);
     /* sampled: choice c with seed 40 + c == a single run with seed 40 + c */
     result_box s3 = {0};
     q.gen.sampling = (frigg_sampler_params){.temperature = 1.1f, .top_k = 20, .seed = 40};
