@@ -38,7 +38,7 @@ typedef struct {
     double read_gbs; /* from vram, for the roofline */
     int skip;         /* --skip: FRIGG_SKIP_* mask (profiling; decode output is then wrong) */
     char skip_text[64];
-    int one_step;     /* --one-step: decode_argmax per step instead of the pipelined decode_greedy */
+    int one_step;     /* --one-step: each step collected before the next is submitted */
     frigg_sampler_params sampling; /* --temperature > 0: decode rows sample on the host from the step's logits */
 } opts_t;
 
@@ -59,8 +59,8 @@ static void usage(FILE *f) {
             "      --skip LIST        profiling: leave these kernels out of the decode step (qkv, attn, o, gu, down,\n"
             "                         lmhead); the step's time difference is what they cost in it (output is wrong)\n"
             "      --one-step         decode one step per call, each step's ids back on the host before the next is\n"
-            "                         queued, instead of the pipelined greedy decode frigg-run uses (the CUDA engine's\n"
-            "                         decode_greedy: step k+1 queued before step k's ids are back)\n"
+            "                         queued, instead of two greedy steps queued (where the engine can: step k+1\n"
+            "                         takes step k's ids on the device, queued before they are back on the host)\n"
             "      --temperature T    decode rows sample (T > 0) as frigg-run does: each step's logits back on the host\n"
             "                         (with top-k, only the k largest where the backend can), one sampler per sequence\n"
             "                         (default 0: greedy on the device)\n"

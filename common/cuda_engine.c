@@ -6,7 +6,6 @@
  * size; only ids (or the logits when asked) come back. Each engine binds its own device and stream. */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +38,7 @@ typedef struct {
     uint16_t *zH, *zL, *x, *a, *gqkv, *q, *y, *t1, *gu, *m;
     int32_t *d_ids, *d_zero, *d_iota;
     /* [3][MAX_BATCH]: ids, seq, pos of a decode step. The step's last kernel overwrites the ids with its greedy
-     * ids and adds one to the positions: the input of the next greedy step (cuda_decode_greedy). */
+     * ids and adds one to the positions: the input of a next step whose rows take FRIGG_TOKEN_LAST_GREEDY. */
     int32_t *d_step;
     void *argmax_work; /* fk_argmax_work_bytes(MAX_BATCH) */
     void *topk_work;   /* fk_topk_work_bytes(MAX_BATCH) */

@@ -43,10 +43,10 @@ int32_t frigg_sample(frigg_sampler *s, float *logits, const int32_t *prev, int n
 
 /* A draw that needs only the row's top k logits: the sampler samples (temperature > 0), keeps top_k = k ids
  * (1 <= k < vocab, k <= FRIGG_TOPK_MAX) and has no repetition penalty. Returns k, else 0. A backend can then
- * send just those k (value, id) pairs (backend.h, decode_topk). */
+ * send just those k (value, id) pairs (backend.h, FRIGG_WANT_TOPK). */
 #define FRIGG_TOPK_MAX 1024
 /* The ids of row's k largest values (1 <= k <= V; value descending, ties to the lower id), in that order; rows
- * without NaN. The reference for backends' decode_topk. */
+ * without NaN. The reference for the engines' FRIGG_WANT_TOPK rows. */
 void frigg_topk(const float *row, int V, int k, int32_t *ids);
 int frigg_sampler_topk_only(const frigg_sampler_params *p, int vocab);
 /* The draw frigg_sample would make on the whole row, from its top k = top_k (value, id) pairs, in any order

@@ -1,8 +1,8 @@
 /* test_cuda_engine.c — the CUDA engine against the CPU reference engine, end to end: random models made in
  * memory (one with Mimir's head_dim 128 and 2/3 schedule, one tiny with another schedule) and the golden
  * fixtures (every golden/fixtures/NAME), for the three masks. Also: a decode step replayed from the CUDA graph is
- * bit-identical to the eager kernels; a batched step equals single steps bit for bit; decode_argmax equals
- * the argmax of decode's logits and decode_topk its k largest; the pipelined greedy decode equals decode_argmax step by step; two engines on two devices (where present), run at the same time, each give
+ * bit-identical to the eager kernels; a batched step equals single steps bit for bit; a GREEDY row equals
+ * the argmax of a LOGITS row and a TOPK row its k largest; greedy steps queued two deep equal greedy steps one by one; two engines on two devices (where present), run at the same time, each give
  * exactly the single-device result (random model and the tiny-packed fixture).
  *
  * Tolerances (two engines, both rounding to bf16 at HF's points, fp32 sums in different orders):
