@@ -27,20 +27,8 @@ int frigg_generate(frigg_backend *b, int seq, const int32_t *prompt, int n, cons
                    frigg_gen_result *r) {
     memset(r, 0, sizeof *r);
     const frigg_config *c = &b->model->cfg;
-    if (n < 1) {
-        frigg_set_error("empty prompt");
-        return -1;
-    }
-    if ((long)n + p->max_tokens > b->max_ctx) {
-        frigg_set_error("prompt (%d tokens) + max_tokens (%d) = %ld exceeds the context limit of %d tokens", n,
-                        p->max_tokens, (long)n + p->max_tokens, b->max_ctx);
-        return -1;
-    }
     int prefix = p->prefix_tokens < 0 ? n : p->prefix_tokens;
-    if (prefix > n) {
-        frigg_set_error("prefix_tokens (%d) is longer than the prompt (%d tokens)", prefix, n);
-        return -1;
-    }
+    if (frigg_seqgen_check_prompt(b, prompt, n, p->max_tokens, prefix)) return -1;
     frigg_seqgen_params sp = {.max_tokens = p->max_tokens, .sampling = p->sampling, .logprobs = p->logprobs};
     if (p->n_stop_ids > FRIGG_SEQGEN_MAX_STOP_IDS) {
         frigg_set_error("%d stop ids (at most %d)", p->n_stop_ids, FRIGG_SEQGEN_MAX_STOP_IDS);

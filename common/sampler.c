@@ -235,10 +235,13 @@ int32_t frigg_sample(frigg_sampler *s, float *logits, const int32_t *prev, int n
 
 void frigg_topk(const float *row, int V, int k, int32_t *ids) { first_m(row, V, k, ids); }
 
+static int penalty_on(const frigg_sampler_params *p) { return p->repetition_penalty != 1.0f && p->repetition_penalty > 0; }
+
 int frigg_sampler_topk_only(const frigg_sampler_params *p, int vocab) {
-    int pen = p->repetition_penalty != 1.0f && p->repetition_penalty > 0;
-    return p->temperature > 0 && p->top_k > 0 && p->top_k < vocab && p->top_k <= FRIGG_TOPK_MAX && !pen ? p->top_k : 0;
+    return p->temperature > 0 && p->top_k > 0 && p->top_k < vocab && p->top_k <= FRIGG_TOPK_MAX && !penalty_on(p) ? p->top_k : 0;
 }
+
+int frigg_sampler_greedy_only(const frigg_sampler_params *p) { return p->temperature <= 0 && !penalty_on(p); }
 
 int32_t frigg_sample_topk(frigg_sampler *s, const float *vals, const int32_t *ids, int n) {
     /* the list kept_of makes from the whole row: the same values at the same ids, ranked the same way */

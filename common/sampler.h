@@ -49,6 +49,9 @@ int32_t frigg_sample(frigg_sampler *s, float *logits, const int32_t *prev, int n
  * without NaN. The reference for the engines' FRIGG_WANT_TOPK rows. */
 void frigg_topk(const float *row, int V, int k, int32_t *ids);
 int frigg_sampler_topk_only(const frigg_sampler_params *p, int vocab);
+/* 1 when the draw is the argmax of the row (temperature 0, no repetition penalty): a backend can then send
+ * only the greedy id. */
+int frigg_sampler_greedy_only(const frigg_sampler_params *p);
 /* The draw frigg_sample would make on the whole row, from its top k = top_k (value, id) pairs, in any order
  * (value descending, ties to the lower id, decide which k; what lies outside them does not matter). */
 int32_t frigg_sample_topk(frigg_sampler *s, const float *vals, const int32_t *ids, int n);

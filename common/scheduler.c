@@ -138,32 +138,14 @@ static void remove_running(frigg_sched *s, int i) {
 }
 
 uint64_t frigg_sched_submit(frigg_sched *s, const frigg_sched_req *r) {
-    const frigg_backend *b = s->b;
-    int V = b->model->cfg.vocab_size;
-    if (r->n < 1) {
-        frigg_set_error("empty prompt");
-        return 0;
-    }
-    if ((long)r->n + r->gen.max_tokens > b->max_ctx) {
-        frigg_set_error("prompt (%d tokens) + max_tokens (%d) = %ld exceeds the context limit of %d tokens", r->n,
-                        r->gen.max_tokens, (long)r->n + r->gen.max_tokens, b->max_ctx);
-        return 0;
-    }
-    if (r->prefix_len < 0 || r->prefix_len > r->n) {
-        frigg_set_error("prefix_tokens (%d) is longer than the prompt (%d tokens)", r->prefix_len, r->n);
-        return 0;
-    }
+    int V = s->b->model->cfg.vocab_size;
+    if (frigg_seqgen_check_prompt(s->b, r->ids, r->n, r->gen.max_tokens, r->prefix_len)) return 0;
     if (r->n_choices < 1 || r->n_choices > FRIGG_SCHED_MAX_CHOICES || r->n_choices > s->max_running) {
         frigg_set_error("n = %d choices (1..%d here: %d sequence slots)", r->n_choices,
                         s->max_running < FRIGG_SCHED_MAX_CHOICES ? s->max_running : FRIGG_SCHED_MAX_CHOICES,
                         s->max_running);
         return 0;
     }
-    for (int i = 0; i < r->n; i++)
-        if (r->ids[i] < 0 || r->ids[i] >= V) {
-            frigg_set_error("token id %d is outside the vocabulary [0, %d)", r->ids[i], V);
-            return 0;
-        }
     req *q = frigg_xcalloc(1, sizeof *q);
     q->r = *r;
     q->ids = frigg_xmalloc(sizeof(int32_t) * (size_t)r->n);

@@ -17,7 +17,7 @@ struct frigg_seqgen {
     int k;                   /* TOPK: how many */
     /* step outputs */
     int32_t out_id;
-    float *vals, lse;        /* [FRIGG_TOPK_MAX] */
+    float *vals;             /* [k] */
     int32_t *cand;
     float *logits, *raw;     /* [vocab]; raw: a copy for logprobs */
     /* text */
@@ -36,10 +36,6 @@ struct frigg_seqgen {
     json_t *tool_calls;
     double t_admit, t_prefill;
 };
-
-static int penalty_on(const frigg_sampler_params *s) {
-    return !(s->repetition_penalty == 1.0f || s->repetition_penalty <= 0);
-}
 
 frigg_seqgen *frigg_seqgen_new(const frigg_seqgen_params *p, int prompt_tokens, int vocab, const frigg_tokenizer *tok) {
     if (p->n_stop && !tok) {
@@ -72,7 +68,7 @@ frigg_seqgen *frigg_seqgen_new(const frigg_seqgen_params *p, int prompt_tokens, 
     frigg_sampler_init(&g->smp, &p->sampling, vocab);
     /* The cheapest output that gives this sequence what it needs from a step. */
     int topk = p->logprobs ? 0 : frigg_sampler_topk_only(&p->sampling, vocab);
-    if (p->sampling.temperature <= 0 && !penalty_on(&p->sampling) && !p->logprobs) {
+    if (frigg_sampler_greedy_only(&p->sampling) && !p->logprobs) {
         g->want = FRIGG_WANT_GREEDY;
     } else if (topk) {
         g->want = FRIGG_WANT_TOPK;
@@ -220,6 +216,29 @@ int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piec
 }
 
 int frigg_seqgen_done(const frigg_seqgen *g) { return g->done; }
+
+int frigg_seqgen_check_prompt(const frigg_backend *b, const int32_t *ids, int n, int max_tokens, int prefix_len) {
+    int V = b->model->cfg.vocab_size;
+    if (n < 1) {
+        frigg_set_error("empty prompt");
+        return -1;
+    }
+    if ((long)n + max_tokens > b->max_ctx) {
+        frigg_set_error("prompt (%d tokens) + max_tokens (%d) = %ld exceeds the context limit of %d tokens", n,
+                        max_tokens, (long)n + max_tokens, b->max_ctx);
+        return -1;
+    }
+    if (prefix_len < 0 || prefix_len > n) {
+        frigg_set_error("prefix_tokens (%d) is longer than the prompt (%d tokens)", prefix_len, n);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= V) {
+            frigg_set_error("token id %d is outside the vocabulary [0, %d)", ids[i], V);
+            return -1;
+        }
+    return 0;
+}
 
 void frigg_seqgen_take_output(frigg_seqgen *dst, const frigg_seqgen *src) {
     dst->out_id = src->out_id;

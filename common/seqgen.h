@@ -75,6 +75,10 @@ int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piec
 /* The n choices of one request share one prefill: dst receives the step output src's row received (both
  * were made with the same parameters but the seed, so they want the same). */
 void frigg_seqgen_take_output(frigg_seqgen *dst, const frigg_seqgen *src);
+/* The checks of a prompt before anything runs: not empty, prompt + max_tokens within the engine's context
+ * (the error names both counts), 0 <= prefix_len <= n, ids inside the vocabulary. 0, or -1 with
+ * frigg_error(). */
+int frigg_seqgen_check_prompt(const frigg_backend *b, const int32_t *ids, int n, int max_tokens, int prefix_len);
 /* max_tokens of 0: finished before any step. */
 int frigg_seqgen_done(const frigg_seqgen *g);
 /* End: release held-back text (returned like accept's piece), parse tool calls; finish_reason "cancelled"
