@@ -349,7 +349,6 @@ static int run_decode(frigg_backend *b, frigg_row **dr, int B, int qi) {
     for (int i = 0; i < B && !rc; i++) {
         frigg_row *r = dr[i];
         im->greedy[r->seq] = ho[i];
-        im->last_greedy[r->seq] = r->want == FRIGG_WANT_GREEDY;
         if (r->want == FRIGG_WANT_GREEDY) *r->out_id = ho[i];
         if (r->want == FRIGG_WANT_LOGITS || (r->want == FRIGG_WANT_TOPK && r->out_lse)) {
             if (cudaMemcpy(r->want == FRIGG_WANT_LOGITS ? r->out_logits : im->host_row, im->logits_f + (size_t)i * V,
@@ -381,15 +380,8 @@ static int cuda_submit(frigg_backend *b, frigg_row *rows, int nrows) {
         frigg_set_error("step: two steps are queued already (collect one first)");
         return -1;
     }
-    /* a LAST_GREEDY row is valid when the step queued just before gave its sequence a greedy id */
-    unsigned char *lg = im->last_greedy;
-    if (im->nq) {
-        memset(lg, 0, (size_t)b->max_seqs);
-        int prev = im->nq - 1;
-        for (int i = 0; i < im->pend[prev].nrows; i++)
-            if (im->pend[prev].rows[i].want == FRIGG_WANT_GREEDY) lg[im->pend[prev].rows[i].seq] = 1;
-    }
-    if (frigg_backend_check_rows(b, rows, nrows, im->len, lg)) return -1;
+    /* a LAST_GREEDY row is valid when the step submitted just before gave its sequence a greedy id */
+    if (frigg_backend_check_rows(b, rows, nrows, im->len, im->last_greedy)) return -1;
     int qi = im->nq;
     im->pend[qi].rows = rows;
     im->pend[qi].nrows = nrows;
@@ -412,10 +404,11 @@ static int cuda_submit(frigg_backend *b, frigg_row *rows, int nrows) {
         if (run_prefill(b, r->seq, r->ids, r->n, r->prefix_len, last, all)) return -1;
         outputs_from_row(r, last ? last : im->host_row, V);
         if (r->want == FRIGG_WANT_GREEDY) im->greedy[r->seq] = *r->out_id;
-        im->last_greedy[r->seq] = r->want == FRIGG_WANT_GREEDY;
         im->last_B = 0; /* the prefill used d_step's neighbours: the next decode stages from the host */
     }
     if (B && run_decode(b, dr, B, qi)) return -1;
+    memset(im->last_greedy, 0, (size_t)b->max_seqs);
+    for (int i = 0; i < nrows; i++) im->last_greedy[rows[i].seq] = rows[i].want == FRIGG_WANT_GREEDY;
     im->nq++;
     return 0;
 }
