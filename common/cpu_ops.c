@@ -118,7 +118,7 @@ static void attn_range(void *vctx, int begin, int end, int thread) {
     int H = a->heads, hd = a->head_dim, nk = a->p0 + a->T;
     float scale = (float)(1.0 / sqrt((double)hd));
     float *p = frigg_xmalloc((size_t)nk * sizeof(float));
-    float *acc = frigg_xmalloc((size_t)hd * sizeof(float));
+    float *acc = frigg_xmalloc((size_t)hd * sizeof(float)), *aacc = frigg_xmalloc((size_t)hd * sizeof(float));
     for (int idx = begin; idx < end; idx++) {
         int t = idx / H, h = idx % H, qpos = a->p0 + t;
         const float *q = a->q + (size_t)t * a->q_stride + (size_t)h * hd;
@@ -142,13 +142,17 @@ static void attn_range(void *vctx, int begin, int end, int thread) {
             p[j] = p[j] == -INFINITY ? 0.0f : expf(p[j] - mx);
             sum += p[j];
         }
-        for (int d = 0; d < hd; d++) acc[d] = 0;
+        for (int d = 0; d < hd; d++) acc[d] = aacc[d] = 0;
         for (int j = 0; j < nk; j++) {
             if (p[j] == 0) continue;
             float w = p[j] / sum;
             const float *vr = V + (size_t)j * a->pos_stride;
             for (int d = 0; d < hd; d++) acc[d] += w * vr[d];
+            if (a->abs_out)
+                for (int d = 0; d < hd; d++) aacc[d] += w * fabsf(vr[d]);
         }
+        if (a->abs_out)
+            for (int d = 0; d < hd; d++) a->abs_out[(size_t)t * a->out_stride + (size_t)h * hd + d] = aacc[d];
         float *o = a->out + (size_t)t * a->out_stride + (size_t)h * hd;
         const float *g = a->gate ? a->gate + (size_t)t * a->gate_stride + (size_t)h * hd : NULL;
         for (int d = 0; d < hd; d++) {
@@ -159,6 +163,7 @@ static void attn_range(void *vctx, int begin, int end, int thread) {
     }
     free(p);
     free(acc);
+    free(aacc);
 }
 
 void frigg_cpu_attention(frigg_prec p, frigg_pool *pool, const frigg_attn_args *a) {

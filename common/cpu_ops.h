@@ -47,6 +47,10 @@ typedef struct {
     int T, p0, prefix_len, heads, head_dim;
     float *out;
     size_t out_stride;
+    /* Optional (NULL): per output element, sum_j w_j |v_j| with w the softmax weights (the weighted mean
+     * magnitude of the values, fp32, strided as out): the scale of the error a rounding of w makes, which
+     * tests/test_cuda_prefill.c bounds bf16-P kernels with. */
+    float *abs_out;
 } frigg_attn_args;
 /* pool may be NULL (one thread). */
 void frigg_cpu_attention(frigg_prec p, frigg_pool *pool, const frigg_attn_args *a);

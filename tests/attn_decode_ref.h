@@ -1,16 +1,24 @@
 /* attn_decode_ref.h — the CPU reference for decode attention (fk_attn_decode) on the device's own cache
  * layout, and the tolerance check its callers share: tests/test_cuda_attn_decode.c and the microbenchmark
- * kernels/dev/attn_decode.cu (compiled as C++, hence the casts). The arithmetic is the CPU engine's
- * (common/cpu_engine.c attn_range): fp32 dot products, fp32 softmax, P·V accumulated as (p/sum)·v, one bf16
- * rounding of the output, then the gate bf16(bf16(sigmoid(g)) * o). */
+ * kernels/dev/attn_decode.cu (compiled as C++, hence the casts). The arithmetic is the CPU engine's own
+ * attention op (frigg_cpu_attention: fp32 dot products, fp32 softmax, P·V accumulated as (p/sum)·v, one bf16
+ * rounding of the output, then the gate bf16(bf16(sigmoid(g)) * o)), run on the bf16 inputs as floats. */
 #ifndef FRIGG_ATTN_DECODE_REF_H
 #define FRIGG_ATTN_DECODE_REF_H
 
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+#include "cpu_ops.h"
 #include "util.h"
+#ifdef __cplusplus
+}
+#endif
 
 /* y[b][h*hd + d] for rows b < B: row b's query q[b] attends to positions [0, row_pos[b]] of sequence
  * row_seq[b], whose cache starts at kc/vc + row_seq[b] * seq_stride, laid out [head][max_ctx][hd] (bf16).
@@ -19,40 +27,44 @@ static inline void attn_decode_ref(const uint16_t *q, const uint16_t *kc, const 
                                    const int32_t *row_seq, const int32_t *row_pos, const uint16_t *gqkv, int B, int H,
                                    int hd, int max_ctx, float *y) {
     int D = H * hd;
-    float scale = (float)(1.0 / sqrt((double)hd));
+    float *qf = (float *)malloc(sizeof(float) * (size_t)D), *gf = (float *)malloc(sizeof(float) * (size_t)D);
     for (int b = 0; b < B; b++) {
         int nk = row_pos[b] + 1;
-        float *p = (float *)malloc(sizeof(float) * (size_t)nk), *acc = (float *)malloc(sizeof(float) * (size_t)hd);
-        for (int h = 0; h < H; h++) {
-            const uint16_t *K = kc + (size_t)row_seq[b] * seq_stride + (size_t)h * max_ctx * hd;
-            const uint16_t *V = vc + (size_t)row_seq[b] * seq_stride + (size_t)h * max_ctx * hd;
-            const uint16_t *qr = q + (size_t)b * D + (size_t)h * hd;
-            float mx = -INFINITY;
-            for (int j = 0; j < nk; j++) {
-                float s = 0;
-                for (int d = 0; d < hd; d++) s += frigg_bf16_to_f32(qr[d]) * frigg_bf16_to_f32(K[(size_t)j * hd + d]);
-                p[j] = s * scale;
-                if (p[j] > mx) mx = p[j];
-            }
-            float sum = 0;
-            for (int j = 0; j < nk; j++) {
-                p[j] = expf(p[j] - mx);
-                sum += p[j];
-            }
-            for (int d = 0; d < hd; d++) acc[d] = 0;
-            for (int j = 0; j < nk; j++) {
-                float w = p[j] / sum;
-                for (int d = 0; d < hd; d++) acc[d] += w * frigg_bf16_to_f32(V[(size_t)j * hd + d]);
-            }
-            for (int d = 0; d < hd; d++) {
-                float g = frigg_bf16_to_f32(gqkv[(size_t)b * 4 * D + (size_t)h * hd + d]);
-                float sg = frigg_round_bf16(1.0f / (1.0f + expf(-g)));
-                y[(size_t)b * D + (size_t)h * hd + d] = frigg_round_bf16(sg * frigg_round_bf16(acc[d]));
-            }
+        float *kf = (float *)malloc(sizeof(float) * (size_t)H * nk * hd), *vf = (float *)malloc(sizeof(float) * (size_t)H * nk * hd);
+        for (int h = 0; h < H; h++)
+            for (int j = 0; j < nk; j++)
+                for (int d = 0; d < hd; d++) {
+                    size_t src = (size_t)row_seq[b] * seq_stride + ((size_t)h * max_ctx + j) * hd + d;
+                    kf[((size_t)h * nk + j) * hd + d] = frigg_bf16_to_f32(kc[src]);
+                    vf[((size_t)h * nk + j) * hd + d] = frigg_bf16_to_f32(vc[src]);
+                }
+        for (int i = 0; i < D; i++) {
+            qf[i] = frigg_bf16_to_f32(q[(size_t)b * D + i]);
+            gf[i] = frigg_bf16_to_f32(gqkv[(size_t)b * 4 * D + i]);
         }
-        free(p);
-        free(acc);
+        frigg_attn_args a;
+        memset(&a, 0, sizeof a);
+        a.q = qf;
+        a.q_stride = (size_t)D;
+        a.k = kf;
+        a.v = vf;
+        a.pos_stride = (size_t)hd;
+        a.head_stride = (size_t)nk * hd;
+        a.gate = gf;
+        a.gate_stride = (size_t)D;
+        a.T = 1;
+        a.p0 = row_pos[b];
+        a.prefix_len = 0; /* a decode row is causal */
+        a.heads = H;
+        a.head_dim = hd;
+        a.out = y + (size_t)b * D;
+        a.out_stride = (size_t)D;
+        frigg_cpu_attention(FRIGG_PREC_BF16, NULL, &a);
+        free(kf);
+        free(vf);
     }
+    free(qf);
+    free(gf);
 }
 
 /* The tolerance of tests/test_cuda_ops.c's expect_close: fp32 sums in another order move an output across a

@@ -155,40 +155,14 @@ static void test_norms(void) {
     free(h); free(y); free(o); free(ref); free(got); free(hs); free(nx); free(gu); free(sref); free(sgot); free(E); free(zl);
 }
 
-/* Reference attention (double precision) with the PrefixLM rule, for the gate-fused output. */
+/* The reference: the CPU attention op with the gate (nq query rows at positions q0.., K and V [head][T][hd]). */
 static void ref_attention(const float *q, const float *K, const float *V, const float *g, int T, int nq, int q0, int H,
                           int hd, int P, float *y) {
     int D = H * hd;
-    double *p = malloc(sizeof(double) * T);
-    for (int t = 0; t < nq; t++)
-        for (int h = 0; h < H; h++) {
-            int qpos = q0 + t;
-            double mx = -INFINITY;
-            for (int j = 0; j < T; j++) {
-                int ok = j <= qpos || (qpos < P && j < P);
-                if (!ok) {
-                    p[j] = -INFINITY;
-                    continue;
-                }
-                double s = 0;
-                for (int d = 0; d < hd; d++) s += (double)q[(size_t)t * D + h * hd + d] * K[((size_t)h * T + j) * hd + d];
-                p[j] = s / sqrt((double)hd);
-                if (p[j] > mx) mx = p[j];
-            }
-            double sum = 0;
-            for (int j = 0; j < T; j++) {
-                p[j] = p[j] == -INFINITY ? 0 : exp(p[j] - mx);
-                sum += p[j];
-            }
-            for (int d = 0; d < hd; d++) {
-                double o = 0;
-                for (int j = 0; j < T; j++) o += p[j] / sum * V[((size_t)h * T + j) * hd + d];
-                float gg = g[(size_t)t * 4 * D + h * hd + d];
-                float sg = frigg_round_bf16(1.0f / (1.0f + expf(-gg)));
-                y[(size_t)t * D + h * hd + d] = frigg_round_bf16(sg * frigg_round_bf16((float)o));
-            }
-        }
-    free(p);
+    frigg_attn_args a = {.q = q, .q_stride = D, .k = K, .v = V, .pos_stride = hd, .head_stride = (size_t)T * hd,
+                         .gate = g, .gate_stride = 4 * D, .T = nq, .p0 = q0, .prefix_len = P, .heads = H,
+                         .head_dim = hd, .out = y, .out_stride = D};
+    frigg_cpu_attention(FRIGG_PREC_BF16, NULL, &a);
 }
 
 static void test_attention(void) {

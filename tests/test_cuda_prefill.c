@@ -1,5 +1,5 @@
-/* test_cuda_prefill.c — every prefill attention implementation (FK_PREFILL_*) against a double-precision
- * reference with the PrefixLM mask, at the edges the tiled kernels classify: lengths around the 16-row warp,
+/* test_cuda_prefill.c — every prefill attention implementation (FK_PREFILL_*) against the CPU attention op
+ * (frigg_cpu_attention, fp32, the CPU engine's arithmetic) with the PrefixLM mask, at the edges the tiled kernels classify: lengths around the 16-row warp,
  * 64-key tile and 64/128-row block boundaries, prefix lengths on and next to tile edges (fully visible,
  * partly visible and skipped tiles), head dims 16..128, a single token. Also: nothing is written past row T
  * (poisoned rows stay poisoned), bf16 P really differs from the hi+lo split and is the default, an unknown
@@ -17,7 +17,7 @@
  * (<= max |v_j|): a near-zero o whose terms cancel can move by far more ulps of itself than a large one.
  * The output y = bf16(bf16(sg) * bf16(o)) carries that through the gate (|sg| <= 1): the bound adds
  * sg * 2^-9 * A * (1 + 2^-6), the last factor for the two roundings (o, y) applied to the moved value.
- * A is computed in double beside the reference, per element. Up to half of the elements may then differ by an
+ * A comes from the reference op (abs_out), per element. Up to half of the elements may then differ by an
  * ulp (typically ~35%). */
 #include <math.h>
 #include <stdint.h>
@@ -38,45 +38,23 @@
 #include "cuda_test_util.h"
 
 
-/* y rows [0, T) with the gate; K, V in the cache layout [head][max_ctx][hd]. bf16p_bound[i]: the bf16-P term
- * of y[i]'s tolerance, sg * 2^-9 * sum_j p_j |v_j| / sum_j p_j * (1 + 2^-6) (see the header). */
+/* y rows [0, T) with the gate, from the CPU attention op; K, V in the cache layout [head][max_ctx][hd].
+ * bf16p_bound[i]: the bf16-P term of y[i]'s tolerance, sg * 2^-9 * sum_j p_j |v_j| / sum_j p_j * (1 + 2^-6)
+ * (see the header), from the op's abs_out. */
 static void ref_attention(const float *q, const float *K, const float *V, const float *g, int T, int H, int hd,
                           int max_ctx, int P, float *y, double *bf16p_bound) {
     int D = H * hd;
-    double *p = malloc(sizeof(double) * T), *o = malloc(sizeof(double) * hd), *oa = malloc(sizeof(double) * hd);
+    float *av = malloc(sizeof(float) * (size_t)T * D);
+    frigg_attn_args a = {.q = q, .q_stride = D, .k = K, .v = V, .pos_stride = hd, .head_stride = (size_t)max_ctx * hd,
+                         .gate = g, .gate_stride = 4 * D, .T = T, .p0 = 0, .prefix_len = P, .heads = H,
+                         .head_dim = hd, .out = y, .out_stride = D, .abs_out = av};
+    frigg_cpu_attention(FRIGG_PREC_BF16, NULL, &a);
     for (int t = 0; t < T; t++)
-        for (int h = 0; h < H; h++) {
-            double mx = -INFINITY, sum = 0;
-            for (int j = 0; j < T; j++) {
-                if (!(j <= t || (t < P && j < P))) {
-                    p[j] = -INFINITY;
-                    continue;
-                }
-                double s = 0;
-                for (int d = 0; d < hd; d++) s += (double)q[(size_t)t * D + h * hd + d] * K[((size_t)h * max_ctx + j) * hd + d];
-                p[j] = s / sqrt((double)hd);
-                if (p[j] > mx) mx = p[j];
-            }
-            for (int d = 0; d < hd; d++) o[d] = oa[d] = 0;
-            for (int j = 0; j < T; j++) {
-                if (p[j] == -INFINITY) continue;
-                double w = exp(p[j] - mx);
-                sum += w;
-                for (int d = 0; d < hd; d++) {
-                    double v = V[((size_t)h * max_ctx + j) * hd + d];
-                    o[d] += w * v;
-                    oa[d] += w * fabs(v);
-                }
-            }
-            for (int d = 0; d < hd; d++) {
-                float sg = frigg_round_bf16(1.0f / (1.0f + expf(-g[(size_t)t * 4 * D + h * hd + d])));
-                y[(size_t)t * D + h * hd + d] = frigg_round_bf16(sg * frigg_round_bf16((float)(o[d] / sum)));
-                bf16p_bound[(size_t)t * D + h * hd + d] = sg * ldexp(oa[d] / sum, -9) * (1.0 + ldexp(1.0, -6));
-            }
+        for (int i = 0; i < D; i++) {
+            float sg = frigg_round_bf16(1.0f / (1.0f + expf(-g[(size_t)t * 4 * D + i])));
+            bf16p_bound[(size_t)t * D + i] = sg * ldexp(av[(size_t)t * D + i], -9) * (1.0 + ldexp(1.0, -6));
         }
-    free(p);
-    free(o);
-    free(oa);
+    free(av);
 }
 
 static int is_bf16p(int impl) {
