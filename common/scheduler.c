@@ -15,6 +15,8 @@ typedef struct req {
     int slot[FRIGG_SCHED_MAX_CHOICES];
     unsigned char finished[FRIGG_SCHED_MAX_CHOICES];
     int prefilled;
+    float *logits;               /* score requests: the prefill's n * vocab logits, from admission to on_logits */
+    int scored;                  /* score requests: on_logits was called */
     double t_queued, t_admit;
     struct req *next;
 } req;
@@ -73,6 +75,7 @@ frigg_sched *frigg_sched_new(frigg_backend *b, const frigg_tokenizer *tok, int m
 
 static void req_free(req *q) {
     for (int c = 0; c < q->r.n_choices; c++) frigg_seqgen_free(q->g[c]);
+    free(q->logits);
     free(q->ids);
     free(q);
 }
@@ -81,6 +84,12 @@ static void req_free(req *q) {
 static void req_end(frigg_sched *s, req *q, const char *error) {
     const frigg_seqgen_result *res[FRIGG_SCHED_MAX_CHOICES];
     for (int c = 0; c < q->r.n_choices; c++) res[c] = q->g[c] ? frigg_seqgen_result_of(q->g[c]) : NULL;
+    frigg_seqgen_result scored;
+    if (q->scored && res[0]) { /* a score: no ids, its own finish reason */
+        scored = *res[0];
+        scored.finish_reason = "score";
+        res[0] = &scored;
+    }
     frigg_sched_result r = {.handle = q->handle, .error = error, .n_choices = error ? 0 : q->r.n_choices,
                             .choices = error ? NULL : res};
     if (q->r.on_done) q->r.on_done(q->r.ctx, &r);
@@ -137,9 +146,25 @@ static void remove_running(frigg_sched *s, int i) {
     s->running[i] = s->running[--s->nrunning];
 }
 
+/* A score request's generation parameters: all zero (scheduler.h). */
+static int gen_is_zero(const frigg_seqgen_params *p) {
+    const frigg_sampler_params *sp = &p->sampling;
+    return p->max_tokens == 0 && p->n_stop_ids == 0 && p->n_stop == 0 && p->logprobs == 0 && !p->parse_tools &&
+           sp->temperature == 0 && sp->top_k == 0 && sp->top_p == 0 && sp->repetition_penalty == 0 && sp->seed == 0;
+}
+
 uint64_t frigg_sched_submit(frigg_sched *s, const frigg_sched_req *r) {
     int V = s->b->model->cfg.vocab_size;
     if (frigg_seqgen_check_prompt(s->b, r->ids, r->n, r->gen.max_tokens, r->prefix_len)) return 0;
+    if (!r->score != !r->on_logits) {
+        frigg_set_error(r->score ? "a score request needs on_logits" : "on_logits is for score requests only");
+        return 0;
+    }
+    if (r->score && (r->n_choices != 1 || !gen_is_zero(&r->gen))) {
+        frigg_set_error("a score request takes n = 1 choice and no generation parameters (n = %d, max_tokens %d)",
+                        r->n_choices, r->gen.max_tokens);
+        return 0;
+    }
     if (r->n_choices < 1 || r->n_choices > FRIGG_SCHED_MAX_CHOICES || r->n_choices > s->max_running) {
         frigg_set_error("n = %d choices (1..%d here: %d sequence slots)", r->n_choices,
                         s->max_running < FRIGG_SCHED_MAX_CHOICES ? s->max_running : FRIGG_SCHED_MAX_CHOICES,
@@ -253,6 +278,17 @@ static void admit(frigg_sched *s) {
         }
         pthread_mutex_unlock(&s->mu);
         if (!fits) return;
+        if (q->r.score) { /* its logits, freed after on_logits (this step) */
+            int V = s->b->model->cfg.vocab_size;
+            q->logits = malloc(sizeof(float) * (size_t)q->r.n * (size_t)V);
+            if (!q->logits) {
+                char msg[128];
+                snprintf(msg, sizeof msg, "out of memory for the %d x %d logits of a score request", q->r.n, V);
+                choice_end(s, q, 0, 0);
+                req_end(s, q, msg);
+                continue;
+            }
+        }
         for (int c = 0, slot = 0; c < q->r.n_choices; c++) {
             while (s->slot_used[slot]) slot++;
             s->slot_used[slot] = 1;
@@ -276,6 +312,10 @@ static int build_rows(frigg_sched *s, int k) {
             memset(r, 0, sizeof *r);
             frigg_seqgen_row(q->g[c], r);
             r->out_id = &s->gid[k][nrows];
+            if (q->r.score) {
+                r->want = FRIGG_WANT_ALL_LOGITS;
+                r->out_logits = q->logits;
+            }
             r->seq = q->slot[c];
             if (!q->prefilled) {
                 r->prefill = 1;
@@ -371,6 +411,12 @@ int frigg_sched_step(frigg_sched *s) {
         size_t n;
         if (r->prefill) {
             q->prefilled = 1;
+            if (q->r.score) {
+                q->r.on_logits(q->r.ctx, q->logits, q->r.n, b->model->cfg.vocab_size);
+                q->scored = 1;
+                free(q->logits);
+                q->logits = NULL;
+            }
             /* The other choices share this prefill: the cache forked into their slots, the row's output
              * copied into their seqgens. */
             for (int c = 1; c < q->r.n_choices; c++) {

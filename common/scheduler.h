@@ -4,7 +4,8 @@
  * running ones' decode rows, so it never waits for them to finish); the n choices of a request share one
  * prefill (the engine forks the cache into their slots); a request can be cancelled at any time, and its
  * slots are free by the next step. Each choice is a frigg_seqgen: its own sampler and random stream, so a
- * request's output is the same alone or beside any others.
+ * request's output is the same alone or beside any others. A score request (score = 1) generates nothing: its
+ * prompt's prefill returns every row's logits, handed to on_logits (frigg-eval's nll runs this way).
  *
  * Threads: frigg_sched_submit, frigg_sched_cancel and frigg_sched_pending may be called from any thread
  * (a mutex guards the queue). frigg_sched_step and frigg_sched_free belong to one driver thread, the only
@@ -22,7 +23,8 @@
 typedef struct frigg_sched frigg_sched;
 
 /* The final result of a request: one seqgen result per choice (borrowed, valid during the callback), or an
- * error (error != NULL; then choices is NULL). */
+ * error (error != NULL; then choices is NULL). A score request's one choice has no ids and finish_reason
+ * "score" once on_logits was called ("cancelled" when it was cancelled before its step). */
 typedef struct {
     uint64_t handle;
     const char *error;
@@ -40,6 +42,16 @@ typedef struct {
     void (*on_text)(void *ctx, int choice, const char *piece, size_t n);
     /* The end: always called exactly once per submitted request (finished, failed or cancelled). */
     void (*on_done)(void *ctx, const frigg_sched_result *r);
+    /* Score requests (score = 1): the prompt is prefilled wanting every row's logits (FRIGG_WANT_ALL_LOGITS)
+     * and nothing is generated. on_logits (required for them, refused on other requests) receives the
+     * n * vocab logits, row t predicting token t + 1, borrowed for the call, on the driver thread after the
+     * step; on_done follows. The rule: n_choices must be 1 and gen all zero (as `{0}` leaves it: a score
+     * has nothing to generate, so a parameter set is a mistake, refused at submit); on_text is never called.
+     * Memory: the scheduler allocates the n * vocab floats when it admits the request and frees them after
+     * on_logits, within one frigg_sched_step; at most max_running score requests run at once, so the
+     * max_running the caller picks bounds it (at Mimir's vocabulary of 262,144, 1 MiB per prompt token). */
+    int score;
+    void (*on_logits)(void *ctx, const float *logits_all, int n, int vocab);
     void *ctx;
 } frigg_sched_req;
 
@@ -50,8 +62,9 @@ frigg_sched *frigg_sched_new(frigg_backend *b, const frigg_tokenizer *tok, int m
 void frigg_sched_free(frigg_sched *s);
 
 /* Queue a request; returns its handle (> 0), or 0 with frigg_error() when it can never run (prompt +
- * max_tokens beyond a sequence's context, more choices than slots, bad parameters); on_done is then not
- * called. */
+ * max_tokens beyond a sequence's context, more choices than slots, bad parameters, a score request that
+ * breaks the rule above); on_done is then not called. A score request whose logits cannot be allocated
+ * when it is admitted ends with an error (on_done). */
 uint64_t frigg_sched_submit(frigg_sched *s, const frigg_sched_req *r);
 /* Cancel a queued or running request: it ends as "cancelled" (on_done with what it had) at the start of
  * the next frigg_sched_step (or, when a step was queued ahead, at the end of it, after that step's ids), and

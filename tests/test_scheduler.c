@@ -8,7 +8,11 @@
  *  - greedy decoding two steps deep (the engine holds two) gives what one step at a time gives;
  *  - n > 1 choices share one prefill through fork: greedy choices equal a single greedy run, and the
  *    sampled choice i equals a single run with seed + i (a fork continues as a fresh prefill);
- *  - submit refuses what can never run (context, choices) with a message. */
+ *  - submit refuses what can never run (context, choices) with a message;
+ *  - score requests (every prompt row's logits, nothing generated) beside generation requests: the
+ *    generated ids are those of each request alone, the logits handed to on_logits bit for bit those of
+ *    frigg_prefill alone, the nll from them frigg_nll's; a queued score can be cancelled; a score that
+ *    breaks the rule (choices, generation parameters, on_logits) is refused. */
 #include <jansson.h>
 #include <string.h>
 
@@ -16,6 +20,7 @@
 #include "generate.h"
 #include "harness.h"
 #include "model.h"
+#include "nll.h"
 #include "scheduler.h"
 #include "session.h"
 #include "tokenizer.h"
@@ -222,6 +227,183 @@ static void test_cancel_and_fork(const char *dir) {
     frigg_model_free(m);
 }
 
+/* A score request's outcome: its logits (a copy), the nll from them, the order of the callbacks. */
+typedef struct {
+    int vocab, n, prefix;
+    const int32_t *ids;
+    float *logits;
+    double nll;
+    int logits_calls, done_calls, logits_after_done, n_ids, n_choices;
+    char finish[16];
+    char *error;
+} score_box;
+
+static void score_logits(void *ctx, const float *all, int n, int vocab) {
+    score_box *sb = ctx;
+    sb->logits_calls++;
+    sb->logits_after_done |= sb->done_calls > 0;
+    sb->n = n;
+    sb->vocab = vocab;
+    free(sb->logits);
+    sb->logits = frigg_xmalloc(sizeof(float) * (size_t)n * (size_t)vocab);
+    memcpy(sb->logits, all, sizeof(float) * (size_t)n * (size_t)vocab);
+    sb->nll = frigg_nll_sum(all, vocab, sb->ids, n, sb->prefix);
+}
+
+static void score_done(void *ctx, const frigg_sched_result *r) {
+    score_box *sb = ctx;
+    sb->done_calls++;
+    if (r->error) {
+        sb->error = frigg_xstrdup(r->error);
+        return;
+    }
+    sb->n_choices = r->n_choices;
+    if (r->n_choices == 1) {
+        snprintf(sb->finish, sizeof sb->finish, "%s", r->choices[0]->finish_reason);
+        sb->n_ids = r->choices[0]->n;
+    }
+}
+
+static void drain(frigg_sched *s) {
+    int left;
+    while ((left = frigg_sched_step(s)) > 0) {
+    }
+    CHECK(left == 0, "step: %s", frigg_error());
+}
+
+static void test_score(const char *dir) {
+    frigg_model *m = frigg_model_load(dir);
+    CHECK(m != NULL, "load: %s", frigg_error());
+    if (!m) return;
+    int V = m->cfg.vocab_size;
+    frigg_backend_opts bo = {.threads = 2, .max_seqs = 3, .max_ctx = 128};
+    frigg_backend *b = frigg_backend_create("cpu", m, &bo);
+    frigg_sched *s = frigg_sched_new(b, NULL, 0);
+    CHECK(b && s, "backend/scheduler: %s", frigg_error());
+    if (!b || !s) {
+        frigg_backend_destroy(b);
+        frigg_model_free(m);
+        return;
+    }
+    static const int32_t pa[] = {2, 105, 2364, 107, 819, 1175, 106, 107, 105, 4368, 107};
+    static const int32_t pb[] = {2, 105, 783, 616, 107, 503, 6522, 733};
+    static const int32_t s1[] = {2, 105, 783, 616, 107, 6742, 1328, 7980, 716, 720, 2442, 1117, 866, 1413, 2908};
+    static const int32_t s2[] = {2, 105, 2364, 107, 504, 1128, 733, 4514, 4053, 877, 6481, 802, 698, 519, 106, 107, 105,
+                                 561, 563, 1152, 107, 6742, 2807, 3527, 838, 1323, 632, 768};
+    /* generation: a greedy request and a sampled one (its own seed), each alone first */
+    frigg_sched_req ga = {.ids = pa, .n = 11, .prefix_len = 11, .n_choices = 1, .on_done = on_done};
+    ga.gen.max_tokens = 30;
+    frigg_sched_req gb = {.ids = pb, .n = 8, .prefix_len = 3, .n_choices = 1, .on_done = on_done};
+    gb.gen.max_tokens = 24;
+    gb.gen.sampling = (frigg_sampler_params){.temperature = 1.0f, .top_k = 30, .seed = 9};
+    result_box a1 = {0}, b1 = {0}, a2 = {0}, b2 = {0};
+    ga.ctx = &a1;
+    CHECK(frigg_sched_submit(s, &ga), "%s", frigg_error());
+    drain(s);
+    gb.ctx = &b1;
+    CHECK(frigg_sched_submit(s, &gb), "%s", frigg_error());
+    drain(s);
+    /* scores alone: frigg_prefill's logits and frigg_nll's sum on the idle engine */
+    int ns[2] = {15, 28}, pre[2] = {4, 20};
+    const int32_t *sids[2] = {s1, s2};
+    float *ref[2];
+    double ref_nll[2];
+    for (int i = 0; i < 2; i++) {
+        ref[i] = frigg_xmalloc(sizeof(float) * (size_t)ns[i] * (size_t)V);
+        CHECK(frigg_prefill(b, 0, sids[i], ns[i], pre[i], NULL, ref[i]) == 0, "%s", frigg_error());
+        int tg = 0;
+        CHECK(frigg_nll(b, 0, sids[i], ns[i], pre[i], &ref_nll[i], &tg) == 0 && tg == ns[i] - pre[i], "%s",
+              frigg_error());
+    }
+    /* together: three slots; the scores prefill beside the generations' decode rows, the second one queued
+     * until the first has ended */
+    score_box sc[2] = {{0}};
+    frigg_sched_req sq[2];
+    for (int i = 0; i < 2; i++) {
+        sc[i].ids = sids[i];
+        sc[i].prefix = pre[i];
+        sq[i] = (frigg_sched_req){.ids = sids[i], .n = ns[i], .prefix_len = pre[i], .n_choices = 1, .score = 1,
+                                  .on_logits = score_logits, .on_done = score_done, .ctx = &sc[i]};
+    }
+    ga.ctx = &a2;
+    gb.ctx = &b2;
+    CHECK(frigg_sched_submit(s, &ga) && frigg_sched_submit(s, &gb), "%s", frigg_error());
+    CHECK(frigg_sched_step(s) == 2, "the generations did not start: %s", frigg_error());
+    CHECK(frigg_sched_submit(s, &sq[0]) && frigg_sched_submit(s, &sq[1]), "%s", frigg_error());
+    int left = frigg_sched_step(s); /* score 0 prefills beside two decode rows; score 1 waits for its slot */
+    CHECK(left == 3 && sc[0].done_calls == 1 && sc[1].done_calls == 0, "after the first score's step: %d pending, %d/%d",
+          left, sc[0].done_calls, sc[1].done_calls);
+    drain(s);
+    CHECK(frigg_sched_slots_in_use(s) == 0, "slots in use after the scores: %d", frigg_sched_slots_in_use(s));
+    CHECK(a2.done == 1 && a2.n[0] == a1.n[0] && a1.n[0] > 0 && !memcmp(a2.ids[0], a1.ids[0], sizeof(int32_t) * a1.n[0]),
+          "the greedy generation beside score requests differs from alone (%d vs %d ids)", a2.n[0], a1.n[0]);
+    CHECK(b2.done == 1 && b2.n[0] == b1.n[0] && b1.n[0] > 0 && !memcmp(b2.ids[0], b1.ids[0], sizeof(int32_t) * b1.n[0]),
+          "the sampled generation beside score requests differs from alone (%d vs %d ids)", b2.n[0], b1.n[0]);
+    for (int i = 0; i < 2; i++) {
+        score_box *x = &sc[i];
+        CHECK(!x->error && x->logits_calls == 1 && x->done_calls == 1 && !x->logits_after_done,
+              "score %d: %d on_logits, %d on_done calls (%s)", i, x->logits_calls, x->done_calls,
+              x->error ? x->error : "no error");
+        CHECK(x->n_choices == 1 && !strcmp(x->finish, "score") && x->n_ids == 0,
+              "score %d result: %d choices, finish \"%s\", %d ids", i, x->n_choices, x->finish, x->n_ids);
+        CHECK(x->logits && x->n == ns[i] && x->vocab == V &&
+                  !memcmp(x->logits, ref[i], sizeof(float) * (size_t)ns[i] * (size_t)V),
+              "score %d: the logits beside generation differ from frigg_prefill's alone", i);
+        CHECK(x->nll == ref_nll[i] && x->nll > 0, "score %d: nll %.17g beside generation, %.17g alone", i, x->nll,
+              ref_nll[i]);
+        free(x->logits);
+        free(x->error);
+    }
+    CHECK(ref_nll[0] != ref_nll[1], "the two scored sequences give the same nll");
+    /* a queued score cancelled: "cancelled", no logits */
+    score_box cx = {.ids = s1, .prefix = 4};
+    frigg_sched_req cq = sq[0];
+    cq.ctx = &cx;
+    result_box g3 = {0};
+    ga.ctx = &g3;
+    frigg_sched_req full = ga;
+    full.n_choices = 3;
+    CHECK(frigg_sched_submit(s, &full), "%s", frigg_error());
+    CHECK(frigg_sched_step(s) == 1, "the 3-choice request did not start");
+    uint64_t hc = frigg_sched_submit(s, &cq);
+    CHECK(hc && frigg_sched_cancel(s, hc) == 0, "%s", frigg_error());
+    drain(s);
+    CHECK(cx.done_calls == 1 && cx.logits_calls == 0 && !strcmp(cx.finish, "cancelled"),
+          "cancelled score: %d on_done, %d on_logits, finish \"%s\"", cx.done_calls, cx.logits_calls, cx.finish);
+    free(cx.logits);
+    /* the rule */
+    frigg_sched_req bad = sq[0];
+    bad.n_choices = 2;
+    CHECK(!frigg_sched_submit(s, &bad) && strstr(frigg_error(), "score"), "a score with 2 choices: %s", frigg_error());
+    bad = sq[0];
+    bad.gen.max_tokens = 4;
+    CHECK(!frigg_sched_submit(s, &bad) && strstr(frigg_error(), "score"), "a score with max_tokens: %s", frigg_error());
+    bad = sq[0];
+    bad.gen.sampling.temperature = 0.5f;
+    CHECK(!frigg_sched_submit(s, &bad) && strstr(frigg_error(), "score"), "a score with a temperature: %s",
+          frigg_error());
+    bad = sq[0];
+    bad.on_logits = NULL;
+    CHECK(!frigg_sched_submit(s, &bad) && strstr(frigg_error(), "on_logits"), "a score without on_logits: %s",
+          frigg_error());
+    bad = ga;
+    bad.on_logits = score_logits;
+    CHECK(!frigg_sched_submit(s, &bad) && strstr(frigg_error(), "on_logits"), "on_logits on a generation: %s",
+          frigg_error());
+    int32_t longp[129];
+    for (int i = 0; i < 129; i++) longp[i] = 2 + i;
+    bad = sq[0];
+    bad.ids = longp;
+    bad.n = 129;
+    CHECK(!frigg_sched_submit(s, &bad) && strstr(frigg_error(), "context limit"), "a score past the context: %s",
+          frigg_error());
+    CHECK(frigg_sched_pending(s) == 0, "refused requests left something pending");
+    for (int i = 0; i < 2; i++) free(ref[i]);
+    frigg_sched_free(s);
+    frigg_backend_destroy(b);
+    frigg_model_free(m);
+}
+
 int main(void) {
     TEST_MAIN_BEGIN("test_scheduler");
     char *dir = th_path(th_root(), "golden/default");
@@ -235,6 +417,7 @@ int main(void) {
     SKIP("batch invariance on the CUDA engine: built without CUDA");
 #endif
     test_cancel_and_fork(dir);
+    test_score(dir);
     free(dir);
     TEST_MAIN_END();
 }
