@@ -36,9 +36,8 @@ typedef struct {
     int batches[MAXV], nb, ctxs[MAXV], nc, plens[MAXV], np;
     char command[1024];
     double read_gbs; /* from vram, for the roofline */
-    int skip;         /* --skip: FRIGG_SKIP_* mask (profiling; decode output is then wrong) */
-    char skip_text[64];
     int one_step;     /* --one-step: each step collected before the next is submitted */
+    int batch_invariant; /* --batch-invariant: frigg_backend_opts.batch_invariant */
     frigg_sampler_params sampling; /* --temperature > 0: decode rows sample on the host from the step's logits */
 } opts_t;
 
@@ -56,8 +55,7 @@ static void usage(FILE *f) {
             "      --batch LIST       decode batch sizes (default 1,4,8)\n"
             "      --ctx LIST         decode context lengths (default 512,2048,4096)\n"
             "      --prefill LIST     prefill lengths (default 1024,4096)\n"
-            "      --skip LIST        profiling: leave these kernels out of the decode step (qkv, attn, o, gu, down,\n"
-            "                         lmhead); the step's time difference is what they cost in it (output is wrong)\n"
+            "      --batch-invariant  the engine as frigg-run --batch-invariant runs it (rows say which GEMV ran)\n"
             "      --one-step         decode one step per call, each step's ids back on the host before the next is\n"
             "                         queued, instead of two greedy steps queued (where the engine can: step k+1\n"
             "                         takes step k's ids on the device, queued before they are back on the host)\n"
@@ -84,31 +82,6 @@ static int parse_list(const char *s, int *out, const char *what) {
     }
     free(dup);
     return n;
-}
-
-/* --skip qkv,attn,...: profiling of the CUDA decode step (cuda_backend.h FRIGG_SKIP_*). */
-static int parse_skip(const char *arg, opts_t *o) {
-#ifdef FRIGG_CUDA
-    static const char *names[] = {"qkv", "attn", "o", "gu", "down", "lmhead"};
-    char buf[64];
-    snprintf(buf, sizeof buf, "%s", arg);
-    snprintf(o->skip_text, sizeof o->skip_text, "%s", arg);
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int k = 0;
-        while (k < 6 && strcmp(t, names[k])) k++;
-        if (k == 6) {
-            fprintf(stderr, "frigg-bench: --skip: unknown kernel \"%s\" (qkv, attn, o, gu, down, lmhead)\n", t);
-            return -1;
-        }
-        o->skip |= 1 << k;
-    }
-    return 0;
-#else
-    (void)arg;
-    (void)o;
-    fprintf(stderr, "frigg-bench: --skip profiles the CUDA decode step: this build has no CUDA\n");
-    return -1;
-#endif
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -149,16 +122,24 @@ static void gpu_state(const opts_t *o, char *out, size_t n) {
     } else if (!strcmp(o->backend, "cpu")) {
         snprintf(name, sizeof name, "cpu");
     }
-    int w = snprintf(out, n, "\"gpu\":\"%s\",\"sm_clock_mhz\":%d,\"mem_clock_mhz\":%d,\"temp_c\":%d", name, sm, mem, temp);
+    snprintf(out, n, "\"gpu\":\"%s\",\"sm_clock_mhz\":%d,\"mem_clock_mhz\":%d,\"temp_c\":%d", name, sm, mem, temp);
+}
+
+/* Which decode GEMV, decode attention merge and prefill attention the engine's kernels ran (its own kernel
+ * context), so that every row says what it measured; empty for the CPU engine. */
+static void kernels_text(frigg_backend *b, char *out, size_t n) {
+    out[0] = 0;
 #ifdef FRIGG_CUDA
-    /* Which decode GEMV (FRIGG_GEMV_IMPL), decode attention merge (FRIGG_ATTN_DECODE) and prefill attention
-     * (FRIGG_PREFILL_ATTN) ran, so opt-in rows describe themselves. */
-    if (strcmp(o->backend, "cpu") && w > 0 && (size_t)w < n)
-        snprintf(out + w, n - (size_t)w, ",\"gemv_impl\":\"%s\",\"attn_decode\":\"%s\",\"prefill_attn\":\"%s\"",
-                 fk_gemv_impl_name(fk_get_gemv_impl()), fk_get_attn_decode_impl() == FK_ATTND_CLUSTER ? "cluster" : "split",
-                 fk_prefill_impl_name(fk_get_prefill_impl()));
+    if (!strcmp(b->name, "cuda")) {
+        const struct fk_ctx *kc = frigg_cuda_kernels(b);
+        snprintf(out, n, ",\"gemv_impl\":\"%s\",\"attn_decode\":\"%s\",\"prefill_attn\":\"%s\"",
+                 fk_gemv_impl_name(fk_ctx_gemv_impl(kc)),
+                 fk_ctx_attn_decode_impl(kc) == FK_ATTND_CLUSTER ? "cluster" : "split",
+                 fk_prefill_impl_name(fk_ctx_prefill_impl(kc)));
+    }
 #else
-    (void)w;
+    (void)b;
+    (void)n;
 #endif
 }
 
@@ -182,6 +163,11 @@ static int bench_vram(opts_t *o) {
     void *src = NULL, *dst = NULL;
     unsigned *sink = NULL;
     cudaSetDevice(o->device);
+    fk_ctx *kc = fk_ctx_create();
+    if (!kc) {
+        fprintf(stderr, "frigg-bench: vram: %s\n", frigg_error());
+        return -1;
+    }
     if (cudaMalloc(&src, bytes) || cudaMalloc(&dst, bytes) || cudaMalloc((void **)&sink, 4)) {
         fprintf(stderr, "frigg-bench: vram: cannot allocate 2 x 2 GiB on device %d\n", o->device);
         return -1;
@@ -192,24 +178,25 @@ static int bench_vram(opts_t *o) {
     cudaEventCreate(&e1);
     double copy[32], rd[32], gv[32];
     int V = 262144, K = 1536;
-    uint16_t *W = src, *x = dst, *y = (uint16_t *)((char *)dst + 4096);
-    fk_gemv(W, V, K, x, 1, 0, 0, FK_GEMV_STORE, y, 0); /* warm-up */
-    fk_read_probe(src, bytes, sink, 0);
+    uint16_t *x = dst, *y = (uint16_t *)((char *)dst + 4096);
+    const frigg_mat W = {.w = src, .rows = V, .cols = K, .dtype = FRIGG_DT_BF16, .scales = NULL, .group = 0};
+    fk_gemv(kc, &W, x, 1, 0, 0, FK_GEMV_STORE, y, 0); /* warm-up */
+    fk_read_probe(kc, src, bytes, sink, 0);
     for (int r = 0; r < o->repeats; r++) {
         cudaEventRecord(e0, 0);
         cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, 0);
         cudaEventRecord(e1, 0);
         copy[r] = 2.0 * bytes / (time_events(e0, e1) * 1e-3) / 1e9; /* read + write */
         /* An untimed probe first: the copy's writes still draining from L2 slowed the timed one by 1-5 %
-         * (run 37: 4,260-4,303 GB/s here against 4,432-4,488 for the same kernel in dev/vram, which runs it
-         * back to back) */
-        fk_read_probe(src, bytes, sink, 0);
+         * (4,260-4,303 GB/s here against 4,432-4,488 for the same kernel in dev/vram, which runs it back to
+         * back: benchmarks/h200-2026-11-30/dev-vram-*.txt and the frigg-bench vram rows beside them) */
+        fk_read_probe(kc, src, bytes, sink, 0);
         cudaEventRecord(e0, 0);
-        fk_read_probe(src, bytes, sink, 0);
+        fk_read_probe(kc, src, bytes, sink, 0);
         cudaEventRecord(e1, 0);
         rd[r] = bytes / (time_events(e0, e1) * 1e-3) / 1e9;
         cudaEventRecord(e0, 0);
-        for (int i = 0; i < 10; i++) fk_gemv(W, V, K, x, 1, 0, 0, FK_GEMV_STORE, y, 0);
+        for (int i = 0; i < 10; i++) fk_gemv(kc, &W, x, 1, 0, 0, FK_GEMV_STORE, y, 0);
         cudaEventRecord(e1, 0);
         gv[r] = 10.0 * V * K * 2 / (time_events(e0, e1) * 1e-3) / 1e9;
     }
@@ -234,11 +221,17 @@ static int bench_vram(opts_t *o) {
     cudaFree(sink);
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
+    fk_ctx_free(kc);
     return 0;
 }
 
 static int bench_launch(opts_t *o) {
     cudaSetDevice(o->device);
+    fk_ctx *kc = fk_ctx_create();
+    if (!kc) {
+        fprintf(stderr, "frigg-bench: launch: %s\n", frigg_error());
+        return -1;
+    }
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     int N = 2000;
@@ -246,7 +239,7 @@ static int bench_launch(opts_t *o) {
     cudaGraph_t g;
     cudaGraphExec_t ge;
     cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
-    for (int i = 0; i < N; i++) fk_empty(s);
+    for (int i = 0; i < N; i++) fk_empty(kc, s);
     cudaStreamEndCapture(s, &g);
     if (cudaGraphInstantiate(&ge, g, 0) != cudaSuccess) {
         fprintf(stderr, "frigg-bench: launch: graph instantiation failed\n");
@@ -256,7 +249,7 @@ static int bench_launch(opts_t *o) {
     cudaStreamSynchronize(s);
     for (int r = 0; r < o->repeats; r++) {
         double t0 = frigg_now_ms();
-        for (int i = 0; i < N; i++) fk_empty(s);
+        for (int i = 0; i < N; i++) fk_empty(kc, s);
         cudaStreamSynchronize(s);
         lv[r] = (frigg_now_ms() - t0) * 1e3 / N;
         t0 = frigg_now_ms();
@@ -274,12 +267,13 @@ static int bench_launch(opts_t *o) {
     cudaGraphExecDestroy(ge);
     cudaGraphDestroy(g);
     cudaStreamDestroy(s);
+    fk_ctx_free(kc);
     return 0;
 }
 #endif
 
 static frigg_backend *make_backend(const opts_t *o, const frigg_model *m, int seqs, int ctx) {
-    frigg_backend_opts bo = {.device = o->device, .max_seqs = seqs, .max_ctx = ctx};
+    frigg_backend_opts bo = {.device = o->device, .max_seqs = seqs, .max_ctx = ctx, .batch_invariant = o->batch_invariant};
     frigg_backend *b = frigg_backend_create(o->backend, m, &bo);
     if (!b) fprintf(stderr, "frigg-bench: backend %s: %s\n", o->backend, frigg_error());
     return b;
@@ -316,9 +310,6 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
         }
         frigg_backend *b = make_backend(o, m, maxb, ctx);
         if (!b) return -1;
-#ifdef FRIGG_CUDA
-        if (o->skip) frigg_cuda_set_skip(b, o->skip);
-#endif
         int32_t *ids = frigg_xmalloc(sizeof(int32_t) * n0);
         for (int s = 0; s < maxb; s++) {
             random_ids(ids, n0, c->vocab_size, &rs);
@@ -393,7 +384,8 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
             double kv_bytes = (double)B * c->num_slots * avg_ctx * c->hidden_size * 2 * 2;
             double bytes = weight_bytes(c) + kv_bytes;
             double gbs = bytes / (ms.med * 1e-3) / 1e9;
-            char body[896], roof[96] = "", smp_text[96] = "\"greedy\"";
+            char body[1024], roof[96] = "", smp_text[96] = "\"greedy\"", ktext[160];
+            kernels_text(b, ktext, sizeof ktext);
             if (sampled)
                 snprintf(smp_text, sizeof smp_text, "{\"temperature\":%g,\"top_k\":%d,\"top_p\":%g,\"topk_on_device\":%s}",
                          o->sampling.temperature, o->sampling.top_k, o->sampling.top_p, topk ? "true" : "false");
@@ -407,9 +399,9 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
             snprintf(body, sizeof body,
                      "\"bench\":\"decode\",\"backend\":\"%s\",\"batch\":%d,\"ctx\":%d,\"steps\":%d,\"tok_s\":%.1f,"
                      "\"tok_s_min\":%.1f,\"tok_s_max\":%.1f,\"ms_per_step\":%.3f,\"bytes_per_step\":%.0f,\"gb_s\":%.1f%s,"
-                     "\"kernels_per_step\":%d,\"pipelined\":%s,\"sampling\":%s,\"skip\":\"%s\"",
+                     "\"kernels_per_step\":%d,\"pipelined\":%s,\"sampling\":%s%s",
                      b->name, B, ctx, o->steps, B * 1e3 / ms.med, B * 1e3 / ms.max, B * 1e3 / ms.min, ms.med, bytes, gbs,
-                     roof, kps, pipelined ? "true" : "false", smp_text, o->skip_text);
+                     roof, kps, pipelined ? "true" : "false", smp_text, ktext);
             emit(o, body);
             fprintf(stderr, "decode batch %d ctx %d: %.1f tok/s (%.3f ms/step, %.0f GB/s%s)\n", B, ctx, B * 1e3 / ms.med,
                     ms.med, gbs, o->read_gbs > 0 ? ", see roofline_frac" : "");
@@ -451,11 +443,13 @@ static int bench_prefill(opts_t *o, const frigg_model *m) {
          * lm_head of the last row. */
         double flops = 2.0 * T * layers * (5 * D * D + 3 * c->intermediate_size * D) + layers * 4.0 * T * (double)T * D +
                        2.0 * c->vocab_size * D;
-        char body[512];
+        char body[640], ktext[160];
+        kernels_text(b, ktext, sizeof ktext);
         snprintf(body, sizeof body,
                  "\"bench\":\"prefill\",\"backend\":\"%s\",\"tokens\":%d,\"tok_s\":%.0f,\"tok_s_min\":%.0f,\"tok_s_max\":%.0f,"
-                 "\"ms\":%.2f,\"tflop_s\":%.1f",
-                 b->name, T, T * 1e3 / ms.med, T * 1e3 / ms.max, T * 1e3 / ms.min, ms.med, flops / (ms.med * 1e-3) / 1e12);
+                 "\"ms\":%.2f,\"tflop_s\":%.1f%s",
+                 b->name, T, T * 1e3 / ms.med, T * 1e3 / ms.max, T * 1e3 / ms.min, ms.med, flops / (ms.med * 1e-3) / 1e12,
+                 ktext);
         emit(o, body);
         fprintf(stderr, "prefill %d tokens: %.0f tok/s (%.1f ms, %.1f TFLOP/s)\n", T, T * 1e3 / ms.med, ms.med,
                 flops / (ms.med * 1e-3) / 1e12);
@@ -483,7 +477,8 @@ int main(int argc, char **argv) {
                                        {"backend", 1, 0, 'b'}, {"device", 1, 0, 'd'},       {"repeats", 1, 0, 'r'},
                                        {"steps", 1, 0, 's'},   {"batch", 1, 0, 'B'},        {"ctx", 1, 0, 'C'},
                                        {"prefill", 1, 0, 'P'}, {"help", 0, 0, 'h'},         {"version", 0, 0, 'V'},
-                                       {"skip", 1, 0, 'K'},    {"one-step", 0, 0, 'O'},     {"temperature", 1, 0, 'T'},
+                                       {"one-step", 0, 0, 'O'},     {"temperature", 1, 0, 'T'},
+                                       {"batch-invariant", 0, 0, 'I'},
                                        {"top-k", 1, 0, 'k'},   {"top-p", 1, 0, 'p'},        {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "m:b:d:r:h", lo, NULL)) != -1) {
@@ -506,10 +501,8 @@ int main(int argc, char **argv) {
         case 'B': o.nb = parse_list(optarg, o.batches, "batch"); break;
         case 'C': o.nc = parse_list(optarg, o.ctxs, "ctx"); break;
         case 'P': o.np = parse_list(optarg, o.plens, "prefill"); break;
-        case 'K':
-            if (parse_skip(optarg, &o)) return 2;
-            break;
         case 'O': o.one_step = 1; break;
+        case 'I': o.batch_invariant = 1; break;
         case 'T':
         case 'k':
         case 'p': {
@@ -557,10 +550,6 @@ int main(int argc, char **argv) {
 #else
     if (!strcmp(o.backend, "auto")) o.backend = "cpu";
 #endif
-    if (o.skip && strcmp(o.backend, "cuda")) {
-        fprintf(stderr, "frigg-bench: --skip profiles the CUDA decode step: it needs --backend cuda\n");
-        return 2;
-    }
     if ((want[0] || want[1]) && strcmp(o.backend, "cuda")) {
         fprintf(stderr, "frigg-bench: vram and launch measure a GPU: they need --backend cuda and a CUDA build\n");
         return 2;

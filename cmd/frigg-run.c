@@ -38,6 +38,8 @@ static void usage(FILE *f) {
             "      --hf-regex        tokenize like transformers' fix_mistral_regex (default: like training)\n"
             "  -P, --parallel N      run up to N requests at once (default %d: the engine's sequence slots)\n"
             "      --unordered       print each response as it finishes, with its input \"line\" number\n"
+            "      --batch-invariant each response's bits independent of what runs beside it on the CUDA engine too\n"
+            "                        (one decode kernel at every batch size; the CPU engine always is)\n"
             "                        (default: in input order)\n"
             "  -h, --help            this help\n"
             "      --version         version and build\n"
@@ -124,6 +126,7 @@ int main(int argc, char **argv) {
         {"tokenize", no_argument, 0, 'T'},      {"detokenize", no_argument, 0, 'D'},
         {"hf-regex", no_argument, 0, 'R'},      {"raw", no_argument, 0, 'W'},
         {"parallel", required_argument, 0, 'P'}, {"unordered", no_argument, 0, 'U'},
+        {"batch-invariant", no_argument, 0, 'I'},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, 'V'},       {0, 0, 0, 0}};
     frigg_session_opts so = {0};
@@ -157,6 +160,7 @@ int main(int argc, char **argv) {
             break;
         }
         case 'U': unordered = 1; break;
+        case 'I': so.batch_invariant = 1; break;
         case 'R': so.hf_regex = 1; break;
         case 'W': raw = 1; break;
         case 'h': usage(stdout); return 0;

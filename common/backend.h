@@ -34,6 +34,10 @@ typedef struct {
     frigg_dtype kv_dtype; /* KV-cache element type: FRIGG_DT_BF16 (the default, 0); others are refused by name */
     int fp32_reference;   /* CPU engine: round nowhere (HF's model in float32 on the same bf16-valued weights,
                              MODEL.md T17) instead of at every bf16 rounding point; the CUDA engine refuses it */
+    int batch_invariant;  /* a sequence's output bits do not depend on which others share its steps. The CPU
+                             engine always is; the CUDA engine then runs one decode GEMV kernel (tensor cores)
+                             at every batch size instead of the fastest per batch size, which sums a row in
+                             another order at batch 1 than at batch 8 */
 } frigg_backend_opts;
 
 /* What a row wants back from its step. */

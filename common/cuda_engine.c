@@ -21,15 +21,19 @@
 #define MAX_BATCH 8
 #define LOGIT_CHUNK 64 /* rows of the lm_head GEMM when all prompt logits are asked for */
 
+/* A layer's weights on the device, as descriptors (w: device memory): gqkv [4D][D], o [D][D], gate_up [2I][D],
+ * down [D][I]. The launchers dispatch on their dtype. */
 typedef struct {
-    uint16_t *gqkv, *o, *gu, *down;
+    frigg_mat gqkv, o, gu, down;
 } dev_layer;
 
 typedef struct {
     int device;
+    fk_ctx *kern; /* the kernels' context on this device: its properties and this engine's kernel choices */
     cudaStream_t stream;
     cublasHandle_t blas;
-    uint16_t *embed, *lm_head, *zli;
+    frigg_mat embed, lm_head; /* [V][D] */
+    uint16_t *zli;
     dev_layer *layers[2];
     uint16_t *cos_t, *sin_t;
     uint16_t *kc, *vc;
@@ -69,7 +73,7 @@ typedef struct {
     cudaGraphExec_t graph[MAX_BATCH + 1];
     int graph_nodes[MAX_BATCH + 1];
     int use_graphs;
-    int skip; /* FRIGG_SKIP_* (profiling) */
+    int batch_invariant; /* frigg_backend_opts.batch_invariant */
     size_t bytes;
     void *allocs[64];
     int nallocs;
@@ -111,8 +115,8 @@ static int upload(uint16_t *dst, const uint16_t *src, size_t elems) {
 }
 
 /* C[T][O] = A[T][K] · W[O][K]^T (cuda_gemm.h: one call shared with the prefill microbenchmark). */
-static int gemm(cuda_impl *im, const uint16_t *W, int O, int K, const uint16_t *A, int T, uint16_t *C) {
-    return frigg_cuda_gemm(im->blas, W, O, K, A, T, C);
+static int gemm(cuda_impl *im, const frigg_mat *W, const uint16_t *A, int T, uint16_t *C) {
+    return frigg_cuda_gemm(im->blas, W, A, T, C);
 }
 
 static uint16_t *k_slot(cuda_impl *im, int slot) { return im->kc + (size_t)slot * im->slot_stride; }
@@ -122,8 +126,8 @@ static uint16_t *v_slot(cuda_impl *im, int slot) { return im->vc + (size_t)slot 
 static int run_end(cuda_impl *im, const frigg_config *c, int r, int T) {
     int last = r == frigg_num_runs(c) - 1, D = c->hidden_size;
     float eps = (float)c->rms_norm_eps;
-    if (frigg_run_stack(c, r) == FRIGG_STACK_L) return fk_run_end(im->x, im->zL, im->zH, T, D, eps, im->stream);
-    return fk_run_end(im->x, im->zH, last ? NULL : im->zL, T, D, eps, im->stream);
+    if (frigg_run_stack(c, r) == FRIGG_STACK_L) return fk_run_end(im->kern, im->x, im->zL, im->zH, T, D, eps, im->stream);
+    return fk_run_end(im->kern, im->x, im->zH, last ? NULL : im->zL, T, D, eps, im->stream);
 }
 
 /* A prompt into sequence `seq` (the step's checks were made): logits of the last row and/or of every row
@@ -138,40 +142,41 @@ static int run_prefill(frigg_backend *b, int seq, const int32_t *ids, int T, int
     im->len[seq] = 0;
     cudaStream_t s = im->stream;
     CU(cudaMemcpyAsync(im->d_ids, ids, (size_t)T * 4, cudaMemcpyHostToDevice, s));
-    OK(fk_embed(im->embed, im->zli, im->d_ids, T, D, (float)c->embedding_scale, im->zH, im->zL, im->x, s));
+    const fk_ctx *kc = im->kern;
+    OK(fk_embed(kc, &im->embed, im->zli, im->d_ids, T, D, (float)c->embedding_scale, im->zH, im->zL, im->x, s));
     size_t seq_off = (size_t)seq * im->seq_stride;
     for (int r = 0; r < frigg_num_runs(c); r++) {
         const dev_layer *Ls = im->layers[frigg_run_stack(c, r)];
         for (int i = 0; i < c->layers_per_stack; i++) {
             int slot = frigg_slot(c, r, i);
             uint16_t *ks = k_slot(im, slot) + seq_off, *vs = v_slot(im, slot) + seq_off;
-            if (i == 0) OK(fk_rmsnorm(im->x, im->a, T, D, eps, s));
-            OK(gemm(im, Ls[i].gqkv, 4 * D, D, im->a, T, im->gqkv));
-            OK(fk_rope_kv(im->gqkv, T, H, hd, im->d_zero, im->d_iota, im->cos_t, im->sin_t, im->q, ks, vs, 0,
+            if (i == 0) OK(fk_rmsnorm(kc, im->x, im->a, T, D, eps, s));
+            OK(gemm(im, &Ls[i].gqkv, im->a, T, im->gqkv));
+            OK(fk_rope_kv(kc, im->gqkv, T, H, hd, im->d_zero, im->d_iota, im->cos_t, im->sin_t, im->q, ks, vs, 0,
                           b->max_ctx, s));
-            OK(fk_attn_prefill(im->q, ks, vs, im->gqkv, T, H, hd, b->max_ctx, prefix_len, im->y, s));
-            OK(gemm(im, Ls[i].o, D, D, im->y, T, im->t1));
-            OK(fk_add_rmsnorm(im->x, im->t1, im->a, T, D, eps, s));
-            OK(gemm(im, Ls[i].gu, 2 * I, D, im->a, T, im->gu));
-            OK(fk_swiglu(im->gu, T, I, im->m, s));
-            OK(gemm(im, Ls[i].down, D, I, im->m, T, im->t1));
+            OK(fk_attn_prefill(kc, im->q, ks, vs, im->gqkv, T, H, hd, b->max_ctx, prefix_len, im->y, s));
+            OK(gemm(im, &Ls[i].o, im->y, T, im->t1));
+            OK(fk_add_rmsnorm(kc, im->x, im->t1, im->a, T, D, eps, s));
+            OK(gemm(im, &Ls[i].gu, im->a, T, im->gu));
+            OK(fk_swiglu(kc, im->gu, T, I, im->m, s));
+            OK(gemm(im, &Ls[i].down, im->m, T, im->t1));
             /* The next layer's input norm comes for free; after the last layer it is simply unused. */
-            OK(fk_add_rmsnorm(im->x, im->t1, im->a, T, D, eps, s));
+            OK(fk_add_rmsnorm(kc, im->x, im->t1, im->a, T, D, eps, s));
         }
         OK(run_end(im, c, r, T));
     }
     if (logits_all) {
         for (int t0 = 0; t0 < T; t0 += LOGIT_CHUNK) {
             int n = T - t0 < LOGIT_CHUNK ? T - t0 : LOGIT_CHUNK;
-            OK(gemm(im, im->lm_head, V, D, im->zH + (size_t)t0 * D, n, im->logits));
-            OK(fk_bf16_to_f32(im->logits, (size_t)n * V, im->logits_f, s));
+            OK(gemm(im, &im->lm_head, im->zH + (size_t)t0 * D, n, im->logits));
+            OK(fk_bf16_to_f32(kc, im->logits, (size_t)n * V, im->logits_f, s));
             CU(cudaMemcpyAsync(logits_all + (size_t)t0 * V, im->logits_f, (size_t)n * V * 4, cudaMemcpyDeviceToHost, s));
         }
         CU(cudaStreamSynchronize(s));
         if (logits_last) memcpy(logits_last, logits_all + (size_t)(T - 1) * V, (size_t)V * 4);
     } else if (logits_last) {
-        OK(fk_gemv(im->lm_head, V, D, im->zH + (size_t)(T - 1) * D, 1, 0, 0, FK_GEMV_STORE, im->logits, s));
-        OK(fk_bf16_to_f32(im->logits, V, im->logits_f, s));
+        OK(fk_gemv(kc, &im->lm_head, im->zH + (size_t)(T - 1) * D, 1, 0, 0, FK_GEMV_STORE, im->logits, s));
+        OK(fk_bf16_to_f32(kc, im->logits, V, im->logits_f, s));
         CU(cudaMemcpyAsync(logits_last, im->logits_f, (size_t)V * 4, cudaMemcpyDeviceToHost, s));
     }
     CU(cudaStreamSynchronize(s));
@@ -184,31 +189,29 @@ static int run_prefill(frigg_backend *b, int seq, const int32_t *ids, int T, int
 static int enqueue_decode(frigg_backend *b, int B) {
     cuda_impl *im = b->impl;
     const frigg_config *c = &b->model->cfg;
-    int D = c->hidden_size, I = c->intermediate_size, V = c->vocab_size, H = c->num_heads, hd = c->head_dim;
+    int D = c->hidden_size, V = c->vocab_size, H = c->num_heads, hd = c->head_dim;
     float eps = (float)c->rms_norm_eps;
     cudaStream_t s = im->stream;
+    const fk_ctx *kc = im->kern;
     const int32_t *ids = im->d_step, *rseq = im->d_step + MAX_BATCH, *rpos = im->d_step + 2 * MAX_BATCH;
-    OK(fk_embed(im->embed, im->zli, ids, B, D, (float)c->embedding_scale, im->zH, im->zL, im->x, s));
+    OK(fk_embed(kc, &im->embed, im->zli, ids, B, D, (float)c->embedding_scale, im->zH, im->zL, im->x, s));
     for (int r = 0; r < frigg_num_runs(c); r++) {
         const dev_layer *Ls = im->layers[frigg_run_stack(c, r)];
         for (int i = 0; i < c->layers_per_stack; i++) {
             int slot = frigg_slot(c, r, i);
             fk_qkv_epi qa = {im->cos_t, im->sin_t, rseq, rpos, im->q, k_slot(im, slot), v_slot(im, slot),
                              im->seq_stride, b->max_ctx, hd};
-            int sk = im->skip;
-            if (!(sk & FRIGG_SKIP_QKV)) /* norm + gqkv + RoPE + KV write */
-                OK(fk_gemv_qkv(Ls[i].gqkv, D, im->x, B, eps, im->gqkv, &qa, s));
-            if (!(sk & FRIGG_SKIP_ATTN))
-                OK(fk_attn_decode(im->q, k_slot(im, slot), v_slot(im, slot), im->seq_stride, rseq, rpos, im->gqkv, B, H,
-                                  hd, b->max_ctx, im->attn_work, im->attn_counters, im->y, s));
-            if (!(sk & FRIGG_SKIP_O)) OK(fk_gemv(Ls[i].o, D, D, im->y, B, 0, eps, FK_GEMV_RESID, im->x, s));
-            if (!(sk & FRIGG_SKIP_GU)) OK(fk_gemv(Ls[i].gu, 2 * I, D, im->x, B, 1, eps, FK_GEMV_SWIGLU, im->m, s));
-            if (!(sk & FRIGG_SKIP_DOWN)) OK(fk_gemv(Ls[i].down, D, I, im->m, B, 0, eps, FK_GEMV_RESID, im->x, s));
+            OK(fk_gemv_qkv(kc, &Ls[i].gqkv, im->x, B, eps, im->gqkv, &qa, s)); /* norm + gqkv + RoPE + KV write */
+            OK(fk_attn_decode(kc, im->q, k_slot(im, slot), v_slot(im, slot), im->seq_stride, rseq, rpos, im->gqkv, B, H,
+                              hd, b->max_ctx, im->attn_work, im->attn_counters, im->y, s));
+            OK(fk_gemv(kc, &Ls[i].o, im->y, B, 0, eps, FK_GEMV_RESID, im->x, s));
+            OK(fk_gemv(kc, &Ls[i].gu, im->x, B, 1, eps, FK_GEMV_SWIGLU, im->m, s));
+            OK(fk_gemv(kc, &Ls[i].down, im->m, B, 0, eps, FK_GEMV_RESID, im->x, s));
         }
         OK(run_end(im, c, r, B));
     }
-    if (!(im->skip & FRIGG_SKIP_LMHEAD)) OK(fk_gemv(im->lm_head, V, D, im->zH, B, 0, eps, FK_GEMV_STORE, im->logits, s));
-    return fk_argmax_bf16(im->logits, B, V, im->d_step, im->d_step + 2 * MAX_BATCH, im->argmax_work, s);
+    OK(fk_gemv(kc, &im->lm_head, im->zH, B, 0, eps, FK_GEMV_STORE, im->logits, s));
+    return fk_argmax_bf16(kc, im->logits, B, V, im->d_step, im->d_step + 2 * MAX_BATCH, im->argmax_work, s);
 }
 
 static int capture(frigg_backend *b, int B) {
@@ -331,8 +334,8 @@ static int run_decode(frigg_backend *b, frigg_row **dr, int B, int qi) {
         if (dr[i]->want == FRIGG_WANT_TOPK && dr[i]->k > kmax) kmax = dr[i]->k;
         need_rows |= dr[i]->want == FRIGG_WANT_LOGITS || (dr[i]->want == FRIGG_WANT_TOPK && dr[i]->out_lse);
     }
-    if (kmax) OK(fk_topk_bf16(im->logits, B, V, kmax, im->topk_vals, im->topk_ids, im->topk_work, im->stream));
-    if (need_rows) OK(fk_bf16_to_f32(im->logits, (size_t)B * V, im->logits_f, im->stream));
+    if (kmax) OK(fk_topk_bf16(im->kern, im->logits, B, V, kmax, im->topk_vals, im->topk_ids, im->topk_work, im->stream));
+    if (need_rows) OK(fk_bf16_to_f32(im->kern, im->logits, (size_t)B * V, im->logits_f, im->stream));
     /* h_out[2]: the slots 0 and 1 may hold a queued greedy step's ids */
     int32_t *ho = im->h_out + 2 * MAX_BATCH;
     CU(cudaMemcpyAsync(ho, im->d_step, (size_t)B * 4, cudaMemcpyDeviceToHost, im->stream));
@@ -480,6 +483,7 @@ static void cuda_destroy(frigg_backend *b) {
             if (im->out_ready[i]) cudaEventDestroy(im->out_ready[i]);
         if (im->blas) cublasDestroy(im->blas);
         if (im->stream) cudaStreamDestroy(im->stream);
+        fk_ctx_free(im->kern);
         free(im->layers[0]);
         free(im->layers[1]);
         free(im->len);
@@ -491,14 +495,33 @@ static void cuda_destroy(frigg_backend *b) {
     free(b);
 }
 
+/* The device copy of a host matrix's values into dst (bf16: the only weight type the kernels read yet; any
+ * other dtype is an error naming it, not a conversion). */
+static int upload_mat(uint16_t *dst, const frigg_mat *src, const char *what) {
+    const uint16_t *w = frigg_mat_bf16(src);
+    if (!w) {
+        frigg_set_error("backend \"cuda\": %s holds %s weights, which the CUDA engine has no kernels for yet", what,
+                        frigg_dtype_name(src->dtype));
+        return -1;
+    }
+    return upload(dst, w, (size_t)src->rows * src->cols);
+}
+
+static frigg_mat dev_mat(uint16_t *w, int rows, int cols) {
+    return (frigg_mat){.w = w, .rows = rows, .cols = cols, .dtype = FRIGG_DT_BF16, .scales = NULL, .group = 0};
+}
+
 static int upload_model(cuda_impl *im, const frigg_model *m) {
     const frigg_config *c = &m->cfg;
     size_t D = c->hidden_size, I = c->intermediate_size, V = c->vocab_size;
-    OK(dalloc(im, (void **)&im->embed, V * D * 2, "embed_tokens"));
-    OK(dalloc(im, (void **)&im->lm_head, V * D * 2, "lm_head"));
+    uint16_t *embed, *lm_head;
+    OK(dalloc(im, (void **)&embed, V * D * 2, "embed_tokens"));
+    OK(dalloc(im, (void **)&lm_head, V * D * 2, "lm_head"));
     OK(dalloc(im, (void **)&im->zli, D * 2, "z_L_init"));
-    OK(upload(im->embed, m->embed.w, V * D));
-    OK(upload(im->lm_head, m->lm_head.w, V * D));
+    im->embed = dev_mat(embed, (int)V, (int)D);
+    im->lm_head = dev_mat(lm_head, (int)V, (int)D);
+    OK(upload_mat(embed, &m->embed, "embed_tokens"));
+    OK(upload_mat(lm_head, &m->lm_head, "lm_head"));
     OK(upload(im->zli, m->z_L_init, D));
     int n = c->layers_per_stack;
     /* One allocation per stack keeps the allocation count small. */
@@ -510,19 +533,20 @@ static int upload_model(cuda_impl *im, const frigg_model *m) {
         for (int i = 0; i < n; i++) {
             const frigg_layer *L = &m->stack[s][i];
             dev_layer *d = &im->layers[s][i];
-            d->gqkv = base + per_layer * i;
-            d->o = d->gqkv + 4 * D * D;
-            d->gu = d->o + D * D;
-            d->down = d->gu + 2 * I * D;
+            uint16_t *gqkv = base + per_layer * i, *o = gqkv + 4 * D * D, *gu = o + D * D, *down = gu + 2 * I * D;
+            d->gqkv = dev_mat(gqkv, (int)(4 * D), (int)D);
+            d->o = dev_mat(o, (int)D, (int)D);
+            d->gu = dev_mat(gu, (int)(2 * I), (int)D);
+            d->down = dev_mat(down, (int)D, (int)I);
             /* Row blocks gate, q, k, v and gate, up, whatever the file layout (MODEL.md §2). */
-            OK(upload(d->gqkv, L->gate.w, D * D));
-            OK(upload(d->gqkv + D * D, L->q.w, D * D));
-            OK(upload(d->gqkv + 2 * D * D, L->k.w, D * D));
-            OK(upload(d->gqkv + 3 * D * D, L->v.w, D * D));
-            OK(upload(d->o, L->o.w, D * D));
-            OK(upload(d->gu, L->mlp_gate.w, I * D));
-            OK(upload(d->gu + I * D, L->up.w, I * D));
-            OK(upload(d->down, L->down.w, D * I));
+            OK(upload_mat(gqkv, &L->gate, "a layer's gate_proj"));
+            OK(upload_mat(gqkv + D * D, &L->q, "a layer's q_proj"));
+            OK(upload_mat(gqkv + 2 * D * D, &L->k, "a layer's k_proj"));
+            OK(upload_mat(gqkv + 3 * D * D, &L->v, "a layer's v_proj"));
+            OK(upload_mat(o, &L->o, "a layer's o_proj"));
+            OK(upload_mat(gu, &L->mlp_gate, "a layer's mlp gate_proj"));
+            OK(upload_mat(gu + I * D, &L->up, "a layer's up_proj"));
+            OK(upload_mat(down, &L->down, "a layer's down_proj"));
         }
     }
     return 0;
@@ -548,7 +572,9 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
         return -1;
     }
     CU(cudaSetDevice(im->device));
-    if (fk_init()) return -1;
+    if (!(im->kern = fk_ctx_create())) return -1;
+    /* one GEMV kernel for every batch size: its summation order is fixed by K alone (kernels.h) */
+    if (im->batch_invariant && fk_ctx_set_gemv_impl(im->kern, FK_GEMV_IMPL_TC)) return -1;
     CU(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
     if (frigg_cuda_gemm_handle(&im->blas, im->stream)) return -1;
     OK(upload_model(im, m));
@@ -635,6 +661,7 @@ frigg_backend *frigg_backend_cuda_create(const frigg_model *m, const frigg_backe
     im->host_row = frigg_xmalloc(sizeof(float) * (size_t)m->cfg.vocab_size);
     im->device = o.device;
     im->use_graphs = 1;
+    im->batch_invariant = o.batch_invariant;
     if (setup(b, im, m)) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", frigg_error());
@@ -652,7 +679,7 @@ int frigg_cuda_device_count(void) {
 }
 
 void frigg_cuda_set_graphs(frigg_backend *b, int on) { ((cuda_impl *)b->impl)->use_graphs = on; }
-void frigg_cuda_set_skip(frigg_backend *b, int mask) { ((cuda_impl *)b->impl)->skip = mask; }
+struct fk_ctx *frigg_cuda_kernels(frigg_backend *b) { return ((cuda_impl *)b->impl)->kern; }
 
 int frigg_cuda_kernels_per_step(frigg_backend *b, int nseq) {
     cuda_impl *im = b->impl;

@@ -16,7 +16,13 @@ int frigg_cuda_gemm_handle(cublasHandle_t *h, cudaStream_t s) {
     return 0;
 }
 
-int frigg_cuda_gemm(cublasHandle_t h, const uint16_t *W, int O, int K, const uint16_t *A, int T, uint16_t *C) {
+int frigg_cuda_gemm(cublasHandle_t h, const frigg_mat *Wm, const uint16_t *A, int T, uint16_t *C) {
+    const uint16_t *W = frigg_mat_bf16(Wm);
+    if (!W) {
+        frigg_set_error("prefill GEMM: no CUDA GEMM for %s weights", frigg_dtype_name(Wm->dtype));
+        return -1;
+    }
+    const int O = Wm->rows, K = Wm->cols;
     const float one = 1.0f, zero = 0.0f;
     /* Column-major view: C^T[O][T] = W^T' · A^T, i.e. op(W) = T on the row-major [O][K] weight. */
     cublasStatus_t st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, O, T, K, &one, W, CUDA_R_16BF, K, A, CUDA_R_16BF, K,

@@ -12,11 +12,14 @@
 extern "C" {
 #endif
 
+#include "model.h"
+
 /* A cuBLAS handle on stream s with the engine's math mode (no reduced-precision reductions: every sum is
  * fp32 until the one bf16 rounding). 0, or -1 with frigg_error() set. */
 int frigg_cuda_gemm_handle(cublasHandle_t *h, cudaStream_t s);
-/* C[T][O] = A[T][K] · W[O][K]^T, bf16 in and out, fp32 accumulation, one rounding (as HF's cuBLAS call). */
-int frigg_cuda_gemm(cublasHandle_t h, const uint16_t *W, int O, int K, const uint16_t *A, int T, uint16_t *C);
+/* C[T][O] = A[T][K] · W[O][K]^T, bf16 in and out, fp32 accumulation, one rounding (as HF's cuBLAS call).
+ * W: an [O][K] descriptor in device memory; a dtype without a GEMM is an error that names it. */
+int frigg_cuda_gemm(cublasHandle_t h, const frigg_mat *W, const uint16_t *A, int T, uint16_t *C);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,7 @@ typedef struct {
     int hf_regex;
     int tokenizer_only;         /* --tokenize / --detokenize: do not load weights */
     int slots;                  /* sequence slots: requests run at once (0 = FRIGG_SESSION_DEFAULT_SLOTS) */
+    int batch_invariant;        /* frigg_backend_opts.batch_invariant */
 } frigg_session_opts;
 
 #define FRIGG_SESSION_DEFAULT_SLOTS 8

@@ -4,160 +4,20 @@
  * lo parts (~16 bits of mantissa instead of bf16's 8; tracks the CPU engine's fp32 P to ~1e-5) or rounded once
  * to bf16 (the bf16p variants, mma-bf16p the default: what HF's SDPA/flash kernels and its eager path, which
  * casts the softmax to bf16, do; half the P·V tensor work). Decode attention is in attention_decode.cu. */
-#include <mma.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common.cuh"
 #include "kernels.h"
 
-using namespace nvcuda;
-
-/* ------------------------------------------------------------------ prefill */
-#define PF_BQ 64   /* query rows per block: 4 warps x 16 */
-#define PF_BK 32   /* keys per tile */
-
-template <int HD>
-static size_t prefill_smem(void) {
-    return (size_t)PF_BQ * HD * 2 + 2 * (size_t)PF_BK * HD * 2 + 2 * (size_t)PF_BQ * PF_BK * 2 +
-           (size_t)PF_BQ * PF_BK * 4 + (size_t)PF_BQ * HD * 4 + 2 * PF_BQ * 4;
-}
-
-template <int HD>
-__global__ void __launch_bounds__(128)
-    attn_prefill_kernel(const uint16_t *__restrict__ q, const uint16_t *__restrict__ kc,
-                        const uint16_t *__restrict__ vc, const uint16_t *__restrict__ gqkv, int T, int H, int max_ctx,
-                        int P, float scale, uint16_t *__restrict__ y) {
-    extern __shared__ __align__(128) unsigned char sm[];
-    __nv_bfloat16 *Qs = (__nv_bfloat16 *)sm;
-    __nv_bfloat16 *Ks = Qs + PF_BQ * HD;
-    __nv_bfloat16 *Vs = Ks + PF_BK * HD;
-    __nv_bfloat16 *Ph = Vs + PF_BK * HD;
-    __nv_bfloat16 *Pl = Ph + PF_BQ * PF_BK;
-    float *Ss = (float *)(Pl + PF_BQ * PF_BK);
-    float *Os = Ss + PF_BQ * PF_BK;
-    float *Mrow = Os + PF_BQ * HD, *Lrow = Mrow + PF_BQ;
-    const int h = blockIdx.y, t0 = blockIdx.x * PF_BQ, D = H * HD, CH = HD / 8;
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-    pdl_wait();
-    pdl_launch();
-
-    for (int i = tid; i < PF_BQ * CH; i += blockDim.x) {
-        int r = i / CH, c = i % CH, t = t0 + r;
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (t < T) v = ld_act((const uint4 *)(q + (size_t)t * D + h * HD) + c);
-        ((uint4 *)Qs)[i] = v;
-    }
-    for (int i = tid; i < PF_BQ * HD; i += blockDim.x) Os[i] = 0.0f;
-    for (int i = tid; i < PF_BQ; i += blockDim.x) {
-        Mrow[i] = -INFINITY;
-        Lrow[i] = 0.0f;
-    }
-    /* Keys any row of this tile may see: causal up to its last row, plus the whole prefix for prefix rows. */
-    int kend = t0 + PF_BQ;
-    if (t0 < P && P > kend) kend = P;
-    if (kend > T) kend = T;
-    const uint16_t *Kh = kc + (size_t)h * max_ctx * HD, *Vh = vc + (size_t)h * max_ctx * HD;
-    const int r = warp * 16 + (lane >> 1), half = lane & 1, t = t0 + r;
-    __syncthreads();
-
-    for (int j0 = 0; j0 < kend; j0 += PF_BK) {
-        for (int i = tid; i < PF_BK * CH; i += blockDim.x) {
-            int rr = i / CH, c = i % CH, j = j0 + rr;
-            uint4 kv = make_uint4(0, 0, 0, 0), vv = make_uint4(0, 0, 0, 0);
-            if (j < T) {
-                kv = ld_act((const uint4 *)(Kh + (size_t)j * HD) + c);
-                vv = ld_act((const uint4 *)(Vh + (size_t)j * HD) + c);
-            }
-            ((uint4 *)Ks)[i] = kv;
-            ((uint4 *)Vs)[i] = vv;
-        }
-        __syncthreads();
-        /* S = Q K^T for this warp's 16 rows. */
-#pragma unroll
-        for (int n = 0; n < PF_BK / 16; n++) {
-            wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
-            wmma::fill_fragment(c, 0.0f);
-#pragma unroll
-            for (int k = 0; k < HD / 16; k++) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> bk;
-                wmma::load_matrix_sync(a, Qs + warp * 16 * HD + k * 16, HD);
-                wmma::load_matrix_sync(bk, Ks + n * 16 * HD + k * 16, HD);
-                wmma::mma_sync(c, a, bk, c);
-            }
-            wmma::store_matrix_sync(Ss + warp * 16 * PF_BK + n * 16, c, PF_BK, wmma::mem_row_major);
-        }
-        __syncwarp();
-        /* Online softmax: two lanes per row, 16 columns each. */
-        float s[16], mx = -INFINITY;
-#pragma unroll
-        for (int cc = 0; cc < 16; cc++) {
-            int col = half * 16 + cc, j = j0 + col;
-            bool ok = j < T && (j <= t || (t < P && j < P));
-            s[cc] = ok ? Ss[r * PF_BK + col] * scale : -INFINITY;
-            mx = fmaxf(mx, s[cc]);
-        }
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        float m_old = Mrow[r], m_new = fmaxf(m_old, mx), alpha = 1.0f, psum = 0.0f;
-        if (m_new != -INFINITY) alpha = m_old == -INFINITY ? 0.0f : expf(m_old - m_new);
-#pragma unroll
-        for (int cc = 0; cc < 16; cc++) {
-            float p = s[cc] == -INFINITY ? 0.0f : expf(s[cc] - m_new);
-            psum += p;
-            __nv_bfloat16 hi = __float2bfloat16_rn(p);
-            Ph[r * PF_BK + half * 16 + cc] = hi;
-            Pl[r * PF_BK + half * 16 + cc] = __float2bfloat16_rn(p - __bfloat162float(hi));
-        }
-        psum += __shfl_xor_sync(0xffffffffu, psum, 1);
-        for (int d = half * (HD / 2); d < (half + 1) * (HD / 2); d++) Os[r * HD + d] *= alpha;
-        float l_old = Lrow[r];
-        __syncwarp();
-        if (!half) {
-            Mrow[r] = m_new;
-            Lrow[r] = l_old * alpha + psum;
-        }
-        __syncwarp();
-        /* O += (P_hi + P_lo) V */
-#pragma unroll
-        for (int n = 0; n < HD / 16; n++) {
-            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-            wmma::load_matrix_sync(acc, Os + warp * 16 * HD + n * 16, HD, wmma::mem_row_major);
-#pragma unroll
-            for (int k = 0; k < PF_BK / 16; k++) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> bv;
-                wmma::load_matrix_sync(bv, Vs + k * 16 * HD + n * 16, HD);
-                wmma::load_matrix_sync(a, Ph + warp * 16 * PF_BK + k * 16, PF_BK);
-                wmma::mma_sync(acc, a, bv, acc);
-                wmma::load_matrix_sync(a, Pl + warp * 16 * PF_BK + k * 16, PF_BK);
-                wmma::mma_sync(acc, a, bv, acc);
-            }
-            wmma::store_matrix_sync(Os + warp * 16 * HD + n * 16, acc, HD, wmma::mem_row_major);
-        }
-        __syncthreads();
-    }
-    __syncthreads();
-    for (int i = tid; i < PF_BQ * HD; i += blockDim.x) {
-        int rr = i / HD, d = i % HD, tt = t0 + rr;
-        if (tt >= T) continue;
-        float o = rbf(Os[i] / Lrow[rr]);
-        float g = bf2f(ld_act16(gqkv + (size_t)tt * 4 * D + h * HD + d));
-        float sg = rbf(1.0f / (1.0f + expf(-g)));
-        y[(size_t)tt * D + h * HD + d] = f2bf(sg * o);
-    }
-}
-
-/* The same attention with register-resident tiles (FlashAttention-2 layout): mma.sync m16n8k16 on bf16,
+/* Prefill attention with register-resident tiles (FlashAttention-2 layout): mma.sync m16n8k16 on bf16,
  * each warp owns 16 query rows; S, P and O never leave registers, because the accumulator layout of the
  * m16n8 tile (row g = lane/4, columns 2*(lane%4)+{0,1}, rows g and g+8) is known, so the per-row softmax
  * rescale and the reuse of S as the A operand of P·V need no shared memory. K and V tiles are kept [key][dim]
  * in shared memory, rows padded by 8 elements so fragment loads hit 32 distinct banks; V's B fragments come
  * from ldmatrix.trans (a transposing store into shared memory was 16-way bank-conflicted).
- * Template knobs, timed against each other by kernels/dev/prefill.cu:
- *   NW    warps per block (16 query rows each): 8 halves the K/V traffic into shared memory per query row.
- *   SPLIT P·V with P as bf16 hi + lo (~16 mantissa bits, tracks the CPU engine's fp32 P) or P rounded once to
- *         bf16 as SDPA/flash kernels do (half the P·V tensor-core work).
+ * SPLIT: P·V with P as bf16 hi + lo (~16 mantissa bits, tracks the CPU engine's fp32 P) or P rounded once to
+ * bf16 as SDPA/flash kernels do (half the P·V tensor-core work).
  * Per warp and key tile the mask is classified once: tiles no row of the warp can see are skipped, tiles
  * every row sees entirely (inside the prefix, or below the diagonal) skip the per-element mask. Scores stay
  * unscaled until the exponent, where scale·log2(e) and the row max fold into one FFMA. */
@@ -199,14 +59,19 @@ __device__ __forceinline__ float ex2(float x) {
     return y;
 }
 
-/* MINB, blocks per SM: at head_dim 128 the 4-warp kernel needs 174 registers (ptxas -v), two blocks per SM; held
- * to 168 (12 bytes of spill) three blocks (12 warps, 3 x 69.6 KB of tiles) share an SM. Both are kept for the
- * A/B in kernels/dev/prefill.cu. The 8-warp kernel runs one block per SM either way (256 x 168+ registers). */
-template <int HD, int NW, bool SPLIT, int MINB>
-__global__ void __launch_bounds__(NW * 32, MINB)
+/* MM_NW warps per block (16 query rows each) and MM_MINB blocks per SM: at head_dim 128 the kernel needs 174
+ * registers (ptxas -v), two blocks per SM; held to 168 (12 bytes of spill) three blocks (12 warps, 3 x 69.6 KB
+ * of tiles) share an SM. 8 warps per block (half the K/V traffic into shared memory per query row), the first
+ * WMMA kernel with shared-memory tiles, and two blocks per SM were each timed against this one by
+ * kernels/dev/prefill.cu and were slower (benchmarks/h200-2026-11-30/dev-prefill-run{9,10}.txt); git keeps them. */
+#define MM_NW 4
+#define MM_MINB 3
+template <int HD, bool SPLIT>
+__global__ void __launch_bounds__(MM_NW * 32, MM_MINB)
     attn_prefill_mma(const uint16_t *__restrict__ q, const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
                      const uint16_t *__restrict__ gqkv, int T, int H, int max_ctx, int P, float sl2,
                      uint16_t *__restrict__ y) {
+    constexpr int NW = MM_NW;
     constexpr int BQ = 16 * NW, KS = HD + 8, NT = MM_BK / 8, DT = HD / 8, KK = HD / 16, TILE = MM_BK * KS;
     static_assert(DT % 2 == 0, "V fragments are loaded two 8-column tiles at a time");
     /* Two K and two V tiles: the next tile streams in (cp.async) while this one is computed. */
@@ -219,7 +84,6 @@ __global__ void __launch_bounds__(NW * 32, MINB)
     const int w0 = t0 + warp * 16;               /* this warp's first query row */
     const int r0 = w0 + g, r1 = r0 + 8;          /* this thread's two query rows */
     pdl_wait();
-    pdl_launch();
     uint32_t qa[KK][4];
 #pragma unroll
     for (int kk = 0; kk < KK; kk++) {
@@ -392,14 +256,17 @@ __global__ void __launch_bounds__(NW * 32, MINB)
         }
 }
 
-/* bf16 P by default: HF's own forward rounds P to bf16, and it halves the P·V tensor work (run 9: 420 vs 534 us
- * at T = 4096); FRIGG_PREFILL_ATTN=mma keeps the hi + lo split that tracks the fp32-P CPU engine. */
-static int prefill_impl = FK_PREFILL_MMA_BF16P;
-extern "C" void fk_set_prefill_impl(int impl) { prefill_impl = impl; }
-extern "C" int fk_get_prefill_impl(void) { return prefill_impl; }
+extern "C" int fk_ctx_set_prefill_impl(fk_ctx *kc, int impl) {
+    if (impl < 0 || impl >= FK_PREFILL_NIMPL) {
+        frigg_set_error("attention: unknown prefill implementation %d", impl);
+        return -1;
+    }
+    kc->prefill_impl = impl;
+    return 0;
+}
+extern "C" int fk_ctx_prefill_impl(const fk_ctx *kc) { return kc->prefill_impl; }
 
-static const char *const impl_names[FK_PREFILL_NIMPL] = {"mma",        "wmma",  "mma8", "mma-bf16p",
-                                                         "mma8-bf16p", "mma-2b", "mma-bf16p-2b"};
+static const char *const impl_names[FK_PREFILL_NIMPL] = {"mma-bf16p", "mma"};
 extern "C" const char *fk_prefill_impl_name(int impl) {
     return impl >= 0 && impl < FK_PREFILL_NIMPL ? impl_names[impl] : "?";
 }
@@ -409,58 +276,36 @@ static size_t mma_smem(void) {
     return 4 * (size_t)MM_BK * (HD + 8) * 2; /* two K and two V tiles */
 }
 
-template <int HD, int NW, bool SPLIT, int MINB>
-static int launch_prefill_mma(const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *gqkv, int T, int H,
-                              int max_ctx, int P, uint16_t *y, cudaStream_t s) {
-    dim3 grid((T + 16 * NW - 1) / (16 * NW), H);
+template <int HD, bool SPLIT>
+static int launch_prefill_mma(const fk_ctx *kc, const uint16_t *q, const uint16_t *k, const uint16_t *v,
+                              const uint16_t *gqkv, int T, int H, int max_ctx, int P, uint16_t *y, cudaStream_t s) {
+    dim3 grid((T + 16 * MM_NW - 1) / (16 * MM_NW), H);
     float sl2 = (float)(1.4426950408889634 / sqrt((double)HD)); /* scale * log2(e) */
-    fk_launch(attn_prefill_mma<HD, NW, SPLIT, MINB>, grid, NW * 32, mma_smem<HD>(), s, q, k, v, gqkv, T, H, max_ctx, P, sl2, y);
+    fk_launch(kc, attn_prefill_mma<HD, SPLIT>, grid, MM_NW * 32, mma_smem<HD>(), s, q, k, v, gqkv, T, H, max_ctx, P, sl2, y);
     return fk_check_launch("attn_prefill_mma");
 }
 
 template <int HD>
-static int launch_prefill(const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *gqkv, int T, int H,
-                          int max_ctx, int P, uint16_t *y, cudaStream_t s) {
-    size_t smem = prefill_smem<HD>(); /* limit raised in fk_attention_init */
-    dim3 grid((T + PF_BQ - 1) / PF_BQ, H);
-    float scale = (float)(1.0 / sqrt((double)HD));
-    fk_launch(attn_prefill_kernel<HD>, grid, 128, smem, s, q, k, v, gqkv, T, H, max_ctx, P, scale, y);
-    return fk_check_launch("attn_prefill");
+static int launch_hd(const fk_ctx *kc, const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *gqkv,
+                     int T, int H, int max_ctx, int P, uint16_t *y, cudaStream_t s) {
+    /* bf16 P by default: HF's own forward rounds P to bf16, and it halves the P·V tensor work (420 against 534 µs
+     * at T = 4096: benchmarks/h200-2026-11-30/dev-prefill-run9.txt) */
+    if (kc->prefill_impl == FK_PREFILL_MMA) return launch_prefill_mma<HD, true>(kc, q, k, v, gqkv, T, H, max_ctx, P, y, s);
+    return launch_prefill_mma<HD, false>(kc, q, k, v, gqkv, T, H, max_ctx, P, y, s);
 }
 
-template <int HD>
-static int launch_hd(int impl, const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *gqkv, int T, int H,
-                     int max_ctx, int P, uint16_t *y, cudaStream_t s) {
-    switch (impl) {
-    case FK_PREFILL_MMA: return launch_prefill_mma<HD, 4, true, 3>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
-    case FK_PREFILL_WMMA: return launch_prefill<HD>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
-    case FK_PREFILL_MMA8: return launch_prefill_mma<HD, 8, true, 1>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
-    case FK_PREFILL_MMA_BF16P: return launch_prefill_mma<HD, 4, false, 3>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
-    case FK_PREFILL_MMA8_BF16P: return launch_prefill_mma<HD, 8, false, 1>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
-    case FK_PREFILL_MMA_2B: return launch_prefill_mma<HD, 4, true, 2>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
-    case FK_PREFILL_MMA_BF16P_2B: return launch_prefill_mma<HD, 4, false, 2>(q, k, v, gqkv, T, H, max_ctx, P, y, s);
-    }
-    frigg_set_error("attention: unknown prefill implementation %d", impl);
-    return -1;
-}
-
-/* Function attributes are per device: called by fk_init for each device a model binds. */
+/* Function attributes are per device: set for each context, on its device. */
 template <int HD>
 static int raise_smem(void) {
-    const void *mma[] = {(const void *)attn_prefill_mma<HD, 4, true, 3>,  (const void *)attn_prefill_mma<HD, 8, true, 1>,
-                         (const void *)attn_prefill_mma<HD, 4, false, 3>, (const void *)attn_prefill_mma<HD, 8, false, 1>,
-                         (const void *)attn_prefill_mma<HD, 4, true, 2>,  (const void *)attn_prefill_mma<HD, 4, false, 2>};
+    const void *mma[] = {(const void *)attn_prefill_mma<HD, true>, (const void *)attn_prefill_mma<HD, false>};
     cudaError_t e = cudaSuccess;
     /* All of the unified L1/shared array as shared memory: three 69.6 KB blocks per SM need 209 KB of it; the
      * K/V tiles bypass L1 (cp.async.cg), so the small L1 left costs little. */
-    for (int i = 0; i < 6 && e == cudaSuccess; i++) {
+    for (int i = 0; i < 2 && e == cudaSuccess; i++) {
         e = cudaFuncSetAttribute(mma[i], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem<HD>());
         if (e == cudaSuccess)
             e = cudaFuncSetAttribute(mma[i], cudaFuncAttributePreferredSharedMemoryCarveout, (int)cudaSharedmemCarveoutMaxShared);
     }
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute((const void *)attn_prefill_kernel<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)prefill_smem<HD>());
     if (e != cudaSuccess) {
         frigg_set_error("attention: cannot raise the shared-memory limit (head_dim %d): %s", HD, cudaGetErrorString(e));
         return -1;
@@ -468,30 +313,19 @@ static int raise_smem(void) {
     return 0;
 }
 
-/* Also reads FRIGG_PREFILL_ATTN (an implementation name, see fk_prefill_impl_name) so the engine's prefill can
- * be A/B-timed without a rebuild; an unknown name is an error. */
-int fk_attention_init(void) {
-    const char *env = getenv("FRIGG_PREFILL_ATTN");
-    if (env && *env) {
-        int found = -1;
-        for (int i = 0; i < FK_PREFILL_NIMPL; i++)
-            if (!strcmp(env, impl_names[i])) found = i;
-        if (found < 0) {
-            frigg_set_error("FRIGG_PREFILL_ATTN must be mma, wmma, mma8, mma-bf16p, mma8-bf16p, mma-2b or mma-bf16p-2b, not '%s'", env);
-            return -1;
-        }
-        prefill_impl = found;
-    }
+int fk_attention_ctx_init(fk_ctx *kc) {
+    kc->prefill_impl = FK_PREFILL_MMA_BF16P;
     return raise_smem<16>() || raise_smem<32>() || raise_smem<64>() || raise_smem<128>() ? -1 : 0;
 }
 
-extern "C" int fk_attn_prefill(const uint16_t *q, const uint16_t *k_seq, const uint16_t *v_seq, const uint16_t *gqkv,
-                               int T, int H, int hd, int max_ctx, int prefix_len, uint16_t *y, cudaStream_t s) {
+extern "C" int fk_attn_prefill(const fk_ctx *kc, const uint16_t *q, const uint16_t *k_seq, const uint16_t *v_seq,
+                               const uint16_t *gqkv, int T, int H, int hd, int max_ctx, int prefix_len, uint16_t *y,
+                               cudaStream_t s) {
     switch (hd) {
-    case 16: return launch_hd<16>(prefill_impl, q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
-    case 32: return launch_hd<32>(prefill_impl, q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
-    case 64: return launch_hd<64>(prefill_impl, q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
-    case 128: return launch_hd<128>(prefill_impl, q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
+    case 16: return launch_hd<16>(kc, q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
+    case 32: return launch_hd<32>(kc, q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
+    case 64: return launch_hd<64>(kc, q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
+    case 128: return launch_hd<128>(kc, q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
     }
     frigg_set_error("attention: head_dim %d is not supported by the CUDA backend (16, 32, 64 or 128)", hd);
     return -1;

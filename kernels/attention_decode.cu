@@ -21,7 +21,7 @@
  *   registers fit an SM) several splits per block make one wave of blocks instead of three, each with loads
  *   in flight all the time, and fewer partials to exchange.
  * - A block's stream of rounds has no barrier in it until DEC_PARK splits are done (see the kernel).
- * - Two ways to merge the partials of a (row, head) (fk_set_attn_decode_impl, FRIGG_ATTN_DECODE):
+ * - Two ways to merge the partials of a (row, head) (fk_ctx_set_attn_decode_impl):
  *   "split": partials of other blocks go through `work`, the last block to finish (atomic counter) merges;
  *     a block that holds all splits of its row merges from shared memory with no global round trip.
  *   "cluster": the blocks of a (row, head) form one thread-block cluster; each writes its partials straight
@@ -49,13 +49,11 @@
  * B=1 3.91 against 4.98, B=8 9.62 against 11.01) and loses only at B >= 4 with ctx 4096 (B=8: 55.8 against
  * 52.2-53.9). */
 #define DEC_IMPL_AUTO FK_ATTND_AUTO
-/* dec_env: 0 = FRIGG_ATTN_DECODE not read yet, 1 = read (or overridden), -1 = it is invalid (every call fails) */
-static int dec_impl = DEC_IMPL_AUTO, dec_spb = 0, dec_env = 0;
-/* A/B knobs (fk_set_attn_decode_tuning): rounds ahead asked of L2 (0 = none); blocks per SM the kernel is
- * compiled for (launch bounds): 4 gives it the registers for two rounds in flight with no spill (ptxas: 128
- * at head_dim 128), 5 caps it at 96 and ptxas spills ~100 bytes per thread, 3 keeps three rounds in flight
- * (167 registers); 0 (the default) = by mode and grid, see dec_pick_minb. */
-static int dec_pf = 0, dec_minb = 0;
+/* Blocks per SM the kernel is compiled for (launch bounds), chosen per launch by dec_pick_minb: 4 gives it the
+ * registers for two rounds in flight with no spill (ptxas: 128 at head_dim 128), 3 keeps three rounds in
+ * flight (167 registers). 5 blocks (96 registers, ~100 bytes of spill per thread) and an L2 prefetch of the
+ * rounds ahead were A/B knobs that no default ever used; they are gone from the shipped kernel (git keeps
+ * them). */
 
 /* Splits per (row, head) at most: depends on H, max_ctx and the merge mode only (never on B), so every batch
  * size lays a row's keys out the same way. */
@@ -163,37 +161,11 @@ __device__ __forceinline__ void dec_load_newest(const uint16_t *K, const uint16_
         }
 }
 
-/* Ask L2 for the keys and values of round (first key r, split end j1): one bulk request each, K and V at the
- * head's first dim. A hint: the loads that use them come later, and nothing depends on whether L2 kept them. */
-template <int HD, int KR>
-__device__ __forceinline__ void dec_prefetch_round(const uint16_t *K, const uint16_t *V, int r, int j1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    const int n = min(j1 - r, KR);
-    if (n <= 0) return;
-    const unsigned bytes = (unsigned)n * HD * 2; /* a multiple of 16: HD >= 16 */
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(K + (size_t)r * HD), "r"(bytes) : "memory");
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(V + (size_t)r * HD), "r"(bytes) : "memory");
-#else
-    (void)K; (void)V; (void)r; (void)j1;
-#endif
-}
-
-/* The rounds `from`..`to` (1-based) after round (s, r, j1) of the block's splits, asked of L2. */
-template <int HD, int KR>
-__device__ __forceinline__ void dec_prefetch_ahead(const uint16_t *K, const uint16_t *V, int s, int r, int j1, int from,
-                                                   int to, int chunk, int len, int s1) {
-    for (int k = 1; k <= to && s < s1; k++) {
-        dec_next_round<KR>(s, r, j1, chunk, len, s1);
-        if (k >= from) dec_prefetch_round<HD, KR>(K, V, r, j1);
-    }
-}
-
 /* grid (nblk, H, B), DEC_THREADS threads; block x of (row b, head h) computes splits [x*spb, x*spb + spb) of
  * the row (those that exist). A partial of split s: [m, l, 0, 0, acc[HD]] (HD + 4 floats, so each starts
  * 16-byte aligned), in shared memory s_part[s] of the merging block and, in "split" mode when the row's splits
  * span blocks, in work[(b, h)][s]. CLUSTER: launched with cluster dims (nblk, 1, 1), so the block's rank in its
- * cluster is blockIdx.x. pf > 0: thread 0 asks L2 for the round pf after the last one loaded (so pf rounds
- * beyond the DEPTH in registers are on their way to L2).
+ * cluster is blockIdx.x.
  *
  * The stream of rounds never waits on the rest of the block:
  * - DEPTH register buffers (2; 3 when compiled for 3 blocks per SM) take turns with no copy between them: the
@@ -208,7 +180,7 @@ template <int HD, bool CLUSTER, int MINB>
 __global__ void __launch_bounds__(DEC_THREADS, MINB)
     attn_decode_kernel(const uint16_t *__restrict__ q, const uint16_t *__restrict__ k_slot,
                        const uint16_t *__restrict__ v_slot, long long seq_stride, const int32_t *row_seq,
-                       const int32_t *row_pos, int H, int max_ctx, int nsplit, int spb, int pf, float scale,
+                       const int32_t *row_pos, int H, int max_ctx, int nsplit, int spb, float scale,
                        float *work, int *counters, const uint16_t *__restrict__ gqkv, uint16_t *__restrict__ y) {
     constexpr int LPK = HD / 8;                /* lanes per key */
     constexpr int GROUPS = DEC_THREADS / LPK;  /* keys per block load */
@@ -230,7 +202,6 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
     const int s0 = bx * spb, s1 = min(ns, s0 + spb);
     if (s0 >= ns) { /* no keys: nothing to wait for, nothing to write */
         if (CLUSTER) { /* still take part in both cluster barriers, so no barrier depends on exited blocks */
-            pdl_launch();
             cluster_wait_acquire();
             cluster_arrive_release();
             cluster_wait_acquire();
@@ -245,11 +216,8 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
      * (ls, lr, lj1): the round loaded last. The first DEPTH rounds before the wait: all but the newest key. */
     int cs = s0, cr = s0 * chunk, cj1 = min(len, cr + chunk);
     int ls = cs, lr = cr, lj1 = cj1;
-    /* the next round to load; with pf > 0, thread 0 asks L2 for the round pf after it */
-    auto advance_load = [&]() {
-        dec_next_round<KR>(ls, lr, lj1, chunk, len, s1);
-        if (pf > 0 && t == 0) dec_prefetch_ahead<HD, KR>(K, V, ls, lr, lj1, pf, pf, chunk, len, s1);
-    };
+    /* the next round to load */
+    auto advance_load = [&]() { dec_next_round<KR>(ls, lr, lj1, chunk, len, s1); };
     uint4 kbuf[DEPTH][DEC_KPT], vbuf[DEPTH][DEC_KPT]; /* indexed by constants only: registers */
     dec_load<HD, GROUPS>(K, V, lr, g, lj1, len - 1, kbuf[0], vbuf[0]);
     dec_next_round<KR>(ls, lr, lj1, chunk, len, s1);
@@ -259,10 +227,7 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
         dec_next_round<KR>(ls, lr, lj1, chunk, len, s1);
         dec_load<HD, GROUPS>(K, V, lr, g, lj1, len - 1, kbuf[DEPTH - 1], vbuf[DEPTH - 1]);
     }
-    /* rounds DEPTH .. DEPTH+pf-1 now; each refill below asks for the one after those */
-    if (pf > 0 && t == 0) dec_prefetch_ahead<HD, KR>(K, V, ls, lr, lj1, 1, pf, chunk, len, s1);
     pdl_wait();
-    pdl_launch();
     dec_load_newest<HD, GROUPS>(K, V, cr, g, cj1, len - 1, kbuf[0], vbuf[0]);
     dec_load_newest<HD, GROUPS>(K, V, r1, g, j1_1, len - 1, kbuf[1], vbuf[1]);
     if (DEPTH == 3) dec_load_newest<HD, GROUPS>(K, V, lr, g, lj1, len - 1, kbuf[DEPTH - 1], vbuf[DEPTH - 1]);
@@ -363,12 +328,8 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
                 }
             }
             /* The park is rewritten by the next splits, and s_part is read below; after the block's last split
-             * in cluster mode the cluster barrier that follows orders both, so this one is left out there (make
-             * FRIGG_NVCC_DEFS=-DATTN_DEC_ALL_BARRIERS keeps it, for an A/B). */
-#ifndef ATTN_DEC_ALL_BARRIERS
-            if (!(CLUSTER && last))
-#endif
-                __syncthreads();
+             * in cluster mode the cluster barrier that follows orders both, so this one is left out there. */
+            if (!(CLUSTER && last)) __syncthreads();
             np = 0;
         }
         if (last) return true;
@@ -436,135 +397,92 @@ extern "C" size_t fk_attn_decode_work_floats(int B, int H, int hd, int max_ctx) 
     return (size_t)B * H * dec_nsplit(H, max_ctx, FK_ATTND_SPLIT) * (hd + 4); /* the most splits of any mode */
 }
 
-extern "C" void fk_set_attn_decode_impl(int impl, int spb) {
-    dec_impl = impl;
-    dec_spb = spb;
-    dec_env = 1; /* an explicit choice overrides FRIGG_ATTN_DECODE */
+/* Whether the context's device runs the cluster merge: sm_90 (kc->pdl) and a cluster of DEC_MAX_CLUSTER blocks
+ * of the heaviest instantiation (head_dim 128, 3 blocks per SM) fits (a MIG slice may say no). Clusters above 8
+ * blocks are "non-portable": allowed per kernel, so every cluster instantiation gets the attribute here. */
+typedef void (*dec_kernel_fn)(const uint16_t *, const uint16_t *, const uint16_t *, long long, const int32_t *,
+                              const int32_t *, int, int, int, int, float, float *, int *, const uint16_t *, uint16_t *);
+int fk_attn_decode_ctx_init(fk_ctx *kc) {
+    kc->dec_impl = FK_ATTND_AUTO;
+    kc->dec_spb = 0;
+    kc->clusters_ok = 0;
+    if (!kc->pdl) return 0;
+    const dec_kernel_fn cl[] = {attn_decode_kernel<16, true, 3>,  attn_decode_kernel<16, true, 4>,
+                                attn_decode_kernel<32, true, 3>,  attn_decode_kernel<32, true, 4>,
+                                attn_decode_kernel<64, true, 3>,  attn_decode_kernel<64, true, 4>,
+                                attn_decode_kernel<128, true, 3>, attn_decode_kernel<128, true, 4>};
+    for (size_t i = 0; i < sizeof cl / sizeof cl[0]; i++)
+        if (cudaFuncSetAttribute(cl[i], cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+            (void)cudaGetLastError(); /* a refusal here only means "split" */
+            return 0;
+        }
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = DEC_MAX_CLUSTER;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.gridDim = dim3(DEC_MAX_CLUSTER, 1, 1);
+    cfg.blockDim = DEC_THREADS;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    int n = 0;
+    kc->clusters_ok = cudaOccupancyMaxActiveClusters(&n, (const void *)attn_decode_kernel<128, true, 3>, &cfg) == cudaSuccess && n >= 1;
+    (void)cudaGetLastError();
+    return 0;
 }
 
-static int dec_sms(void) {
-    static int sms = 0;
-    if (!sms) {
-        int dev = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms < 1)
-            sms = 132;
+extern "C" int fk_ctx_set_attn_decode_impl(fk_ctx *kc, int impl, int spb) {
+    if (impl != FK_ATTND_SPLIT && impl != FK_ATTND_CLUSTER && impl != FK_ATTND_AUTO) {
+        frigg_set_error("attn_decode: unknown merge mode %d", impl);
+        return -1;
     }
-    return sms;
-}
-
-/* Whether this device runs the cluster merge: sm_90 (fk_pdl, set by fk_init) and a cluster of DEC_MAX_CLUSTER
- * blocks of the heaviest instantiation (head_dim 128, 3 blocks per SM) fits (a MIG slice may say no). Asked
- * once; not remembered while fk_pdl is still unset. */
-static int dec_clusters_ok(void) {
-    static int ok = -1;
-    if (ok >= 0) return ok;
-    if (!fk_pdl) return 0;
-    ok = 0;
-    void (*kern)(const uint16_t *, const uint16_t *, const uint16_t *, long long, const int32_t *, const int32_t *, int,
-                 int, int, int, int, float, float *, int *, const uint16_t *, uint16_t *) = attn_decode_kernel<128, true, 3>;
-    if (cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess) {
-        cudaLaunchConfig_t cfg = {};
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = DEC_MAX_CLUSTER;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = 1;
-        cfg.gridDim = dim3(DEC_MAX_CLUSTER, 1, 1);
-        cfg.blockDim = DEC_THREADS;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        int n = 0;
-        ok = cudaOccupancyMaxActiveClusters(&n, (const void *)kern, &cfg) == cudaSuccess && n >= 1;
+    if (impl == FK_ATTND_CLUSTER && !kc->clusters_ok) {
+        frigg_set_error("attn_decode: the cluster merge needs an sm_90 device that runs %d-block clusters", DEC_MAX_CLUSTER);
+        return -1;
     }
-    (void)cudaGetLastError(); /* a refusal here only means "split" */
-    return ok;
-}
-
-/* The merge mode a call uses: the one set, or auto's choice for this device. */
-static int dec_resolved_impl(void) {
-    if (dec_impl != DEC_IMPL_AUTO) return dec_impl;
-    return dec_clusters_ok() ? FK_ATTND_CLUSTER : FK_ATTND_SPLIT;
-}
-
-/* Launch bounds when not fixed (results never depend on them). Cluster: 3 blocks per SM (three rounds in
- * flight) while the grid has at most 2 blocks per SM, else 4: run 15 measured cluster/3 against cluster at ctx
- * 512, 2048, 4096: B=1 (192-264 blocks) 3.66/6.24/10.91 against 3.91/7.51/11.75 us, but B=2..8 (384+ blocks:
- * clusters then no longer all fit at 3 per SM) 7.05/12.81 against 4.82/9.62 at ctx 512. Split: 4 (split/3
- * was faster only at B=8, by 3-6%, and up to 17% slower at B=2). */
-static int dec_pick_minb(int impl, long long blocks) {
-    if (dec_minb) return dec_minb;
-    return impl == FK_ATTND_CLUSTER && blocks <= 2LL * dec_sms() ? 3 : 4;
-}
-/* A/B only (kernels/dev/attn_decode.cu, tests): prefetch_rounds > 0: each block asks L2 for its round that
- * many after the last one it loaded into registers (0 = off, the default; at most 32); blocks_per_sm: the
- * launch bounds' minimum blocks per SM of the kernel used, 0 = by mode and grid (the default), 4, 5, or 3
- * (with three rounds of loads in flight instead of two). Invalid values fail the calls. */
-extern "C" void fk_set_attn_decode_tuning(int prefetch_rounds, int blocks_per_sm) {
-    dec_pf = prefetch_rounds;
-    dec_minb = blocks_per_sm;
-}
-
-/* FRIGG_ATTN_DECODE = auto | split | cluster, optionally ":N" (N splits per block, 1..32; absent = by batch
- * size). */
-static void dec_read_env(void) {
-    dec_env = 1;
-    const char *env = getenv("FRIGG_ATTN_DECODE");
-    if (!env || !*env) return;
-    const char *colon = strchr(env, ':');
-    size_t n = colon ? (size_t)(colon - env) : strlen(env);
-    int spb = 0;
-    if (colon) {
-        char *end;
-        long v = strtol(colon + 1, &end, 10);
-        if (*end || v < 1 || v > DEC_MAX_SPLITS) spb = -1;
-        else spb = (int)v;
+    if (spb < 0 || spb > DEC_MAX_SPLITS) {
+        frigg_set_error("attn_decode: %d splits per block (0 = by batch size, else 1..%d)", spb, DEC_MAX_SPLITS);
+        return -1;
     }
-    if (spb >= 0 && n == 4 && !strncmp(env, "auto", 4)) dec_impl = DEC_IMPL_AUTO;
-    else if (spb >= 0 && n == 5 && !strncmp(env, "split", 5)) dec_impl = FK_ATTND_SPLIT;
-    else if (spb >= 0 && n == 7 && !strncmp(env, "cluster", 7)) dec_impl = FK_ATTND_CLUSTER;
-    else {
-        dec_env = -1;
-        return;
-    }
-    dec_spb = spb;
+    kc->dec_impl = impl;
+    kc->dec_spb = spb;
+    return 0;
 }
 
-/* The merge mode decode calls use (auto resolved: what frigg-bench reports). */
-extern "C" int fk_get_attn_decode_impl(void) {
-    if (dec_env == 0) dec_read_env();
-    return dec_resolved_impl();
+/* The merge mode a call uses: the one set, or auto's choice for this device (what frigg-bench reports). */
+extern "C" int fk_ctx_attn_decode_impl(const fk_ctx *kc) {
+    if (kc->dec_impl != FK_ATTND_AUTO) return kc->dec_impl;
+    return kc->clusters_ok ? FK_ATTND_CLUSTER : FK_ATTND_SPLIT;
+}
+
+/* Launch bounds (results never depend on them). Cluster: 3 blocks per SM (three rounds in flight) while the
+ * grid has at most 2 blocks per SM, else 4: cluster/3 against cluster/4 at ctx 512, 2048, 4096 measured B=1
+ * (192-264 blocks) 3.66/6.24/10.91 against 3.91/7.51/11.75 µs, but B=2..8 (384+ blocks: clusters then no
+ * longer all fit at 3 per SM) 7.05/12.81 against 4.82/9.62 at ctx 512 (benchmarks/h200-2026-11-30/
+ * dev-attn_decode-run15.txt). Split: 4 (split/3 was faster only at B=8, by 3-6%, and up to 17% slower at B=2). */
+static int dec_pick_minb(const fk_ctx *kc, int impl, long long blocks) {
+    return impl == FK_ATTND_CLUSTER && blocks <= 2LL * kc->sms ? 3 : 4;
 }
 
 /* Splits per block when not fixed: the fewest that keep B*H*blocks within about DEC_WAVE_BLOCKS blocks per
- * SM (one wave; fewer where the launch bounds fit fewer), so batch 1 keeps one split per block and batch 8
- * streams several per block. */
-static int dec_auto_spb(int B, int H, int nsplit, int per_sm) {
-    long long target = (long long)dec_sms() * per_sm;
+ * SM (one wave), so batch 1 keeps one split per block and batch 8 streams several per block. */
+static int dec_auto_spb(const fk_ctx *kc, int B, int H, int nsplit) {
+    long long target = (long long)kc->sms * DEC_WAVE_BLOCKS;
     for (int spb = 1; spb < nsplit; spb++)
         if ((long long)B * H * ((nsplit + spb - 1) / spb) <= target) return spb;
     return nsplit;
 }
 
 template <int HD, int MINB>
-static int dec_launch(int impl, int spb, dim3 grid, cudaStream_t s, const uint16_t *q, const uint16_t *k_slot,
-                      const uint16_t *v_slot, long long seq_stride, const int32_t *row_seq, const int32_t *row_pos, int H,
-                      int max_ctx, int nsplit, int pf, float scale, float *work, int *counters, const uint16_t *gqkv,
-                      uint16_t *y) {
+static int dec_launch(const fk_ctx *kc, int impl, int spb, dim3 grid, cudaStream_t s, const uint16_t *q,
+                      const uint16_t *k_slot, const uint16_t *v_slot, long long seq_stride, const int32_t *row_seq,
+                      const int32_t *row_pos, int H, int max_ctx, int nsplit, float scale, float *work, int *counters,
+                      const uint16_t *gqkv, uint16_t *y) {
     if (impl == FK_ATTND_SPLIT) {
-        fk_launch(attn_decode_kernel<HD, false, MINB>, grid, DEC_THREADS, 0, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos,
-                  H, max_ctx, nsplit, spb, pf, scale, work, counters, gqkv, y);
+        fk_launch(kc, attn_decode_kernel<HD, false, MINB>, grid, DEC_THREADS, 0, s, q, k_slot, v_slot, seq_stride, row_seq,
+                  row_pos, H, max_ctx, nsplit, spb, scale, work, counters, gqkv, y);
         return 0;
-    }
-    void (*kern)(const uint16_t *, const uint16_t *, const uint16_t *, long long, const int32_t *, const int32_t *, int,
-                 int, int, int, int, float, float *, int *, const uint16_t *, uint16_t *) = attn_decode_kernel<HD, true, MINB>;
-    static int nonportable_set = 0; /* per instantiation; set at the first cluster launch above 8 blocks */
-    if (grid.x > 8 && !nonportable_set) { /* clusters above 8 blocks are "non-portable": allowed per kernel */
-        cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-        nonportable_set = e == cudaSuccess;
-        if (e != cudaSuccess) {
-            frigg_set_error("attn_decode: cluster of %u blocks: %s", grid.x, cudaGetErrorString(e));
-            return -1;
-        }
     }
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr[2];
@@ -578,9 +496,9 @@ static int dec_launch(int impl, int spb, dim3 grid, cudaStream_t s, const uint16
     cfg.blockDim = DEC_THREADS;
     cfg.stream = s;
     cfg.attrs = attr;
-    cfg.numAttrs = fk_pdl ? 2 : 1;
-    cudaError_t e = cudaLaunchKernelEx(&cfg, kern, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, max_ctx, nsplit,
-                                       spb, pf, scale, work, counters, gqkv, y);
+    cfg.numAttrs = kc->pdl ? 2 : 1;
+    cudaError_t e = cudaLaunchKernelEx(&cfg, attn_decode_kernel<HD, true, MINB>, q, k_slot, v_slot, seq_stride, row_seq,
+                                       row_pos, H, max_ctx, nsplit, spb, scale, work, counters, gqkv, y);
     if (e != cudaSuccess) {
         frigg_set_error("attn_decode: cluster launch of %u blocks: %s", grid.x, cudaGetErrorString(e));
         return -1;
@@ -588,50 +506,27 @@ static int dec_launch(int impl, int spb, dim3 grid, cudaStream_t s, const uint16
     return 0;
 }
 
-extern "C" int fk_attn_decode(const uint16_t *q, const uint16_t *k_slot, const uint16_t *v_slot, long long seq_stride,
-                              const int32_t *row_seq, const int32_t *row_pos, const uint16_t *gqkv, int B, int H,
-                              int hd, int max_ctx, float *work, int *counters, uint16_t *y, cudaStream_t s) {
-    if (dec_env == 0) dec_read_env();
-    if (dec_env < 0) {
-        frigg_set_error("FRIGG_ATTN_DECODE must be auto, split or cluster, optionally :N with N splits per block (1..%d), "
-                        "not '%s'", DEC_MAX_SPLITS, getenv("FRIGG_ATTN_DECODE"));
-        return -1;
-    }
+extern "C" int fk_attn_decode(const fk_ctx *kc, const uint16_t *q, const uint16_t *k_slot, const uint16_t *v_slot,
+                              long long seq_stride, const int32_t *row_seq, const int32_t *row_pos, const uint16_t *gqkv,
+                              int B, int H, int hd, int max_ctx, float *work, int *counters, uint16_t *y, cudaStream_t s) {
     if (B < 1 || H < 1 || max_ctx < 1) {
         frigg_set_error("attn_decode: bad shape B=%d H=%d max_ctx=%d", B, H, max_ctx);
         return -1;
     }
-    if (dec_impl != FK_ATTND_SPLIT && dec_impl != FK_ATTND_CLUSTER && dec_impl != DEC_IMPL_AUTO) {
-        frigg_set_error("attn_decode: unknown implementation %d", dec_impl);
-        return -1;
-    }
-    const int impl = dec_resolved_impl();
-    if (impl == FK_ATTND_CLUSTER && !fk_pdl) { /* no sm_90: no clusters either */
-        frigg_set_error("attn_decode: the cluster merge needs an sm_90 device");
-        return -1;
-    }
-    if (dec_spb < 0 || dec_spb > DEC_MAX_SPLITS) {
-        frigg_set_error("attn_decode: %d splits per block (0 = by batch size, else 1..%d)", dec_spb, DEC_MAX_SPLITS);
-        return -1;
-    }
-    if (dec_pf < 0 || dec_pf > DEC_MAX_SPLITS || (dec_minb && (dec_minb < 3 || dec_minb > 5))) {
-        frigg_set_error("attn_decode: tuning: prefetch %d rounds ahead (0..%d), %d blocks per SM (0 = auto, 3, 4 or 5)",
-                        dec_pf, DEC_MAX_SPLITS, dec_minb);
-        return -1;
-    }
+    const int impl = fk_ctx_attn_decode_impl(kc);
     int nsplit = dec_nsplit(H, max_ctx, impl);
-    int spb = dec_spb ? dec_spb : dec_auto_spb(B, H, nsplit, dec_minb == 3 ? 3 : DEC_WAVE_BLOCKS);
+    int spb = kc->dec_spb ? kc->dec_spb : dec_auto_spb(kc, B, H, nsplit);
     if (spb > nsplit) spb = nsplit;
     dim3 grid((nsplit + spb - 1) / spb, H, B);
-    const int minb = dec_pick_minb(impl, (long long)grid.x * H * B);
+    const int minb = dec_pick_minb(kc, impl, (long long)grid.x * H * B);
     float scale = (float)(1.0 / sqrt((double)hd));
     int rc;
-#define DEC_ARGS impl, spb, grid, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, max_ctx, nsplit, dec_pf, scale, work, counters, gqkv, y
+#define DEC_ARGS kc, impl, spb, grid, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, max_ctx, nsplit, scale, work, counters, gqkv, y
     switch (hd) {
-    case 16: rc = minb == 4 ? dec_launch<16, 4>(DEC_ARGS) : minb == 5 ? dec_launch<16, 5>(DEC_ARGS) : dec_launch<16, 3>(DEC_ARGS); break;
-    case 32: rc = minb == 4 ? dec_launch<32, 4>(DEC_ARGS) : minb == 5 ? dec_launch<32, 5>(DEC_ARGS) : dec_launch<32, 3>(DEC_ARGS); break;
-    case 64: rc = minb == 4 ? dec_launch<64, 4>(DEC_ARGS) : minb == 5 ? dec_launch<64, 5>(DEC_ARGS) : dec_launch<64, 3>(DEC_ARGS); break;
-    case 128: rc = minb == 4 ? dec_launch<128, 4>(DEC_ARGS) : minb == 5 ? dec_launch<128, 5>(DEC_ARGS) : dec_launch<128, 3>(DEC_ARGS); break;
+    case 16: rc = minb == 4 ? dec_launch<16, 4>(DEC_ARGS) : dec_launch<16, 3>(DEC_ARGS); break;
+    case 32: rc = minb == 4 ? dec_launch<32, 4>(DEC_ARGS) : dec_launch<32, 3>(DEC_ARGS); break;
+    case 64: rc = minb == 4 ? dec_launch<64, 4>(DEC_ARGS) : dec_launch<64, 3>(DEC_ARGS); break;
+    case 128: rc = minb == 4 ? dec_launch<128, 4>(DEC_ARGS) : dec_launch<128, 3>(DEC_ARGS); break;
     default:
         frigg_set_error("attention: head_dim %d is not supported by the CUDA backend (16, 32, 64 or 128)", hd);
         return -1;

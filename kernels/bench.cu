@@ -28,15 +28,13 @@ __global__ void read_probe_kernel(const uint4 *buf, size_t n, unsigned *sink) {
 
 __global__ void empty_kernel(void) {}
 
-extern "C" int fk_read_probe(const void *buf, size_t bytes, unsigned *sink, cudaStream_t s) {
-    int dev, sms;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-    read_probe_kernel<<<sms * 2, 512, 0, s>>>((const uint4 *)buf, bytes / 16, sink);
+extern "C" int fk_read_probe(const fk_ctx *kc, const void *buf, size_t bytes, unsigned *sink, cudaStream_t s) {
+    read_probe_kernel<<<kc->sms * 2, 512, 0, s>>>((const uint4 *)buf, bytes / 16, sink);
     return fk_check_launch("read_probe");
 }
 
-extern "C" int fk_empty(cudaStream_t s) {
+extern "C" int fk_empty(const fk_ctx *kc, cudaStream_t s) {
+    (void)kc; /* every launcher takes the context; a plain launch needs nothing of it */
     empty_kernel<<<1, 32, 0, s>>>();
     return fk_check_launch("empty");
 }

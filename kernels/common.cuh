@@ -7,6 +7,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "ctx.cuh"
+
 extern "C" void frigg_set_error(const char *fmt, ...);
 
 /* After a launch: turn a launch error into frigg's error and -1. */
@@ -28,27 +30,18 @@ static inline int fk_check_launch(const char *what) {
  * kernels ahead can be resident and streaming their weights while one waits. Safe under the rule above: what
  * a kernel reads before its wait is never written by the kernels in flight in front of it, and its wait
  * still returns only once its predecessor (and so, transitively, every earlier kernel) has completed.
- * Measured (H200, run 11, A/B alternated in one call): batch-1 decode 243.8 against 224.7 tok/s with the
- * trigger after the wait, batch 8 1094 against 1109, prefill 4096 equal. make FRIGG_NVCC_DEFS=-DFRIGG_PDL_LATE
- * builds the trigger-after-wait variant for comparison; pdl_launch() marks where it then goes.
+ * Measured on the H200 with the two alternated in one call (benchmarks/h200-2026-11-30/ab-*-run11.jsonl): batch-1 decode
+ * 243.8 against 224.7 tok/s with the trigger after the wait, batch 8 1094 against 1109, prefill 4096 equal.
  * Where the trigger sits also decides whose loads reach memory first: kernels issue their early loads
  * (weights, cached keys) and then trigger, so the successor's early loads queue behind them. A trigger as the
- * kernel's first instruction measured 3% slower at batch 1 (run 18); loads before the trigger that depend on
- * other loads (an index, then what it points at) hold the successor back instead (4%, run 16). */
+ * kernel's first instruction measured 3% slower at batch 1; loads before the trigger that depend on other
+ * loads (an index, then what it points at) hold the successor back instead (4%). */
 __device__ __forceinline__ void pdl_wait(void) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#ifndef FRIGG_PDL_LATE
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
-__device__ __forceinline__ void pdl_launch(void) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(FRIGG_PDL_LATE)
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-extern int fk_pdl; /* set by fk_init: the current device supports PDL */
 
 /* Reading what another kernel of the step wrote (activations, logits, the previous kernel's output): ld_act,
  * a coherent load (ld.global, L1-cached), never the non-coherent path. Under PDL a kernel starts while the
@@ -72,11 +65,21 @@ __device__ __forceinline__ const void *act_launder(const void *p) {
 __device__ __forceinline__ uint4 ld_act(const void *p) { return *(const uint4 *)act_launder(p); }
 __device__ __forceinline__ uint32_t ld_act32(const void *p) { return *(const uint32_t *)act_launder(p); }
 __device__ __forceinline__ uint16_t ld_act16(const void *p) { return *(const uint16_t *)act_launder(p); }
-int fk_attention_init(void); /* attention.cu: per-device kernel attributes */
 
+/* The bf16 values of a weight matrix for a kernel that reads bf16, or NULL with frigg_error() naming the
+ * dtype (`what`: the launcher) when this build has no kernel for it. */
+static inline const uint16_t *fk_mat_bf16(const frigg_mat *W, const char *what) {
+    if (W->dtype != FRIGG_DT_BF16) {
+        frigg_set_error("%s: no CUDA kernel for %s weights", what, frigg_dtype_name(W->dtype));
+        return NULL;
+    }
+    return (const uint16_t *)W->w;
+}
+
+/* A launch with PDL where the context's device has it. */
 template <typename... KArgs, typename... Args>
-static inline cudaError_t fk_launch(void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
-                                    Args... args) {
+static inline cudaError_t fk_launch(const fk_ctx *kc, void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                                    cudaStream_t s, Args... args) {
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -86,7 +89,7 @@ static inline cudaError_t fk_launch(void (*kernel)(KArgs...), dim3 grid, dim3 bl
     cfg.dynamicSmemBytes = smem;
     cfg.stream = s;
     cfg.attrs = attr;
-    cfg.numAttrs = fk_pdl ? 1 : 0;
+    cfg.numAttrs = kc->pdl ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, kernel, ((KArgs)args)...);
 }
 
@@ -115,8 +118,6 @@ __device__ __forceinline__ uint4 bf16x8_pack(const float f[8]) {
 }
 /* 16-byte accesses need 16-byte aligned bases (cudaMalloc gives 256). Host launchers and kernels alike. */
 __host__ __device__ static inline int fk_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
-/* Set by fk_set_eltwise_general (kernels.h): the elementwise kernels take their general paths. */
-extern int fk_eltwise_general;
 __device__ __forceinline__ float warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;

@@ -10,9 +10,8 @@
  * parameter so the accumulators live in registers. Optional fused input RMSNorm (x staged, normalised, in
  * shared memory) and fused epilogues (residual add, SwiGLU) remove the separate elementwise kernels of a
  * decode step. Split-K over two warps per row for down_proj (K 4096, two rounds of loads per warp) was tried
- * and measured (run 6: batch 1 210.0 against 207.0 tok/s, batch 8 616.6 against 625.8, context 512): not
- * kept; a deeper unroll (all 16 chunks of a K-4096 row in flight at once, the same summation order, so the
- * same bits) is the A/B hook fk_gemv_simt_set_long_unroll. */
+ * and measured (benchmarks/h200-2026-11-29/ab-simt-ksplit-*-run6.jsonl: batch 1 210.0 against 207.0 tok/s, batch 8 616.6 against 625.8,
+ * context 512): not kept. */
 #include "gemv_common.cuh"
 
 #include <stdlib.h>
@@ -20,18 +19,16 @@
 
 #define GEMV_WARPS 4
 #define GEMV_UNROLL 8       /* chunks of 16 bytes per lane (and row) in flight */
-#define GEMV_LONG_UNROLL 16 /* with fk_gemv_simt_set_long_unroll, for one-row units of K > 32 x GEMV_UNROLL x 8 */
 /* Row pairs (gqkv, gate_up) of K <= 1536 at batch 1 (DFM-Mimir's): 3 chunks per lane and row, two rounds,
  * instead of GEMV_UNROLL's 8 (of which a K-1536 row uses 6). Fewer registers, more blocks per SM (96
  * registers: 5 blocks of 4 warps; 64: 8), so gqkv (768 blocks) and gate_up (1024) each run in one wave on 132
  * SMs, with more warps resident to hide the later rounds. Batch-1 decode (ctx 512): 6 chunks (79 registers, 6
- * blocks) 260.6 -> 263.7 tok/s (run 20), 4 chunks 265.0 -> 275.8 against 6 (run 22), 3 chunks 274.2 -> 279.9
- * against 4 (run 23, variant-u3). Chunks are summed in the same order whatever the unroll: the same bits. */
+ * blocks) 260.6 -> 263.7 tok/s, 4 chunks 265.0 -> 275.8 against 6, 3 chunks 274.2 -> 279.9 against 4
+ * (benchmarks/h200-2026-11-30/ab-*-run2[0-3].jsonl). Chunks are summed in the same order whatever the
+ * unroll: the same bits. */
 #define GEMV_SHORT_K (32 * 6 * 8)
-#ifndef GEMV_SHORT_UNROLL /* an A/B hook: make FRIGG_NVCC_DEFS=-DGEMV_SHORT_UNROLL=N */
 #define GEMV_SHORT_UNROLL 3
-#endif
-enum { GEMV_V_NORMAL = 0, GEMV_V_LONG = 1, GEMV_V_SHORT = 2, GEMV_NV = 3 };
+enum { GEMV_V_NORMAL = 0, GEMV_V_SHORT = 1, GEMV_NV = 2 };
 
 __device__ __forceinline__ float dot8(uint4 w, const float *x) {
     float s = bf_lo(w.x) * x[0];
@@ -50,7 +47,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
     gemv_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, float eps,
                 uint16_t *__restrict__ out, fk_qkv_epi qa) {
     extern __shared__ uint4 xs[];
-    __shared__ float scratch[B * 33]; /* stage_norm: 32 per batch row (+1 in its A/B build) */
+    __shared__ float scratch[B * 32]; /* stage_norm: 32 per batch row */
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nch = K / 8;
     int unit = blockIdx.x * GEMV_WARPS + warp; /* output row (or SwiGLU output index, or RoPE pair) of this warp */
     bool valid = unit < O / R; /* R = 2: rows unit and O/2 + unit (SwiGLU: gate and up; plain: two halves) */
@@ -72,7 +69,6 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
      * blocks per SM (run 16's batch-1 loss). */
     gemv_pre pre = {0, 0, 0, 0.0f, false, false};
     pdl_wait();
-    pdl_launch();
     if (EPI == FK_GEMV_RESID && valid && lane < B) gemv_preload_resid<EPI>(pre, row1, lane, O, out);
     const uint4 *xv = (const uint4 *)x;
     if (NORM) xv = stage_norm<B>(xv, nch, K, eps, xs, scratch);
@@ -133,11 +129,6 @@ static gemv_fn pick(int norm, int epi, int variant) {
     if (epi == FK_GEMV_QKV) return norm ? gemv_kernel<B, 2, true, FK_GEMV_QKV, GEMV_UNROLL> : gemv_kernel<B, 2, false, FK_GEMV_QKV, GEMV_UNROLL>;
     if (epi == FK_GEMV_SWIGLU)
         return norm ? gemv_kernel<B, 2, true, FK_GEMV_SWIGLU, GEMV_UNROLL> : gemv_kernel<B, 2, false, FK_GEMV_SWIGLU, GEMV_UNROLL>;
-    if (variant == GEMV_V_LONG) {
-        if (epi == FK_GEMV_RESID)
-            return norm ? gemv_kernel<B, 1, true, FK_GEMV_RESID, GEMV_LONG_UNROLL> : gemv_kernel<B, 1, false, FK_GEMV_RESID, GEMV_LONG_UNROLL>;
-        return norm ? gemv_kernel<B, 1, true, FK_GEMV_STORE, GEMV_LONG_UNROLL> : gemv_kernel<B, 1, false, FK_GEMV_STORE, GEMV_LONG_UNROLL>;
-    }
     if (epi == FK_GEMV_RESID) return norm ? gemv_kernel<B, 1, true, FK_GEMV_RESID, GEMV_UNROLL> : gemv_kernel<B, 1, false, FK_GEMV_RESID, GEMV_UNROLL>;
     return norm ? gemv_kernel<B, 1, true, FK_GEMV_STORE, GEMV_UNROLL> : gemv_kernel<B, 1, false, FK_GEMV_STORE, GEMV_UNROLL>;
 }
@@ -156,30 +147,18 @@ static gemv_fn pick_b(int B, int norm, int epi, int variant) {
     return NULL;
 }
 
-static int simt_long_unroll; /* fk_gemv_simt_set_long_unroll: an A/B hook, off until measured */
-extern "C" void fk_gemv_simt_set_long_unroll(int on) { simt_long_unroll = on != 0; }
-
-/* FRIGG_GEMV_IMPL=auto. Per shape class and batch size: 's' simt, 't' tc (as many blocks as fit), '2' tc with
- * at most 2 blocks per SM, '1' tc with one weight tile in flight per warp instead of two (half the registers,
- * so its blocks fit beside another kernel's; no letter changes a bit of tc's result). FRIGG_GEMV_AUTO
- * replaces rows of the table for tuning runs, e.g. "down=1ttttttt,o_proj=sttttttt" (read by fk_init; a
- * malformed value is an error). The table is run 10's
- * (benchmarks/h200-2026-11-30/dev-gemv-run10.txt), µs per launch as simt / tc at depth 2 (the default):
+/* auto (FK_GEMV_IMPL_AUTO). Per shape class and batch size: 's' simt, 't' tc. fk_ctx_set_gemv_auto replaces
+ * rows of a context's table for tuning runs (kernels/dev/gemv.cu). The table follows the measurement in
+ * benchmarks/h200-2026-11-30/dev-gemv-run10.txt, µs per launch as simt / tc:
  *   gqkv    B1 8.54/9.36    B2 11.50/10.60  B4 18.22/11.71  B8 31.09/14.38
  *   gate_up B1 9.24/9.85    B2 12.06/10.72  B4 17.83/11.85  B8 29.65/14.46
  *   o_proj  B1 3.18/3.10    B2 3.59/3.27    B4 4.39/3.29    B8 6.45/3.80
  *   down    B1 6.77/5.83    B2 7.69/6.18    B4 8.66/6.22    B8 12.49/6.74
  *   lm_head B1 178.0/206.9  B2 179.5/208.3  B4 247.8/210.4  B8 423.7/217.2
- * Run 9's table (depth 1), which chose the first version of this table:
- *   gqkv    B1 8.54/11.55/10.77  B2 11.55/13.38/11.63  B4 18.29/15.11/13.24  B8 31.09/19.77/16.98
- *   gate_up B1 9.27/10.23/11.21  B2 12.13/12.05/12.10  B4 17.88/13.64/13.54  B8 29.64/18.00/16.48
- *   o_proj  B1 3.20/3.95/3.95    B2 3.60/4.14/4.14     B4 4.37/4.28/4.27     B8 6.44/4.97/4.97
- *   down    B1 6.80/7.07/7.06    B2 7.68/7.38/7.37     B4 8.68/7.68/7.67     B8 12.53/8.46/8.45
- *   lm_head B1 175.0/240.9/213.7 B2 177.4/242.5/214.9  B4 239.9/242.9/218.1  B8 424.3/218.6/224.3
  * B 3, 5, 6, 7 were not measured: each takes the side of the crossover its neighbours put it on (o_proj B3:
  * simt, interpolating 3.98 against 4.21; lm_head B3: simt, 208 against 216). */
 enum { AUTO_GQKV, AUTO_GATE_UP, AUTO_O_PROJ, AUTO_DOWN, AUTO_LM_HEAD };
-static char auto_table[5][9] = {
+static const char auto_default[5][9] = {
     /* B = 12345678 */
     "sttttttt", /* gqkv: QKV epilogue */
     "sttttttt", /* gate_up: SwiGLU epilogue */
@@ -188,61 +167,57 @@ static char auto_table[5][9] = {
     "sssttttt", /* lm_head: plain, O > 65536 */
 };
 static const char *const auto_rows[5] = {"gqkv", "gate_up", "o_proj", "down", "lm_head"};
-/* FRIGG_GEMV_AUTO: NAME=8 letters of s, t, 2, 1, comma-separated. 0, or -1 with frigg_error set. */
-static int read_auto_env(void) {
-    const char *env = getenv("FRIGG_GEMV_AUTO");
-    if (!env || !*env) return 0;
-    for (const char *at = env;;) {
+
+extern "C" int fk_ctx_set_gemv_auto(fk_ctx *kc, const char *rows) {
+    char table[5][9];
+    memcpy(table, kc->gemv_auto, sizeof table);
+    for (const char *at = rows;;) {
         const char *eq = strchr(at, '='), *end = strchr(at, ',');
         if (!end) end = at + strlen(at);
         int row = -1;
         for (int r = 0; r < 5 && eq && eq < end; r++)
             if ((size_t)(eq - at) == strlen(auto_rows[r]) && !strncmp(at, auto_rows[r], (size_t)(eq - at))) row = r;
         int ok = row >= 0 && end - eq - 1 == 8;
-        for (int i = 0; ok && i < 8; i++) ok = strchr("st21", eq[1 + i]) != NULL;
+        for (int i = 0; ok && i < 8; i++) ok = eq[1 + i] == 's' || eq[1 + i] == 't';
         if (!ok) {
-            frigg_set_error("FRIGG_GEMV_AUTO: '%.*s' is not NAME=8 letters of s, t, 2, 1 (NAME: gqkv, gate_up, o_proj, "
-                            "down, lm_head)", (int)(end - at), at);
+            frigg_set_error("gemv auto table: '%.*s' is not NAME=8 letters of s, t (NAME: gqkv, gate_up, o_proj, down, "
+                            "lm_head)", (int)(end - at), at);
             return -1;
         }
-        memcpy(auto_table[row], eq + 1, 8);
-        if (!*end) return 0;
+        memcpy(table[row], eq + 1, 8);
+        if (!*end) break;
         at = end + 1;
     }
+    memcpy(kc->gemv_auto, table, sizeof table);
+    return 0;
 }
-static char auto_choice(int B, int O, int K, int epi) {
+static char auto_choice(const fk_ctx *kc, int B, int O, int K, int epi) {
     int cls = epi == FK_GEMV_QKV ? AUTO_GQKV : epi == FK_GEMV_SWIGLU ? AUTO_GATE_UP : O > 65536 ? AUTO_LM_HEAD
               : K > 2048 ? AUTO_DOWN : AUTO_O_PROJ;
-    return auto_table[cls][B - 1];
+    return kc->gemv_auto[cls][B - 1];
 }
-extern "C" int fk_gemv_auto_impl(int B, int O, int K, int epi) {
-    return B >= 1 && B <= 8 && K <= GEMV_TC_MAX_K && auto_choice(B, O, K, epi) != 's' ? FK_GEMV_IMPL_TC : FK_GEMV_IMPL_SIMT;
+extern "C" int fk_ctx_gemv_auto_impl(const fk_ctx *kc, int B, int O, int K, int epi) {
+    return B >= 1 && B <= 8 && K <= GEMV_TC_MAX_K && auto_choice(kc, B, O, K, epi) != 's' ? FK_GEMV_IMPL_TC
+                                                                                           : FK_GEMV_IMPL_SIMT;
 }
 
-static int gemv_impl = FK_GEMV_IMPL_AUTO;
-extern "C" void fk_set_gemv_impl(int impl) { gemv_impl = impl; }
-extern "C" int fk_get_gemv_impl(void) { return gemv_impl; }
+extern "C" int fk_ctx_set_gemv_impl(fk_ctx *kc, int impl) {
+    if (impl != FK_GEMV_IMPL_SIMT && impl != FK_GEMV_IMPL_TC && impl != FK_GEMV_IMPL_AUTO) {
+        frigg_set_error("gemv: unknown implementation %d", impl);
+        return -1;
+    }
+    kc->gemv_impl = impl;
+    return 0;
+}
+extern "C" int fk_ctx_gemv_impl(const fk_ctx *kc) { return kc->gemv_impl; }
 extern "C" const char *fk_gemv_impl_name(int impl) {
     return impl == FK_GEMV_IMPL_TC ? "tc" : impl == FK_GEMV_IMPL_SIMT ? "simt" : impl == FK_GEMV_IMPL_AUTO ? "auto" : "?";
 }
 
-int fk_pdl;
-
-extern "C" int fk_init(void) {
-    int dev = 0, major = 0;
-    if (cudaGetDevice(&dev) == cudaSuccess && cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess)
-        fk_pdl = major >= 9;
-    const char *impl_env = getenv("FRIGG_GEMV_IMPL");
-    if (impl_env && *impl_env) {
-        if (!strcmp(impl_env, "auto")) gemv_impl = FK_GEMV_IMPL_AUTO;
-        else if (!strcmp(impl_env, "simt")) gemv_impl = FK_GEMV_IMPL_SIMT;
-        else if (!strcmp(impl_env, "tc")) gemv_impl = FK_GEMV_IMPL_TC;
-        else {
-            frigg_set_error("FRIGG_GEMV_IMPL must be auto, simt or tc, not '%s'", impl_env);
-            return -1;
-        }
-    }
-    if (read_auto_env() || fk_attention_init() || gemv_tc_init()) return -1;
+/* The context's defaults, and the shared-memory limit of every instantiation on its device. */
+int fk_gemv_ctx_init(fk_ctx *kc) {
+    kc->gemv_impl = FK_GEMV_IMPL_AUTO;
+    memcpy(kc->gemv_auto, auto_default, sizeof auto_default);
     for (int B = 1; B <= 8; B++)
         for (int epi = 0; epi < 4 * GEMV_NV; epi++) {
             cudaError_t e = cudaFuncSetAttribute((const void *)pick_b(B, 1, epi & 3, epi >> 2),
@@ -255,30 +230,30 @@ extern "C" int fk_init(void) {
     return 0;
 }
 
-static int gemv_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
-                       uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s) {
+static int gemv_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in,
+                       float eps, int epi, uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s) {
     size_t smem = norm_in ? (size_t)B * K * 2 : 0;
     if (B < 1 || B > 8 || K % 8 || (epi != FK_GEMV_STORE && epi != FK_GEMV_RESID && O % 2) || smem > GEMV_MAX_SMEM ||
         epi < 0 || epi > 3 || (epi == FK_GEMV_QKV && (O % 4 || qa->hd % 2 || (O / 4) % qa->hd))) {
         frigg_set_error("gemv: unsupported shape (rows %d, out %d, in %d, epilogue %d)", B, O, K, epi);
         return -1;
     }
-    char use = gemv_impl == FK_GEMV_IMPL_TC ? 't' : gemv_impl == FK_GEMV_IMPL_SIMT ? 's' : auto_choice(B, O, K, epi);
+    char use = kc->gemv_impl == FK_GEMV_IMPL_TC     ? 't'
+               : kc->gemv_impl == FK_GEMV_IMPL_SIMT ? 's'
+                                                    : auto_choice(kc, B, O, K, epi);
     if (K > GEMV_TC_MAX_K) use = 's'; /* the tensor-core kernel keeps one round of K per warp (DFM-Mimir: K <= 4096) */
-    if (use != 's') return gemv_tc_launch(W, O, K, x, B, norm_in, eps, epi, out, qa, use == '2' ? 2 : 0, use == '1' ? 1 : 0, s);
+    if (use != 's') return gemv_tc_launch(kc, W, O, K, x, B, norm_in, eps, epi, out, qa, s);
     /* Two rows per warp only where the epilogue needs the pair. Pairing plain rows to halve the x reads at
      * batch >= 3 was measured slower on the H200 (batch 8: 581 against 643 tok/s), so it is not done. */
     int pair = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
     int units = pair ? O / 2 : O;
-    int variant = simt_long_unroll && !pair && K > 32 * GEMV_UNROLL * 8 ? GEMV_V_LONG
-                  : B == 1 && pair && K <= GEMV_SHORT_K ? GEMV_V_SHORT
-                                                                      : GEMV_V_NORMAL;
-    fk_launch(pick_b(B, norm_in, epi, variant), (units + GEMV_WARPS - 1) / GEMV_WARPS, GEMV_WARPS * 32, smem, s, W, O, K, x, eps,
+    int variant = B == 1 && pair && K <= GEMV_SHORT_K ? GEMV_V_SHORT : GEMV_V_NORMAL;
+    fk_launch(kc, pick_b(B, norm_in, epi, variant), (units + GEMV_WARPS - 1) / GEMV_WARPS, GEMV_WARPS * 32, smem, s, W, O, K, x, eps,
               out, *qa);
     return fk_check_launch("gemv");
 }
 
-extern "C" int fk_gemv(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
+extern "C" int fk_gemv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, int norm_in, float eps, int epi,
                        uint16_t *out, cudaStream_t s) {
     fk_qkv_epi none = {};
     none.hd = 2;
@@ -286,10 +261,17 @@ extern "C" int fk_gemv(const uint16_t *W, int O, int K, const uint16_t *x, int B
         frigg_set_error("gemv: the QKV epilogue goes through fk_gemv_qkv");
         return -1;
     }
-    return gemv_launch(W, O, K, x, B, norm_in, eps, epi, out, &none, s);
+    const uint16_t *w = fk_mat_bf16(W, "gemv");
+    return w ? gemv_launch(kc, w, W->rows, W->cols, x, B, norm_in, eps, epi, out, &none, s) : -1;
 }
 
-extern "C" int fk_gemv_qkv(const uint16_t *W, int D, const uint16_t *x, int B, float eps, uint16_t *gqkv,
+extern "C" int fk_gemv_qkv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, float eps, uint16_t *gqkv,
                            const fk_qkv_epi *qa, cudaStream_t s) {
-    return gemv_launch(W, 4 * D, D, x, B, 1, eps, FK_GEMV_QKV, gqkv, qa, s);
+    const uint16_t *w = fk_mat_bf16(W, "gemv_qkv");
+    if (!w) return -1;
+    if (W->rows != 4 * W->cols) {
+        frigg_set_error("gemv_qkv: gqkv is [%d][%d], not [4D][D]", W->rows, W->cols);
+        return -1;
+    }
+    return gemv_launch(kc, w, W->rows, W->cols, x, B, 1, eps, FK_GEMV_QKV, gqkv, qa, s);
 }

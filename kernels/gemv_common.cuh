@@ -24,7 +24,7 @@ __device__ __forceinline__ uint4 ld_stream(const uint4 *p) {
  * the second normalises xs in place. The B rows are reduced side by side, each in block_sum's order (a
  * thread's chunks in increasing order, warp_sum, then warp_sum over the warps' partials), so a row's scale has
  * the same bits whatever B. Every warp does that last warp_sum itself, so one barrier fewer than one warp doing
- * it and handing the scales on through shared memory (make FRIGG_NVCC_DEFS=-DGEMV_NORM_3BAR: that way, an A/B). */
+ * it and handing the scales on through shared memory. */
 template <int B>
 __device__ __forceinline__ const uint4 *stage_norm(const uint4 *xv, int nch, int K, float eps, uint4 *xs,
                                                    float *scratch) {
@@ -49,23 +49,11 @@ __device__ __forceinline__ const uint4 *stage_norm(const uint4 *xv, int nch, int
     }
     __syncthreads();
     float r[B];
-#ifdef GEMV_NORM_3BAR
-    float *rs = scratch + B * 32; /* (the caller's scratch holds B x 33 floats in this build) */
-    for (int b = warp; b < B; b += nw) {
-        float t = lane < nw ? scratch[b * 32 + lane] : 0.0f;
-        t = warp_sum(t);
-        if (lane == 0) rs[b] = 1.0f / sqrtf(t / (float)K + eps);
-    }
-    __syncthreads();
-#pragma unroll
-    for (int b = 0; b < B; b++) r[b] = rs[b];
-#else
 #pragma unroll
     for (int b = 0; b < B; b++) {
         float t = lane < nw ? scratch[b * 32 + lane] : 0.0f;
         r[b] = 1.0f / sqrtf(warp_sum(t) / (float)K + eps);
     }
-#endif
     for (int c = threadIdx.x; c < nch; c += blockDim.x) {
 #pragma unroll
         for (int b = 0; b < B; b++) {
@@ -182,12 +170,9 @@ __device__ __forceinline__ void pair_rows(int unit, int O, int hd, int *row1, in
 }
 
 /* gemv_tc.cu */
-int gemv_tc_init(void);
 #define GEMV_TC_MAX_K 4096 /* the tensor-core kernel's largest K (one round of steps per warp; gemv_tc.cu) */
-/* 0, or -1 with frigg_error set (K beyond one round, a failed launch). per_sm_cap: at most this many blocks
- * per SM (0: as many as fit); depth: weight tiles in flight per warp (1, 2; else fk_gemv_tc_set_variant's).
- * No result depends on either. */
-int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
-                   uint16_t *out, const fk_qkv_epi *qa, int per_sm_cap, int depth, cudaStream_t s);
+/* 0, or -1 with frigg_error set (K beyond one round, a failed launch). */
+int gemv_tc_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps,
+                   int epi, uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s);
 
 #endif

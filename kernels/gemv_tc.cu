@@ -32,7 +32,7 @@
  * on the other rows: batched decode is bit-identical to single-row decode. */
 #include "gemv_common.cuh"
 
-#define TC_MAX_WARPS 16 /* K split over up to 16 warps: 16 warps x 8 steps x 4 chunks = K 4096 in one round */
+#define TC_MAX_WARPS FK_TC_MAX_WARPS /* K split over up to 16 warps: 16 warps x 8 steps x 4 chunks = K 4096 in one round */
 #define TC_STEPS 8      /* steps (4 chunks of 16 bytes per tile row) each warp holds in registers */
 #define TC_MAX_K (TC_MAX_WARPS * TC_STEPS * 4 * 8) /* one round of steps per warp: GEMV_TC_MAX_K */
 #define TC_XW_BYTES(nw) ((size_t)(nw) * TC_STEPS * 32 * 16) /* the x fragments of nw warps (dynamic shared memory) */
@@ -74,14 +74,14 @@ __device__ __forceinline__ bool tile_row(int tile, int g, int O, int hd, int *ro
     return *row < O;
 }
 
-/* DEPTH: weight tiles each warp has in flight. 1: the next tile is requested after the current tile's mma's
- * (two register sets' worth never needed). 2 (an A/B variant, fk_gemv_tc_set_variant): tiles i+1 and i+2 stream
- * while tile i is reduced, twice the bytes in flight per warp, at up to 128 registers (one block of 16 warps
- * per SM by registers). The tile order, slices and sums are the same: the same bits. */
-template <bool NORM, int EPI, int DEPTH, bool ONE>
-__global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
+/* Two weight tiles in flight per warp: tiles i+1 and i+2 stream while tile i is reduced, at up to 128
+ * registers (one block of 16 warps per SM by registers). One tile in flight measured slower at every shape
+ * and batch size (benchmarks/h200-2026-11-30/dev-gemv-run10.txt: gqkv B8 14.38 against 19.62 µs). */
+template <bool NORM, int EPI, bool ONE>
+__global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
     gemv_tc_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, int B, float eps,
-                   uint16_t *__restrict__ out, fk_qkv_epi qa, int rotate) {
+                   uint16_t *__restrict__ out, fk_qkv_epi qa) {
+    constexpr int DEPTH = 2;
     constexpr bool PAIRED = EPI == FK_GEMV_SWIGLU || EPI == FK_GEMV_QKV;
     extern __shared__ uint4 xw[];                 /* [nw][TC_STEPS][32]: each lane's x fragment, normalised */
     __shared__ float2 part[2][TC_MAX_WARPS * 32]; /* per-warp tile partials, double-buffered by tile parity */
@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     const int c_lo = (int)((long long)nch * warp / nw), n = (int)((long long)nch * (warp + 1) / nw) - c_lo;
     const uint4 zero = make_uint4(0, 0, 0, 0);
 
-    /* register sets of weights (DEPTH of them) */
+    /* the two register sets of weights */
     uint4 wa[TC_STEPS], wb[TC_STEPS];
     /* Request tile row g of `tile` (this warp's slice of it) into set w. */
     auto fetch = [&](uint4(&w)[TC_STEPS], int tile) {
@@ -109,10 +109,9 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
     int tile = blockIdx.x;
     /* weights do not depend on earlier kernels: stream them before the wait */
     fetch(wa, tile);
-    if (DEPTH == 2 && tile + (int)gridDim.x < tiles) fetch(wb, tile + gridDim.x);
+    if (tile + (int)gridDim.x < tiles) fetch(wb, tile + gridDim.x);
     pdl_wait();
-    pdl_launch();
-    /* The block's first tile is reduced and stored by warp 0 (either rotation): its lanes load their epilogue
+    /* The block's first tile is reduced and stored by warp 0: its lanes load their epilogue
      * operands (gemv_pre) now, ahead of the x fragment and the mma's, not inside the epilogue. After the wait,
      * not before: loads that depend on loads (row_pos, then the RoPE tables) ahead of the trigger in pdl_wait
      * would hold back the next kernel's launch (run 16). */
@@ -232,10 +231,9 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
             float2 *pt = part[it & 1];
             pt[warp * 32 + lane] = make_float2(acc[0], acc[1]);
             __syncthreads();
-            /* The tile's reducing warp also runs its epilogue (dependent loads: row_pos, RoPE tables, the
-             * residual): with `rotate` that duty passes from warp to warp, tile by tile, so no one warp is late
-             * for every next tile's __syncthreads. The sum is in warp order either way: the same bits. */
-            if (warp != (rotate ? it % nw : 0)) return;
+            /* Warp 0 reduces the tile, in warp order, and runs its epilogue (dependent loads: row_pos, RoPE
+             * tables, the residual). */
+            if (warp != 0) return;
             float2 s = pt[lane];
             /* unrolled, so the partials' loads are in flight together (run 54: batch 8 1,597-1,600 against
              * 1,560-1,563 tok/s; the same sum in the same order) */
@@ -271,58 +269,43 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, DEPTH == 1 ? 2 : 1)
         tile += gridDim.x;
         it++;
         if (tile >= tiles) break;
-        if (DEPTH == 2) run_tile(wb, tile, it);
-        else run_tile(wa, tile, it);
+        run_tile(wb, tile, it);
         tile += gridDim.x;
         it++;
     }
 }
 
-typedef void (*gemv_tc_fn)(const uint16_t *, int, int, const uint16_t *, int, float, uint16_t *, fk_qkv_epi, int);
+typedef void (*gemv_tc_fn)(const uint16_t *, int, int, const uint16_t *, int, float, uint16_t *, fk_qkv_epi);
 
-template <int DEPTH, bool ONE>
-static gemv_tc_fn pick_tc_d(int norm, int epi) {
+template <bool ONE>
+static gemv_tc_fn pick_tc_one(int norm, int epi) {
     switch (epi) {
-    case FK_GEMV_STORE: return norm ? gemv_tc_kernel<true, FK_GEMV_STORE, DEPTH, ONE> : gemv_tc_kernel<false, FK_GEMV_STORE, DEPTH, ONE>;
-    case FK_GEMV_RESID: return norm ? gemv_tc_kernel<true, FK_GEMV_RESID, DEPTH, ONE> : gemv_tc_kernel<false, FK_GEMV_RESID, DEPTH, ONE>;
-    case FK_GEMV_SWIGLU: return norm ? gemv_tc_kernel<true, FK_GEMV_SWIGLU, DEPTH, ONE> : gemv_tc_kernel<false, FK_GEMV_SWIGLU, DEPTH, ONE>;
+    case FK_GEMV_STORE: return norm ? gemv_tc_kernel<true, FK_GEMV_STORE, ONE> : gemv_tc_kernel<false, FK_GEMV_STORE, ONE>;
+    case FK_GEMV_RESID: return norm ? gemv_tc_kernel<true, FK_GEMV_RESID, ONE> : gemv_tc_kernel<false, FK_GEMV_RESID, ONE>;
+    case FK_GEMV_SWIGLU: return norm ? gemv_tc_kernel<true, FK_GEMV_SWIGLU, ONE> : gemv_tc_kernel<false, FK_GEMV_SWIGLU, ONE>;
     }
-    return norm ? gemv_tc_kernel<true, FK_GEMV_QKV, DEPTH, ONE> : gemv_tc_kernel<false, FK_GEMV_QKV, DEPTH, ONE>;
+    return norm ? gemv_tc_kernel<true, FK_GEMV_QKV, ONE> : gemv_tc_kernel<false, FK_GEMV_QKV, ONE>;
 }
 /* one: the batch-1 instantiation (its own x staging; the B > 1 one keeps the code batch 8 was measured with) */
-static gemv_tc_fn pick_tc(int norm, int epi, int depth, int one) {
-    if (one) return depth == 2 ? pick_tc_d<2, true>(norm, epi) : pick_tc_d<1, true>(norm, epi);
-    return depth == 2 ? pick_tc_d<2, false>(norm, epi) : pick_tc_d<1, false>(norm, epi);
+static gemv_tc_fn pick_tc(int norm, int epi, int one) {
+    return one ? pick_tc_one<true>(norm, epi) : pick_tc_one<false>(norm, epi);
 }
 
-static int tc_max_blocks; /* fk_gemv_tc_set_max_blocks: 0 = as many as fit on the GPU at once */
-static int tc_rotate, tc_depth = 2; /* fk_gemv_tc_set_variant: A/B hooks. Depth 2 is the default since run 10 (dev/gemv:
- * fastest tensor-core variant at every shape and batch size, e.g. gqkv B8 14.38 against 19.62 µs at depth 1) */
-extern "C" void fk_gemv_tc_set_variant(int depth, int rotate) {
-    tc_depth = depth == 2 ? 2 : 1;
-    tc_rotate = rotate != 0;
-}
-extern "C" void fk_gemv_tc_set_max_blocks(int blocks) { tc_max_blocks = blocks > 0 ? blocks : 0; }
+extern "C" void fk_ctx_set_gemv_tc_max_blocks(fk_ctx *kc, int blocks) { kc->tc_max_blocks = blocks > 0 ? blocks : 0; }
 
-/* Measured once in gemv_tc_init (the launcher runs inside graph capture, where device queries are best
- * avoided): the SM count, and how many blocks of each kernel and warp count fit on one SM (registers,
- * threads, shared memory). With two devices these are the
- * last-initialised device's: the same for identical GPUs. */
-static int tc_sms = 1, tc_fit[2][2][2][4][TC_MAX_WARPS + 1]; /* [depth-1][batch 1][norm][epi][warps] */
-
-int gemv_tc_init(void) {
-    int dev = 0;
-    cudaError_t e = cudaGetDevice(&dev);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&tc_sms, cudaDevAttrMultiProcessorCount, dev);
-    for (int d = 0; d < 2 && e == cudaSuccess; d++)
-        for (int one = 0; one <= 1 && e == cudaSuccess; one++)
-            for (int norm = 0; norm <= 1 && e == cudaSuccess; norm++)
-                for (int epi = 0; epi < 4 && e == cudaSuccess; epi++) {
-                    gemv_tc_fn fn = pick_tc(norm, epi, d + 1, one);
-                    e = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, TC_XW_BYTES(TC_MAX_WARPS));
-                    for (int nw = 1; nw <= TC_MAX_WARPS && e == cudaSuccess; nw++)
-                        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&tc_fit[d][one][norm][epi][nw], fn, nw * 32, TC_XW_BYTES(nw));
-                }
+/* Measured once per context, on its device (the launcher runs inside graph capture, where device queries
+ * are best avoided): how many blocks of each kernel and warp count fit on one SM (registers, threads,
+ * shared memory). */
+int fk_gemv_tc_ctx_init(fk_ctx *kc) {
+    cudaError_t e = cudaSuccess;
+    for (int one = 0; one <= 1 && e == cudaSuccess; one++)
+        for (int norm = 0; norm <= 1 && e == cudaSuccess; norm++)
+            for (int epi = 0; epi < 4 && e == cudaSuccess; epi++) {
+                gemv_tc_fn fn = pick_tc(norm, epi, one);
+                e = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, TC_XW_BYTES(TC_MAX_WARPS));
+                for (int nw = 1; nw <= TC_MAX_WARPS && e == cudaSuccess; nw++)
+                    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&kc->tc_fit[one][norm][epi][nw], fn, nw * 32, TC_XW_BYTES(nw));
+            }
     if (e != cudaSuccess) {
         frigg_set_error("gemv_tc: cannot set up the kernels: %s", cudaGetErrorString(e));
         return -1;
@@ -331,8 +314,8 @@ int gemv_tc_init(void) {
 }
 
 /* Shapes are validated by the caller (gemv.cu), which sends K > TC_MAX_K to the CUDA-core kernel. */
-int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
-                   uint16_t *out, const fk_qkv_epi *qa, int per_sm_cap, int depth, cudaStream_t s) {
+int gemv_tc_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps,
+                   int epi, uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s) {
     int paired = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
     int tiles = paired ? (O / 2 + 3) / 4 : (O + 7) / 8;
     /* one warp per 32 chunks of K (one round of loads each), 1..TC_MAX_WARPS: a function of K only, which
@@ -344,18 +327,15 @@ int gemv_tc_launch(const uint16_t *W, int O, int K, const uint16_t *x, int B, in
         return -1;
     }
     if (tiles == 0) return 0;
-    if (depth != 1 && depth != 2) depth = tc_depth;
-    gemv_tc_fn fn = pick_tc(norm_in, epi, depth, B == 1);
+    gemv_tc_fn fn = pick_tc(norm_in, epi, B == 1);
     /* Persistent grid: every block resident at once (registers, threads and the kernel's static shared
-     * memory, all in tc_fit); then the
-     * fewest blocks that keep the same number of rounds, so each block takes the same number of tiles. The
-     * grid changes no result. */
-    int per_sm = tc_fit[depth - 1][B == 1][norm_in != 0][epi][nw];
-    if (per_sm_cap > 0 && per_sm_cap < per_sm) per_sm = per_sm_cap;
-    long long cap = (long long)tc_sms * (per_sm > 0 ? per_sm : 1);
-    if (tc_max_blocks && cap > tc_max_blocks) cap = tc_max_blocks;
+     * memory, all in tc_fit); then the fewest blocks that keep the same number of rounds, so each block takes
+     * the same number of tiles. The grid changes no result. */
+    int per_sm = kc->tc_fit[B == 1][norm_in != 0][epi][nw];
+    long long cap = (long long)kc->sms * (per_sm > 0 ? per_sm : 1);
+    if (kc->tc_max_blocks && cap > kc->tc_max_blocks) cap = kc->tc_max_blocks;
     int rounds = (int)((tiles + cap - 1) / cap);
     int grid = (tiles + rounds - 1) / rounds;
-    fk_launch(fn, grid, nw * 32, TC_XW_BYTES(nw), s, W, O, K, x, B, eps, out, *qa, tc_rotate);
+    fk_launch(kc, fn, grid, nw * 32, TC_XW_BYTES(nw), s, W, O, K, x, B, eps, out, *qa);
     return fk_check_launch("gemv_tc");
 }

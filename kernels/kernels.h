@@ -13,33 +13,41 @@
 extern "C" {
 #endif
 
-/* Must be called once per device before any launcher (raises shared-memory limits). */
-int fk_init(void);
+#include "model.h" /* frigg_mat: the weight descriptors the launchers take (device pointers in w); C linkage */
+
+/* The kernels' context: the device's properties (SM count, PDL and cluster support, how many blocks of each
+ * kernel fit an SM) and the kernel choices below, owned by one engine. fk_ctx_create works on the current
+ * device (the caller has made it current) and sets the function attributes the kernels need there; every
+ * launcher then runs on that device with that context. Nothing is process-wide, so engines on different
+ * devices, or with different choices, work side by side. NULL with frigg_error() on failure. */
+typedef struct fk_ctx fk_ctx;
+fk_ctx *fk_ctx_create(void);
+void fk_ctx_free(fk_ctx *k);
 
 /* ---- norm.cu ---- */
 /* zH[t] = bf16(embed[ids[t]] * scale); zL[t] = z_L_init; x[t] = bf16(zL[t] + zH[t]) (first injection). */
-int fk_embed(const uint16_t *embed, const uint16_t *z_L_init, const int32_t *ids, int T, int D, float scale,
+int fk_embed(const fk_ctx *kc, const frigg_mat *embed, const uint16_t *z_L_init, const int32_t *ids, int T, int D, float scale,
              uint16_t *zH, uint16_t *zL, uint16_t *x, cudaStream_t s);
 /* out = rmsnorm(in) row by row (weightless, fp32 inside, eps inside the rsqrt). in may equal out. */
-int fk_rmsnorm(const uint16_t *in, uint16_t *out, int T, int D, float eps, cudaStream_t s);
+int fk_rmsnorm(const fk_ctx *kc, const uint16_t *in, uint16_t *out, int T, int D, float eps, cudaStream_t s);
 /* h = bf16(h + y); a = rmsnorm(h): the residual add of a sub-block fused with the next pre-norm. */
-int fk_add_rmsnorm(uint16_t *h, const uint16_t *y, uint16_t *a, int T, int D, float eps, cudaStream_t s);
+int fk_add_rmsnorm(const fk_ctx *kc, uint16_t *h, const uint16_t *y, uint16_t *a, int T, int D, float eps, cudaStream_t s);
 /* End of a module run: state = rmsnorm(x) (the stack's final_norm, which replaces the state); then, when
  * other != NULL, x = bf16(state + other), the injection add that feeds the next run. */
-int fk_run_end(uint16_t *x, uint16_t *state, const uint16_t *other, int T, int D, float eps, cudaStream_t s);
+int fk_run_end(const fk_ctx *kc, uint16_t *x, uint16_t *state, const uint16_t *other, int T, int D, float eps, cudaStream_t s);
 /* out[t][i] = bf16(bf16(silu(gu[t][i])) * gu[t][I + i]) for the packed gate_up output [T][2I]. */
-int fk_swiglu(const uint16_t *gu, int T, int I, uint16_t *out, cudaStream_t s);
+int fk_swiglu(const fk_ctx *kc, const uint16_t *gu, int T, int I, uint16_t *out, cudaStream_t s);
 /* on != 0: rmsnorm, add_rmsnorm, run_end, swiglu and rope_kv take their general paths (one block per row or
- * element-wise accesses, the kernels before round 2) even where the 16-byte paths apply: for the A/B in
- * kernels/dev/prefill.cu and for tests/test_cuda_prefill.c, which checks both. Off by default. */
-void fk_set_eltwise_general(int on);
+ * element-wise accesses, which serve shapes and alignments the 16-byte paths do not) even where the 16-byte
+ * paths apply, so tests/test_cuda_prefill.c checks both on one shape. Off by default. */
+void fk_ctx_set_eltwise_general(fk_ctx *kc, int on);
 
 /* ---- rope.cu ---- */
 /* From the gqkv projection rows [T][4D] (gate, q, k, v): q_out[t] = rope(q), and the slot's cache gets
  * K = rope(k), V = v at position row_pos[t] of sequence row_seq[t]. The cache of one slot of sequence q
  * starts at k_slot + q * seq_stride (elements) and is laid out [head][max_ctx][head_dim].
  * cos/sin: bf16 tables [max_ctx][head_dim]. */
-int fk_rope_kv(const uint16_t *gqkv, int T, int H, int hd, const int32_t *row_seq, const int32_t *row_pos,
+int fk_rope_kv(const fk_ctx *kc, const uint16_t *gqkv, int T, int H, int hd, const int32_t *row_seq, const int32_t *row_pos,
                const uint16_t *cos_t, const uint16_t *sin_t, uint16_t *q_out, uint16_t *k_slot, uint16_t *v_slot,
                long long seq_stride, int max_ctx, cudaStream_t s);
 
@@ -49,27 +57,21 @@ int fk_rope_kv(const uint16_t *gqkv, int T, int H, int hd, const int32_t *row_se
  * online fp32 softmax, P·V with P rounded to bf16 (the default, as HF; or kept to ~fp32 precision as a hi+lo bf16
  * split, see below), output rounded to bf16, then
  * the gate epilogue y = bf16(bf16(sigmoid(g)) * o) with g read from gqkv rows (stride 4D). */
-int fk_attn_prefill(const uint16_t *q, const uint16_t *k_seq, const uint16_t *v_seq, const uint16_t *gqkv, int T,
+int fk_attn_prefill(const fk_ctx *kc, const uint16_t *q, const uint16_t *k_seq, const uint16_t *v_seq, const uint16_t *gqkv, int T,
                     int H, int hd, int max_ctx, int prefix_len, uint16_t *y, cudaStream_t s);
-/* Which prefill kernel. All are tested against the same reference (tests/test_cuda_prefill.c) and timed by
- * kernels/dev/prefill.cu; fk_init also takes the choice from FRIGG_PREFILL_ATTN=<name> (names as
- * fk_prefill_impl_name; anything else is an error). The bf16p kernels (mma-bf16p is the default) round P to
- * bf16 before P·V, as HF does (eager casts the softmax to bf16 before P·V; SDPA/flash keep P in bf16): o moves
- * by at most 2^-9 · sum_j p_j |v_j| / sum_j p_j against fp32 P (bound in tests/test_cuda_prefill.c). The mma
- * kernels split P into bf16 hi + lo and track the fp32-P CPU engine to ~1e-5. */
+/* How P·V is computed: both kernels are register-tile mma.sync, 4 warps, tested against the same reference
+ * (tests/test_cuda_prefill.c) and timed by kernels/dev/prefill.cu. mma-bf16p (the default) rounds P to bf16
+ * before P·V, as HF does (eager casts the softmax to bf16 before P·V; SDPA/flash keep P in bf16): o moves by at
+ * most 2^-9 · sum_j p_j |v_j| / sum_j p_j against fp32 P (the bound in tests/test_cuda_prefill.c). mma splits
+ * P into bf16 hi + lo and tracks the fp32-P CPU engine to ~1e-5. An unknown value fails the set call. */
 enum {
-    FK_PREFILL_MMA = 0,        /* "mma": register-tile mma.sync, 4 warps, P as bf16 hi + lo */
-    FK_PREFILL_WMMA = 1,       /* "wmma": WMMA with shared-memory tiles (the first kernel) */
-    FK_PREFILL_MMA8 = 2,       /* "mma8": as mma with 8 warps (128 query rows) per block */
-    FK_PREFILL_MMA_BF16P = 3,  /* "mma-bf16p": 4 warps, P rounded to bf16 (default) */
-    FK_PREFILL_MMA8_BF16P = 4, /* "mma8-bf16p": 8 warps, P rounded to bf16 */
-    FK_PREFILL_MMA_2B = 5,       /* "mma-2b": as mma, 2 blocks per SM instead of 3 (no register cap, no spill) */
-    FK_PREFILL_MMA_BF16P_2B = 6, /* "mma-bf16p-2b": as mma-bf16p, 2 blocks per SM */
-    FK_PREFILL_NIMPL = 7
+    FK_PREFILL_MMA_BF16P = 0, /* "mma-bf16p": P rounded to bf16 (the default) */
+    FK_PREFILL_MMA = 1,       /* "mma": P as bf16 hi + lo */
+    FK_PREFILL_NIMPL = 2
 };
-void fk_set_prefill_impl(int impl);
-int fk_get_prefill_impl(void);
-const char *fk_prefill_impl_name(int impl);
+int fk_ctx_set_prefill_impl(fk_ctx *kc, int impl);
+int fk_ctx_prefill_impl(const fk_ctx *kc);
+const char *fk_prefill_impl_name(int impl); /* "mma-bf16p", "mma", "?" */
 /* Decode attention: row b (its query in q[b]) attends causally to positions [0, row_pos[b]] of sequence
  * row_seq[b]; split-K over key chunks (partials in `work`, see fk_attn_decode_work_floats); the last block of
  * each (row, head) combines them with the gate epilogue into y[b]. `counters`: B*H ints, zero before the
@@ -79,7 +81,7 @@ const char *fk_prefill_impl_name(int impl);
  * waiting for the previous kernel (only q, the gate and position row_pos[b] itself after): the kernel right
  * before it may write those three (fk_gemv_qkv does), not the older cache entries or row_seq/row_pos (kernels
  * further back are complete: every frigg kernel lets its dependents start only after its own wait). */
-int fk_attn_decode(const uint16_t *q, const uint16_t *k_slot, const uint16_t *v_slot, long long seq_stride,
+int fk_attn_decode(const fk_ctx *kc, const uint16_t *q, const uint16_t *k_slot, const uint16_t *v_slot, long long seq_stride,
                    const int32_t *row_seq, const int32_t *row_pos, const uint16_t *gqkv, int B, int H, int hd,
                    int max_ctx, float *work, int *counters, uint16_t *y, cudaStream_t s);
 size_t fk_attn_decode_work_floats(int B, int H, int hd, int max_ctx);
@@ -87,16 +89,13 @@ size_t fk_attn_decode_work_floats(int B, int H, int hd, int max_ctx);
  * `work` + an atomic counter, FK_ATTND_CLUSTER through a thread-block cluster's distributed shared memory
  * (sm_90; at most 16 splits per row), FK_ATTND_AUTO (the default): cluster wherever the device runs the
  * kernel's 16-block clusters, else split, fixed per device. spb: splits per block, 0 = chosen from the batch
- * size, else 1..32 (A/B timing). Also set by FRIGG_ATTN_DECODE=auto|split|cluster[:N], read at the first
- * fk_attn_decode; an explicit call overrides it. fk_get_attn_decode_impl returns the mode that runs (auto
- * resolved). Each mode keeps batched rows bit-identical to single rows; split and cluster differ from each
- * other within tolerance (different split counts). */
+ * size, else 1..32 (for timing and tests). A bad value fails the set call (cluster where the device has no
+ * clusters too). fk_ctx_attn_decode_impl returns the mode that runs (auto resolved). Each mode keeps batched
+ * rows bit-identical to single rows; split and cluster differ from each other within tolerance (different
+ * split counts). */
 enum { FK_ATTND_SPLIT = 0, FK_ATTND_CLUSTER = 1, FK_ATTND_AUTO = 2 };
-void fk_set_attn_decode_impl(int impl, int spb);
-int fk_get_attn_decode_impl(void);
-/* A/B knobs for the microbenchmark and tests (no result depends on them): L2 prefetch of rounds ahead (0 =
- * none) and the launch bounds' blocks per SM (0 = by mode and grid, the default). */
-void fk_set_attn_decode_tuning(int prefetch_rounds, int blocks_per_sm);
+int fk_ctx_set_attn_decode_impl(fk_ctx *kc, int impl, int spb);
+int fk_ctx_attn_decode_impl(const fk_ctx *kc);
 
 /* ---- gemv.cu (decode: 1..8 rows per pass over the weights) ---- */
 enum {
@@ -105,30 +104,29 @@ enum {
     FK_GEMV_SWIGLU = 2,  /* W is gate_up [2I][K]: out[b][i] = bf16(bf16(silu(bf16(acc_i))) * bf16(acc_{I+i})) */
     FK_GEMV_QKV = 3,     /* only through fk_gemv_qkv */
 };
-/* y = W·x for B rows (1..8). W [O][K] bf16 row-major, K % 8 == 0. x [B][K]. norm_in: x is first replaced by
- * rmsnorm(x) (each block normalises the B rows itself, so no separate norm kernel is needed).
- * Implementations, chosen by fk_set_gemv_impl or, at fk_init, by the environment variable
- * FRIGG_GEMV_IMPL=auto|simt|tc (anything else is an error): one warp per row on CUDA cores (gemv.cu), tensor
- * cores (gemv_tc.cu), or auto (the default): per batch size and shape class, whichever the H200 measured
- * faster (table in gemv.cu). simt and tc each keep batched decode bit-identical to single-row decode; under
- * auto a row's result depends on how many rows share the pass (another kernel, another summation order), so
- * batched equals single only within rounding. All are tested against the same reference. */
+/* y = W·x for B rows (1..8). W: an [O][K] matrix descriptor (frigg_mat, w in device memory), K % 8 == 0; a
+ * dtype without a kernel is an error that names it. x [B][K]. norm_in: x is first replaced by rmsnorm(x)
+ * (each block normalises the B rows itself, so no separate norm kernel is needed).
+ * Implementations (fk_ctx_set_gemv_impl): one warp per row on CUDA cores (gemv.cu), tensor cores (gemv_tc.cu),
+ * or auto (the default): per batch size and shape class, whichever the H200 measured faster (the table in
+ * gemv.cu). simt and tc each keep batched decode bit-identical to single-row decode; under auto a row's
+ * result depends on how many rows share the pass (another kernel, another summation order), so batched
+ * equals single only within rounding. All are tested against the same reference. */
 enum { FK_GEMV_IMPL_SIMT = 0, FK_GEMV_IMPL_TC = 1, FK_GEMV_IMPL_AUTO = 2 };
-void fk_set_gemv_impl(int impl);
-int fk_get_gemv_impl(void);
-const char *fk_gemv_impl_name(int impl); /* "simt", "tc", "auto" */
+int fk_ctx_set_gemv_impl(fk_ctx *kc, int impl); /* -1 with frigg_error() for an unknown impl */
+int fk_ctx_gemv_impl(const fk_ctx *kc);
+const char *fk_gemv_impl_name(int impl); /* "simt", "tc", "auto", "?" */
+/* Rows of auto's table for tuning runs (kernels/dev/gemv.cu): "down=sttttttt,o_proj=tttttttt", NAME one of
+ * gqkv, gate_up, o_proj, down, lm_head, then a letter per batch size 1..8, s (simt) or t (tc). 0, or -1 with
+ * frigg_error() for a malformed value (the table is then unchanged). */
+int fk_ctx_set_gemv_auto(fk_ctx *kc, const char *rows);
 /* What auto runs for this call (FK_GEMV_IMPL_SIMT or FK_GEMV_IMPL_TC): a test hook. */
-int fk_gemv_auto_impl(int B, int O, int K, int epi);
-int fk_gemv(const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps, int epi,
+int fk_ctx_gemv_auto_impl(const fk_ctx *kc, int B, int O, int K, int epi);
+int fk_gemv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, int norm_in, float eps, int epi,
             uint16_t *out, cudaStream_t s);
 /* The tensor-core kernel runs a persistent grid (each block walks tiles); this caps its number of blocks
  * (0: as many as fit on the GPU at once). A tuning and test hook: results do not depend on it. */
-void fk_gemv_tc_set_max_blocks(int blocks);
-/* A/B hooks for the microbenchmark and tests (no result depends on them): the tensor-core kernel with `depth`
- * (1, 2) weight tiles in flight per warp, and the per-tile reduction and epilogue rotating over the warps
- * (rotate); the CUDA-core kernel with every chunk of a K-4096 row in flight at once (long_unroll). */
-void fk_gemv_tc_set_variant(int depth, int rotate);
-void fk_gemv_simt_set_long_unroll(int on);
+void fk_ctx_set_gemv_tc_max_blocks(fk_ctx *kc, int blocks);
 
 /* Where the fused gqkv projection puts its rows (decode): RoPE'd q into q_out [B][D], RoPE'd k and v into the
  * slot's cache at (row_seq[b], row_pos[b]) (layout as fk_rope_kv), the gate rows into gqkv [B][4D]. */
@@ -141,8 +139,8 @@ typedef struct {
 } fk_qkv_epi;
 /* rmsnorm(x) · gqkv^T with the RoPE + KV-write epilogue: the decode step's first two kernels in one.
  * Each warp computes rows i and i + hd/2 of a head, the pair RoPE mixes. */
-int fk_gemv_qkv(const uint16_t *W, int D, const uint16_t *x, int B, float eps, uint16_t *gqkv, const fk_qkv_epi *qa,
-                cudaStream_t s);
+int fk_gemv_qkv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, float eps, uint16_t *gqkv,
+                const fk_qkv_epi *qa, cudaStream_t s); /* W: [4D][D] */
 
 /* ---- lmhead.cu ---- */
 /* ids[b] = argmax over V of the bf16 logits row b (lowest index on ties, as HF's argmax; NaN never wins; a row
@@ -157,16 +155,18 @@ size_t fk_argmax_work_bytes(int B);
  * largest value in index order, then the ones equal to it in index order (deterministic, not sorted). Four
  * kernels of counting (topk.cu). work: fk_topk_work_bytes(B) bytes of device memory. */
 size_t fk_topk_work_bytes(int B);
-int fk_topk_bf16(const uint16_t *logits, int B, int V, int k, float *vals, int32_t *ids, void *work, cudaStream_t s);
-int fk_argmax_bf16(const uint16_t *logits, int B, int V, int32_t *ids, int32_t *advance, void *work, cudaStream_t s);
+int fk_topk_bf16(const fk_ctx *kc, const uint16_t *logits, int B, int V, int k, float *vals, int32_t *ids, void *work, cudaStream_t s);
+int fk_argmax_bf16(const fk_ctx *kc, const uint16_t *logits, int B, int V, int32_t *ids, int32_t *advance, void *work, cudaStream_t s);
 /* out[i] = float(in[i]) for a bf16 array (logits for the host). */
-int fk_bf16_to_f32(const uint16_t *in, size_t n, float *out, cudaStream_t s);
+int fk_bf16_to_f32(const fk_ctx *kc, const uint16_t *in, size_t n, float *out, cudaStream_t s);
 
 /* ---- bench.cu (used by frigg-bench) ---- */
-/* Sum of every 16-byte word of buf (bytes % 16 == 0) into *sink: a pure-read bandwidth probe. */
-int fk_read_probe(const void *buf, size_t bytes, unsigned *sink, cudaStream_t s);
+/* A pure-read bandwidth probe: every 16-byte word of buf (bytes % 16 == 0) is loaded and folded (xor) into a
+ * value per thread, which is added to *sink only in the rare case it equals a fixed constant, so the loads
+ * cannot be optimised away while nothing is written. */
+int fk_read_probe(const fk_ctx *kc, const void *buf, size_t bytes, unsigned *sink, cudaStream_t s);
 /* An empty kernel: launch-overhead probe. */
-int fk_empty(cudaStream_t s);
+int fk_empty(const fk_ctx *kc, cudaStream_t s);
 
 #ifdef __cplusplus
 }

@@ -33,7 +33,6 @@ __global__ void __launch_bounds__(ARGMAX_THREADS) argmax_part_kernel(const uint1
     __shared__ float sv[ARGMAX_THREADS / 32];
     __shared__ int si[ARGMAX_THREADS / 32];
     pdl_wait();
-    pdl_launch();
     const int b = blockIdx.y, x = blockIdx.x, t = threadIdx.x;
     const uint16_t *row = logits + (size_t)b * V;
     float best = -INFINITY;
@@ -75,7 +74,6 @@ __global__ void __launch_bounds__(ARGMAX_THREADS) argmax_part_kernel(const uint1
  * fk_argmax_bf16. */
 __global__ void argmax_final_kernel(const float *part_v, const int *part_i, int32_t *ids, int32_t *advance) {
     pdl_wait();
-    pdl_launch();
     const int b = blockIdx.x, lane = threadIdx.x;
     float best = -INFINITY;
     int bi = 0x7fffffff;
@@ -91,14 +89,13 @@ __global__ void argmax_final_kernel(const float *part_v, const int *part_i, int3
 
 __global__ void widen_kernel(const uint16_t *in, size_t n, float *out) {
     pdl_wait();
-    pdl_launch();
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         out[i] = bf2f(ld_act16(in + i));
 }
 
 extern "C" size_t fk_argmax_work_bytes(int B) { return (size_t)(B > 0 ? B : 0) * ARGMAX_SLICES * 8; }
 
-extern "C" int fk_argmax_bf16(const uint16_t *logits, int B, int V, int32_t *ids, int32_t *advance, void *work,
+extern "C" int fk_argmax_bf16(const fk_ctx *kc, const uint16_t *logits, int B, int V, int32_t *ids, int32_t *advance, void *work,
                               cudaStream_t s) {
     if (B < 1 || V < 1 || !work || !fk_aligned16(work)) {
         frigg_set_error("argmax: %d rows of %d logits, workspace %p (fk_argmax_work_bytes, 16-byte aligned)", B, V, work);
@@ -106,16 +103,16 @@ extern "C" int fk_argmax_bf16(const uint16_t *logits, int B, int V, int32_t *ids
     }
     float *pv = (float *)work;
     int *pi = (int *)(pv + (size_t)B * ARGMAX_SLICES);
-    fk_launch(argmax_part_kernel, dim3(ARGMAX_SLICES, B), ARGMAX_THREADS, 0, s, logits, V, pv, pi);
+    fk_launch(kc, argmax_part_kernel, dim3(ARGMAX_SLICES, B), ARGMAX_THREADS, 0, s, logits, V, pv, pi);
     if (fk_check_launch("argmax")) return -1;
-    fk_launch(argmax_final_kernel, B, 32, 0, s, (const float *)pv, (const int *)pi, ids, advance);
+    fk_launch(kc, argmax_final_kernel, B, 32, 0, s, (const float *)pv, (const int *)pi, ids, advance);
     return fk_check_launch("argmax");
 }
 
-extern "C" int fk_bf16_to_f32(const uint16_t *in, size_t n, float *out, cudaStream_t s) {
+extern "C" int fk_bf16_to_f32(const fk_ctx *kc, const uint16_t *in, size_t n, float *out, cudaStream_t s) {
     size_t blocks = (n + 255) / 256;
     if (blocks > 65535) blocks = 65535;
     if (!blocks) return 0;
-    fk_launch(widen_kernel, (unsigned)blocks, 256, 0, s, in, n, out);
+    fk_launch(kc, widen_kernel, (unsigned)blocks, 256, 0, s, in, n, out);
     return fk_check_launch("bf16_to_f32");
 }

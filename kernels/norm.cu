@@ -10,7 +10,6 @@
 __global__ void embed_kernel(const uint16_t *embed, const uint16_t *zli, const int32_t *ids, int D, float scale,
                              uint16_t *zH, uint16_t *zL, uint16_t *x) {
     pdl_wait();
-    pdl_launch();
     int t = blockIdx.x;
     const uint16_t *e = embed + (size_t)ids[t] * D;
     for (int i = threadIdx.x; i < D; i += blockDim.x) {
@@ -28,7 +27,6 @@ __global__ void norm_kernel(int mode, uint16_t *h, const uint16_t *y, uint16_t *
                             float eps) {
     __shared__ float scratch[32];
     pdl_wait();
-    pdl_launch();
     size_t row = (size_t)blockIdx.x * D;
     float ss = 0.0f;
     for (int i = threadIdx.x; i < D; i += blockDim.x) {
@@ -58,7 +56,6 @@ template <int MODE>
 __global__ void __launch_bounds__(32 * NORM_ROWS)
     norm_vec_kernel(uint16_t *h, const uint16_t *y, uint16_t *out, const uint16_t *other, int T, int D, float eps) {
     pdl_wait();
-    pdl_launch();
     const int lane = threadIdx.x & 31, t = blockIdx.x * NORM_ROWS + (threadIdx.x >> 5), nc = D / 8;
     if (t >= T) return;
     uint4 *hr = (uint4 *)(h + (size_t)t * D);
@@ -109,20 +106,19 @@ __global__ void __launch_bounds__(32 * NORM_ROWS)
     }
 }
 
-int fk_eltwise_general = 0;
-extern "C" void fk_set_eltwise_general(int on) { fk_eltwise_general = on; }
+extern "C" void fk_ctx_set_eltwise_general(fk_ctx *kc, int on) { kc->eltwise_general = on != 0; }
 
-static int launch_norm(const char *what, int mode, uint16_t *h, const uint16_t *y, uint16_t *out, const uint16_t *other,
+static int launch_norm(const fk_ctx *kc, const char *what, int mode, uint16_t *h, const uint16_t *y, uint16_t *out, const uint16_t *other,
                        int T, int D, float eps, cudaStream_t s) {
-    int vec = !fk_eltwise_general && D % 8 == 0 && D <= 32 * 8 * NORM_VEC_MAX && fk_aligned16(h) &&
+    int vec = !kc->eltwise_general && D % 8 == 0 && D <= 32 * 8 * NORM_VEC_MAX && fk_aligned16(h) &&
               fk_aligned16(out) && (!y || fk_aligned16(y)) && (!other || fk_aligned16(other));
     if (!vec) {
-        fk_launch(norm_kernel, T, NORM_THREADS, 0, s, mode, h, y, out, other, D, eps);
+        fk_launch(kc, norm_kernel, T, NORM_THREADS, 0, s, mode, h, y, out, other, D, eps);
     } else {
         int grid = (T + NORM_ROWS - 1) / NORM_ROWS;
-        if (mode == 0) fk_launch(norm_vec_kernel<0>, grid, 32 * NORM_ROWS, 0, s, h, y, out, other, T, D, eps);
-        else if (mode == 1) fk_launch(norm_vec_kernel<1>, grid, 32 * NORM_ROWS, 0, s, h, y, out, other, T, D, eps);
-        else fk_launch(norm_vec_kernel<2>, grid, 32 * NORM_ROWS, 0, s, h, y, out, other, T, D, eps);
+        if (mode == 0) fk_launch(kc, norm_vec_kernel<0>, grid, 32 * NORM_ROWS, 0, s, h, y, out, other, T, D, eps);
+        else if (mode == 1) fk_launch(kc, norm_vec_kernel<1>, grid, 32 * NORM_ROWS, 0, s, h, y, out, other, T, D, eps);
+        else fk_launch(kc, norm_vec_kernel<2>, grid, 32 * NORM_ROWS, 0, s, h, y, out, other, T, D, eps);
     }
     return fk_check_launch(what);
 }
@@ -130,7 +126,6 @@ static int launch_norm(const char *what, int mode, uint16_t *h, const uint16_t *
 /* SwiGLU, general path: gu rows are [gate | up] of 2I. */
 __global__ void swiglu_kernel(const uint16_t *gu, int I, uint16_t *out) {
     pdl_wait();
-    pdl_launch();
     size_t t = blockIdx.y;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < I; i += gridDim.x * blockDim.x) {
         float g = bf2f(ld_act16(gu + t * 2 * I + i)), u = bf2f(ld_act16(gu + t * 2 * I + I + i));
@@ -143,7 +138,6 @@ __global__ void swiglu_kernel(const uint16_t *gu, int I, uint16_t *out) {
  * [T][I/8] index space, so a 4096-token prefill runs millions of independent 16-byte loads. */
 __global__ void swiglu_vec_kernel(const uint16_t *gu, int T, int I, uint16_t *out) {
     pdl_wait();
-    pdl_launch();
     const int nc = I / 8;
     const size_t n = (size_t)T * nc;
     for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {
@@ -158,34 +152,40 @@ __global__ void swiglu_vec_kernel(const uint16_t *gu, int T, int I, uint16_t *ou
     }
 }
 
-extern "C" int fk_embed(const uint16_t *embed, const uint16_t *z_L_init, const int32_t *ids, int T, int D,
-                        float scale, uint16_t *zH, uint16_t *zL, uint16_t *x, cudaStream_t s) {
-    fk_launch(embed_kernel, T, NORM_THREADS, 0, s, embed, z_L_init, ids, D, scale, zH, zL, x);
+extern "C" int fk_embed(const fk_ctx *kc, const frigg_mat *embed, const uint16_t *z_L_init, const int32_t *ids, int T,
+                        int D, float scale, uint16_t *zH, uint16_t *zL, uint16_t *x, cudaStream_t s) {
+    const uint16_t *E = fk_mat_bf16(embed, "embed");
+    if (!E) return -1;
+    if (embed->cols != D) {
+        frigg_set_error("embed: the table's rows have %d elements, the activations %d", embed->cols, D);
+        return -1;
+    }
+    fk_launch(kc, embed_kernel, T, NORM_THREADS, 0, s, E, z_L_init, ids, D, scale, zH, zL, x);
     return fk_check_launch("embed");
 }
 
-extern "C" int fk_rmsnorm(const uint16_t *in, uint16_t *out, int T, int D, float eps, cudaStream_t s) {
-    return launch_norm("rmsnorm", 0, (uint16_t *)in, NULL, out, NULL, T, D, eps, s);
+extern "C" int fk_rmsnorm(const fk_ctx *kc, const uint16_t *in, uint16_t *out, int T, int D, float eps, cudaStream_t s) {
+    return launch_norm(kc, "rmsnorm", 0, (uint16_t *)in, NULL, out, NULL, T, D, eps, s);
 }
 
-extern "C" int fk_add_rmsnorm(uint16_t *h, const uint16_t *y, uint16_t *a, int T, int D, float eps, cudaStream_t s) {
-    return launch_norm("add_rmsnorm", 1, h, y, a, NULL, T, D, eps, s);
+extern "C" int fk_add_rmsnorm(const fk_ctx *kc, uint16_t *h, const uint16_t *y, uint16_t *a, int T, int D, float eps, cudaStream_t s) {
+    return launch_norm(kc, "add_rmsnorm", 1, h, y, a, NULL, T, D, eps, s);
 }
 
-extern "C" int fk_run_end(uint16_t *x, uint16_t *state, const uint16_t *other, int T, int D, float eps,
-                          cudaStream_t s) {
-    return launch_norm("run_end", 2, x, NULL, state, other, T, D, eps, s);
+extern "C" int fk_run_end(const fk_ctx *kc, uint16_t *x, uint16_t *state, const uint16_t *other, int T, int D,
+                          float eps, cudaStream_t s) {
+    return launch_norm(kc, "run_end", 2, x, NULL, state, other, T, D, eps, s);
 }
 
-extern "C" int fk_swiglu(const uint16_t *gu, int T, int I, uint16_t *out, cudaStream_t s) {
-    if (!fk_eltwise_general && I % 8 == 0 && fk_aligned16(gu) && fk_aligned16(out)) {
-        /* grid-stride: at most 132 SMs x 16 blocks of 256 threads resident; more blocks only add launch tail */
+extern "C" int fk_swiglu(const fk_ctx *kc, const uint16_t *gu, int T, int I, uint16_t *out, cudaStream_t s) {
+    if (!kc->eltwise_general && I % 8 == 0 && fk_aligned16(gu) && fk_aligned16(out)) {
+        /* grid-stride: at most 16 blocks of 256 threads resident per SM; more blocks only add launch tail */
         size_t n = (size_t)T * (I / 8), blocks = (n + 255) / 256;
-        if (blocks > 132 * 16) blocks = 132 * 16;
-        fk_launch(swiglu_vec_kernel, (unsigned)(blocks ? blocks : 1), 256, 0, s, gu, T, I, out);
+        if (blocks > (size_t)kc->sms * 16) blocks = (size_t)kc->sms * 16;
+        fk_launch(kc, swiglu_vec_kernel, (unsigned)(blocks ? blocks : 1), 256, 0, s, gu, T, I, out);
     } else {
         dim3 grid((I + 255) / 256, T);
-        fk_launch(swiglu_kernel, grid, 256, 0, s, gu, I, out);
+        fk_launch(kc, swiglu_kernel, grid, 256, 0, s, gu, I, out);
     }
     return fk_check_launch("swiglu");
 }

@@ -7,7 +7,6 @@ __global__ void rope_kv_kernel(const uint16_t *gqkv, int H, int hd, const int32_
                                const uint16_t *cos_t, const uint16_t *sin_t, uint16_t *q_out, uint16_t *k_slot,
                                uint16_t *v_slot, long long seq_stride, int max_ctx) {
     pdl_wait();
-    pdl_launch();
     int t = blockIdx.x, D = H * hd, half = hd / 2;
     int pos = row_pos[t];
     const uint16_t *row = gqkv + (size_t)t * 4 * D;
@@ -49,7 +48,6 @@ __global__ void rope_kv_vec_kernel(const uint16_t *gqkv, int T, int H, int hd, c
                                    uint16_t *q_out, uint16_t *k_slot, uint16_t *v_slot, long long seq_stride,
                                    int max_ctx) {
     pdl_wait();
-    pdl_launch();
     const int half = hd / 2, cph = half / 8, cpr = H * cph, D = H * hd; /* chunks per head half, per row */
     const size_t n = (size_t)T * cpr;
     for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {
@@ -82,7 +80,7 @@ __global__ void rope_kv_vec_kernel(const uint16_t *gqkv, int T, int H, int hd, c
     }
 }
 
-extern "C" int fk_rope_kv(const uint16_t *gqkv, int T, int H, int hd, const int32_t *row_seq, const int32_t *row_pos,
+extern "C" int fk_rope_kv(const fk_ctx *kc, const uint16_t *gqkv, int T, int H, int hd, const int32_t *row_seq, const int32_t *row_pos,
                           const uint16_t *cos_t, const uint16_t *sin_t, uint16_t *q_out, uint16_t *k_slot,
                           uint16_t *v_slot, long long seq_stride, int max_ctx, cudaStream_t s) {
     if (hd % 2) {
@@ -91,14 +89,14 @@ extern "C" int fk_rope_kv(const uint16_t *gqkv, int T, int H, int hd, const int3
     }
     /* 16-byte chunks need 8-aligned element offsets everywhere: hd % 16 (so half % 8), and aligned bases and
      * sequence stride */
-    if (!fk_eltwise_general && hd % 16 == 0 && seq_stride % 8 == 0 && fk_aligned16(gqkv) && fk_aligned16(cos_t) &&
+    if (!kc->eltwise_general && hd % 16 == 0 && seq_stride % 8 == 0 && fk_aligned16(gqkv) && fk_aligned16(cos_t) &&
         fk_aligned16(sin_t) && fk_aligned16(q_out) && fk_aligned16(k_slot) && fk_aligned16(v_slot)) {
         size_t n = (size_t)T * H * (hd / 16), blocks = (n + 255) / 256;
-        if (blocks > 132 * 16) blocks = 132 * 16; /* grid-stride beyond a few waves of resident blocks */
-        fk_launch(rope_kv_vec_kernel, (unsigned)(blocks ? blocks : 1), 256, 0, s, gqkv, T, H, hd, row_seq, row_pos,
+        if (blocks > (size_t)kc->sms * 16) blocks = (size_t)kc->sms * 16; /* grid-stride past resident blocks */
+        fk_launch(kc, rope_kv_vec_kernel, (unsigned)(blocks ? blocks : 1), 256, 0, s, gqkv, T, H, hd, row_seq, row_pos,
                   cos_t, sin_t, q_out, k_slot, v_slot, seq_stride, max_ctx);
     } else {
-        fk_launch(rope_kv_kernel, T, 256, 0, s, gqkv, H, hd, row_seq, row_pos, cos_t, sin_t, q_out, k_slot, v_slot,
+        fk_launch(kc, rope_kv_kernel, T, 256, 0, s, gqkv, H, hd, row_seq, row_pos, cos_t, sin_t, q_out, k_slot, v_slot,
                   seq_stride, max_ctx);
     }
     return fk_check_launch("rope_kv");

@@ -65,7 +65,6 @@ __device__ void topk_threshold(const int *hist_hi, const int *hist_lo, int k, un
 __global__ void __launch_bounds__(TOPK_THREADS) topk_hist_hi_kernel(const uint16_t *logits, int V, int *work) {
     __shared__ int h[256];
     pdl_wait();
-    pdl_launch();
     const uint16_t *row = logits + (size_t)blockIdx.y * V;
     int *hist = work + (size_t)blockIdx.y * TOPK_ROW_INTS;
     h[threadIdx.x] = 0; /* TOPK_THREADS == 256 */
@@ -81,7 +80,6 @@ __global__ void __launch_bounds__(TOPK_THREADS) topk_hist_lo_kernel(const uint16
     __shared__ int h[256];
     __shared__ int sH;
     pdl_wait();
-    pdl_launch();
     const uint16_t *row = logits + (size_t)blockIdx.y * V;
     int *hist = work + (size_t)blockIdx.y * TOPK_ROW_INTS;
     h[threadIdx.x] = 0;
@@ -136,7 +134,6 @@ __device__ __forceinline__ int topk_scan(int v, int &before) {
 __global__ void __launch_bounds__(TOPK_THREADS) topk_count_kernel(const uint16_t *logits, int V, int k, int *work) {
     __shared__ unsigned sT;
     pdl_wait();
-    pdl_launch();
     const uint16_t *row = logits + (size_t)blockIdx.y * V;
     int *w = work + (size_t)blockIdx.y * TOPK_ROW_INTS;
     if (threadIdx.x == 0) {
@@ -159,7 +156,6 @@ __global__ void __launch_bounds__(TOPK_THREADS) topk_write_kernel(const uint16_t
     __shared__ unsigned sT;
     __shared__ int s_above, s_gt0, s_eq0;
     pdl_wait();
-    pdl_launch();
     const uint16_t *row = logits + (size_t)blockIdx.y * V;
     const int *w = work + (size_t)blockIdx.y * TOPK_ROW_INTS;
     float *ov = vals + (size_t)blockIdx.y * k;
@@ -202,7 +198,7 @@ __global__ void __launch_bounds__(TOPK_THREADS) topk_write_kernel(const uint16_t
 
 extern "C" size_t fk_topk_work_bytes(int B) { return (size_t)(B > 0 ? B : 0) * TOPK_ROW_INTS * sizeof(int); }
 
-extern "C" int fk_topk_bf16(const uint16_t *logits, int B, int V, int k, float *vals, int32_t *ids, void *work,
+extern "C" int fk_topk_bf16(const fk_ctx *kc, const uint16_t *logits, int B, int V, int k, float *vals, int32_t *ids, void *work,
                             cudaStream_t s) {
     if (B < 1 || V < 1 || k < 1 || k > V || !work) {
         frigg_set_error("topk: the %d largest of %d rows of %d logits (1 <= k <= the row), workspace %p", k, B, V, work);
@@ -211,12 +207,12 @@ extern "C" int fk_topk_bf16(const uint16_t *logits, int B, int V, int k, float *
     int *w = (int *)work;
     if (cudaMemsetAsync(w, 0, fk_topk_work_bytes(B), s) != cudaSuccess) return fk_check_launch("topk");
     const dim3 grid(TOPK_SLICES, B);
-    fk_launch(topk_hist_hi_kernel, grid, TOPK_THREADS, 0, s, logits, V, w);
+    fk_launch(kc, topk_hist_hi_kernel, grid, TOPK_THREADS, 0, s, logits, V, w);
     if (fk_check_launch("topk")) return -1;
-    fk_launch(topk_hist_lo_kernel, grid, TOPK_THREADS, 0, s, logits, V, k, w);
+    fk_launch(kc, topk_hist_lo_kernel, grid, TOPK_THREADS, 0, s, logits, V, k, w);
     if (fk_check_launch("topk")) return -1;
-    fk_launch(topk_count_kernel, grid, TOPK_THREADS, 0, s, logits, V, k, w);
+    fk_launch(kc, topk_count_kernel, grid, TOPK_THREADS, 0, s, logits, V, k, w);
     if (fk_check_launch("topk")) return -1;
-    fk_launch(topk_write_kernel, grid, TOPK_THREADS, 0, s, logits, V, k, (const int *)w, vals, ids);
+    fk_launch(kc, topk_write_kernel, grid, TOPK_THREADS, 0, s, logits, V, k, (const int *)w, vals, ids);
     return fk_check_launch("topk");
 }

@@ -9,10 +9,11 @@
  * blocks); a preceding kernel's write of the newest key (fk_rope_kv, launched with PDL right before, as
  * fk_gemv_qkv is in the engine) is seen; unsupported shapes are errors. The kernel parks up to 4 splits'
  * group partials before one barrier merges them: blocks of more splits than that (5, 9, 16, 32 per block)
- * flush the park several times, the last time partly full. The A/B knobs (L2 prefetch of rounds ahead, launch
- * bounds of 3 (three rounds in flight), 4 or 5 blocks per SM) never change a bit either.
- * FRIGG_QUICK=1: the default merge modes only (auto, split), at Mimir's 12 heads of 128 (a run under
- * compute-sanitizer's racecheck, which did not finish the whole test in 420 s: benchmarks run 31).
+ * flush the park several times, the last time partly full. The launch bounds (3 blocks per SM, three rounds in
+ * flight, or 4) follow the grid, so both run below. The merge mode is a setting of the kernel context; a bad
+ * setting fails the set call.
+ * FRIGG_QUICK=1: the default merge modes only (auto, split), at Mimir's 12 heads of 128 (for a run under
+ * compute-sanitizer's racecheck, which did not finish the whole test in 420 s).
  * Without CUDA in the build, or without a GPU, everything is skipped (0 failed). */
 #include <math.h>
 #include <stdint.h>
@@ -29,7 +30,9 @@
 #include "backend.h"
 #include "../kernels/kernels.h"
 
-#define ATTND_AUTO FK_ATTND_AUTO /* fk_set_attn_decode_impl's default merge mode */
+#define ATTND_AUTO FK_ATTND_AUTO /* the context's default merge mode */
+
+static fk_ctx *kc; /* the context every launch below uses */
 
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 static float frand(void) { /* uniform [-1, 1) */
@@ -108,7 +111,7 @@ static int run(problem *p, int qrow0, int B, const int32_t *seq, const int32_t *
     cudaMemcpy(p->dseq, seq, (size_t)B * 4, cudaMemcpyHostToDevice);
     cudaMemcpy(p->dpos, pos, (size_t)B * 4, cudaMemcpyHostToDevice);
     cudaMemset(p->dy, 0xff, (size_t)MAXB * p->D * 2);
-    int rc = fk_attn_decode(p->dq + (size_t)qrow0 * p->D, p->dk, p->dv, p->seq_stride, p->dseq, p->dpos,
+    int rc = fk_attn_decode(kc, p->dq + (size_t)qrow0 * p->D, p->dk, p->dv, p->seq_stride, p->dseq, p->dpos,
                             p->dg + (size_t)qrow0 * 4 * p->D, B, p->H, p->hd, p->max_ctx, p->work, p->cnt, p->dy, 0);
     cudaDeviceSynchronize();
     cudaMemcpy(y, p->dy, (size_t)B * p->D * 2, cudaMemcpyDeviceToHost);
@@ -183,7 +186,7 @@ static void test_graph(void) {
     CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess, "begin capture");
     int rc = 0;
     for (int i = 0; i < 2; i++)
-        rc |= fk_attn_decode(p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 4, p.H, p.hd, p.max_ctx, p.work,
+        rc |= fk_attn_decode(kc, p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 4, p.H, p.hd, p.max_ctx, p.work,
                              p.cnt, p.dy, s);
     CHECK(cudaStreamEndCapture(s, &g) == cudaSuccess && rc == 0, "capture: %s", frigg_error());
     CHECK(cudaGraphInstantiate(&ex, g, 0) == cudaSuccess, "instantiate");
@@ -230,8 +233,8 @@ static void test_newest_key(void) {
     cudaMemcpy(p.dpos, pos, sizeof pos, cudaMemcpyHostToDevice);
     cudaMemset(p.dy, 0xff, (size_t)MAXB * D * 2);
     cudaDeviceSynchronize();
-    int rc = fk_rope_kv(dgqkv, B, p.H, p.hd, p.dseq, p.dpos, dcs, dsn, p.dq, p.dk, p.dv, p.seq_stride, p.max_ctx, 0);
-    rc |= fk_attn_decode(p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, dgqkv, B, p.H, p.hd, p.max_ctx, p.work, p.cnt,
+    int rc = fk_rope_kv(kc, dgqkv, B, p.H, p.hd, p.dseq, p.dpos, dcs, dsn, p.dq, p.dk, p.dv, p.seq_stride, p.max_ctx, 0);
+    rc |= fk_attn_decode(kc, p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, dgqkv, B, p.H, p.hd, p.max_ctx, p.work, p.cnt,
                          p.dy, 0);
     CHECK(rc == 0, "%s", frigg_error());
     cudaDeviceSynchronize();
@@ -252,8 +255,8 @@ static void test_newest_key(void) {
 }
 
 /* Splits per block only moves whole splits between blocks: every setting gives the same bits as one split
- * per block, in each mode, for a batch of rows whose lengths cover one to all splits; so do the L2 prefetch
- * and the launch bounds. */
+ * per block, in each mode, for a batch of rows whose lengths cover one to all splits (the grids of these
+ * settings fall on both sides of the launch bounds' switch from 3 to 4 blocks per SM). */
 static void test_spb_invariance(int impl, int H, int hd, int max_ctx) {
     problem p;
     problem_init(&p, H, hd, max_ctx);
@@ -261,25 +264,19 @@ static void test_spb_invariance(int impl, int H, int hd, int max_ctx) {
     static const int lens[MAXB] = {1, 33, 97, 200, 511, 64, 700, 129};
     for (int b = 0; b < MAXB; b++) pos[b] = (lens[b] > max_ctx ? max_ctx : lens[b]) - 1;
     uint16_t *y1 = malloc((size_t)MAXB * p.D * 2), *yk = malloc((size_t)MAXB * p.D * 2);
-    fk_set_attn_decode_impl(impl, 1);
-    fk_set_attn_decode_tuning(0, 0);
+    CHECK(fk_ctx_set_attn_decode_impl(kc, impl, 1) == 0, "%s", frigg_error());
     CHECK(run(&p, 0, MAXB, seq, pos, y1) == 0, "%s", frigg_error());
     check_rows(impl == FK_ATTND_CLUSTER ? "cluster spb=1" : impl == FK_ATTND_SPLIT ? "split spb=1" : "auto spb=1", &p, 0,
                MAXB, seq, pos, y1);
-    /* {splits per block, prefetch rounds ahead, blocks per SM} */
-    static const int set[][3] = {{2, 0, 4}, {3, 0, 4}, {4, 0, 4}, {5, 0, 4}, {8, 0, 4}, {9, 0, 4}, {16, 0, 4},
-                                 {32, 0, 4}, {0, 0, 4}, {1, 1, 4}, {5, 2, 4}, {32, 3, 4}, {0, 0, 5}, {9, 2, 5},
-                                 {0, 0, 3}, {5, 0, 3}, {32, 2, 3}, {0, 0, 0}, {3, 0, 0}};
+    static const int set[] = {2, 3, 4, 5, 8, 9, 16, 32, 0};
     for (int i = 0; i < (int)(sizeof set / sizeof set[0]); i++) {
-        fk_set_attn_decode_impl(impl, set[i][0]);
-        fk_set_attn_decode_tuning(set[i][1], set[i][2]);
+        CHECK(fk_ctx_set_attn_decode_impl(kc, impl, set[i]) == 0, "%s", frigg_error());
         CHECK(run(&p, 0, MAXB, seq, pos, yk) == 0, "%s", frigg_error());
-        CHECK(!memcmp(y1, yk, (size_t)MAXB * p.D * 2),
-              "impl %d H=%d hd=%d: %d splits per block, prefetch %d, %d blocks/SM differs from 1 split per block", impl,
-              H, hd, set[i][0], set[i][1], set[i][2]);
-        CHECK(counters_zero(&p), "impl %d spb %d: split counters not left at zero", impl, set[i][0]);
+        CHECK(!memcmp(y1, yk, (size_t)MAXB * p.D * 2), "impl %d H=%d hd=%d: %d splits per block differs from 1 split per block",
+              impl, H, hd, set[i]);
+        CHECK(counters_zero(&p), "impl %d spb %d: split counters not left at zero", impl, set[i]);
     }
-    fk_set_attn_decode_tuning(0, 0);
+    fk_ctx_set_attn_decode_impl(kc, ATTND_AUTO, 0);
     free(y1);
     free(yk);
     problem_free(&p);
@@ -288,31 +285,22 @@ static void test_spb_invariance(int impl, int H, int hd, int max_ctx) {
 static void test_errors(void) {
     problem p;
     problem_init(&p, 2, 128, 64);
-    CHECK(fk_attn_decode(p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 1, 2, 48, 64, p.work, p.cnt, p.dy, 0) != 0,
+    CHECK(fk_attn_decode(kc, p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 1, 2, 48, 64, p.work, p.cnt, p.dy, 0) != 0,
           "head_dim 48 accepted");
-    CHECK(fk_attn_decode(p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 0, 2, 128, 64, p.work, p.cnt, p.dy, 0) != 0,
+    CHECK(fk_attn_decode(kc, p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 0, 2, 128, 64, p.work, p.cnt, p.dy, 0) != 0,
           "batch 0 accepted");
-    fk_set_attn_decode_impl(7, 0);
-    CHECK(fk_attn_decode(p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 1, 2, 128, 64, p.work, p.cnt, p.dy, 0) != 0,
-          "unknown implementation accepted");
-    fk_set_attn_decode_impl(FK_ATTND_SPLIT, 33);
-    CHECK(fk_attn_decode(p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 1, 2, 128, 64, p.work, p.cnt, p.dy, 0) != 0,
-          "33 splits per block accepted");
-    fk_set_attn_decode_impl(FK_ATTND_SPLIT, 0);
-    static const int bad[][2] = {{-1, 4}, {33, 4}, {0, 2}, {0, 6}};
-    for (int i = 0; i < 4; i++) {
-        fk_set_attn_decode_tuning(bad[i][0], bad[i][1]);
-        CHECK(fk_attn_decode(p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 1, 2, 128, 64, p.work, p.cnt, p.dy, 0) != 0,
-              "tuning prefetch %d, %d blocks per SM accepted", bad[i][0], bad[i][1]);
-    }
-    fk_set_attn_decode_tuning(0, 0);
-    CHECK(fk_attn_decode(p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 1, 2, 128, 64, p.work, p.cnt, p.dy, 0) == 0,
-          "the default tuning refused after a bad one: %s", frigg_error());
+    CHECK(fk_ctx_set_attn_decode_impl(kc, 7, 0) == -1, "unknown merge mode accepted");
+    CHECK(fk_ctx_set_attn_decode_impl(kc, FK_ATTND_SPLIT, 33) == -1, "33 splits per block accepted");
+    CHECK(fk_ctx_set_attn_decode_impl(kc, FK_ATTND_SPLIT, -1) == -1, "-1 splits per block accepted");
+    CHECK(fk_ctx_attn_decode_impl(kc) == FK_ATTND_SPLIT || fk_ctx_attn_decode_impl(kc) == FK_ATTND_CLUSTER,
+          "a refused setting changed the mode");
+    CHECK(fk_attn_decode(kc, p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 1, 2, 128, 64, p.work, p.cnt, p.dy, 0) == 0,
+          "the setting before a refused one: %s", frigg_error());
     /* auto names the mode it runs: cluster where clusters run (sm_90), else split */
-    fk_set_attn_decode_impl(ATTND_AUTO, 0);
-    int got = fk_get_attn_decode_impl();
+    CHECK(fk_ctx_set_attn_decode_impl(kc, ATTND_AUTO, 0) == 0, "%s", frigg_error());
+    int got = fk_ctx_attn_decode_impl(kc);
     CHECK(got == FK_ATTND_SPLIT || got == FK_ATTND_CLUSTER, "auto reports mode %d", got);
-    CHECK(fk_attn_decode(p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 1, 2, 128, 64, p.work, p.cnt, p.dy, 0) == 0,
+    CHECK(fk_attn_decode(kc, p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, p.dg, 1, 2, 128, 64, p.work, p.cnt, p.dy, 0) == 0,
           "auto: %s", frigg_error());
     problem_free(&p);
 }
@@ -326,7 +314,8 @@ int main(void) {
     if (frigg_cuda_device_count() < 1) {
         SKIP("no CUDA device present");
     } else {
-        CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
+        kc = fk_ctx_create();
+        CHECK(kc != NULL, "fk_ctx_create: %s", frigg_error());
         /* split and round boundaries (32-key minimum split, 32-key rounds at head_dim 128), odd lengths */
         static const int lens[] = {1, 2, 31, 32, 33, 63, 64, 65, 127, 128, 129, 200, 511, 700, 3, 97};
         const int nlen = (int)(sizeof lens / sizeof lens[0]);
@@ -334,18 +323,18 @@ int main(void) {
         static const int long_lens[] = {4096, 4095, 3001, 1025, 4000, 2048, 17, 4096};
         /* each merge mode with splits per block by batch size (batch 1: one per block, batch 8 at 12 heads:
          * several, so "batched = alone" also compares different block mappings) and fixed at 3; more splits
-         * per block than the kernel parks (9: flushes after 4, 8 and 9); the A/B knobs (L2 prefetch of rounds
-         * ahead; 5 or 3 blocks per SM); the defaults (auto mode, launch bounds by grid). {mode, splits per block,
-         * prefetch, blocks per SM} */
-        static const int modes[][4] = {{FK_ATTND_SPLIT, 0, 0, 4},   {FK_ATTND_SPLIT, 3, 0, 4},
-                                       {FK_ATTND_CLUSTER, 0, 0, 4}, {FK_ATTND_CLUSTER, 3, 0, 4},
-                                       {FK_ATTND_SPLIT, 9, 2, 5},   {FK_ATTND_CLUSTER, 0, 1, 5},
-                                       {FK_ATTND_SPLIT, 0, 0, 3},   {FK_ATTND_CLUSTER, 5, 2, 3},
-                                       {ATTND_AUTO, 0, 0, 0},       {FK_ATTND_SPLIT, 0, 0, 0}};
+         * per block than the kernel parks (9: flushes after 4, 8 and 9); the defaults (auto mode). {mode,
+         * splits per block} */
+        static const int modes[][2] = {{FK_ATTND_SPLIT, 3}, {FK_ATTND_CLUSTER, 0}, {FK_ATTND_CLUSTER, 3},
+                                       {FK_ATTND_SPLIT, 9}, {FK_ATTND_CLUSTER, 5}, {ATTND_AUTO, 0},
+                                       {FK_ATTND_SPLIT, 0}};
         const int nmodes = (int)(sizeof modes / sizeof modes[0]), quick = th_quick();
         for (int mi = quick ? nmodes - 2 : 0; mi < nmodes; mi++) {
-            fk_set_attn_decode_impl(modes[mi][0], modes[mi][1]);
-            fk_set_attn_decode_tuning(modes[mi][2], modes[mi][3]);
+            if (fk_ctx_set_attn_decode_impl(kc, modes[mi][0], modes[mi][1])) {
+                CHECK(modes[mi][0] == FK_ATTND_CLUSTER, "mode %d:%d refused: %s", modes[mi][0], modes[mi][1], frigg_error());
+                printf("SKIP: the cluster merge (%s)\n", frigg_error());
+                continue;
+            }
             test_lengths(12, 128, 700, lens, nlen); /* Mimir's heads: up to 22 splits (16 in cluster mode) */
             if (quick) {
                 test_lengths(12, 128, 4096, long_lens, 8);
@@ -360,17 +349,19 @@ int main(void) {
             test_graph();
             test_newest_key();
         }
-        fk_set_attn_decode_tuning(0, 0);
         if (!quick) {
             test_spb_invariance(FK_ATTND_SPLIT, 12, 128, 700);
             test_spb_invariance(FK_ATTND_SPLIT, 2, 64, 4096);
-            test_spb_invariance(FK_ATTND_CLUSTER, 12, 128, 700);
-            test_spb_invariance(FK_ATTND_CLUSTER, 2, 64, 4096);
+            if (fk_ctx_set_attn_decode_impl(kc, FK_ATTND_CLUSTER, 0) == 0) {
+                test_spb_invariance(FK_ATTND_CLUSTER, 12, 128, 700);
+                test_spb_invariance(FK_ATTND_CLUSTER, 2, 64, 4096);
+            }
             test_spb_invariance(ATTND_AUTO, 12, 128, 700);
             test_errors();
         }
         cudaError_t e = cudaDeviceSynchronize();
         CHECK(e == cudaSuccess, "device error: %s", cudaGetErrorString(e));
+        fk_ctx_free(kc);
     }
 #endif
     TEST_MAIN_END();

@@ -3,7 +3,9 @@
  * fixtures (every golden/fixtures/NAME), for the three masks. Also: a decode step replayed from the CUDA graph is
  * bit-identical to the eager kernels; a batched step equals single steps bit for bit; a GREEDY row equals
  * the argmax of a LOGITS row and a TOPK row its k largest; greedy steps queued two deep equal greedy steps one by one; two engines on two devices (where present), run at the same time, each give
- * exactly the single-device result (random model and the tiny-packed fixture).
+ * exactly the single-device result (random model and the tiny-packed fixture); two engines in one process with
+ * different kernel choices (decode GEMV on CUDA cores in one, tensor cores in the other), stepped in turn, each
+ * give exactly what they give alone.
  *
  * Tolerances (two engines, both rounding to bf16 at HF's points, fp32 sums in different orders):
  *   last-row logits  |cuda - cpu| <= ABS_TOL + REL_TOL * max|cpu|
@@ -158,12 +160,13 @@ static void test_determinism(frigg_backend *gpu, const int32_t *ids, int n) {
     /* batched (3 rows) vs one row at a time on copies of the same sequences. With the decode GEMV forced to
      * one implementation (simt, tc) bit for bit; under auto (the default) B = 3 and B = 1 may run different
      * GEMV kernels (other summation orders), so there only within the engine's decode tolerance. Eager
-     * launches: the graphs captured so far hold the implementation the environment chose. */
+     * launches: the graphs captured so far hold the engine's default (auto). */
     static const int impls[] = {FK_GEMV_IMPL_SIMT, FK_GEMV_IMPL_TC, FK_GEMV_IMPL_AUTO};
-    int impl_env = fk_get_gemv_impl();
+    struct fk_ctx *kc = frigg_cuda_kernels(gpu);
+    int impl_default = fk_ctx_gemv_impl(kc);
     frigg_cuda_set_graphs(gpu, 0);
     for (int k = 0; k < 3; k++) {
-        fk_set_gemv_impl(impls[k]);
+        CHECK(fk_ctx_set_gemv_impl(kc, impls[k]) == 0, "%s", frigg_error());
         for (int s = 0; s < 6; s++) frigg_prefill(gpu, s, ids, n - (s % 3), n - (s % 3), NULL, NULL);
         CHECK(frigg_decode(gpu, 3, sa, tok, a) == 0, "%s", frigg_error());
         for (int i = 0; i < 3; i++) CHECK(frigg_decode(gpu, 1, &sb[i], &tok[i], b + (size_t)i * V) == 0, "%s", frigg_error());
@@ -177,7 +180,7 @@ static void test_determinism(frigg_backend *gpu, const int32_t *ids, int n) {
             CHECK(d <= ABS_TOL + REL_TOL * sc, "gemv auto: batched row %d vs single: max |d| %.4f (scale %.2f)", i, d, sc);
         }
     }
-    fk_set_gemv_impl(impl_env);
+    fk_ctx_set_gemv_impl(kc, impl_default);
     frigg_cuda_set_graphs(gpu, 1);
     int32_t out[3];
     for (int s = 0; s < 6; s++) frigg_prefill(gpu, s, ids, n - (s % 3), n - (s % 3), NULL, NULL);
@@ -321,6 +324,63 @@ static void run_model(const char *label, const frigg_model *m, int det) {
     frigg_backend_destroy(gpu);
 }
 
+/* Prefill + TWO_SET_STEPS greedy decode steps (graphs) on one engine: the logits of every step into out. */
+enum { TWO_SET_STEPS = 4 };
+static int prefill_and_decode(frigg_backend *b, const int32_t *ids, int n, float *out) {
+    int V = b->model->cfg.vocab_size;
+    if (frigg_prefill(b, 0, ids, n, n / 2, out, NULL)) return -1;
+    for (int s = 0; s < TWO_SET_STEPS; s++) {
+        int seq = 0;
+        int32_t tok = frigg_argmax(out + (size_t)s * V, V);
+        if (frigg_decode(b, 1, &seq, &tok, out + (size_t)(s + 1) * V)) return -1;
+    }
+    return 0;
+}
+
+/* Two engines on one device, one with the decode GEMV on CUDA cores and one on tensor cores (each engine's own
+ * kernel context), stepped in turn: each gives bit for bit what it gives alone, and the two differ (so the
+ * settings were really each engine's own), within the engines' tolerance of each other. */
+static void test_two_settings(const frigg_model *m) {
+    frigg_backend_opts o = {.max_seqs = 1, .max_ctx = 64};
+    int V = m->cfg.vocab_size, n = 12;
+    int32_t ids[12];
+    for (int i = 0; i < n; i++) ids[i] = (int32_t)((i * 37 + 5) % V);
+    size_t per = (size_t)(1 + TWO_SET_STEPS) * V;
+    float *alone = calloc(2 * per, sizeof(float)), *turn = calloc(2 * per, sizeof(float));
+    static const int impls[2] = {FK_GEMV_IMPL_SIMT, FK_GEMV_IMPL_TC};
+    for (int k = 0; k < 2; k++) {
+        frigg_backend *b = frigg_backend_create("cuda", m, &o);
+        CHECK(b && fk_ctx_set_gemv_impl(frigg_cuda_kernels(b), impls[k]) == 0, "%s", frigg_error());
+        if (b) CHECK(prefill_and_decode(b, ids, n, alone + k * per) == 0, "alone %d: %s", k, frigg_error());
+        frigg_backend_destroy(b);
+    }
+    frigg_backend *e[2];
+    for (int k = 0; k < 2; k++) {
+        e[k] = frigg_backend_create("cuda", m, &o);
+        CHECK(e[k] && fk_ctx_set_gemv_impl(frigg_cuda_kernels(e[k]), impls[k]) == 0, "%s", frigg_error());
+    }
+    if (e[0] && e[1]) {
+        for (int k = 0; k < 2; k++) CHECK(frigg_prefill(e[k], 0, ids, n, n / 2, turn + k * per, NULL) == 0, "%s", frigg_error());
+        for (int s = 0; s < TWO_SET_STEPS; s++) /* one step of each engine in turn */
+            for (int k = 0; k < 2; k++) {
+                int seq = 0;
+                int32_t tok = frigg_argmax(turn + k * per + (size_t)s * V, V);
+                CHECK(frigg_decode(e[k], 1, &seq, &tok, turn + k * per + (size_t)(s + 1) * V) == 0, "%s", frigg_error());
+            }
+        for (int k = 0; k < 2; k++)
+            CHECK(!memcmp(alone + k * per, turn + k * per, per * sizeof(float)),
+                  "two settings: the %s engine, stepped in turn with the other, differs from it alone",
+                  fk_gemv_impl_name(impls[k]));
+        CHECK(memcmp(alone + V, alone + per + V, (per - V) * sizeof(float)) != 0,
+              "two settings: simt and tc decode gave identical logits: the settings were not each engine's own");
+        double sc, d = max_abs_diff(alone + per - V, alone + 2 * per - V, V, &sc);
+        CHECK(d <= ABS_TOL + REL_TOL * sc, "two settings: simt vs tc last step max |d| %.4f (scale %.2f)", d, sc);
+    }
+    for (int k = 0; k < 2; k++) frigg_backend_destroy(e[k]);
+    free(alone);
+    free(turn);
+}
+
 static void test_two_devices(const char *label, const frigg_model *m);
 
 static void test_fixtures(void) {
@@ -423,6 +483,7 @@ int main(void) {
         frigg_model *m = frigg_model_random(&c, 7, 8.0f);
         run_model("random hd128 H2/L3", m, 1);
         test_two_devices("random hd128", m);
+        test_two_settings(m);
         frigg_model_free(m);
         frigg_config t;
         frigg_config_mimir(&t);

@@ -3,7 +3,9 @@
  * do not divide evenly into warps (K/8 = 257), and K > 4096, which every implementation hands to the CUDA-core
  * kernel (the tensor-core kernel keeps one round of K per warp), against the CPU reference ops. And the properties batched decode relies on, bit for bit: each batch row's result equals
  * the single-row pass on that row, for every B; results do not depend on the tensor-core kernel's grid
- * (persistent blocks walking several tiles each); a repeated launch gives the same bits.
+ * (persistent blocks walking several tiles each); a repeated launch gives the same bits. Kernel choices live in
+ * a context (fk_ctx): two contexts with different choices, used in turn, each keep their own; auto's table is
+ * per context and a malformed row is refused; a weight dtype without a kernel is an error naming it.
  * Without CUDA in the build, or without a GPU, everything is skipped (0 failed). */
 #include <math.h>
 #include <stdint.h>
@@ -24,6 +26,7 @@
 
 
 
+static fk_ctx *kc;            /* the context every launch below uses */
 static const char *impl_name; /* "tc", "simt", "auto" */
 
 /* One (O, K) shape: every B, every epilogue, with and without the fused norm, against the CPU ops. */
@@ -36,6 +39,7 @@ static void test_shape(frigg_pool *pool, int O, int K) {
     for (size_t i = 0; i < (size_t)O * K; i++) Wb[i] = frigg_f32_to_bf16(W[i]);
     frigg_mat M = {.w = Wb, .rows = O, .cols = K};
     uint16_t *dW = ct_to_dev(W, (size_t)O * K), *dx = ct_to_dev(x, (size_t)8 * K), *dout;
+    const frigg_mat dM = {.w = dW, .rows = O, .cols = K, .dtype = FRIGG_DT_BF16};
     cudaMalloc((void **)&dout, (size_t)8 * O * 2);
     float *xn = malloc(sizeof(float) * 8 * K), *lin[2], *ref = malloc(sizeof(float) * 8 * O), *got = malloc(sizeof(float) * 8 * O);
     lin[0] = malloc(sizeof(float) * 8 * O);
@@ -49,18 +53,18 @@ static void test_shape(frigg_pool *pool, int O, int K) {
             char what[128];
             double frac = norm ? 0.3 : 0.03;
             if (norm && (size_t)B * K * 2 > 64 * 1024) { /* beyond the staged-x limit: must be refused */
-                CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_STORE, dout, 0) != 0,
+                CHECK(fk_gemv(kc, &dM, dx, B, norm, 1e-6f, FK_GEMV_STORE, dout, 0) != 0,
                       "gemv %s %dx%d B=%d norm: accepted %zu bytes of staged x", impl_name, O, K, B, (size_t)B * K * 2);
                 continue;
             }
             ct_poison(dout, (size_t)8 * O);
-            CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_STORE, dout, 0) == 0, "%s", frigg_error());
+            CHECK(fk_gemv(kc, &dM, dx, B, norm, 1e-6f, FK_GEMV_STORE, dout, 0) == 0, "%s", frigg_error());
             ct_from_dev(dout, (size_t)B * O, got);
             snprintf(what, sizeof what, "gemv %s %dx%d B=%d norm=%d store", impl_name, O, K, B, norm);
             ct_expect_close(what, got, lin[norm], (size_t)B * O, frac);
 
             uint16_t *hd = ct_to_dev(h, (size_t)B * O);
-            CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_RESID, hd, 0) == 0, "%s", frigg_error());
+            CHECK(fk_gemv(kc, &dM, dx, B, norm, 1e-6f, FK_GEMV_RESID, hd, 0) == 0, "%s", frigg_error());
             ct_from_dev(hd, (size_t)B * O, got);
             cudaFree(hd);
             for (int i = 0; i < B * O; i++) ref[i] = frigg_round_bf16(h[i] + lin[norm][i]);
@@ -70,7 +74,7 @@ static void test_shape(frigg_pool *pool, int O, int K) {
             for (int b = 0; b < B; b++)
                 frigg_cpu_swiglu(FRIGG_PREC_BF16, lin[norm] + (size_t)b * O, lin[norm] + (size_t)b * O + I, I, ref + (size_t)b * I);
             ct_poison(dout, (size_t)8 * O);
-            CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
+            CHECK(fk_gemv(kc, &dM, dx, B, norm, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
             ct_from_dev(dout, (size_t)B * I, got);
             snprintf(what, sizeof what, "gemv %s %dx%d B=%d norm=%d swiglu", impl_name, O, K, B, norm);
             ct_expect_close(what, got, ref, (size_t)B * I, frac + 0.05);
@@ -83,19 +87,19 @@ static void test_shape(frigg_pool *pool, int O, int K) {
         float *forced = malloc(sizeof(float) * 8 * O);
         for (int epi = FK_GEMV_STORE; epi <= FK_GEMV_SWIGLU; epi++)
             for (int B = 1; B <= 8; B++) {
-                int cols = epi == FK_GEMV_SWIGLU ? I : O, named = fk_gemv_auto_impl(B, O, K, epi);
+                int cols = epi == FK_GEMV_SWIGLU ? I : O, named = fk_ctx_gemv_auto_impl(kc, B, O, K, epi);
                 CHECK(named == FK_GEMV_IMPL_SIMT || named == FK_GEMV_IMPL_TC, "auto names implementation %d", named);
                 for (int k = 0; k < 2; k++) {
-                    fk_set_gemv_impl(k ? named : FK_GEMV_IMPL_AUTO);
+                    fk_ctx_set_gemv_impl(kc, k ? named : FK_GEMV_IMPL_AUTO);
                     uint16_t *hd = ct_to_dev(h, (size_t)8 * O); /* RESID adds into its output: a fresh copy each run */
                     ct_poison(dout, (size_t)8 * O);
                     uint16_t *o = epi == FK_GEMV_RESID ? hd : dout;
-                    CHECK(fk_gemv(dW, O, K, dx, B, epi == FK_GEMV_SWIGLU && norm_ok, 1e-6f, epi, o, 0) == 0, "%s",
+                    CHECK(fk_gemv(kc, &dM, dx, B, epi == FK_GEMV_SWIGLU && norm_ok, 1e-6f, epi, o, 0) == 0, "%s",
                           frigg_error());
                     ct_from_dev(o, (size_t)B * cols, k ? forced : got);
                     cudaFree(hd);
                 }
-                fk_set_gemv_impl(FK_GEMV_IMPL_AUTO);
+                fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_AUTO);
                 CHECK(!memcmp(got, forced, sizeof(float) * B * cols), "gemv auto %dx%d B=%d epi %d: differs from %s, its table's choice",
                       O, K, B, epi, fk_gemv_impl_name(named));
             }
@@ -106,14 +110,14 @@ static void test_shape(frigg_pool *pool, int O, int K) {
     for (int epi = FK_GEMV_STORE; epi <= FK_GEMV_SWIGLU; epi += FK_GEMV_SWIGLU) {
         int cols = epi == FK_GEMV_SWIGLU ? I : O;
         for (int b = 0; b < 8; b++) {
-            CHECK(fk_gemv(dW, O, K, dx + (size_t)b * K, 1, norm_ok, 1e-6f, epi, dout + (size_t)b * cols, 0) == 0, "%s",
+            CHECK(fk_gemv(kc, &dM, dx + (size_t)b * K, 1, norm_ok, 1e-6f, epi, dout + (size_t)b * cols, 0) == 0, "%s",
                   frigg_error());
         }
         ct_from_dev(dout, (size_t)8 * cols, one);
         int same = 1;
         for (int B = 2; B <= 8; B++) {
             ct_poison(dout, (size_t)8 * O);
-            fk_gemv(dW, O, K, dx, B, norm_ok, 1e-6f, epi, dout, 0);
+            fk_gemv(kc, &dM, dx, B, norm_ok, 1e-6f, epi, dout, 0);
             ct_from_dev(dout, (size_t)B * cols, got);
             same &= !memcmp(got, one, sizeof(float) * B * cols);
         }
@@ -128,10 +132,10 @@ static void test_shape(frigg_pool *pool, int O, int K) {
         float *base = malloc(sizeof(float) * 8 * O);
         int B = norm_ok ? 8 : 3;
         for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
-            fk_gemv_tc_set_max_blocks(caps[c]);
+            fk_ctx_set_gemv_tc_max_blocks(kc, caps[c]);
             for (int rep = 0; rep < 2; rep++) {
                 ct_poison(dout, (size_t)8 * O);
-                CHECK(fk_gemv(dW, O, K, dx, B, 1, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
+                CHECK(fk_gemv(kc, &dM, dx, B, 1, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
                 ct_from_dev(dout, (size_t)B * I, got);
                 if (c == 0 && rep == 0) memcpy(base, got, sizeof(float) * B * I);
                 else
@@ -139,36 +143,9 @@ static void test_shape(frigg_pool *pool, int O, int K) {
                           O, K, caps[c], rep);
             }
         }
-        fk_gemv_tc_set_max_blocks(0);
-        /* the A/B variants (two tiles in flight per warp; the reduction and epilogue rotating over the
-         * warps), with a grid of as many blocks as fit and with 1 block: the same bits as the default */
-        for (int v = 1; v < 4; v++)
-            for (int c = 0; c < 2; c++) {
-                fk_gemv_tc_set_variant(v & 1 ? 2 : 1, v >> 1);
-                fk_gemv_tc_set_max_blocks(c);
-                ct_poison(dout, (size_t)8 * O);
-                CHECK(fk_gemv(dW, O, K, dx, B, 1, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
-                ct_from_dev(dout, (size_t)B * I, got);
-                CHECK(!memcmp(got, base, sizeof(float) * B * I), "gemv tc %dx%d: depth %d rotate %d grid cap %d changed the result",
-                      O, K, v & 1 ? 2 : 1, v >> 1, c);
-            }
-        fk_gemv_tc_set_variant(2, 0); /* the default */
-        fk_gemv_tc_set_max_blocks(0);
+        fk_ctx_set_gemv_tc_max_blocks(kc, 0);
         free(base);
     }
-    }
-    /* simt with every chunk of a long row in flight (K > 2048 here): the same chunk order, the same bits */
-    if (!strcmp(impl_name, "simt") && K > 2048) {
-        float *base = malloc(sizeof(float) * 8 * O);
-        for (int lu = 0; lu < 2; lu++) {
-            fk_gemv_simt_set_long_unroll(lu);
-            ct_poison(dout, (size_t)8 * O);
-            CHECK(fk_gemv(dW, O, K, dx, 3, 0, 1e-6f, FK_GEMV_STORE, dout, 0) == 0, "%s", frigg_error());
-            ct_from_dev(dout, (size_t)3 * O, lu ? got : base);
-        }
-        fk_gemv_simt_set_long_unroll(0);
-        CHECK(!memcmp(got, base, sizeof(float) * 3 * O), "gemv simt %dx%d: the long unroll changed the result", O, K);
-        free(base);
     }
     cudaFree(dW); cudaFree(dx); cudaFree(dout);
     free(W); free(x); free(h); free(Wb); free(xn); free(lin[0]); free(lin[1]); free(ref); free(got);
@@ -176,46 +153,77 @@ static void test_shape(frigg_pool *pool, int O, int K) {
 #endif
 
 #ifdef FRIGG_CUDA
-/* FRIGG_GEMV_AUTO (read by fk_init): malformed rows are errors; a valid one changes auto's choices; the
- * depth-1 tensor-core kernel it can name ('1') gives the default tc's bits. Leaves the table as shipped. */
-static void test_auto_env(void) {
-    static const char *bad[] = {"down=1111111", "downs=11111111", "down=1111111x", "down=11111111,", "=11111111",
-                                "down:11111111"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        setenv("FRIGG_GEMV_AUTO", bad[i], 1);
-        CHECK(fk_init() == -1 && strstr(frigg_error(), "FRIGG_GEMV_AUTO"), "FRIGG_GEMV_AUTO=%s must be refused", bad[i]);
-    }
-    setenv("FRIGG_GEMV_AUTO", "down=s1111111,o_proj=sttttttt", 1);
-    CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
-    CHECK(fk_gemv_auto_impl(1, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "down B=1: not simt");
-    CHECK(fk_gemv_auto_impl(2, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_TC, "down B=2: not tc");
-    CHECK(fk_gemv_auto_impl(1, 1536, 1536, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "o_proj B=1: not simt");
+/* auto's table per context: malformed rows are refused (the table unchanged); a valid one changes this
+ * context's choices and no other's. */
+static void test_auto_table(void) {
+    static const char *bad[] = {"down=sssssss", "downs=ssssssss", "down=sssssssx", "down=ssssssss,", "=ssssssss",
+                                "down:ssssssss", "down=11111111"};
+    fk_ctx *other = fk_ctx_create();
+    CHECK(other != NULL, "fk_ctx_create: %s", frigg_error());
+    if (!other) return;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK(fk_ctx_set_gemv_auto(other, bad[i]) == -1 && strstr(frigg_error(), "auto table"), "auto row '%s' must be refused",
+              bad[i]);
+    CHECK(fk_ctx_gemv_auto_impl(other, 1, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_TC, "a refused row changed the table");
+    CHECK(fk_ctx_set_gemv_auto(other, "down=stttttts,o_proj=sttttttt") == 0, "%s", frigg_error());
+    CHECK(fk_ctx_gemv_auto_impl(other, 1, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "down B=1: not simt");
+    CHECK(fk_ctx_gemv_auto_impl(other, 2, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_TC, "down B=2: not tc");
+    CHECK(fk_ctx_gemv_auto_impl(other, 8, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "down B=8: not simt");
+    CHECK(fk_ctx_gemv_auto_impl(other, 1, 1536, 1536, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "o_proj B=1: not simt");
+    CHECK(fk_ctx_gemv_auto_impl(kc, 1, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_TC, "another context's table changed");
+    fk_ctx_free(other);
+}
+
+/* Two contexts with different choices (one simt, one tc), launched in turn on one stream: each gives its
+ * own implementation's bits, as it does alone. And a dtype without a kernel is refused by name. */
+static void test_two_contexts(void) {
     const int O = 1536, K = 4096, B = 3;
-    float *W = malloc(sizeof(float) * O * K), *x = malloc(sizeof(float) * B * K), *a = malloc(sizeof(float) * B * O),
-          *b = malloc(sizeof(float) * B * O);
+    fk_ctx *a = fk_ctx_create(), *b = fk_ctx_create();
+    CHECK(a && b, "fk_ctx_create: %s", frigg_error());
+    if (!a || !b) {
+        fk_ctx_free(a);
+        fk_ctx_free(b);
+        return;
+    }
+    CHECK(fk_ctx_set_gemv_impl(a, FK_GEMV_IMPL_SIMT) == 0 && fk_ctx_set_gemv_impl(b, FK_GEMV_IMPL_TC) == 0, "%s", frigg_error());
+    CHECK(fk_ctx_set_gemv_impl(a, 7) == -1, "gemv impl 7 accepted");
+    float *W = malloc(sizeof(float) * O * K), *x = malloc(sizeof(float) * B * K), *alone[2], *turn[2];
     ct_fill(W, (size_t)O * K, 1.0f / sqrtf((float)K));
     ct_fill(x, (size_t)B * K, 2.0f);
-    uint16_t *dW = ct_to_dev(W, (size_t)O * K), *dx = ct_to_dev(x, (size_t)B * K), *dout;
-    cudaMalloc((void **)&dout, (size_t)B * O * 2);
-    int impl = fk_get_gemv_impl();
-    for (int k = 0; k < 2; k++) { /* auto ('1': depth 1), then tc forced (depth 2) */
-        fk_set_gemv_impl(k ? FK_GEMV_IMPL_TC : FK_GEMV_IMPL_AUTO);
-        ct_poison(dout, (size_t)B * O);
-        CHECK(fk_gemv(dW, O, K, dx, B, 0, 1e-6f, FK_GEMV_STORE, dout, 0) == 0, "%s", frigg_error());
-        ct_from_dev(dout, (size_t)B * O, k ? b : a);
+    uint16_t *dW = ct_to_dev(W, (size_t)O * K), *dx = ct_to_dev(x, (size_t)B * K), *d[2];
+    const frigg_mat dM = {.w = dW, .rows = O, .cols = K, .dtype = FRIGG_DT_BF16};
+    fk_ctx *ctxs[2] = {a, b};
+    for (int k = 0; k < 2; k++) {
+        cudaMalloc((void **)&d[k], (size_t)B * O * 2);
+        alone[k] = malloc(sizeof(float) * B * O);
+        turn[k] = malloc(sizeof(float) * B * O);
+        ct_poison(d[k], (size_t)B * O);
+        CHECK(fk_gemv(ctxs[k], &dM, dx, B, 0, 1e-6f, FK_GEMV_STORE, d[k], 0) == 0, "%s", frigg_error());
+        ct_from_dev(d[k], (size_t)B * O, alone[k]);
     }
-    CHECK(!memcmp(a, b, sizeof(float) * B * O), "tc at depth 1 differs from depth 2");
-    fk_set_gemv_impl(impl);
+    for (int rep = 0; rep < 3; rep++)
+        for (int k = 0; k < 2; k++) CHECK(fk_gemv(ctxs[k], &dM, dx, B, 0, 1e-6f, FK_GEMV_STORE, d[k], 0) == 0, "%s", frigg_error());
+    for (int k = 0; k < 2; k++) {
+        ct_from_dev(d[k], (size_t)B * O, turn[k]);
+        CHECK(!memcmp(turn[k], alone[k], sizeof(float) * B * O), "context %d: launched in turn with another, not its own bits", k);
+    }
+    CHECK(memcmp(alone[0], alone[1], sizeof(float) * B * O) != 0,
+          "simt and tc gave identical bits at K 4096: the two contexts did not run different kernels");
+    frigg_mat q8 = dM;
+    q8.dtype = FRIGG_DT_INT8;
+    CHECK(fk_gemv(a, &q8, dx, B, 0, 1e-6f, FK_GEMV_STORE, d[0], 0) == -1 && strstr(frigg_error(), "int8"),
+          "an int8 descriptor was not refused by name: %s", frigg_error());
+    for (int k = 0; k < 2; k++) {
+        cudaFree(d[k]);
+        free(alone[k]);
+        free(turn[k]);
+    }
     cudaFree(dW);
     cudaFree(dx);
-    cudaFree(dout);
     free(W);
     free(x);
-    free(a);
-    free(b);
-    setenv("FRIGG_GEMV_AUTO", "down=tttttttt,o_proj=tttttttt", 1); /* the shipped rows */
-    CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
-    unsetenv("FRIGG_GEMV_AUTO");
+    fk_ctx_free(a);
+    fk_ctx_free(b);
 }
 #endif
 
@@ -227,16 +235,17 @@ int main(void) {
     if (frigg_cuda_device_count() < 1) {
         SKIP("no CUDA device present");
     } else {
-        CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
+        kc = fk_ctx_create();
+        CHECK(kc != NULL, "fk_ctx_create: %s", frigg_error());
         frigg_pool *pool = frigg_pool_create(0);
         /* (O, K): Mimir's o_proj; a partial last tile in both tilings (100: 12.5 plain tiles, 50 units = 12.5
          * paired tiles); K/8 = 257 over 9 warps; K 4352, past the tensor-core kernel's one round (the CUDA-core
          * kernel's, under every implementation); a tiny K (1 warp) */
         static const int shapes[][2] = {{1536, 1536}, {100, 512}, {72, 2056}, {40, 4352}, {24, 64}};
         static const int impls[] = {FK_GEMV_IMPL_TC, FK_GEMV_IMPL_SIMT, FK_GEMV_IMPL_AUTO};
-        int impl_env = fk_get_gemv_impl();
+        int impl_env = fk_ctx_gemv_impl(kc);
         for (int i = 0; i < 3; i++) {
-            fk_set_gemv_impl(impls[i]);
+            fk_ctx_set_gemv_impl(kc, impls[i]);
             impl_name = fk_gemv_impl_name(impls[i]);
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) test_shape(pool, shapes[s][0], shapes[s][1]);
         }
@@ -246,17 +255,19 @@ int main(void) {
                                        {1536, 4096, FK_GEMV_RESID}};
         for (int i = 0; i < 4; i++) {
             int want1 = mimir[i][2] == FK_GEMV_RESID ? FK_GEMV_IMPL_TC : FK_GEMV_IMPL_SIMT;
-            CHECK(fk_gemv_auto_impl(1, mimir[i][0], mimir[i][1], mimir[i][2]) == want1, "auto B=1 %dx%d: not %s",
+            CHECK(fk_ctx_gemv_auto_impl(kc, 1, mimir[i][0], mimir[i][1], mimir[i][2]) == want1, "auto B=1 %dx%d: not %s",
                   mimir[i][0], mimir[i][1], fk_gemv_impl_name(want1));
-            CHECK(fk_gemv_auto_impl(8, mimir[i][0], mimir[i][1], mimir[i][2]) == FK_GEMV_IMPL_TC, "auto B=8 %dx%d: not tc",
+            CHECK(fk_ctx_gemv_auto_impl(kc, 8, mimir[i][0], mimir[i][1], mimir[i][2]) == FK_GEMV_IMPL_TC, "auto B=8 %dx%d: not tc",
                   mimir[i][0], mimir[i][1]);
         }
         /* K past the tensor-core kernel's one round goes to the CUDA-core kernel at every batch size */
-        CHECK(fk_gemv_auto_impl(8, 1536, 4104, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "auto B=8 K=4104: not simt");
-        CHECK(fk_gemv_auto_impl(8, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_TC, "auto B=8 K=4096: not tc");
-        test_auto_env();
-        fk_set_gemv_impl(impl_env);
+        CHECK(fk_ctx_gemv_auto_impl(kc, 8, 1536, 4104, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "auto B=8 K=4104: not simt");
+        CHECK(fk_ctx_gemv_auto_impl(kc, 8, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_TC, "auto B=8 K=4096: not tc");
+        fk_ctx_set_gemv_impl(kc, impl_env);
+        test_auto_table();
+        test_two_contexts();
         frigg_pool_destroy(pool);
+        fk_ctx_free(kc);
         cudaError_t e = cudaDeviceSynchronize();
         CHECK(e == cudaSuccess, "device error: %s", cudaGetErrorString(e));
     }

@@ -23,6 +23,7 @@
 
 
 
+static fk_ctx *kctx; /* the context every launch below uses */
 static const char *gemv_impl_name = "tc"; /* which decode GEMV implementation the gemv checks run */
 
 static void test_gemv(frigg_pool *pool) {
@@ -38,6 +39,7 @@ static void test_gemv(frigg_pool *pool) {
         for (size_t i = 0; i < (size_t)O * K; i++) Wb[i] = frigg_f32_to_bf16(W[i]);
         frigg_mat M = {.w = Wb, .rows = O, .cols = K};
         uint16_t *dW = ct_to_dev(W, (size_t)O * K), *dx = ct_to_dev(x, (size_t)8 * K), *dout;
+        const frigg_mat dM = {.w = dW, .rows = O, .cols = K, .dtype = FRIGG_DT_BF16};
         cudaMalloc((void **)&dout, (size_t)8 * O * 2);
         float *xn = malloc(sizeof(float) * 8 * K), *ref = malloc(sizeof(float) * 8 * O), *got = malloc(sizeof(float) * 8 * O);
         float *sw = malloc(sizeof(float) * 8 * O);
@@ -51,13 +53,13 @@ static void test_gemv(frigg_pool *pool) {
                 frigg_cpu_linear(FRIGG_PREC_BF16, pool, &M, in, B, ref);
                 char what[96];
                 /* store */
-                CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_STORE, dout, 0) == 0, "%s", frigg_error());
+                CHECK(fk_gemv(kctx, &dM, dx, B, norm, 1e-6f, FK_GEMV_STORE, dout, 0) == 0, "%s", frigg_error());
                 ct_from_dev(dout, (size_t)B * O, got);
                 snprintf(what, sizeof what, "gemv %s %dx%d B=%d norm=%d store", gemv_impl_name, O, K, B, norm);
                 ct_expect_close(what, got, ref, (size_t)B * O, norm ? 0.25 : 0.02);
                 /* residual epilogue: h + bf16(W x) */
                 uint16_t *dh = ct_to_dev(h, (size_t)B * O);
-                CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_RESID, dh, 0) == 0, "%s", frigg_error());
+                CHECK(fk_gemv(kctx, &dM, dx, B, norm, 1e-6f, FK_GEMV_RESID, dh, 0) == 0, "%s", frigg_error());
                 ct_from_dev(dh, (size_t)B * O, got);
                 for (int i = 0; i < B * O; i++) sw[i] = frigg_round_bf16(h[i] + ref[i]);
                 snprintf(what, sizeof what, "gemv %s %dx%d B=%d norm=%d resid", gemv_impl_name, O, K, B, norm);
@@ -66,7 +68,7 @@ static void test_gemv(frigg_pool *pool) {
                 /* SwiGLU epilogue: rows [0, O/2) gate, [O/2, O) up */
                 int I = O / 2;
                 for (int b = 0; b < B; b++) frigg_cpu_swiglu(FRIGG_PREC_BF16, ref + (size_t)b * O, ref + (size_t)b * O + I, I, sw + (size_t)b * I);
-                CHECK(fk_gemv(dW, O, K, dx, B, norm, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
+                CHECK(fk_gemv(kctx, &dM, dx, B, norm, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
                 ct_from_dev(dout, (size_t)B * I, got);
                 snprintf(what, sizeof what, "gemv %s %dx%d B=%d norm=%d swiglu", gemv_impl_name, O, K, B, norm);
                 ct_expect_close(what, got, sw, (size_t)B * I, norm ? 0.3 : 0.03);
@@ -74,14 +76,14 @@ static void test_gemv(frigg_pool *pool) {
         }
         /* Rows of one pass are independent: B=1 on row 3 equals row 3 of a B=8 pass, bit for bit. */
         float *row8 = malloc(sizeof(float) * 8 * O);
-        fk_gemv(dW, O, K, dx, 8, 1, 1e-6f, FK_GEMV_STORE, dout, 0);
+        fk_gemv(kctx, &dM, dx, 8, 1, 1e-6f, FK_GEMV_STORE, dout, 0);
         ct_from_dev(dout, (size_t)8 * O, row8);
-        fk_gemv(dW, O, K, dx + (size_t)3 * K, 1, 1, 1e-6f, FK_GEMV_STORE, dout, 0);
+        fk_gemv(kctx, &dM, dx + (size_t)3 * K, 1, 1, 1e-6f, FK_GEMV_STORE, dout, 0);
         ct_from_dev(dout, (size_t)O, got);
         CHECK(!memcmp(got, row8 + (size_t)3 * O, sizeof(float) * O), "gemv %s %dx%d: batch row differs from single row", gemv_impl_name, O, K);
         free(row8);
         /* A bad shape is an error, not a silent no-op. */
-        CHECK(fk_gemv(dW, O, K, dx, 9, 0, 1e-6f, FK_GEMV_STORE, dout, 0) != 0, "gemv accepted 9 rows");
+        CHECK(fk_gemv(kctx, &dM, dx, 9, 0, 1e-6f, FK_GEMV_STORE, dout, 0) != 0, "gemv accepted 9 rows");
         cudaFree(dW);
         cudaFree(dx);
         cudaFree(dout);
@@ -99,14 +101,14 @@ static void test_norms(void) {
     uint16_t *dh = ct_to_dev(h, n), *dy = ct_to_dev(y, n), *da, *dother = ct_to_dev(o, n);
     cudaMalloc((void **)&da, n * 2);
     frigg_cpu_rmsnorm(FRIGG_PREC_BF16, h, T, D, 1e-6, ref);
-    CHECK(fk_rmsnorm(dh, da, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
+    CHECK(fk_rmsnorm(kctx, dh, da, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
     ct_from_dev(da, n, got);
     ct_expect_close("rmsnorm", got, ref, n, 0.01);
     /* add + norm */
     float *hs = malloc(n * 4);
     for (size_t i = 0; i < n; i++) hs[i] = frigg_round_bf16(h[i] + y[i]);
     frigg_cpu_rmsnorm(FRIGG_PREC_BF16, hs, T, D, 1e-6, ref);
-    CHECK(fk_add_rmsnorm(dh, dy, da, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
+    CHECK(fk_add_rmsnorm(kctx, dh, dy, da, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
     ct_from_dev(dh, n, got);
     CHECK(!memcmp(got, hs, n * 4), "add_rmsnorm: the residual sum is not bf16(h + y)");
     ct_from_dev(da, n, got);
@@ -114,7 +116,7 @@ static void test_norms(void) {
     /* run end: state = norm(x), x = bf16(state + other) */
     uint16_t *dstate;
     cudaMalloc((void **)&dstate, n * 2);
-    CHECK(fk_run_end(dh, dstate, dother, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
+    CHECK(fk_run_end(kctx, dh, dstate, dother, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
     ct_from_dev(dstate, n, got);
     ct_expect_close("run_end state", got, ref, n, 0.01);
     float *nx = malloc(n * 4);
@@ -128,7 +130,7 @@ static void test_norms(void) {
     for (int t = 0; t < T; t++) frigg_cpu_swiglu(FRIGG_PREC_BF16, gu + (size_t)t * 2 * I, gu + (size_t)t * 2 * I + I, I, sref + (size_t)t * I);
     uint16_t *dgu = ct_to_dev(gu, (size_t)T * 2 * I), *dm;
     cudaMalloc((void **)&dm, (size_t)T * I * 2);
-    CHECK(fk_swiglu(dgu, T, I, dm, 0) == 0, "%s", frigg_error());
+    CHECK(fk_swiglu(kctx, dgu, T, I, dm, 0) == 0, "%s", frigg_error());
     ct_from_dev(dm, (size_t)T * I, sgot);
     ct_expect_close("swiglu", sgot, sref, (size_t)T * I, 0.01);
     /* embed: bf16(e * scale), z_L broadcast, first injection */
@@ -140,7 +142,8 @@ static void test_norms(void) {
     cudaMalloc((void **)&dids, sizeof ids);
     cudaMemcpy(dids, ids, sizeof ids, cudaMemcpyHostToDevice);
     uint16_t *dE = ct_to_dev(E, (size_t)V * D), *dzl = ct_to_dev(zl, D);
-    CHECK(fk_embed(dE, dzl, dids, 3, D, 39.191835884530846f, dh, dy, da, 0) == 0, "%s", frigg_error());
+    const frigg_mat dEm = {.w = dE, .rows = V, .cols = D, .dtype = FRIGG_DT_BF16};
+    CHECK(fk_embed(kctx, &dEm, dzl, dids, 3, D, 39.191835884530846f, dh, dy, da, 0) == 0, "%s", frigg_error());
     ct_from_dev(dh, (size_t)3 * D, got);
     ct_from_dev(da, (size_t)3 * D, ref);
     int ok = 1;
@@ -188,22 +191,24 @@ static void test_attention(void) {
         uint16_t *dg = ct_to_dev(g, (size_t)T * 4 * D), *dy;
         cudaMalloc((void **)&dy, (size_t)T * D * 2);
         int prefixes[3] = {0, T / 2, T};
-        for (int impl = 0; impl < 2; impl++) {
-            fk_set_prefill_impl(impl);
+        /* P as bf16 hi + lo (fp32 accuracy: this tolerance); the bf16-P default has its own, derived bound in
+         * tests/test_cuda_prefill.c */
+        for (int impl = FK_PREFILL_MMA; impl == FK_PREFILL_MMA; impl++) {
+            CHECK(fk_ctx_set_prefill_impl(kctx, impl) == 0, "%s", frigg_error());
             for (int pi = 0; pi < 3; pi++) {
                 int P = prefixes[pi];
                 ref_attention(q, K, V, g, T, T, 0, H, hd, P, ref);
-                CHECK(fk_attn_prefill(dq, dk, dv, dg, T, H, hd, max_ctx, P, dy, 0) == 0, "%s", frigg_error());
+                CHECK(fk_attn_prefill(kctx, dq, dk, dv, dg, T, H, hd, max_ctx, P, dy, 0) == 0, "%s", frigg_error());
                 ct_from_dev(dy, (size_t)T * D, got);
                 char what[80];
                 snprintf(what, sizeof what, "attn_prefill impl %d T=%d H=%d hd=%d P=%d", impl, T, H, hd, P);
                 ct_expect_close(what, got, ref, (size_t)T * D, 0.02);
             }
         }
-        fk_set_prefill_impl(0);
+        fk_ctx_set_prefill_impl(kctx, FK_PREFILL_MMA_BF16P);
         /* The mask must matter: a prefix run differs from the causal reference on early rows. */
         ref_attention(q, K, V, g, T, T, 0, H, hd, 0, ref);
-        fk_attn_prefill(dq, dk, dv, dg, T, H, hd, max_ctx, T, dy, 0);
+        fk_attn_prefill(kctx, dq, dk, dv, dg, T, H, hd, max_ctx, T, dy, 0);
         ct_from_dev(dy, (size_t)T * D, got);
         CHECK(memcmp(got, ref, sizeof(float) * D) != 0, "attn_prefill: prefix and causal gave the same first row");
         /* Decode: rows b = 0..2 of sequences 0..2 (the same cache, seq_stride 0) at different positions. */
@@ -219,7 +224,7 @@ static void test_attention(void) {
         cudaMalloc((void **)&cnt, sizeof hcnt);
         cudaMemset(cnt, 0, sizeof hcnt);
         for (int rep = 0; rep < 2; rep++) /* twice: the counters must be left at zero */
-            CHECK(fk_attn_decode(dq, dk, dv, 0, dseq, dpos, dg, 3, H, hd, max_ctx, work, cnt, dy, 0) == 0, "%s", frigg_error());
+            CHECK(fk_attn_decode(kctx, dq, dk, dv, 0, dseq, dpos, dg, 3, H, hd, max_ctx, work, cnt, dy, 0) == 0, "%s", frigg_error());
         ct_from_dev(dy, (size_t)3 * D, got);
         cudaMemcpy(hcnt, cnt, sizeof(int) * 3 * H, cudaMemcpyDeviceToHost);
         int zero = 1;
@@ -259,7 +264,7 @@ static void test_rope(void) {
     cudaMalloc((void **)&dq, (size_t)T * D * 2);
     cudaMalloc((void **)&dk, (size_t)2 * seq_stride * 2);
     cudaMalloc((void **)&dv, (size_t)2 * seq_stride * 2);
-    CHECK(fk_rope_kv(dg, T, H, hd, dseq, dpos, dcos, dsin, dq, dk, dv, seq_stride, max_ctx, 0) == 0, "%s", frigg_error());
+    CHECK(fk_rope_kv(kctx, dg, T, H, hd, dseq, dpos, dcos, dsin, dq, dk, dv, seq_stride, max_ctx, 0) == 0, "%s", frigg_error());
     float *q = malloc(sizeof(float) * D), *k = malloc(sizeof(float) * D), *got = malloc(sizeof(float) * T * D);
     float *kc = malloc(sizeof(float) * 2 * seq_stride), *vc = malloc(sizeof(float) * 2 * seq_stride);
     ct_from_dev(dq, (size_t)T * D, got);
@@ -299,7 +304,8 @@ static void test_rope(void) {
         cudaMemset(dk, 0, (size_t)2 * seq_stride * 2);
         cudaMemset(dv, 0, (size_t)2 * seq_stride * 2);
         fk_qkv_epi qa = {dcos, dsin, dseq, dpos, dq, dk, dv, seq_stride, max_ctx, hd};
-        CHECK(fk_gemv_qkv(dW, D, dx, T, 1e-6f, dgq, &qa, 0) == 0, "%s", frigg_error());
+        const frigg_mat dQ = {.w = dW, .rows = 4 * D, .cols = D, .dtype = FRIGG_DT_BF16};
+        CHECK(fk_gemv_qkv(kctx, &dQ, dx, T, 1e-6f, dgq, &qa, 0) == 0, "%s", frigg_error());
         float *gg = malloc(sizeof(float) * T * 4 * D), *refq = malloc(sizeof(float) * T * D), *refk = malloc(sizeof(float) * T * D);
         ct_from_dev(dgq, (size_t)T * 4 * D, gg);
         ct_from_dev(dq, (size_t)T * D, got);
@@ -371,7 +377,7 @@ static void test_argmax_rows(int B, int V, const char *what, int with_advance) {
         cudaMalloc((void **)&dpos, sizeof pos);
         cudaMemcpy(dpos, pos, sizeof(int32_t) * B, cudaMemcpyHostToDevice);
     }
-    CHECK(fk_argmax_bf16(dx, B, V, dids, dpos, work, 0) == 0, "%s", frigg_error());
+    CHECK(fk_argmax_bf16(kctx, dx, B, V, dids, dpos, work, 0) == 0, "%s", frigg_error());
     cudaMemcpy(ids, dids, sizeof(int32_t) * B, cudaMemcpyDeviceToHost);
     if (with_advance) {
         int32_t got[8];
@@ -397,7 +403,7 @@ static void test_argmax(void) {
     test_argmax_rows(6, 40, "shorter than the slices", 1);
     test_argmax_rows(6, 512, "tiny vocab", 0);
     test_argmax_rows(2, 1, "one logit", 1);
-    CHECK(fk_argmax_bf16(NULL, 1, 8, NULL, NULL, NULL, 0) == -1, "argmax without a workspace is not an error");
+    CHECK(fk_argmax_bf16(kctx, NULL, 1, 8, NULL, NULL, NULL, 0) == -1, "argmax without a workspace is not an error");
 }
 
 /* fk_topk_bf16 against frigg_topk: the same k ids, each with its value, in the documented order (the ones
@@ -424,7 +430,7 @@ static void test_topk_rows(int B, int V, int k, int mode, const char *what) {
     cudaMalloc((void **)&di, sizeof(int32_t) * B * k);
     cudaMalloc(&work, fk_topk_work_bytes(B));
     cudaMemcpy(dx, h, (size_t)B * V * 2, cudaMemcpyHostToDevice);
-    CHECK(fk_topk_bf16(dx, B, V, k, dv, di, work, 0) == 0, "topk %s: %s", what, frigg_error());
+    CHECK(fk_topk_bf16(kctx, dx, B, V, k, dv, di, work, 0) == 0, "topk %s: %s", what, frigg_error());
     float *gv = malloc(sizeof(float) * B * k), *row = malloc(sizeof(float) * V);
     int32_t *gi = malloc(sizeof(int32_t) * B * k), *want = malloc(sizeof(int32_t) * k), *order = malloc(sizeof(int32_t) * k);
     cudaMemcpy(gv, dv, sizeof(float) * B * k, cudaMemcpyDeviceToHost);
@@ -467,8 +473,8 @@ static void test_topk(void) {
     test_topk_rows(4, 20000, 64, 3, "NaN");
     test_topk_rows(2, 1001, 1001, 2, "k = V");
     test_topk_rows(6, 40, 7, 0, "shorter than the slices");
-    CHECK(fk_topk_bf16(NULL, 1, 8, 9, NULL, NULL, (void *)8, 0) == -1, "topk of more than the row is not an error");
-    CHECK(fk_topk_bf16(NULL, 1, 8, 2, NULL, NULL, NULL, 0) == -1, "topk without a workspace is not an error");
+    CHECK(fk_topk_bf16(kctx, NULL, 1, 8, 9, NULL, NULL, (void *)8, 0) == -1, "topk of more than the row is not an error");
+    CHECK(fk_topk_bf16(kctx, NULL, 1, 8, 2, NULL, NULL, NULL, 0) == -1, "topk without a workspace is not an error");
 }
 #endif
 
@@ -480,20 +486,21 @@ int main(void) {
     if (frigg_cuda_device_count() < 1) {
         SKIP("no CUDA device present");
     } else {
-        CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
+        kctx = fk_ctx_create();
+        CHECK(kctx != NULL, "fk_ctx_create: %s", frigg_error());
         frigg_pool *pool = frigg_pool_create(0);
-        int impl_env = fk_get_gemv_impl();
+        int impl_env = fk_ctx_gemv_impl(kctx);
         /* both decode GEMV implementations (tensor cores, CUDA cores) against the same references; the RoPE
          * test includes the fused gqkv GEMV */
         static const struct { int impl; const char *name; } impls[] = {{FK_GEMV_IMPL_TC, "tc"}, {FK_GEMV_IMPL_SIMT, "simt"}};
         for (int i = 0; i < 2; i++) {
-            fk_set_gemv_impl(impls[i].impl);
+            fk_ctx_set_gemv_impl(kctx, impls[i].impl);
             gemv_impl_name = impls[i].name;
             fprintf(stderr, "gemv implementation: %s\n", gemv_impl_name);
             test_gemv(pool);
             test_rope();
         }
-        fk_set_gemv_impl(impl_env); /* as the environment chose (default: auto) */
+        fk_ctx_set_gemv_impl(kctx, impl_env); /* the default: auto */
         test_norms();
         test_attention();
         test_argmax();
@@ -501,6 +508,7 @@ int main(void) {
         frigg_pool_destroy(pool);
         cudaError_t e = cudaDeviceSynchronize();
         CHECK(e == cudaSuccess, "device error: %s", cudaGetErrorString(e));
+        fk_ctx_free(kctx);
     }
 #endif
     TEST_MAIN_END();

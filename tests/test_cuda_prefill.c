@@ -3,7 +3,7 @@
  * 64-key tile and 64/128-row block boundaries, prefix lengths on and next to tile edges (fully visible,
  * partly visible and skipped tiles), head dims 16..128, a single token. Also: nothing is written past row T
  * (poisoned rows stay poisoned), bf16 P really differs from the hi+lo split and is the default, an unknown
- * implementation or FRIGG_PREFILL_ATTN name is an error. Also the prefill elementwise kernels (rmsnorm,
+ * implementation is refused by the set call and leaves the choice as it was. Also the prefill elementwise kernels (rmsnorm,
  * add_rmsnorm, run_end, swiglu, rope_kv) on both of their paths — 16-byte chunks (D, I a multiple of 8, D up to
  * 2048; head_dim a multiple of 16) and the general one — against the CPU ops, at Mimir's sizes and at the
  * edges of the chunked paths (lanes without a chunk, rows not a multiple of the rows per block, in place).
@@ -37,6 +37,8 @@
 #define CUDA_TEST_SEED 0x2545F4914F6CDD1Dull
 #include "cuda_test_util.h"
 
+static fk_ctx *kctx; /* the context every launch below uses */
+
 
 /* y rows [0, T) with the gate, from the CPU attention op; K, V in the cache layout [head][max_ctx][hd].
  * bf16p_bound[i]: the bf16-P term of y[i]'s tolerance, sg * 2^-9 * sum_j p_j |v_j| / sum_j p_j * (1 + 2^-6)
@@ -58,7 +60,7 @@ static void ref_attention(const float *q, const float *K, const float *V, const 
 }
 
 static int is_bf16p(int impl) {
-    return impl == FK_PREFILL_MMA_BF16P || impl == FK_PREFILL_MMA8_BF16P || impl == FK_PREFILL_MMA_BF16P_2B;
+    return impl == FK_PREFILL_MMA_BF16P;
 }
 
 /* Returns how many elements of got differ from ref; records a failure past the bound. extra: a per-element
@@ -110,10 +112,12 @@ static void test_shapes(void) {
         for (int pi = 0; pi < np; pi++) {
             int P = prefixes[pi];
             ref_attention(q, Kc, Vc, g, T, H, hd, max_ctx, P, ref, bound);
-            for (int impl = 0; impl < FK_PREFILL_NIMPL; impl++) {
-                fk_set_prefill_impl(impl);
+            static const int order[FK_PREFILL_NIMPL] = {FK_PREFILL_MMA, FK_PREFILL_MMA_BF16P}; /* hi+lo first: compared below */
+            for (int ii = 0; ii < FK_PREFILL_NIMPL; ii++) {
+                const int impl = order[ii];
+                CHECK(fk_ctx_set_prefill_impl(kctx, impl) == 0, "%s", frigg_error());
                 cudaMemset(dy, 0xff, (size_t)(T + extra) * D * 2); /* bf16 NaN */
-                CHECK(fk_attn_prefill(dq, dk, dv, dg, T, H, hd, max_ctx, P, dy, 0) == 0, "%s", frigg_error());
+                CHECK(fk_attn_prefill(kctx, dq, dk, dv, dg, T, H, hd, max_ctx, P, dy, 0) == 0, "%s", frigg_error());
                 cudaDeviceSynchronize();
                 cudaMemcpy(got, dy, (size_t)(T + extra) * D * 2, cudaMemcpyDeviceToHost);
                 char what[96];
@@ -128,7 +132,7 @@ static void test_shapes(void) {
                     CHECK(memcmp(split, got, (size_t)T * D * 2) != 0, "%s: identical to the hi+lo kernel", what);
             }
         }
-        fk_set_prefill_impl(FK_PREFILL_MMA);
+        fk_ctx_set_prefill_impl(kctx, FK_PREFILL_MMA);
         cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dg); cudaFree(dy);
         free(q); free(Kc); free(Vc); free(g); free(ref); free(bound); free(got); free(split);
     }
@@ -137,23 +141,14 @@ static void test_shapes(void) {
 static void test_errors(void) {
     uint16_t *d;
     cudaMalloc((void **)&d, 4096);
-    fk_set_prefill_impl(FK_PREFILL_NIMPL);
-    CHECK(fk_attn_prefill(d, d, d, d, 4, 1, 128, 4, 4, d, 0) != 0, "an unknown prefill implementation was accepted");
-    fk_set_prefill_impl(FK_PREFILL_MMA);
-    CHECK(fk_attn_prefill(d, d, d, d, 4, 1, 48, 4, 4, d, 0) != 0, "head_dim 48 was accepted");
+    CHECK(fk_ctx_set_prefill_impl(kctx, FK_PREFILL_MMA) == 0, "%s", frigg_error());
+    CHECK(fk_ctx_set_prefill_impl(kctx, FK_PREFILL_NIMPL) == -1, "an unknown prefill implementation was accepted");
+    CHECK(fk_ctx_set_prefill_impl(kctx, -1) == -1, "prefill implementation -1 was accepted");
+    CHECK(fk_ctx_prefill_impl(kctx) == FK_PREFILL_MMA, "a refused implementation changed the choice");
+    CHECK(!strcmp(fk_prefill_impl_name(FK_PREFILL_MMA_BF16P), "mma-bf16p") && !strcmp(fk_prefill_impl_name(FK_PREFILL_MMA), "mma") &&
+              !strcmp(fk_prefill_impl_name(FK_PREFILL_NIMPL), "?"), "prefill implementation names");
+    CHECK(fk_attn_prefill(kctx, d, d, d, d, 4, 1, 48, 4, 4, d, 0) != 0, "head_dim 48 was accepted");
     cudaFree(d);
-    /* The environment choice: a known name selects it, anything else fails fk_init. */
-    const char *old = getenv("FRIGG_PREFILL_ATTN");
-    char *saved = old ? strdup(old) : NULL;
-    setenv("FRIGG_PREFILL_ATTN", "mma8-bf16p", 1);
-    CHECK(fk_init() == 0 && fk_get_prefill_impl() == FK_PREFILL_MMA8_BF16P, "FRIGG_PREFILL_ATTN=mma8-bf16p not taken");
-    setenv("FRIGG_PREFILL_ATTN", "fast", 1);
-    CHECK(fk_init() != 0, "FRIGG_PREFILL_ATTN=fast was accepted");
-    if (saved) setenv("FRIGG_PREFILL_ATTN", saved, 1);
-    else unsetenv("FRIGG_PREFILL_ATTN");
-    free(saved);
-    CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
-    fk_set_prefill_impl(FK_PREFILL_MMA);
 }
 static float *from_dev(const uint16_t *d, size_t n) {
     uint16_t *h = malloc(n * 2);
@@ -192,14 +187,14 @@ static void test_norms(void) {
         char what[96];
         frigg_cpu_rmsnorm(FRIGG_PREC_BF16, h, T, D, 1e-6, ref);
         cudaMemset(da, 0xff, n * 2);
-        CHECK(fk_rmsnorm(dh, da, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
+        CHECK(fk_rmsnorm(kctx, dh, da, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
         float *got = from_dev(da, n);
         snprintf(what, sizeof what, "rmsnorm T=%d D=%d%s", T, D, path());
         expect_close_f(what, got, ref, n);
         free(got);
         /* in place: in == out */
         uint16_t *dcopy = ct_to_dev(h, n);
-        CHECK(fk_rmsnorm(dcopy, dcopy, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
+        CHECK(fk_rmsnorm(kctx, dcopy, dcopy, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
         got = from_dev(dcopy, n);
         snprintf(what, sizeof what, "rmsnorm in place T=%d D=%d%s", T, D, path());
         expect_close_f(what, got, ref, n);
@@ -208,7 +203,7 @@ static void test_norms(void) {
         for (size_t i = 0; i < n; i++) hs[i] = frigg_round_bf16(h[i] + y[i]);
         frigg_cpu_rmsnorm(FRIGG_PREC_BF16, hs, T, D, 1e-6, ref);
         cudaMemset(da, 0xff, n * 2);
-        CHECK(fk_add_rmsnorm(dh, dy, da, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
+        CHECK(fk_add_rmsnorm(kctx, dh, dy, da, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
         got = from_dev(dh, n);
         CHECK(!memcmp(got, hs, n * 4), "add_rmsnorm T=%d D=%d%s: the residual sum is not bf16(h + y)", T, D, path());
         free(got);
@@ -217,7 +212,7 @@ static void test_norms(void) {
         expect_close_f(what, got, ref, n);
         free(got);
         cudaMemset(ds, 0xff, n * 2);
-        CHECK(fk_run_end(dh, ds, dother, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
+        CHECK(fk_run_end(kctx, dh, ds, dother, T, D, 1e-6f, 0) == 0, "%s", frigg_error());
         float *st = from_dev(ds, n);
         snprintf(what, sizeof what, "run_end state T=%d D=%d%s", T, D, path());
         expect_close_f(what, st, ref, n);
@@ -243,7 +238,7 @@ static void test_swiglu(void) {
         uint16_t *dgu = ct_to_dev(gu, (size_t)T * 2 * I), *dm;
         cudaMalloc((void **)&dm, (size_t)T * I * 2 + 16);
         cudaMemset(dm, 0xff, (size_t)T * I * 2);
-        CHECK(fk_swiglu(dgu, T, I, dm, 0) == 0, "%s", frigg_error());
+        CHECK(fk_swiglu(kctx, dgu, T, I, dm, 0) == 0, "%s", frigg_error());
         float *got = from_dev(dm, (size_t)T * I);
         char what[96];
         snprintf(what, sizeof what, "swiglu T=%d I=%d%s", T, I, path());
@@ -287,7 +282,7 @@ static void test_rope(void) {
         cudaMalloc((void **)&dk, (size_t)2 * seq_stride * 2);
         cudaMalloc((void **)&dv, (size_t)2 * seq_stride * 2);
         cudaMemset(dq, 0xff, (size_t)T * D * 2);
-        CHECK(fk_rope_kv(dg, T, H, hd, dseq, dpos, dcos, dsin, dq, dk, dv, seq_stride, max_ctx, 0) == 0, "%s", frigg_error());
+        CHECK(fk_rope_kv(kctx, dg, T, H, hd, dseq, dpos, dcos, dsin, dq, dk, dv, seq_stride, max_ctx, 0) == 0, "%s", frigg_error());
         float *got = from_dev(dq, (size_t)T * D), *kc = from_dev(dk, (size_t)2 * seq_stride), *vc = from_dev(dv, (size_t)2 * seq_stride);
         float *q = malloc(sizeof(float) * D), *k = malloc(sizeof(float) * D);
         int qok = 1, kok = 1, vok = 1;
@@ -320,23 +315,23 @@ int main(void) {
     if (frigg_cuda_device_count() < 1) {
         SKIP("no CUDA device present");
     } else {
-        CHECK(fk_init() == 0, "fk_init: %s", frigg_error());
-        const char *env = getenv("FRIGG_PREFILL_ATTN");
-        if (!env || !*env)
-            CHECK(fk_get_prefill_impl() == FK_PREFILL_MMA_BF16P, "the default prefill attention is %s, not mma-bf16p",
-                  fk_prefill_impl_name(fk_get_prefill_impl()));
+        kctx = fk_ctx_create();
+        CHECK(kctx != NULL, "fk_ctx_create: %s", frigg_error());
+        CHECK(fk_ctx_prefill_impl(kctx) == FK_PREFILL_MMA_BF16P, "the default prefill attention is %s, not mma-bf16p",
+              fk_prefill_impl_name(fk_ctx_prefill_impl(kctx)));
         test_shapes();
         test_errors();
         for (int general = 0; general < 2; general++) { /* the 16-byte paths, then the general ones at the same shapes */
-            fk_set_eltwise_general(general);
+            fk_ctx_set_eltwise_general(kctx, general);
             eltwise_general = general;
             test_norms();
             test_swiglu();
             test_rope();
         }
-        fk_set_eltwise_general(0);
+        fk_ctx_set_eltwise_general(kctx, 0);
         cudaError_t e = cudaDeviceSynchronize();
         CHECK(e == cudaSuccess, "device error: %s", cudaGetErrorString(e));
+        fk_ctx_free(kctx);
     }
 #endif
     TEST_MAIN_END();

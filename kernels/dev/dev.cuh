@@ -5,6 +5,11 @@
 
 #include <cuda_runtime.h>
 
+extern "C" {
+#include "util.h"
+}
+#include "kernels.h"
+
 /* A CUDA call that must succeed: on an error, where and what, and exit status 2 (a failed check is 1). */
 #define CK(call)                                                                                            \
     do {                                                                                                    \
@@ -14,6 +19,18 @@
             exit(2);                                                                                        \
         }                                                                                                   \
     } while (0)
+
+/* The program's kernel context (kernels.h: fk_ctx) on `device`, made current first; exit status 2 when it
+ * cannot be made. Every launcher the program calls takes it. */
+static inline fk_ctx *dev_ctx(int device) {
+    CK(cudaSetDevice(device));
+    fk_ctx *kc = fk_ctx_create();
+    if (!kc) {
+        fprintf(stderr, "fk_ctx_create: %s\n", frigg_error());
+        exit(2);
+    }
+    return kc;
+}
 
 /* A counter one grid's blocks raise after their writes and another grid's (or the same grid's) blocks wait on:
  * release / acquire at gpu scope, so what the raising block wrote before is visible to the one that sees it. */

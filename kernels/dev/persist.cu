@@ -6,8 +6,8 @@
  * shapes (gqkv 6144x1536, o 1536x1536, gate_up 8192x1536, down 1536x4096; no attention), each op reading the
  * first K values of the previous op's output, over 16 layers (982 MB of weights, far past L2). Arms, alternated
  * replay by replay (µs per chain, per layer, the weights' GB/s):
- *   chain-auto   the engine's GEMV kernels (fk_gemv, plain store, FRIGG_GEMV_IMPL=auto: all four on tensor cores
- *                for a plain store), 64 kernels with PDL in one graph: the shipped structure
+ *   chain-auto   the engine's GEMV kernels (fk_gemv, plain store, the context's implementation "auto": all four
+ *                on tensor cores for a plain store), 64 kernels with PDL in one graph: the shipped structure
  *   chain-simt   the same, all on CUDA cores
  *   chain-mixed  gqkv and gate_up on CUDA cores, o and down on tensor cores (the engine's batch-1 kernels)
  *   eng-simt     chain-mixed with the RMSNorm fused into gqkv and gate_up and gate_up's SwiGLU epilogue (its
@@ -27,10 +27,12 @@
  * Check: each persistent arm's output of every op of the last layer equals chain-auto's within bf16 rounding of
  * fp32 sums in another order (a stale or early read is far off); exit status 1 on a FAIL.
  *
- * Measured on the H200 (runs 74-86, benchmarks/h200-2026-11-30/persist-run86.txt): every persistent arm is
- * slower than the chains (persist-tc 26.6 µs per layer, persist-ws 30.5, against chain-auto 20.9 and
- * chain-mixed 22.3); bulk copies under 4 KB stream at half the bandwidth (tma-only); the fused RMSNorm costs the
- * tensor-core kernel about 0.9 µs per GEMV (tc-norm), the CUDA-core kernel nothing (eng-simt).
+ * The chain arms set the GEMV implementation on the program's kernel context (fk_ctx_set_gemv_impl) before
+ * each launch they capture. Measured on the H200 (benchmarks/h200-2026-11-30/persist-run86.txt): every
+ * persistent arm is slower than the chains (persist-tc 26.6 µs per layer, persist-ws 30.5, against chain-auto
+ * 20.9 and chain-mixed 22.3); bulk copies under 4 KB stream at half the bandwidth (tma-only); the fused RMSNorm
+ * costs the tensor-core kernel about 0.9 µs per GEMV (tc-norm 22.7 against chain-auto 20.9 per layer), the
+ * CUDA-core kernel nothing measurable (eng-simt 21.9 against chain-mixed 22.3).
  *
  *   persist [--repeats N] [--slots N (2..13)] [--only ARM (one replay of that arm, nothing else: for ncu)]
  */
@@ -109,9 +111,10 @@ __device__ __forceinline__ void bulk_copy(void *dst, const void *src, unsigned b
     (void)dst, (void)src, (void)bytes, (void)bar;
 #endif
 }
+/* The mbarrier inits visible to the async proxy (the bulk copies that complete on them). */
 __device__ __forceinline__ void fence_mbar_init(void) {
 #ifdef PERSIST_SM90
-    fence_mbar_init();
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 #endif
 }
 __device__ __forceinline__ void consumers_sync(void) { asm volatile("bar.sync 1, %0;" ::"r"(NCW * 32) : "memory"); }
@@ -487,11 +490,7 @@ int main(int argc, char **argv) {
         }
         i++;
     }
-    CK(cudaSetDevice(0));
-    if (fk_init()) {
-        fprintf(stderr, "persist: fk_init failed\n");
-        return 1;
-    }
+    fk_ctx *kc = dev_ctx(0);
     int sms = 0;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     cudaDeviceProp prop;
@@ -580,12 +579,13 @@ int main(int argc, char **argv) {
                 const op_t &o = hops[0][j];
                 const bool eng = a == A_ENG_SIMT || a == A_ENG_TC, big = j % 2 == 0;
                 const bool tc = a == A_AUTO || a == A_ENG_TC || a == A_TC_NORM || a == A_TC_SWIGLU;
-                fk_set_gemv_impl(a == A_SIMT ? FK_GEMV_IMPL_SIMT : tc ? FK_GEMV_IMPL_TC : big ? FK_GEMV_IMPL_SIMT : FK_GEMV_IMPL_TC);
-                if (a == A_AUTO) fk_set_gemv_impl(FK_GEMV_IMPL_AUTO);
+                const int impl = a == A_AUTO ? FK_GEMV_IMPL_AUTO : a == A_SIMT ? FK_GEMV_IMPL_SIMT : tc ? FK_GEMV_IMPL_TC
+                                 : big ? FK_GEMV_IMPL_SIMT : FK_GEMV_IMPL_TC;
                 const int epi = (eng || a == A_TC_SWIGLU) && j % 4 == 2 ? FK_GEMV_SWIGLU : FK_GEMV_STORE;
                 const int norm = (eng || a == A_TC_NORM) && big;
-                if (fk_gemv(o.W, o.O, o.K, o.in, 1, norm, 1e-6f, epi, o.out, s)) {
-                    fprintf(stderr, "persist: fk_gemv failed\n");
+                const frigg_mat M = {.w = o.W, .rows = o.O, .cols = o.K, .dtype = FRIGG_DT_BF16, .scales = NULL, .group = 0};
+                if (fk_ctx_set_gemv_impl(kc, impl) || fk_gemv(kc, &M, o.in, 1, norm, 1e-6f, epi, o.out, s)) {
+                    fprintf(stderr, "persist: fk_gemv: %s\n", frigg_error());
                     return 1;
                 }
             }
@@ -663,5 +663,6 @@ int main(int argc, char **argv) {
             std::sort(t.begin(), t.end());
             printf("%6d x %-13d %10.1f %8.0f\n", copy, ns, t[2], wbytes / (t[2] * 1e-6) / 1e9);
         }
+    fk_ctx_free(kc);
     return bad;
 }

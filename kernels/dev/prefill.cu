@@ -1,16 +1,18 @@
 /* prefill.cu — microbenchmark of one prefill layer step at DFM-Mimir's shapes (D 1536, 12 heads x 128,
- * I 4096) and T = 1024 / 4096 tokens: where the time of a 4096-token prefill goes.
- *   attention  every fk_attn_prefill implementation (FK_PREFILL_*) and v0 (the previous kernel, copied below
- *              for the A/B); prefix P = T (frigg-bench's prefill: the whole prompt is the prefix) and P = 0
- *              (causal)
+ * I 4096) and T = 1024 / 4096 tokens: where the time of a 4096-token prefill goes. Everything runs through the
+ * shipped entry points with the program's kernel context:
+ *   attention  fk_attn_prefill in each implementation (fk_ctx_set_prefill_impl: "mma-bf16p", the default, P
+ *              rounded to bf16; "mma", P as bf16 hi + lo); prefix P = T (frigg-bench's prefill: the whole
+ *              prompt is the prefix) and P = 0 (causal)
  *   gemm       the engine's call (frigg_cuda_gemm: cublasGemmEx) on gqkv, o, gate_up and down, and the best of
  *              cuBLASLt's heuristic algorithms with a 64 MiB workspace on the same product
  *   eltwise    rmsnorm, rope_kv, swiglu, add_rmsnorm as cuda_prefill launches them (the 16-byte paths), and
- *              their general paths (fk_set_eltwise_general: the kernels before round 2) for the A/B
- * Every version is first checked against the CPU reference on fresh random inputs (outputs poisoned first;
- * sampled rows, since a full CPU reference at T = 4096 would take minutes) and prints PASS/FAIL; then timed as
- * a CUDA graph of launches over distinct buffers (far more data than the 60 MB L2), launched as the engine
- * launches them (fk_* entry points, PDL on), median of the replays after warm-up. Exit 1 on any FAIL.
+ *              their general paths (fk_ctx_set_eltwise_general on)
+ * Every version is first checked against the CPU reference (cpu_ops.h: frigg_cpu_attention, frigg_cpu_linear
+ * and the elementwise ops) on fresh random inputs (outputs poisoned first; sampled rows, since a full CPU
+ * reference at T = 4096 would take minutes) and prints PASS/FAIL; then timed as a CUDA graph of launches over
+ * distinct buffers (far more data than the 60 MB L2), launched as the engine launches them (PDL on), median of
+ * the replays after warm-up. A summary adds them up to a layer step and a 128-layer prefill. Exit 1 on any FAIL.
  *   prefill [--quick]     (--quick: T = 4096 only, 5 replays, 4 cuBLASLt candidates) */
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -183,258 +185,23 @@ static double time_graph(cudaStream_t s, int n, F f) {
     return t[reps / 2];
 }
 
-/* ------------------------------------------------------------------ v0: the previous kernel (A/B only) */
-/* attn_prefill_mma as of commit 01f8ba6 (run 4's prefill attention, 4 warps, hi+lo P, mask on every tile),
- * copied unchanged so that each run measures the new kernels against it on the same GPU. */
-namespace v0 {
-constexpr int MM_BQ = 64, MM_BK = 64;
-
-__device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-/* 16-byte global -> shared copy that does not stall the thread; src_ok false writes zeros instead. */
-__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool src_ok) {
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    int n = src_ok ? 16 : 0;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(n) : "memory");
-}
-__device__ __forceinline__ void cp_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_wait(void) {
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-    return (uint32_t)f2bf(lo) | ((uint32_t)f2bf(hi) << 16);
-}
-/* p = hi + lo with both parts bf16: ~16 significant bits of p reach the tensor cores. */
-__device__ __forceinline__ void split_pair(float x0, float x1, uint32_t *hi, uint32_t *lo) {
-    *hi = pack_bf16(x0, x1);
-    *lo = pack_bf16(x0 - bf_lo(*hi), x1 - bf_hi(*hi));
-}
-
-template <int HD>
-__global__ void __launch_bounds__(128)
-    attn_prefill_mma(const uint16_t *__restrict__ q, const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
-                     const uint16_t *__restrict__ gqkv, int T, int H, int max_ctx, int P, float scale,
-                     uint16_t *__restrict__ y) {
-    constexpr int KS = HD + 8, NT = MM_BK / 8, DT = HD / 8, KK = HD / 16, TILE = MM_BK * KS;
-    constexpr float LOG2E = 1.4426950408889634f;
-    /* Two K and two V tiles: the next tile streams in (cp.async) while this one is computed. */
-    extern __shared__ __align__(16) uint16_t kv_smem[];
-    uint16_t *Kbuf = kv_smem, *Vbuf = kv_smem + 2 * TILE;
-    const int h = blockIdx.y, t0 = blockIdx.x * MM_BQ, D = H * HD;
-    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
-    const int r0 = t0 + warp * 16 + g, r1 = r0 + 8; /* this thread's two query rows */
-    pdl_wait();
-    pdl_launch();
-    uint32_t qa[KK][4];
-#pragma unroll
-    for (int kk = 0; kk < KK; kk++) {
-        const uint16_t *q0 = q + (size_t)r0 * D + h * HD + kk * 16 + 2 * tq, *q1 = q + (size_t)r1 * D + h * HD + kk * 16 + 2 * tq;
-        qa[kk][0] = r0 < T ? *(const uint32_t *)q0 : 0u;
-        qa[kk][1] = r1 < T ? *(const uint32_t *)q1 : 0u;
-        qa[kk][2] = r0 < T ? *(const uint32_t *)(q0 + 8) : 0u;
-        qa[kk][3] = r1 < T ? *(const uint32_t *)(q1 + 8) : 0u;
-    }
-    float o[DT][4];
-#pragma unroll
-    for (int i = 0; i < DT; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
-    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
-    int kend = t0 + MM_BQ;
-    if (t0 < P && P > kend) kend = P;
-    if (kend > T) kend = T;
-    const uint16_t *Kh = kc + (size_t)h * max_ctx * HD, *Vh = vc + (size_t)h * max_ctx * HD;
-    const int ntile = (kend + MM_BK - 1) / MM_BK;
-    auto load_tile = [&](int buf, int jt) {
-        for (int i = tid; i < MM_BK * (HD / 8); i += blockDim.x) {
-            int r = i / (HD / 8), c = i % (HD / 8), j = jt + r;
-            bool ok = j < T;
-            cp_async16(&Kbuf[buf * TILE + r * KS + c * 8], ok ? Kh + (size_t)j * HD + c * 8 : Kh, ok);
-            cp_async16(&Vbuf[buf * TILE + r * KS + c * 8], ok ? Vh + (size_t)j * HD + c * 8 : Vh, ok);
-        }
-        cp_commit();
-    };
-    if (ntile > 0) load_tile(0, 0);
-    for (int it = 0; it < ntile; it++) {
-        const int j0 = it * MM_BK;
-        const uint16_t *Ks = Kbuf + (it & 1) * TILE, *Vs = Vbuf + (it & 1) * TILE;
-        if (it + 1 < ntile) {
-            load_tile((it + 1) & 1, j0 + MM_BK);
-            cp_wait<1>();
-        } else {
-            cp_wait<0>();
-        }
-        __syncthreads();
-        float sc[NT][4];
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++) {
-            sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
-            if (KK % 2 == 0) {
-                /* ldmatrix.x4: the B fragments of two k-steps (4 8x8 tiles: keys nt*8.., dims 16kk + 0/8/16/24) */
-#pragma unroll
-                for (int kk = 0; kk < KK; kk += 2) {
-                    uint32_t b0, b1, b2, b3;
-                    unsigned addr = (unsigned)__cvta_generic_to_shared(&Ks[(nt * 8 + (lane & 7)) * KS + kk * 16 + (lane >> 3) * 8]);
-                    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                                 : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3)
-                                 : "r"(addr));
-                    mma16816(sc[nt], qa[kk], b0, b1);
-                    mma16816(sc[nt], qa[(kk + 1) % KK], b2, b3);
-                }
-            } else {
-#pragma unroll
-                for (int kk = 0; kk < KK; kk++) {
-                    const uint16_t *kp = &Ks[(nt * 8 + g) * KS + kk * 16 + 2 * tq];
-                    mma16816(sc[nt], qa[kk], *(const uint32_t *)kp, *(const uint32_t *)(kp + 8));
-                }
-            }
-        }
-        /* mask, scale, running max per row */
-        float mx0 = -INFINITY, mx1 = -INFINITY;
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                int j = j0 + nt * 8 + 2 * tq + (e & 1), qr = e < 2 ? r0 : r1;
-                bool ok = j < T && (j <= qr || (qr < P && j < P));
-                float v = ok ? sc[nt][e] * scale : -INFINITY;
-                sc[nt][e] = v;
-                if (e < 2) mx0 = fmaxf(mx0, v);
-                else mx1 = fmaxf(mx1, v);
-            }
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-        float n0 = fmaxf(m0, mx0), n1 = fmaxf(m1, mx1);
-        float a0 = n0 == -INFINITY || m0 == -INFINITY ? (n0 == -INFINITY ? 1.0f : 0.0f) : exp2f((m0 - n0) * LOG2E);
-        float a1 = n1 == -INFINITY || m1 == -INFINITY ? (n1 == -INFINITY ? 1.0f : 0.0f) : exp2f((m1 - n1) * LOG2E);
-        m0 = n0;
-        m1 = n1;
-        float ps0 = 0.0f, ps1 = 0.0f;
-#pragma unroll
-        for (int nt = 0; nt < NT; nt++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                float mm = e < 2 ? m0 : m1;
-                float p = sc[nt][e] == -INFINITY ? 0.0f : exp2f((sc[nt][e] - mm) * LOG2E);
-                sc[nt][e] = p;
-                if (e < 2) ps0 += p;
-                else ps1 += p;
-            }
-        l0 = l0 * a0 + ps0; /* per-lane partial row sums; the 4 lanes of a row are added at the end */
-        l1 = l1 * a1 + ps1;
-#pragma unroll
-        for (int dt = 0; dt < DT; dt++) {
-            o[dt][0] *= a0;
-            o[dt][1] *= a0;
-            o[dt][2] *= a1;
-            o[dt][3] *= a1;
-        }
-        /* O += P V, P as the A operand straight from the S accumulators (hi and lo parts). */
-#pragma unroll
-        for (int kb = 0; kb < MM_BK / 16; kb++) {
-            uint32_t ah[4], al[4];
-            split_pair(sc[2 * kb][0], sc[2 * kb][1], &ah[0], &al[0]);
-            split_pair(sc[2 * kb][2], sc[2 * kb][3], &ah[1], &al[1]);
-            split_pair(sc[2 * kb + 1][0], sc[2 * kb + 1][1], &ah[2], &al[2]);
-            split_pair(sc[2 * kb + 1][2], sc[2 * kb + 1][3], &ah[3], &al[3]);
-#pragma unroll
-            for (int dt = 0; dt < DT; dt++) {
-                uint32_t b0, b1;
-                unsigned addr = (unsigned)__cvta_generic_to_shared(&Vs[(kb * 16 + (lane & 15)) * KS + dt * 8]);
-                asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];"
-                             : "=r"(b0), "=r"(b1)
-                             : "r"(addr));
-                mma16816(o[dt], ah, b0, b1);
-                mma16816(o[dt], al, b0, b1);
-            }
-        }
-        __syncthreads(); /* every warp is done with this buffer before the next iteration refills it */
-    }
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-#pragma unroll
-    for (int dt = 0; dt < DT; dt++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            int tt = e < 2 ? r0 : r1, d = dt * 8 + 2 * tq + (e & 1);
-            if (tt >= T) continue;
-            float ov = rbf(o[dt][e] / (e < 2 ? l0 : l1));
-            float gv = bf2f(gqkv[(size_t)tt * 4 * D + h * HD + d]);
-            float sg = rbf(1.0f / (1.0f + expf(-gv)));
-            y[(size_t)tt * D + h * HD + d] = f2bf(sg * ov);
-        }
-}
-
-static int launch(const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *gqkv, int T, int max_ctx, int P,
-                  uint16_t *y, cudaStream_t s) {
-    dim3 grid((T + MM_BQ - 1) / MM_BQ, H);
-    float scale = (float)(1.0 / sqrt((double)HD));
-    size_t smem = 4 * (size_t)MM_BK * (HD + 8) * 2;
-    static int raised;
-    if (!raised) {
-        cudaError_t e = cudaFuncSetAttribute((const void *)attn_prefill_mma<128>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-        if (e != cudaSuccess) {
-            frigg_set_error("v0: %s", cudaGetErrorString(e));
-            return -1;
-        }
-        raised = 1;
-    }
-    if (fk_launch(attn_prefill_mma<128>, grid, 128, smem, s, q, k, v, gqkv, T, H, max_ctx, P, scale, y) != cudaSuccess) {
-        frigg_set_error("v0: launch failed: %s", cudaGetErrorString(cudaGetLastError()));
-        return -1;
-    }
-    return 0;
-}
-} // namespace v0
-
 /* ------------------------------------------------------------------ attention */
-/* The CPU engine's attention (cpu_engine.c attn_range) for one (row, head): fp32 scores, fp32 softmax, fp32
- * P·V, then the gate: y = bf16(bf16(sigmoid(g)) * bf16(o)). K/V in the cache layout [head][max_ctx][hd].
- * bnd: the bf16-P term of the tolerance, sg * 2^-9 * sum_j p_j |v_j| / sum_j p_j * (1 + 2^-6): rounding each
- * p_j to bf16 moves it by at most 2^-9 relative while the kernel divides by the unrounded sum (the derivation
- * is in tests/test_cuda_prefill.c). */
-static void ref_attn_row(const float *q, const float *K, const float *V, const float *g, int T, int max_ctx, int P,
-                         int t, int h, float *p, float *y, float *bnd) {
-    const float scale = (float)(1.0 / sqrt((double)HD));
-    const float *qr = q + (size_t)t * D + h * HD;
-    float mx = -INFINITY;
-    for (int j = 0; j < T; j++) {
-        if (!(j <= t || (t < P && j < P))) {
-            p[j] = -INFINITY;
-            continue;
-        }
-        const float *kr = K + ((size_t)h * max_ctx + j) * HD;
-        float s = 0;
-        for (int d = 0; d < HD; d++) s += qr[d] * kr[d];
-        p[j] = s * scale;
-        if (p[j] > mx) mx = p[j];
-    }
-    float sum = 0, acc[HD] = {0}, acca[HD] = {0};
-    for (int j = 0; j < T; j++) {
-        p[j] = p[j] == -INFINITY ? 0.0f : expf(p[j] - mx);
-        sum += p[j];
-    }
-    for (int j = 0; j < T; j++) {
-        if (p[j] == 0) continue;
-        float w = p[j] / sum;
-        const float *vr = V + ((size_t)h * max_ctx + j) * HD;
-        for (int d = 0; d < HD; d++) {
-            acc[d] += w * vr[d];
-            acca[d] += w * fabsf(vr[d]);
-        }
-    }
-    for (int d = 0; d < HD; d++) {
-        float sg = frigg_round_bf16(1.0f / (1.0f + expf(-g[(size_t)t * 4 * D + h * HD + d])));
-        y[h * HD + d] = frigg_round_bf16(sg * frigg_round_bf16(acc[d]));
-        bnd[h * HD + d] = sg * ldexpf(acca[d], -9) * (1.0f + ldexpf(1.0f, -6));
+/* The CPU attention op (frigg_cpu_attention, the CPU engine's arithmetic) for query row t of a T-row prefill
+ * with prefix P, every head: y[D] (gated), K/V in the cache layout [head][max_ctx][hd]. Called for one query
+ * at position p0, the op attends over positions [0, p0 + 1); under the PrefixLM mask row t sees the keys
+ * [0, max(t + 1, P)), which is what the query at p0 = max(t, P - 1) sees. bnd: the bf16-P term of the tolerance,
+ * sg * 2^-9 * sum_j p_j |v_j| / sum_j p_j * (1 + 2^-6), with the weighted |v| from the op's abs_out (the
+ * derivation is in tests/test_cuda_prefill.c). */
+static void ref_attn_row(frigg_pool *pool, const float *q, const float *K, const float *V, const float *g, int max_ctx,
+                         int P, int t, float *y, float *bnd) {
+    frigg_attn_args a = {.q = q + (size_t)t * D, .q_stride = (size_t)D, .k = K, .v = V, .pos_stride = (size_t)HD,
+                         .head_stride = (size_t)max_ctx * HD, .gate = g + (size_t)t * 4 * D, .gate_stride = (size_t)4 * D,
+                         .T = 1, .p0 = t < P ? P - 1 : t, .prefix_len = P, .heads = H, .head_dim = HD, .out = y,
+                         .out_stride = (size_t)D, .abs_out = bnd};
+    frigg_cpu_attention(FRIGG_PREC_BF16, pool, &a);
+    for (int i = 0; i < D; i++) {
+        float sg = frigg_round_bf16(1.0f / (1.0f + expf(-g[(size_t)t * 4 * D + i])));
+        bnd[i] = sg * ldexpf(bnd[i], -9) * (1.0f + ldexpf(1.0f, -6));
     }
 }
 
@@ -442,16 +209,16 @@ typedef struct {
     uint16_t *q, *k, *v, *g, *y;
 } attn_set;
 
-#define NVER (FK_PREFILL_NIMPL + 1) /* every FK_PREFILL_* implementation, then v0 */
+#define NVER FK_PREFILL_NIMPL /* every FK_PREFILL_* implementation */
 static double attn_us[2][2][NVER]; /* [T index][P = T, P = 0][version] */
-static const char *ver_name(int v) { return v == FK_PREFILL_NIMPL ? "v0" : fk_prefill_impl_name(v); }
+static fk_ctx *kc;
+static int default_impl; /* the context's prefill implementation as made (restored after the attention runs) */
 static int run_attn(int v, const attn_set *a, int T, int P, cudaStream_t s) {
-    if (v == FK_PREFILL_NIMPL) return v0::launch(a->q, a->k, a->v, a->g, T, T, P, a->y, s);
-    fk_set_prefill_impl(v);
-    return fk_attn_prefill(a->q, a->k, a->v, a->g, T, H, HD, T, P, a->y, s);
+    if (fk_ctx_set_prefill_impl(kc, v)) return -1;
+    return fk_attn_prefill(kc, a->q, a->k, a->v, a->g, T, H, HD, T, P, a->y, s);
 }
 
-static void bench_attention(cudaStream_t s, int ti, int T, int nsets) {
+static void bench_attention(cudaStream_t s, frigg_pool *pool, int ti, int T, int nsets) {
     attn_set *set = (attn_set *)calloc(nsets, sizeof *set);
     size_t nq = (size_t)T * D, nkv = (size_t)H * T * HD, ng = (size_t)T * 4 * D;
     for (int i = 0; i < nsets; i++) {
@@ -462,15 +229,12 @@ static void bench_attention(cudaStream_t s, int ti, int T, int nsets) {
         set[i].y = dev_alloc(nq);
     }
     float *q = to_host(set[0].q, nq), *K = to_host(set[0].k, nkv), *V = to_host(set[0].v, nkv), *g = to_host(set[0].g, ng);
-    float *p = (float *)malloc(sizeof(float) * T);
     int Ps[2] = {T, 0};
     for (int pi = 0; pi < 2; pi++) {
         int P = Ps[pi], rows[64], nr = sample_rows(T, P, rows);
         float *ref = (float *)malloc(sizeof(float) * nr * D), *got = (float *)malloc(sizeof(float) * nr * D),
               *bnd = (float *)malloc(sizeof(float) * nr * D);
-        for (int r = 0; r < nr; r++)
-            for (int h = 0; h < H; h++)
-                ref_attn_row(q, K, V, g, T, T, P, rows[r], h, p, ref + (size_t)r * D, bnd + (size_t)r * D);
+        for (int r = 0; r < nr; r++) ref_attn_row(pool, q, K, V, g, T, P, rows[r], ref + (size_t)r * D, bnd + (size_t)r * D);
         double pairs = (double)P * P + ((double)T * (T + 1) - (double)P * (P + 1)) / 2; /* visible (query, key) */
         for (int impl = 0; impl < NVER; impl++) {
             CK(cudaMemsetAsync(set[0].y, 0xff, nq * 2, s)); /* poison, on the stream the kernel runs on */
@@ -480,21 +244,21 @@ static void bench_attention(cudaStream_t s, int ti, int T, int nsets) {
             free(y);
             /* hi+lo P tracks fp32 P (test_cuda_ops: 2% may differ by an ulp); bf16 P (as HF) moves o by up to
              * 2^-9 sum p|v| / sum p (the extra bound), so up to half may land one ulp away. */
-            int bf16p = impl == FK_PREFILL_MMA_BF16P || impl == FK_PREFILL_MMA8_BF16P || impl == FK_PREFILL_MMA_BF16P_2B;
+            int bf16p = impl == FK_PREFILL_MMA_BF16P;
             char what[96];
-            snprintf(what, sizeof what, "attn %s T=%d P=%d", ver_name(impl), T, P);
+            snprintf(what, sizeof what, "attn %s T=%d P=%d", fk_prefill_impl_name(impl), T, P);
             const char *v = verdict(what, compare(got, ref, (size_t)nr * D, bf16p ? bnd : NULL), bf16p ? 0.5 : 0.02);
             double us = time_graph(s, nsets, [&](int i, cudaStream_t st) { return run_attn(impl, &set[i], T, P, st); });
             attn_us[ti][pi][impl] = us;
             double bytes = 5.0 * nq * 2, flop = 4.0 * HD * H * pairs;
-            printf("time  attn %-12s T=%-5d P=%-5d %9.1f us  %7.1f GB/s  %6.1f TFLOP/s  %s\n", ver_name(impl),
+            printf("time  attn %-12s T=%-5d P=%-5d %9.1f us  %7.1f GB/s  %6.1f TFLOP/s  %s\n", fk_prefill_impl_name(impl),
                    T, P, us, bytes / us / 1e3, flop / us / 1e6, v);
         }
         free(ref);
         free(got);
         free(bnd);
     }
-    fk_set_prefill_impl(FK_PREFILL_MMA_BF16P); /* the default again */
+    FK(fk_ctx_set_prefill_impl(kc, default_impl)); /* the default again */
     for (int i = 0; i < nsets; i++) {
         cudaFree(set[i].q);
         cudaFree(set[i].k);
@@ -507,7 +271,6 @@ static void bench_attention(cudaStream_t s, int ti, int T, int nsets) {
     free(K);
     free(V);
     free(g);
-    free(p);
 }
 
 /* ------------------------------------------------------------------ GEMMs */
@@ -558,11 +321,16 @@ static void bench_gemm(cudaStream_t s, cublasHandle_t blas, frigg_pool *pool, in
         uint16_t *hW = to_host16(W[0], (size_t)O * K);
         float *hA = to_host(A[0], (size_t)T * K);
         char what[96];
-        /* the engine's call */
-        FK(frigg_cuda_gemm(blas, W[0], O, K, A[0], T, C[0]));
+        /* the engine's call, on weight descriptors as the engine passes them */
+        frigg_mat *Wm = (frigg_mat *)calloc(nsets, sizeof *Wm);
+        for (int i = 0; i < nsets; i++) {
+            const frigg_mat m = {.w = W[i], .rows = O, .cols = K, .dtype = FRIGG_DT_BF16, .scales = NULL, .group = 0};
+            Wm[i] = m;
+        }
+        FK(frigg_cuda_gemm(blas, &Wm[0], A[0], T, C[0]));
         snprintf(what, sizeof what, "gemm cublas %s %dx%dx%d", sh->name, T, O, K);
         check_gemm(what, C[0], hW, hA, O, K, T, pool, rows, nr);
-        double us = time_graph(s, nsets, [&](int i, cudaStream_t) { return frigg_cuda_gemm(blas, W[i], O, K, A[i], T, C[i]); });
+        double us = time_graph(s, nsets, [&](int i, cudaStream_t) { return frigg_cuda_gemm(blas, &Wm[i], A[i], T, C[i]); });
         gemm_us[si] = us;
         double flop = 2.0 * T * O * K, bytes = 2.0 * ((double)O * K + (double)T * K + (double)T * O);
         printf("time  gemm cublas   %-8s T=%-5d %9.1f us  %7.1f GB/s  %6.1f TFLOP/s\n", sh->name, T, us, bytes / us / 1e3,
@@ -640,6 +408,7 @@ static void bench_gemm(cudaStream_t s, cublasHandle_t blas, frigg_pool *pool, in
             cudaFree(C[i]);
         }
         free(W);
+        free(Wm);
         free(A);
         free(C);
         free(hW);
@@ -697,14 +466,14 @@ static void bench_eltwise(cudaStream_t s, int T, int nsets) {
           *gu = to_host(e[0].gu, (size_t)T * 2 * I);
     float *ref = (float *)malloc(sizeof(float) * nr * 2 * I), *got = (float *)malloc(sizeof(float) * nr * 2 * I),
           *row = (float *)malloc(sizeof(float) * 2 * I);
-    /* both paths: the 16-byte ones the engine takes at these shapes, and the general ones timed for the A/B */
+    /* both paths: the 16-byte ones the engine takes at these shapes, and the general ones (eltwise_general on) */
     uint16_t *x16 = to_host16(e[0].x, nd);
     for (int general = 0; general < 2; general++) {
-        fk_set_eltwise_general(general);
+        fk_ctx_set_eltwise_general(kc, general);
         CK(cudaMemcpy(e[0].x, x16, nd * 2, cudaMemcpyHostToDevice)); /* the previous pass's add_rmsnorm updated x */
         /* rmsnorm */
         CK(cudaMemsetAsync(e[0].a, 0xff, nd * 2, s)); /* poison: NaN where nothing is written */
-        FK(fk_rmsnorm(e[0].x, e[0].a, T, D, EPS, s));
+        FK(fk_rmsnorm(kc, e[0].x, e[0].a, T, D, EPS, s));
         float *out = to_host(e[0].a, nd);
         for (int r = 0; r < nr; r++) {
             frigg_cpu_rmsnorm(FRIGG_PREC_BF16, x + (size_t)rows[r] * D, 1, D, EPS, ref + (size_t)r * D);
@@ -714,7 +483,7 @@ static void bench_eltwise(cudaStream_t s, int T, int nsets) {
         verdict(general ? "rmsnorm (general)" : "rmsnorm (vec16)", compare(got, ref, (size_t)nr * D), 0.01);
         /* rope_kv: q output rows against the CPU RoPE of the q block */
         CK(cudaMemsetAsync(e[0].q, 0xff, nd * 2, s)); /* poison: NaN where nothing is written */
-        FK(fk_rope_kv(e[0].gqkv, T, H, HD, dzero, dpos, dcos, dsin, e[0].q, e[0].k, e[0].v, 0, T, s));
+        FK(fk_rope_kv(kc, e[0].gqkv, T, H, HD, dzero, dpos, dcos, dsin, e[0].q, e[0].k, e[0].v, 0, T, s));
         out = to_host(e[0].q, nd);
         for (int r = 0; r < nr; r++) {
             int t = rows[r];
@@ -726,7 +495,7 @@ static void bench_eltwise(cudaStream_t s, int T, int nsets) {
         verdict(general ? "rope_kv (q rows, general)" : "rope_kv (q rows, vec16)", compare(got, ref, (size_t)nr * D), 0.01);
         /* swiglu */
         CK(cudaMemsetAsync(e[0].m, 0xff, (size_t)T * I * 2, s)); /* poison: NaN where nothing is written */
-        FK(fk_swiglu(e[0].gu, T, I, e[0].m, s));
+        FK(fk_swiglu(kc, e[0].gu, T, I, e[0].m, s));
         out = to_host(e[0].m, (size_t)T * I);
         for (int r = 0; r < nr; r++) {
             const float *gr = gu + (size_t)rows[r] * 2 * I;
@@ -737,7 +506,7 @@ static void bench_eltwise(cudaStream_t s, int T, int nsets) {
         verdict(general ? "swiglu (general)" : "swiglu (vec16)", compare(got, ref, (size_t)nr * I), 0.01);
         /* add_rmsnorm: h = bf16(h + y), a = rmsnorm(h) */
         CK(cudaMemsetAsync(e[0].a, 0xff, nd * 2, s)); /* poison: NaN where nothing is written */
-        FK(fk_add_rmsnorm(e[0].x, e[0].t1, e[0].a, T, D, EPS, s));
+        FK(fk_add_rmsnorm(kc, e[0].x, e[0].t1, e[0].a, T, D, EPS, s));
         out = to_host(e[0].a, nd);
         for (int r = 0; r < nr; r++) {
             for (int d = 0; d < D; d++) row[d] = frigg_round_bf16(x[(size_t)rows[r] * D + d] + t1[(size_t)rows[r] * D + d]);
@@ -747,7 +516,7 @@ static void bench_eltwise(cudaStream_t s, int T, int nsets) {
         free(out);
         verdict(general ? "add_rmsnorm (general)" : "add_rmsnorm (vec16)", compare(got, ref, (size_t)nr * D), 0.01);
     }
-    fk_set_eltwise_general(0);
+    fk_ctx_set_eltwise_general(kc, 0);
     CK(cudaMemcpy(e[0].x, x16, nd * 2, cudaMemcpyHostToDevice));
     free(x16);
 
@@ -755,16 +524,16 @@ static void bench_eltwise(cudaStream_t s, int T, int nsets) {
      * rows are small and shared); swiglu reads gate and up and writes m; add_rmsnorm reads h, y, writes h, a. */
     double bytes[4] = {2.0 * nd * 2, 6.0 * nd * 2, 3.0 * T * I * 2, 4.0 * nd * 2};
     const char *names[4] = {"rmsnorm", "rope_kv", "swiglu", "add_rmsnorm"};
-    /* general = 1: the general paths (the kernels before round 2), timed beside the 16-byte paths for the A/B */
+    /* general = 1: the general paths, timed beside the 16-byte paths */
     for (int general = 1; general >= 0; general--) {
-        fk_set_eltwise_general(general);
+        fk_ctx_set_eltwise_general(kc, general);
         double us[4];
-        us[0] = time_graph(s, nsets, [&](int i, cudaStream_t st) { return fk_rmsnorm(e[i].x, e[i].a, T, D, EPS, st); });
+        us[0] = time_graph(s, nsets, [&](int i, cudaStream_t st) { return fk_rmsnorm(kc, e[i].x, e[i].a, T, D, EPS, st); });
         us[1] = time_graph(s, nsets, [&](int i, cudaStream_t st) {
-            return fk_rope_kv(e[i].gqkv, T, H, HD, dzero, dpos, dcos, dsin, e[i].q, e[i].k, e[i].v, 0, T, st);
+            return fk_rope_kv(kc, e[i].gqkv, T, H, HD, dzero, dpos, dcos, dsin, e[i].q, e[i].k, e[i].v, 0, T, st);
         });
-        us[2] = time_graph(s, nsets, [&](int i, cudaStream_t st) { return fk_swiglu(e[i].gu, T, I, e[i].m, st); });
-        us[3] = time_graph(s, nsets, [&](int i, cudaStream_t st) { return fk_add_rmsnorm(e[i].x, e[i].t1, e[i].a, T, D, EPS, st); });
+        us[2] = time_graph(s, nsets, [&](int i, cudaStream_t st) { return fk_swiglu(kc, e[i].gu, T, I, e[i].m, st); });
+        us[3] = time_graph(s, nsets, [&](int i, cudaStream_t st) { return fk_add_rmsnorm(kc, e[i].x, e[i].t1, e[i].a, T, D, EPS, st); });
         for (int k = 0; k < 4; k++) {
             printf("time  eltwise %-12s %-7s T=%-5d %9.1f us  %7.1f GB/s\n", names[k], general ? "general" : "vec16", T,
                    us[k], bytes[k] / us[k] / 1e3);
@@ -772,7 +541,7 @@ static void bench_eltwise(cudaStream_t s, int T, int nsets) {
             else elt_us[k] = us[k];
         }
     }
-    fk_set_eltwise_general(0);
+    fk_ctx_set_eltwise_general(kc, 0);
     for (int i = 0; i < nsets; i++) {
         uint16_t *ps[] = {e[i].x, e[i].a, e[i].t1, e[i].gqkv, e[i].gu, e[i].m, e[i].q, e[i].k, e[i].v};
         for (size_t j = 0; j < sizeof ps / sizeof ps[0]; j++) cudaFree(ps[j]);
@@ -811,7 +580,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "prefill: no CUDA device\n");
         return 2;
     }
-    FK(fk_init());
+    kc = dev_ctx(0);
+    default_impl = fk_ctx_prefill_impl(kc);
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     cudaStream_t s;
@@ -823,8 +593,8 @@ int main(int argc, char **argv) {
     printf("prefill microbench on %s: D %d, %d heads x %d, I %d; %d replays (median), distinct buffers per launch\n",
            prop.name, D, H, HD, I, reps);
     /* attention: 16 buffer sets (~100 MB each at T = 4096) */
-    if (!quick) bench_attention(s, 0, 1024, 16);
-    bench_attention(s, 1, T4, 16);
+    if (!quick) bench_attention(s, pool, 0, 1024, 16);
+    bench_attention(s, pool, 1, T4, 16);
     /* GEMMs at T = 4096: 8 weight/activation sets per shape */
     bench_gemm(s, blas, pool, T4, 8, quick ? 4 : 16);
     bench_eltwise(s, T4, 8);
@@ -845,23 +615,24 @@ int main(int argc, char **argv) {
     printf("  eltwise us (vec16 / general): rmsnorm %.1f / %.1f  rope_kv %.1f / %.1f  swiglu %.1f / %.1f  add_rmsnorm %.1f / %.1f\n",
            elt_us[0], elt_gen_us[0], elt_us[1], elt_gen_us[1], elt_us[2], elt_gen_us[2], elt_us[3], elt_gen_us[3]);
     printf("  layer = 4 GEMMs (cuBLAS) + vec16 eltwise + attention P=T; prefill = 128 layer steps; default attention: %s\n",
-           fk_prefill_impl_name(fk_get_prefill_impl()));
+           fk_prefill_impl_name(default_impl));
     printf("  %-12s %10s %10s %12s %12s %14s\n", "attention", "P=T us", "P=0 us", "layer us", "prefill ms", "tok/s (P=T)");
     for (int impl = 0; impl < NVER; impl++) {
         double a = attn_us[1][0][impl], layer = g + elt + a, ms = layer * 128 / 1e3;
-        printf("  %-12s %10.1f %10.1f %12.1f %12.1f %14.0f\n", ver_name(impl), a, attn_us[1][1][impl], layer, ms,
+        printf("  %-12s %10.1f %10.1f %12.1f %12.1f %14.0f\n", fk_prefill_impl_name(impl), a, attn_us[1][1][impl], layer, ms,
                T4 / (ms / 1e3));
     }
     printf("  (with the cuBLASLt best per GEMM instead: %.1f us less per layer)\n", g - glt);
     if (!quick) {
         printf("  T = 1024 attention (P=T / P=0 us):");
         for (int impl = 0; impl < NVER; impl++)
-            printf(" %s %.1f/%.1f", ver_name(impl), attn_us[0][0][impl], attn_us[0][1][impl]);
+            printf(" %s %.1f/%.1f", fk_prefill_impl_name(impl), attn_us[0][0][impl], attn_us[0][1][impl]);
         printf("\n");
     }
     printf("%s: %d check(s) failed\n", fails ? "FAIL" : "PASS", fails);
     frigg_pool_destroy(pool);
     cublasDestroy(blas);
     CK(cudaStreamDestroy(s));
+    fk_ctx_free(kc);
     return fails ? 1 : 0;
 }

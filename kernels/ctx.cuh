@@ -1,0 +1,36 @@
+/* ctx.cuh — the kernels' context (kernels.h: fk_ctx): everything a launcher needs to know about its device and
+ * the engine's kernel choices. Each engine owns one, made on its own device, so two engines on two GPUs, or
+ * with different choices, run side by side in one process; no launcher keeps state anywhere else. */
+#ifndef FRIGG_KERNELS_CTX_CUH
+#define FRIGG_KERNELS_CTX_CUH
+
+#include "kernels.h"
+
+#define FK_TC_MAX_WARPS 16 /* gemv_tc.cu: K split over up to 16 warps */
+
+struct fk_ctx {
+    int device;      /* the device it was made on (launchers run on the caller's current device: this one) */
+    int sms;         /* multiprocessors */
+    int pdl;         /* sm_90+: programmatic dependent launch, thread-block clusters */
+    int clusters_ok; /* the decode attention's 16-block clusters run here (a MIG slice may say no) */
+    /* gemv.cu */
+    int gemv_impl;           /* FK_GEMV_IMPL_* */
+    char gemv_auto[5][9];    /* the auto table: per shape class, a letter per batch size ('s' simt, 't' tc) */
+    int tc_max_blocks;       /* 0: as many as fit */
+    /* gemv_tc.cu: blocks of each instantiation and warp count that fit on one SM, [batch 1][norm][epi][warps] */
+    int tc_fit[2][2][4][FK_TC_MAX_WARPS + 1];
+    /* attention.cu */
+    int prefill_impl;        /* FK_PREFILL_* */
+    /* attention_decode.cu */
+    int dec_impl, dec_spb;   /* FK_ATTND_*, splits per block (0: by batch size) */
+    /* norm.cu, rope.cu */
+    int eltwise_general;     /* the elementwise kernels take their general paths (a test hook) */
+};
+
+/* Per-file parts of fk_ctx_create (each sets the function attributes of its kernels on the current device). */
+int fk_gemv_ctx_init(fk_ctx *k);
+int fk_gemv_tc_ctx_init(fk_ctx *k);
+int fk_attention_ctx_init(fk_ctx *k);
+int fk_attn_decode_ctx_init(fk_ctx *k);
+
+#endif
