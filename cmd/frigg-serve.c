@@ -1,5 +1,1094 @@
-/* frigg-serve — not implemented yet: answers --help/--version and exits 2, never fake output. */
-#include "cli.h"
-#include <microhttpd.h> /* linked already, so the server issue starts from a working build */
+/* frigg-serve — an OpenAI-compatible HTTP server (libmicrohttpd) over the core's scheduler: /v1/chat/completions,
+ * /v1/completions (streamed as OpenAI streams, or not), /v1/models, /health, /metrics (Prometheus text),
+ * /tokenize, /detokenize. One engine and scheduler per replica (a GPU of --devices, or a CPU engine of
+ * --replicas), each driven by its own thread; a request goes to the least-loaded replica. The wire format
+ * is common/oai.c's; this file is HTTP, threads, cancellation, limits and metrics.
+ *
+ * Threads: libmicrohttpd runs a thread per connection. A connection's thread parses the body, submits to a
+ * replica's scheduler (thread-safe) and then waits on its job: for the whole response, or chunk by chunk
+ * while streaming. The replica's driver thread steps the scheduler; its callbacks fill the job (under the
+ * job's mutex) and wake the waiting connection. A connection whose client has gone (its socket hung up, or
+ * a write failed) cancels its job; the scheduler frees the slots by the next step. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <math.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stddef.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
-int main(int argc, char **argv) { return frigg_not_implemented_main(argc, argv, "frigg-serve", "the OpenAI-compatible server is planned in a later issue"); }
+#include "backend.h"
+#include "chat.h"
+#include "cli.h"
+#include "model.h"
+#include "oai.h"
+#include "scheduler.h"
+#include "strbuf.h"
+#include "tokenizer.h"
+#include "util.h"
+#ifdef FRIGG_CUDA
+#include "cuda_backend.h"
+#endif
+
+#define MAX_REPLICAS 16
+
+/* ---------------------------------------------------------------- metrics */
+
+/* A Prometheus histogram with fixed bucket bounds (seconds). */
+#define NBUCKETS 14
+static const double bucket_le[NBUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120};
+typedef struct {
+    uint64_t counts[NBUCKETS + 1]; /* the last: +Inf */
+    double sum;
+    uint64_t n;
+} histogram;
+
+static void hist_add(histogram *h, double v) {
+    int i = 0;
+    while (i < NBUCKETS && v > bucket_le[i]) i++;
+    h->counts[i]++;
+    h->sum += v;
+    h->n++;
+}
+
+typedef struct {
+    histogram ttft, tpot, e2e, queue;
+    uint64_t prompt_tokens, generation_tokens;
+    uint64_t finish[4]; /* stop, length, tool_calls, cancelled */
+} replica_metrics;
+
+static const char *const finish_names[4] = {"stop", "length", "tool_calls", "cancelled"};
+
+/* ---------------------------------------------------------------- replicas */
+
+typedef struct replica {
+    int index;
+    char label[32];            /* "cuda:0", "cpu:1" */
+    frigg_backend *b;
+    frigg_sched *sched;
+    pthread_t thread;
+    pthread_mutex_t mu;        /* wakes the driver */
+    pthread_cond_t cv;
+    int stop;
+    atomic_int load;           /* jobs submitted and not ended: the least-loaded choice */
+    replica_metrics m;         /* under the server's metrics mutex */
+} replica;
+
+typedef struct server {
+    char *dir;
+    char *model_name;
+    frigg_model *model;
+    frigg_tokenizer *tok;
+    frigg_oai_env env;
+    replica rep[MAX_REPLICAS];
+    int nrep;
+    int slots, ctx;
+    int max_queue;             /* jobs waiting + running over all replicas before 429 */
+    size_t max_body;
+    char *api_key;
+    atomic_int ready;          /* weights loaded, engines up */
+    atomic_int stopping;       /* SIGTERM/SIGINT: 503 for new requests */
+    pthread_mutex_t metrics_mu;
+    struct { int code; uint64_t n; } statuses[32];
+    int nstatuses;
+} server;
+
+static void count_status(server *s, int code) {
+    pthread_mutex_lock(&s->metrics_mu);
+    int i = 0;
+    while (i < s->nstatuses && s->statuses[i].code != code) i++;
+    if (i == s->nstatuses && s->nstatuses < 32) s->statuses[s->nstatuses++].code = code;
+    if (i < 32) s->statuses[i].n++;
+    pthread_mutex_unlock(&s->metrics_mu);
+}
+
+static void *driver(void *arg) {
+    replica *r = arg;
+#ifdef FRIGG_CUDA
+    /* every CUDA call of this engine runs on this thread; the engine sets its device per call */
+#endif
+    for (;;) {
+        pthread_mutex_lock(&r->mu);
+        while (!r->stop && frigg_sched_pending(r->sched) == 0) pthread_cond_wait(&r->cv, &r->mu);
+        int stop = r->stop;
+        pthread_mutex_unlock(&r->mu);
+        if (stop && frigg_sched_pending(r->sched) == 0) break;
+        if (frigg_sched_step(r->sched) < 0) fprintf(stderr, "frigg-serve: %s: engine step failed: %s\n", r->label, frigg_error());
+    }
+    return NULL;
+}
+
+static void wake(replica *r) {
+    pthread_mutex_lock(&r->mu);
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* ---------------------------------------------------------------- jobs */
+
+/* One generation request between its submit and its response. Two owners: the connection and the
+ * scheduler (one reference per submitted prompt); freed by the last. */
+typedef struct job {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs;
+    server *srv;
+    replica *rep;
+    frigg_oai_req req;
+    char id[48];
+    long long created;
+    double t_arrival;
+    uint64_t handles[FRIGG_OAI_MAX_PROMPTS];
+    int nsub, subs_done;
+    frigg_oai_choice *choices;  /* [n_prompts * n] */
+    frigg_oai_stream *streams;  /* [n_prompts * n] when streaming */
+    int completion_tokens;
+    char error[512];
+    int failed, finished, cancelled;
+    frigg_strbuf out;           /* SSE bytes ready to send */
+    size_t out_sent;
+} job;
+
+typedef struct {
+    job *j;
+    int prompt;                 /* which prompt of the request this scheduler request is */
+} sub;
+
+static void job_unref(job *j) {
+    pthread_mutex_lock(&j->mu);
+    int left = --j->refs;
+    pthread_mutex_unlock(&j->mu);
+    if (left) return;
+    int nc = j->req.n_prompts * j->req.n;
+    for (int i = 0; i < nc; i++) {
+        frigg_oai_choice_free(&j->choices[i]);
+        if (j->streams) frigg_oai_stream_free(&j->streams[i]);
+    }
+    free(j->choices);
+    free(j->streams);
+    frigg_oai_req_free(&j->req);
+    frigg_sb_free(&j->out);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+}
+
+/* SSE: one event per chunk. */
+static void sse_chunks(job *j, json_t *chunks) {
+    size_t i;
+    json_t *c;
+    json_array_foreach(chunks, i, c) {
+        char *s = json_dumps(c, JSON_COMPACT);
+        frigg_sb_puts(&j->out, "data: ");
+        frigg_sb_puts(&j->out, s);
+        frigg_sb_puts(&j->out, "\n\n");
+        free(s);
+    }
+    json_decref(chunks);
+}
+
+static void on_text(void *ctx, int choice, const char *piece, size_t n, const frigg_seqgen_result *now) {
+    sub *sb = ctx;
+    job *j = sb->j;
+    if (!j->req.stream) return;
+    int idx = sb->prompt * j->req.n + choice;
+    pthread_mutex_lock(&j->mu);
+    sse_chunks(j, frigg_oai_stream_text(&j->streams[idx], &j->req, &j->srv->env, j->id, j->created, j->srv->model_name,
+                                        piece, n, now));
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+static int finish_index(const char *reason) {
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(reason, finish_names[i])) return i;
+    return 0;
+}
+
+static void on_done(void *ctx, const frigg_sched_result *res) {
+    sub *sb = ctx;
+    job *j = sb->j;
+    server *s = j->srv;
+    replica *r = j->rep;
+    pthread_mutex_lock(&j->mu);
+    if (res->error) {
+        if (!j->failed) snprintf(j->error, sizeof j->error, "%s", res->error);
+        j->failed = 1;
+    } else {
+        for (int c = 0; c < res->n_choices; c++) {
+            int idx = sb->prompt * j->req.n + c;
+            frigg_oai_choice_take(&j->choices[idx], res->choices[c], j->req.gen.logprobs);
+            j->completion_tokens += j->choices[idx].n;
+            if (j->req.stream) {
+                char pre[96];
+                snprintf(pre, sizeof pre, "%s_%d", j->id, idx);
+                sse_chunks(j, frigg_oai_stream_finish(&j->streams[idx], &j->req, &s->env, j->id, j->created,
+                                                      s->model_name, &j->choices[idx], pre));
+            }
+            /* metrics of this choice */
+            const frigg_oai_choice *ch = &j->choices[idx];
+            pthread_mutex_lock(&s->metrics_mu);
+            r->m.generation_tokens += (uint64_t)ch->n;
+            if (c == 0) {
+                r->m.prompt_tokens += (uint64_t)ch->prompt_tokens;
+                hist_add(&r->m.queue, ch->queue_ms / 1e3);
+            }
+            if (ch->n > 0) hist_add(&r->m.ttft, (ch->queue_ms + ch->first_token_ms) / 1e3);
+            if (ch->n > 1) hist_add(&r->m.tpot, ch->decode_ms / 1e3 / (ch->n - 1));
+            pthread_mutex_unlock(&s->metrics_mu);
+        }
+    }
+    j->subs_done++;
+    if (j->subs_done == j->nsub) {
+        if (j->req.stream) {
+            if (j->failed) { /* after the stream began: an error event, then [DONE] */
+                frigg_oai_error e;
+                frigg_oai_error_set(&e, 500, "server_error", NULL, NULL, "%s", j->error);
+                json_t *a = json_array();
+                json_array_append_new(a, frigg_oai_error_json(&e));
+                sse_chunks(j, a);
+            } else if (j->req.include_usage) {
+                int pt = 0;
+                for (int p = 0; p < j->req.n_prompts; p++) pt += j->req.prompts[p].n;
+                json_t *a = json_array();
+                json_array_append_new(a, frigg_oai_usage_chunk(&j->req, j->id, j->created, s->model_name, pt,
+                                                               j->completion_tokens));
+                sse_chunks(j, a);
+            }
+            frigg_sb_puts(&j->out, "data: [DONE]\n\n");
+        }
+        j->finished = 1;
+        pthread_mutex_lock(&s->metrics_mu);
+        hist_add(&r->m.e2e, (frigg_now_ms() - j->t_arrival) / 1e3);
+        int nc = j->req.n_prompts * j->req.n;
+        for (int i = 0; i < nc && !j->failed; i++) {
+            int fi = finish_index(j->choices[i].finish_reason);
+            if (j->req.tools && fi == 0) { /* a call found: reported as tool_calls */
+                char *content = NULL;
+                json_t *calls = NULL;
+                frigg_oai_finish_tools(&j->req, &j->choices[i], &content, &calls, "m");
+                if (calls) fi = 2;
+                free(content);
+                json_decref(calls);
+            }
+            r->m.finish[fi]++;
+        }
+        pthread_mutex_unlock(&s->metrics_mu);
+        atomic_fetch_sub(&r->load, 1);
+    }
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    free(sb);
+    job_unref(j);
+}
+
+static replica *least_loaded(server *s) {
+    replica *best = &s->rep[0];
+    for (int i = 1; i < s->nrep; i++)
+        if (atomic_load(&s->rep[i].load) < atomic_load(&best->load)) best = &s->rep[i];
+    return best;
+}
+
+static int total_load(server *s) {
+    int n = 0;
+    for (int i = 0; i < s->nrep; i++) n += atomic_load(&s->rep[i].load);
+    return n;
+}
+
+static void job_cancel(job *j) {
+    pthread_mutex_lock(&j->mu);
+    int done = j->finished;
+    j->cancelled = 1;
+    pthread_mutex_unlock(&j->mu);
+    if (done) return;
+    for (int i = 0; i < j->nsub; i++) frigg_sched_cancel(j->rep->sched, j->handles[i]);
+    wake(j->rep);
+}
+
+/* Submit every prompt of the request; on failure (*e set) nothing stays submitted. */
+static job *job_submit(server *s, frigg_oai_req *req, frigg_oai_error *e) {
+    job *j = frigg_xcalloc(1, sizeof *j);
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    j->srv = s;
+    j->req = *req;
+    memset(req, 0, sizeof *req);
+    j->created = (long long)time(NULL);
+    j->t_arrival = frigg_now_ms();
+    unsigned char rnd[12];
+    randombytes_buf(rnd, sizeof rnd);
+    char hex[25];
+    sodium_bin2hex(hex, sizeof hex, rnd, sizeof rnd);
+    snprintf(j->id, sizeof j->id, "%s-%s", j->req.kind == FRIGG_OAI_CHAT ? "chatcmpl" : "cmpl", hex);
+    int nc = j->req.n_prompts * j->req.n;
+    j->choices = frigg_xcalloc((size_t)nc, sizeof *j->choices);
+    if (j->req.stream) {
+        j->streams = frigg_xcalloc((size_t)nc, sizeof *j->streams);
+        for (int i = 0; i < nc; i++) frigg_oai_stream_init(&j->streams[i], i);
+    }
+    j->refs = 1;
+    replica *r = least_loaded(s);
+    j->rep = r;
+    atomic_fetch_add(&r->load, 1);
+    for (int p = 0; p < j->req.n_prompts; p++) {
+        sub *sb = frigg_xcalloc(1, sizeof *sb);
+        sb->j = j;
+        sb->prompt = p;
+        frigg_sched_req q = {.ids = j->req.prompts[p].ids, .n = j->req.prompts[p].n,
+                             .prefix_len = j->req.prompts[p].prefix_len, .n_choices = j->req.n, .gen = j->req.gen,
+                             .on_text = on_text, .on_done = on_done, .ctx = sb};
+        /* choices differ by seed + i (scheduler.h); prompts of one request by prompt * n on top */
+        q.gen.sampling.seed += (uint64_t)p * (uint64_t)j->req.n;
+        pthread_mutex_lock(&j->mu);
+        j->refs++;
+        pthread_mutex_unlock(&j->mu);
+        uint64_t h = frigg_sched_submit(r->sched, &q);
+        if (!h) {
+            frigg_oai_error_set(e, 400, "invalid_request_error", j->req.kind == FRIGG_OAI_CHAT ? "messages" : "prompt",
+                                strstr(frigg_error(), "context") ? "context_length_exceeded" : NULL, "%s", frigg_error());
+            free(sb);
+            pthread_mutex_lock(&j->mu);
+            j->refs--;
+            j->nsub = p;
+            pthread_mutex_unlock(&j->mu);
+            if (p > 0) {
+                job_cancel(j);
+            } else {
+                atomic_fetch_sub(&r->load, 1);
+            }
+            /* the subs already submitted end through on_done; with none, nothing ever will */
+            pthread_mutex_lock(&j->mu);
+            if (p > 0) j->nsub = p; /* their on_done calls complete the job */
+            pthread_mutex_unlock(&j->mu);
+            job_unref(j);
+            return NULL;
+        }
+        j->handles[p] = h;
+        j->nsub = p + 1;
+    }
+    wake(r);
+    return j;
+}
+
+/* ---------------------------------------------------------------- HTTP */
+
+typedef struct {
+    frigg_strbuf body;
+    int too_large;
+    job *j;                     /* a streaming response's job (the reader's) */
+    int fd;
+} conn;
+
+static int client_gone(int fd) {
+    if (fd < 0) return 0;
+    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+static enum MHD_Result send_json(server *s, struct MHD_Connection *c, int status, json_t *o) {
+    char *body = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    size_t n = strlen(body);
+    char *withnl = frigg_xmalloc(n + 2);
+    memcpy(withnl, body, n);
+    withnl[n] = '\n';
+    withnl[n + 1] = 0;
+    free(body);
+    struct MHD_Response *r = MHD_create_response_from_buffer(n + 1, withnl, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    if (status == 429) MHD_add_response_header(r, "Retry-After", "1");
+    if (status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    count_status(s, status);
+    return ok;
+}
+
+static enum MHD_Result send_error(server *s, struct MHD_Connection *c, const frigg_oai_error *e) {
+    return send_json(s, c, e->status, frigg_oai_error_json(e));
+}
+
+static enum MHD_Result send_err(server *s, struct MHD_Connection *c, int status, const char *type, const char *code,
+                                const char *msg) {
+    frigg_oai_error e;
+    frigg_oai_error_set(&e, status, type, NULL, code, "%s", msg);
+    return send_error(s, c, &e);
+}
+
+static enum MHD_Result send_text(server *s, struct MHD_Connection *c, int status, const char *ctype, char *text) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Content-Type", ctype);
+    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    count_status(s, status);
+    return ok;
+}
+
+/* The streaming body: SSE bytes as the driver produces them. */
+static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    conn *cn = cls;
+    job *j = cn->j;
+    pthread_mutex_lock(&j->mu);
+    for (;;) {
+        size_t avail = j->out.len - j->out_sent;
+        if (avail) {
+            size_t n = avail < max ? avail : max;
+            memcpy(buf, j->out.p + j->out_sent, n);
+            j->out_sent += n;
+            pthread_mutex_unlock(&j->mu);
+            return (ssize_t)n;
+        }
+        if (j->finished) {
+            pthread_mutex_unlock(&j->mu);
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+        if (j->out.len == j->out_sent && !j->finished && client_gone(cn->fd)) {
+            pthread_mutex_unlock(&j->mu);
+            job_cancel(j);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+    }
+}
+
+static void stream_free(void *cls) {
+    conn *cn = cls;
+    job *j = cn->j;
+    if (!j) return;
+    cn->j = NULL;
+    pthread_mutex_lock(&j->mu);
+    int done = j->finished;
+    pthread_mutex_unlock(&j->mu);
+    if (!done) job_cancel(j); /* the connection ended before the response did: the client went away */
+    job_unref(j);
+}
+
+static enum MHD_Result handle_generate(server *s, struct MHD_Connection *c, conn *cn, frigg_oai_kind kind) {
+    frigg_oai_error e;
+    frigg_oai_req req;
+    if (frigg_oai_parse(&req, kind, cn->body.p ? cn->body.p : "", cn->body.len, &s->env, &e)) {
+        frigg_oai_req_free(&req);
+        return send_error(s, c, &e);
+    }
+    if (total_load(s) >= s->max_queue) {
+        frigg_oai_req_free(&req);
+        return send_err(s, c, 429, "rate_limit_error", "queue_full",
+                        "the server's queue is full; retry after the time in Retry-After");
+    }
+    job *j = job_submit(s, &req, &e);
+    if (!j) return send_error(s, c, &e);
+    if (j->req.stream) {
+        cn->j = j; /* the reader's reference */
+        struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_reader, cn, stream_free);
+        MHD_add_response_header(r, "Content-Type", "text/event-stream");
+        MHD_add_response_header(r, "Cache-Control", "no-cache");
+        MHD_add_response_header(r, "X-Accel-Buffering", "no"); /* nginx: pass each event on */
+        enum MHD_Result ok = MHD_queue_response(c, 200, r);
+        MHD_destroy_response(r);
+        count_status(s, 200);
+        return ok;
+    }
+    /* Not streamed: wait for the end, watching the client's socket. */
+    pthread_mutex_lock(&j->mu);
+    while (!j->finished) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+        if (!j->finished && client_gone(cn->fd)) {
+            pthread_mutex_unlock(&j->mu);
+            job_cancel(j);
+            job_unref(j);
+            count_status(s, 499); /* nginx's "client closed request" */
+            return MHD_NO;
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
+    enum MHD_Result ok;
+    if (j->failed) ok = send_err(s, c, 500, "server_error", NULL, j->error);
+    else ok = send_json(s, c, 200, frigg_oai_response(&j->req, &s->env, j->id, j->created, s->model_name, j->choices));
+    job_unref(j);
+    return ok;
+}
+
+static enum MHD_Result handle_models(server *s, struct MHD_Connection *c, const char *url) {
+    json_t *m = json_pack("{s:s,s:s,s:I,s:s,s:i}", "id", s->model_name, "object", "model", "created", (json_int_t)0,
+                          "owned_by", "frigg", "max_model_len", s->ctx);
+    if (!strcmp(url, "/v1/models")) return send_json(s, c, 200, json_pack("{s:s,s:[o]}", "object", "list", "data", m));
+    const char *want = url + strlen("/v1/models/");
+    if (!strcmp(want, s->model_name)) return send_json(s, c, 200, m);
+    json_decref(m);
+    char msg[300];
+    snprintf(msg, sizeof msg, "The model '%.200s' does not exist", want);
+    return send_err(s, c, 404, "invalid_request_error", "model_not_found", msg);
+}
+
+/* /tokenize {"prompt": text} or {"messages": [...]} (with "add_generation_prompt"), as vLLM answers:
+ * {"count", "max_model_len", "tokens"}. /detokenize {"tokens": [...]} -> {"prompt"}. */
+static enum MHD_Result handle_tokenize(server *s, struct MHD_Connection *c, conn *cn, int detok) {
+    if (!s->tok) return send_err(s, c, 400, "invalid_request_error", NULL, "this model has no tokenizer");
+    json_error_t je;
+    json_t *o = json_loadb(cn->body.p ? cn->body.p : "", cn->body.len, JSON_REJECT_DUPLICATES, &je);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return send_err(s, c, 400, "invalid_request_error", NULL, "the body must be a JSON object");
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(o, k, v) {
+        int ok = detok ? !strcmp(k, "tokens") || !strcmp(k, "model")
+                       : !strcmp(k, "prompt") || !strcmp(k, "messages") || !strcmp(k, "model") ||
+                             !strcmp(k, "add_generation_prompt") || !strcmp(k, "add_special_tokens");
+        if (!ok) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "Unrecognized request argument supplied: %.100s", k);
+            json_decref(o);
+            frigg_oai_error e;
+            frigg_oai_error_set(&e, 400, "invalid_request_error", k, NULL, "%s", msg);
+            return send_error(s, c, &e);
+        }
+    }
+    json_t *model = json_object_get(o, "model");
+    if (model && (!json_is_string(model) || strcmp(json_string_value(model), s->model_name))) {
+        json_decref(o);
+        return send_err(s, c, 404, "invalid_request_error", "model_not_found", "The model does not exist");
+    }
+    if (detok) {
+        json_t *t = json_object_get(o, "tokens");
+        size_t n = json_array_size(t), i;
+        if (!json_is_array(t)) {
+            json_decref(o);
+            return send_err(s, c, 400, "invalid_request_error", NULL, "'tokens' must be an array of token ids");
+        }
+        int32_t *ids = frigg_xmalloc((n ? n : 1) * sizeof(int32_t));
+        json_array_foreach(t, i, v) {
+            if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= frigg_tokenizer_vocab_size(s->tok)) {
+                free(ids);
+                json_decref(o);
+                return send_err(s, c, 400, "invalid_request_error", NULL, "'tokens' must hold token ids inside the vocabulary");
+            }
+            ids[i] = (int32_t)json_integer_value(v);
+        }
+        size_t len = 0;
+        char *text = frigg_tokenizer_decode(s->tok, ids, n, &len);
+        free(ids);
+        json_decref(o);
+        size_t cl;
+        char *clean = frigg_oai_utf8_clean(text ? text : "", text ? len : 0, &cl);
+        free(text);
+        enum MHD_Result ok = send_json(s, c, 200, json_pack("{s:s%}", "prompt", clean, cl));
+        free(clean);
+        return ok;
+    }
+    char *text = NULL;
+    json_t *msgs = json_object_get(o, "messages"), *prompt = json_object_get(o, "prompt");
+    if (!!msgs == !!prompt) {
+        json_decref(o);
+        return send_err(s, c, 400, "invalid_request_error", NULL, "send exactly one of 'prompt' and 'messages'");
+    }
+    if (prompt) {
+        if (!json_is_string(prompt)) {
+            json_decref(o);
+            return send_err(s, c, 400, "invalid_request_error", NULL, "'prompt' must be a string");
+        }
+        text = frigg_xstrdup(json_string_value(prompt));
+    } else {
+        /* the same rendering as /v1/chat/completions: through a chat request of this server's model */
+        json_t *agp = json_object_get(o, "add_generation_prompt");
+        json_t *norm = frigg_chat_normalize_messages(msgs);
+        text = frigg_chat_render(norm, NULL, agp ? json_is_true(agp) : 1);
+        json_decref(norm);
+        if (!text) {
+            char msg[600];
+            snprintf(msg, sizeof msg, "'messages': %.500s", frigg_error());
+            json_decref(o);
+            return send_err(s, c, 400, "invalid_request_error", NULL, msg);
+        }
+    }
+    json_decref(o);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    int rc = frigg_tokenizer_encode(s->tok, text, strlen(text), &ids, &n);
+    free(text);
+    if (rc) return send_err(s, c, 400, "invalid_request_error", NULL, frigg_error());
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(a, json_integer(ids[i]));
+    free(ids);
+    return send_json(s, c, 200, json_pack("{s:I,s:i,s:o}", "count", (json_int_t)n, "max_model_len", s->ctx, "tokens", a));
+}
+
+static void hist_text(frigg_strbuf *b, const char *name, const histogram *h, const char *label) {
+    uint64_t cum = 0;
+    for (int i = 0; i <= NBUCKETS; i++) {
+        cum += h->counts[i];
+        if (i < NBUCKETS) frigg_sb_printf(b, "%s_bucket{replica=\"%s\",le=\"%g\"} %" PRIu64 "\n", name, label, bucket_le[i], cum);
+        else frigg_sb_printf(b, "%s_bucket{replica=\"%s\",le=\"+Inf\"} %" PRIu64 "\n", name, label, cum);
+    }
+    frigg_sb_printf(b, "%s_sum{replica=\"%s\"} %.6f\n%s_count{replica=\"%s\"} %" PRIu64 "\n", name, label, h->sum, name,
+                    label, h->n);
+}
+
+static enum MHD_Result handle_metrics(server *s, struct MHD_Connection *c) {
+    frigg_strbuf b = FRIGG_STRBUF_INIT;
+    static const struct { const char *name, *help; size_t off; } hs[] = {
+        {"frigg_time_to_first_token_seconds", "Time from arrival to the first generated token", offsetof(replica_metrics, ttft)},
+        {"frigg_time_per_output_token_seconds", "Decode time per output token after the first", offsetof(replica_metrics, tpot)},
+        {"frigg_e2e_request_latency_seconds", "Time from arrival to the last token", offsetof(replica_metrics, e2e)},
+        {"frigg_request_queue_time_seconds", "Time a request waited for a free slot", offsetof(replica_metrics, queue)},
+    };
+    pthread_mutex_lock(&s->metrics_mu);
+    for (size_t k = 0; k < sizeof hs / sizeof hs[0]; k++) {
+        frigg_sb_printf(&b, "# HELP %s %s.\n# TYPE %s histogram\n", hs[k].name, hs[k].help, hs[k].name);
+        for (int i = 0; i < s->nrep; i++)
+            hist_text(&b, hs[k].name, (const histogram *)((const char *)&s->rep[i].m + hs[k].off), s->rep[i].label);
+    }
+    frigg_sb_puts(&b, "# HELP frigg_prompt_tokens_total Prompt tokens prefilled.\n# TYPE frigg_prompt_tokens_total counter\n");
+    for (int i = 0; i < s->nrep; i++)
+        frigg_sb_printf(&b, "frigg_prompt_tokens_total{replica=\"%s\"} %" PRIu64 "\n", s->rep[i].label, s->rep[i].m.prompt_tokens);
+    frigg_sb_puts(&b, "# HELP frigg_generation_tokens_total Tokens generated.\n# TYPE frigg_generation_tokens_total counter\n");
+    for (int i = 0; i < s->nrep; i++)
+        frigg_sb_printf(&b, "frigg_generation_tokens_total{replica=\"%s\"} %" PRIu64 "\n", s->rep[i].label,
+                        s->rep[i].m.generation_tokens);
+    frigg_sb_puts(&b, "# HELP frigg_request_success_total Choices finished, by finish reason.\n"
+                      "# TYPE frigg_request_success_total counter\n");
+    for (int i = 0; i < s->nrep; i++)
+        for (int f = 0; f < 4; f++)
+            frigg_sb_printf(&b, "frigg_request_success_total{replica=\"%s\",finish_reason=\"%s\"} %" PRIu64 "\n",
+                            s->rep[i].label, finish_names[f], s->rep[i].m.finish[f]);
+    frigg_sb_puts(&b, "# HELP frigg_http_responses_total HTTP responses, by status code.\n"
+                      "# TYPE frigg_http_responses_total counter\n");
+    for (int i = 0; i < s->nstatuses; i++)
+        frigg_sb_printf(&b, "frigg_http_responses_total{code=\"%d\"} %" PRIu64 "\n", s->statuses[i].code, s->statuses[i].n);
+    pthread_mutex_unlock(&s->metrics_mu);
+    static const char *const gauges[3][2] = {{"frigg_requests_waiting", "Requests queued for a slot"},
+                                            {"frigg_requests_running", "Requests running"},
+                                            {"frigg_slots_in_use", "Sequence slots in use"}};
+    int vals[MAX_REPLICAS][3];
+    for (int i = 0; i < s->nrep; i++) frigg_sched_counts(s->rep[i].sched, &vals[i][0], &vals[i][1], &vals[i][2]);
+    for (int g = 0; g < 3; g++) {
+        frigg_sb_printf(&b, "# HELP %s %s.\n# TYPE %s gauge\n", gauges[g][0], gauges[g][1], gauges[g][0]);
+        for (int i = 0; i < s->nrep; i++)
+            frigg_sb_printf(&b, "%s{replica=\"%s\"} %d\n", gauges[g][0], s->rep[i].label, vals[i][g]);
+    }
+    frigg_sb_puts(&b, "# HELP frigg_slots_total Sequence slots.\n# TYPE frigg_slots_total gauge\n");
+    for (int i = 0; i < s->nrep; i++) frigg_sb_printf(&b, "frigg_slots_total{replica=\"%s\"} %d\n", s->rep[i].label, s->slots);
+    return send_text(s, c, 200, "text/plain; version=0.0.4; charset=utf-8", frigg_sb_take(&b));
+}
+
+static int authorized(server *s, struct MHD_Connection *c) {
+    if (!s->api_key) return 1;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    if (!h || strncmp(h, "Bearer ", 7)) return 0;
+    const char *key = h + 7;
+    size_t a = strlen(key), b = strlen(s->api_key);
+    /* constant time in the key's bytes (sodium_memcmp); lengths differ only for a wrong key */
+    if (a != b) return 0;
+    return sodium_memcmp(key, s->api_key, b) == 0;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **con_cls) {
+    (void)version;
+    server *s = cls;
+    conn *cn = *con_cls;
+    if (!cn) { /* headers in: the first call */
+        cn = frigg_xcalloc(1, sizeof *cn);
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        cn->fd = ci ? ci->connect_fd : -1;
+        *con_cls = cn;
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl && strtoull(cl, NULL, 10) > s->max_body) cn->too_large = 1;
+        return MHD_YES;
+    }
+    if (*upload_size) { /* body bytes */
+        if (!cn->too_large && cn->body.len + *upload_size > s->max_body) cn->too_large = 1;
+        if (!cn->too_large) frigg_sb_put(&cn->body, upload, *upload_size);
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    int post = !strcmp(method, "POST"), get = !strcmp(method, "GET");
+    enum { R_NONE, R_HEALTH, R_MODELS, R_CHAT, R_COMPL, R_METRICS, R_TOK, R_DETOK } route = R_NONE;
+    int want_post = 0;
+    if (!strcmp(url, "/health")) route = R_HEALTH;
+    else if (!strcmp(url, "/v1/models") || !strncmp(url, "/v1/models/", 11)) route = R_MODELS;
+    else if (!strcmp(url, "/metrics")) route = R_METRICS;
+    else if (!strcmp(url, "/v1/chat/completions")) route = R_CHAT, want_post = 1;
+    else if (!strcmp(url, "/v1/completions")) route = R_COMPL, want_post = 1;
+    else if (!strcmp(url, "/tokenize")) route = R_TOK, want_post = 1;
+    else if (!strcmp(url, "/detokenize")) route = R_DETOK, want_post = 1;
+    if (route == R_NONE) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "no route %.8s %.200s", method, url);
+        return send_err(s, c, 404, "invalid_request_error", "not_found", msg);
+    }
+    if (want_post ? !post : !get) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%.100s takes %s, not %.8s", url, want_post ? "POST" : "GET", method);
+        frigg_oai_error e;
+        frigg_oai_error_set(&e, 405, "invalid_request_error", NULL, "method_not_allowed", "%s", msg);
+        char *body = json_dumps(frigg_oai_error_json(&e), JSON_COMPACT);
+        struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+        MHD_add_response_header(r, "Content-Type", "application/json");
+        MHD_add_response_header(r, "Allow", want_post ? "POST" : "GET");
+        enum MHD_Result ok = MHD_queue_response(c, 405, r);
+        MHD_destroy_response(r);
+        count_status(s, 405);
+        return ok;
+    }
+    if (route == R_HEALTH) {
+        if (atomic_load(&s->stopping))
+            return send_err(s, c, 503, "server_error", "shutting_down", "the server is shutting down");
+        if (!atomic_load(&s->ready)) return send_err(s, c, 503, "server_error", "loading", "the model is loading");
+        return send_json(s, c, 200, json_pack("{s:s}", "status", "ok"));
+    }
+    if (!authorized(s, c))
+        return send_err(s, c, 401, "invalid_request_error", "invalid_api_key",
+                        "Incorrect or missing API key: send 'Authorization: Bearer <key>'");
+    if (cn->too_large) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "the request body is larger than the limit of %zu bytes", s->max_body);
+        return send_err(s, c, 413, "invalid_request_error", "request_too_large", msg);
+    }
+    if (atomic_load(&s->stopping)) return send_err(s, c, 503, "server_error", "shutting_down", "the server is shutting down");
+    if (!atomic_load(&s->ready)) return send_err(s, c, 503, "server_error", "loading", "the model is loading");
+    switch (route) {
+    case R_MODELS: return handle_models(s, c, url);
+    case R_METRICS: return handle_metrics(s, c);
+    case R_CHAT: return handle_generate(s, c, cn, FRIGG_OAI_CHAT);
+    case R_COMPL: return handle_generate(s, c, cn, FRIGG_OAI_COMPLETION);
+    case R_TOK: return handle_tokenize(s, c, cn, 0);
+    case R_DETOK: return handle_tokenize(s, c, cn, 1);
+    default: return MHD_NO;
+    }
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    (void)cls;
+    (void)c;
+    (void)toe;
+    conn *cn = *con_cls;
+    if (!cn) return;
+    frigg_sb_free(&cn->body);
+    free(cn);
+    *con_cls = NULL;
+}
+
+/* ---------------------------------------------------------------- main */
+
+static int sigpipe_fd[2] = {-1, -1}; /* the signal handler's self-pipe: main waits on it (see main) */
+static void on_signal(int sig) {
+    char b = (char)sig;
+    if (write(sigpipe_fd[1], &b, 1) < 0) { /* nothing to do: main is woken by the next signal */
+    }
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: frigg-serve [options]\n"
+            "  -m, --model DIR          model directory (default: $FRIGG_MODEL or the bundled model)\n"
+            "      --served-model-name N the name clients send as \"model\" (default: the directory's name)\n"
+            "  -b, --backend NAME       cpu or cuda (default: cuda when a GPU is present)\n"
+            "      --host ADDR          address to bind (default 127.0.0.1; anything else needs an API key)\n"
+            "  -p, --port N             TCP port (default 8000; 0: any free port, printed at start)\n"
+            "      --slots N            sequences each replica runs at once (default 8)\n"
+            "      --ctx N              tokens per sequence (default: the model's max_position_embeddings)\n"
+            "      --devices LIST       CUDA devices, one replica each (e.g. 0,1; default 0)\n"
+            "      --replicas N         CPU engines (default 1), each with --threads / N threads\n"
+            "  -t, --threads N          CPU worker threads in all (default: all cores)\n"
+            "      --api-key KEY        require Authorization: Bearer KEY (also $FRIGG_API_KEY, --api-key-file)\n"
+            "      --api-key-file F     the key from a file (its first line)\n"
+            "      --max-queue N        requests waiting or running before 429 (default 256)\n"
+            "      --max-body-bytes N   request body limit, 413 beyond (default 4194304)\n"
+            "      --drain-s S          on SIGTERM/SIGINT: let running requests finish for up to S s (default 30)\n"
+            "      --timeout-s S        idle connection timeout (default 600)\n"
+            "      --batch-invariant    each response's bits independent of what runs beside it (see frigg-run(1))\n"
+            "      --hf-regex           tokenize with HF's regex instead of the training mode (see frigg-run(1))\n"
+            "  -h, --help, --version\n");
+}
+
+static int parse_devices(const char *arg, int *dev, int *n) {
+    *n = 0;
+    char *dup = frigg_xstrdup(arg), *save = NULL;
+    for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long v = strtol(t, &end, 10);
+        if (*end || v < 0 || v > 255 || *n == MAX_REPLICAS) {
+            free(dup);
+            return -1;
+        }
+        dev[(*n)++] = (int)v;
+    }
+    free(dup);
+    return *n ? 0 : -1;
+}
+
+static char *read_key_file(const char *path) {
+    size_t n = 0;
+    char *k = frigg_read_file(path, &n);
+    if (!k) return NULL;
+    k[strcspn(k, "\r\n")] = 0;
+    return k;
+}
+
+/* Device memory a replica needs: weights, KV per slot, work buffers (a bound, for the message at start). */
+static void budget(const frigg_config *c, int slots, int ctx, double *weights, double *kv_slot) {
+    double D = c->hidden_size, I = c->intermediate_size, V = c->vocab_size;
+    double per_layer = 4 * D * D + D * D + 2 * I * D + D * I;
+    *weights = 2.0 * (2 * V * D + 2.0 * c->layers_per_stack * per_layer);
+    *kv_slot = 2.0 * 2.0 * c->num_slots * (double)ctx * D; /* K and V, bf16, every virtual layer */
+    (void)slots;
+}
+
+int main(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"model", 1, 0, 'm'},      {"served-model-name", 1, 0, 'N'}, {"backend", 1, 0, 'b'},   {"host", 1, 0, 'H'},
+        {"port", 1, 0, 'p'},       {"slots", 1, 0, 'S'},             {"ctx", 1, 0, 'C'},       {"devices", 1, 0, 'D'},
+        {"replicas", 1, 0, 'R'},   {"threads", 1, 0, 't'},           {"api-key", 1, 0, 'K'},   {"api-key-file", 1, 0, 'F'},
+        {"max-queue", 1, 0, 'Q'},  {"max-body-bytes", 1, 0, 'B'},    {"drain-s", 1, 0, 'd'},   {"timeout-s", 1, 0, 'T'},
+        {"batch-invariant", 0, 0, 'I'}, {"hf-regex", 0, 0, 'X'},     {"help", 0, 0, 'h'},      {"version", 0, 0, 'V'},
+        {0, 0, 0, 0}};
+    server *s = frigg_xcalloc(1, sizeof *s);
+    const char *dir = NULL, *backend = NULL, *host = "127.0.0.1", *name = NULL;
+    int port = 8000, threads = 0, replicas = 0, devices[MAX_REPLICAS] = {0}, ndev = 0, batch_inv = 0, hf_regex = 0;
+    double drain_s = 30, timeout_s = 600;
+    s->slots = 8;
+    s->max_queue = 256;
+    s->max_body = 4u << 20;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "m:b:p:t:h", opts, NULL)) != -1) {
+        double v;
+        switch (ch) {
+        case 'm': dir = optarg; break;
+        case 'N': name = optarg; break;
+        case 'b': backend = optarg; break;
+        case 'H': host = optarg; break;
+        case 'K': s->api_key = frigg_xstrdup(optarg); break;
+        case 'F':
+            if (!(s->api_key = read_key_file(optarg))) {
+                fprintf(stderr, "frigg-serve: --api-key-file: %s\n", frigg_error());
+                return 2;
+            }
+            break;
+        case 'D':
+            if (parse_devices(optarg, devices, &ndev)) {
+                fprintf(stderr, "frigg-serve: --devices takes a comma-separated list of device numbers, not \"%s\"\n", optarg);
+                return 2;
+            }
+            break;
+        case 'I': batch_inv = 1; break;
+        case 'X': hf_regex = 1; break;
+        case 'h': usage(stdout); return 0;
+        case 'V': frigg_print_version("frigg-serve"); return 0;
+        case 'p': case 'S': case 'C': case 'R': case 't': case 'Q': case 'B': case 'd': case 'T': {
+            const char *o = ch == 'p' ? "--port" : ch == 'S' ? "--slots" : ch == 'C' ? "--ctx" : ch == 'R' ? "--replicas"
+                          : ch == 't' ? "--threads" : ch == 'Q' ? "--max-queue" : ch == 'B' ? "--max-body-bytes"
+                          : ch == 'd' ? "--drain-s" : "--timeout-s";
+            double lo = ch == 'p' || ch == 't' || ch == 'd' ? 0 : 1;
+            double hi = ch == 'p' ? 65535 : ch == 'B' ? 1 << 30 : ch == 'R' ? MAX_REPLICAS : 1 << 24;
+            if (frigg_cli_number("frigg-serve", o, optarg, lo, hi, ch != 'd' && ch != 'T', &v)) return 2;
+            if (ch == 'p') port = (int)v;
+            else if (ch == 'S') s->slots = (int)v;
+            else if (ch == 'C') s->ctx = (int)v;
+            else if (ch == 'R') replicas = (int)v;
+            else if (ch == 't') threads = (int)v;
+            else if (ch == 'Q') s->max_queue = (int)v;
+            else if (ch == 'B') s->max_body = (size_t)v;
+            else if (ch == 'd') drain_s = v;
+            else timeout_s = v;
+            break;
+        }
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "frigg-serve: unexpected argument \"%s\" (see --help)\n", argv[optind]);
+        return 2;
+    }
+    if (sodium_init() < 0) {
+        fprintf(stderr, "frigg-serve: libsodium failed to initialise\n");
+        return 2;
+    }
+    if (!s->api_key && getenv("FRIGG_API_KEY") && *getenv("FRIGG_API_KEY")) s->api_key = frigg_xstrdup(getenv("FRIGG_API_KEY"));
+    if (s->api_key && !*s->api_key) {
+        fprintf(stderr, "frigg-serve: the API key is empty\n");
+        return 2;
+    }
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (inet_pton(AF_INET, host, &addr.sin_addr) != 1) {
+        fprintf(stderr, "frigg-serve: --host \"%s\" is not an IPv4 address\n", host);
+        return 2;
+    }
+    if ((ntohl(addr.sin_addr.s_addr) >> 24) != 127 && !s->api_key) {
+        fprintf(stderr, "frigg-serve: binding %s (not a loopback address) needs an API key: --api-key, --api-key-file or "
+                        "FRIGG_API_KEY\n", host);
+        return 2;
+    }
+    /* Listen first, so /health answers 503 while the weights load. */
+    if (pipe(sigpipe_fd)) {
+        perror("frigg-serve: pipe");
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    pthread_mutex_init(&s->metrics_mu, NULL);
+    s->dir = dir ? frigg_xstrdup(dir) : frigg_default_model_dir();
+    if (name) {
+        s->model_name = frigg_xstrdup(name);
+    } else {
+        char *d = frigg_xstrdup(s->dir);
+        size_t l = strlen(d);
+        while (l > 1 && d[l - 1] == '/') d[--l] = 0;
+        const char *base = strrchr(d, '/');
+        s->model_name = frigg_xstrdup(base ? base + 1 : d);
+        free(d);
+    }
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL,
+        on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned int)timeout_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1024, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)64 * 1024, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+    if (!d) {
+        fprintf(stderr, "frigg-serve: cannot listen on %s:%d: %s\n", host, port, strerror(errno));
+        return 2;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    fprintf(stderr, "frigg-serve: listening on http://%s:%u (loading %s)\n", host, di ? di->port : (unsigned)port, s->dir);
+    /* The model, its tokenizer, the engines. */
+    char *tj = frigg_path_join(s->dir, "tokenizer.json");
+    if (frigg_file_exists(tj) && !(s->tok = frigg_tokenizer_load(tj, hf_regex))) {
+        fprintf(stderr, "frigg-serve: %s\n", frigg_error());
+        return 2;
+    }
+    free(tj);
+    s->model = frigg_model_load(s->dir);
+    if (!s->model) {
+        fprintf(stderr, "frigg-serve: %s\n", frigg_error());
+        return 2;
+    }
+    const frigg_config *cfg = &s->model->cfg;
+    if (!s->ctx) s->ctx = cfg->max_position_embeddings;
+    if (s->ctx > cfg->max_position_embeddings) {
+        fprintf(stderr, "frigg-serve: --ctx %d is beyond the model's max_position_embeddings %d\n", s->ctx,
+                cfg->max_position_embeddings);
+        return 2;
+    }
+    const char *be = backend ? backend : "auto";
+#ifdef FRIGG_CUDA
+    if (!strcmp(be, "auto")) be = frigg_cuda_device_count() > 0 ? "cuda" : "cpu";
+#else
+    if (!strcmp(be, "auto")) be = "cpu";
+#endif
+    int is_cuda = !strcmp(be, "cuda");
+    if (ndev && !is_cuda) {
+        fprintf(stderr, "frigg-serve: --devices is for the CUDA backend (--replicas runs several CPU engines)\n");
+        return 2;
+    }
+    if (replicas && is_cuda) {
+        fprintf(stderr, "frigg-serve: --replicas is for the CPU backend (--devices runs one engine per GPU)\n");
+        return 2;
+    }
+    s->nrep = is_cuda ? (ndev ? ndev : 1) : (replicas ? replicas : 1);
+    if (!ndev) devices[0] = 0;
+    double wb, kvb;
+    budget(cfg, s->slots, s->ctx, &wb, &kvb);
+    fprintf(stderr, "frigg-serve: memory per replica: weights %.2f GiB + KV %.3f GiB per slot x %d slots = %.2f GiB "
+                    "(+ work buffers)\n", wb / 1073741824.0, kvb / 1073741824.0, s->slots,
+            (wb + kvb * s->slots) / 1073741824.0);
+    for (int i = 0; i < s->nrep; i++) {
+        replica *r = &s->rep[i];
+        r->index = i;
+        snprintf(r->label, sizeof r->label, "%s:%d", is_cuda ? "cuda" : "cpu", is_cuda ? devices[i] : i);
+        frigg_backend_opts bo = {.threads = threads ? (threads / s->nrep > 0 ? threads / s->nrep : 1) : 0,
+                                 .device = is_cuda ? devices[i] : 0, .max_seqs = s->slots, .max_ctx = s->ctx,
+                                 .batch_invariant = batch_inv};
+        if (!threads && !is_cuda && s->nrep > 1) {
+            long cores = sysconf(_SC_NPROCESSORS_ONLN);
+            bo.threads = cores / s->nrep > 0 ? (int)(cores / s->nrep) : 1;
+        }
+        r->b = frigg_backend_create(be, s->model, &bo);
+        if (!r->b) {
+            fprintf(stderr, "frigg-serve: replica %s: %s (needed: %.2f GiB; lower --slots or --ctx)\n", r->label,
+                    frigg_error(), (wb + kvb * s->slots) / 1073741824.0);
+            return 2;
+        }
+        r->sched = frigg_sched_new(r->b, s->tok, s->slots);
+        if (!r->sched) {
+            fprintf(stderr, "frigg-serve: replica %s: %s\n", r->label, frigg_error());
+            return 2;
+        }
+        pthread_mutex_init(&r->mu, NULL);
+        pthread_cond_init(&r->cv, NULL);
+        if (pthread_create(&r->thread, NULL, driver, r)) {
+            fprintf(stderr, "frigg-serve: cannot start the driver thread of %s\n", r->label);
+            return 2;
+        }
+    }
+    s->env = (frigg_oai_env){.model_name = s->model_name, .tok = s->tok, .cfg = cfg, .max_ctx = s->ctx};
+    atomic_store(&s->ready, 1);
+    fprintf(stderr, "frigg-serve: ready: model \"%s\", %d replica(s) of %s, %d slots of %d tokens each\n", s->model_name,
+            s->nrep, be, s->slots, s->ctx);
+    /* Wait for SIGTERM/SIGINT, then drain. */
+    char sig = 0;
+    while (read(sigpipe_fd[0], &sig, 1) < 0 && errno == EINTR) {
+    }
+    atomic_store(&s->stopping, 1);
+    fprintf(stderr, "frigg-serve: signal %d: draining (up to %.0f s)\n", sig, drain_s);
+    double t0 = frigg_now_ms();
+    while (total_load(s) > 0 && frigg_now_ms() - t0 < drain_s * 1e3) usleep(20 * 1000);
+    int left = total_load(s);
+    for (int i = 0; i < s->nrep; i++) {
+        replica *r = &s->rep[i];
+        pthread_mutex_lock(&r->mu);
+        r->stop = 1;
+        pthread_cond_signal(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+    }
+    if (left) fprintf(stderr, "frigg-serve: %d request(s) still running after the drain: cancelled\n", left);
+    for (int i = 0; i < s->nrep; i++) {
+        replica *r = &s->rep[i];
+        if (left) { /* the scheduler ends every request it still holds as cancelled when freed */
+        }
+        pthread_join(r->thread, NULL);
+    }
+    MHD_stop_daemon(d);
+    for (int i = 0; i < s->nrep; i++) {
+        frigg_sched_free(s->rep[i].sched);
+        frigg_backend_destroy(s->rep[i].b);
+    }
+    frigg_model_free(s->model);
+    frigg_tokenizer_free(s->tok);
+    free(s->model_name);
+    free(s->dir);
+    free(s->api_key);
+    free(s);
+    fprintf(stderr, "frigg-serve: stopped\n");
+    return 0;
+}

@@ -31,6 +31,7 @@ struct frigg_sched {
     int ncancel, capcancel;
     uint64_t next_handle;
     int pending;                 /* queued + running */
+    int pub_running, pub_slots;  /* nrunning and slots_in_use as of the last step's end, for other threads */
     /* driver thread only: */
     req **running;
     int nrunning;
@@ -100,7 +101,7 @@ static void req_end(frigg_sched *s, req *q, const char *error) {
 }
 
 static void emit(req *q, int c, const char *piece, size_t n) {
-    if (n && q->r.on_text) q->r.on_text(q->r.ctx, c, piece, n);
+    if (q->r.on_text) q->r.on_text(q->r.ctx, c, piece, n, frigg_seqgen_result_of(q->g[c]));
 }
 
 static void release_slot(frigg_sched *s, int slot) {
@@ -150,7 +151,8 @@ static void remove_running(frigg_sched *s, int i) {
 static int gen_is_zero(const frigg_seqgen_params *p) {
     const frigg_sampler_params *sp = &p->sampling;
     return p->max_tokens == 0 && p->n_stop_ids == 0 && p->n_stop == 0 && p->logprobs == 0 && !p->parse_tools &&
-           sp->temperature == 0 && sp->top_k == 0 && sp->top_p == 0 && sp->repetition_penalty == 0 && sp->seed == 0;
+           sp->temperature == 0 && sp->top_k == 0 && sp->top_p == 0 && sp->repetition_penalty == 0 && sp->seed == 0 &&
+           sp->frequency_penalty == 0 && sp->presence_penalty == 0 && sp->n_logit_bias == 0;
 }
 
 uint64_t frigg_sched_submit(frigg_sched *s, const frigg_sched_req *r) {
@@ -364,7 +366,26 @@ static int fail_all(frigg_sched *s) {
     return -1;
 }
 
+static int sched_step(frigg_sched *s);
 int frigg_sched_step(frigg_sched *s) {
+    int rc = sched_step(s);
+    pthread_mutex_lock(&s->mu);
+    s->pub_running = s->nrunning;
+    s->pub_slots = s->slots_in_use;
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+void frigg_sched_counts(frigg_sched *s, int *waiting, int *running, int *slots) {
+    pthread_mutex_lock(&s->mu);
+    int r = s->pub_running < s->pending ? s->pub_running : s->pending;
+    *waiting = s->pending - r;
+    *running = r;
+    *slots = s->pub_slots;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static int sched_step(frigg_sched *s) {
     frigg_backend *b = s->b;
     if (!s->queued) {
         apply_cancels(s);

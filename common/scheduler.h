@@ -38,8 +38,10 @@ typedef struct {
     int prefix_len;                /* tokens [0, prefix_len) are the bidirectional prefix */
     int n_choices;                 /* 1..FRIGG_SCHED_MAX_CHOICES; choice i samples with seed + i */
     frigg_seqgen_params gen;
-    /* Streaming: the text each new id releases (choice, bytes); may be NULL. */
-    void (*on_text)(void *ctx, int choice, const char *piece, size_t n);
+    /* Streaming: after every id a choice draws, the text it releases (n may be 0: held back by a stop string
+     * or an unfinished UTF-8 sequence) and the choice's result so far (now: ids, logprobs of the ids drawn;
+     * borrowed, valid during the call); may be NULL. */
+    void (*on_text)(void *ctx, int choice, const char *piece, size_t n, const frigg_seqgen_result *now);
     /* The end: always called exactly once per submitted request (finished, failed or cancelled). */
     void (*on_done)(void *ctx, const frigg_sched_result *r);
     /* Score requests (score = 1): the prompt is prefilled wanting every row's logits (FRIGG_WANT_ALL_LOGITS)
@@ -83,7 +85,10 @@ int frigg_sched_cancel(frigg_sched *s, uint64_t handle);
 int frigg_sched_step(frigg_sched *s);
 /* Requests queued or running. */
 int frigg_sched_pending(frigg_sched *s);
-/* Sequence slots in use by running requests (for metrics and tests). */
+/* From any thread (metrics): requests waiting in the queue, requests running, and slots in use, as of the end
+ * of the last step (a request submitted since counts as waiting). */
+void frigg_sched_counts(frigg_sched *s, int *waiting, int *running, int *slots);
+/* Sequence slots in use by running requests (driver thread only: for tests). */
 int frigg_sched_slots_in_use(frigg_sched *s);
 /* Engine steps queued behind another one so far: greedy decoding two deep (see frigg_sched_step). */
 uint64_t frigg_sched_steps_ahead(frigg_sched *s);

@@ -37,6 +37,15 @@ void *frigg_xcalloc(size_t n, size_t sz) {
     return p;
 }
 
+void *frigg_xrealloc(void *p, size_t n) {
+    void *q = realloc(p, n ? n : 1);
+    if (!q) {
+        fprintf(stderr, "frigg: out of memory (%zu bytes)\n", n);
+        abort();
+    }
+    return q;
+}
+
 char *frigg_xstrdup(const char *s) {
     size_t n = strlen(s) + 1;
     char *p = frigg_xmalloc(n);

@@ -13,6 +13,7 @@ const char *frigg_error(void);
 
 void *frigg_xmalloc(size_t n);          /* aborts with a message on out-of-memory */
 void *frigg_xcalloc(size_t n, size_t sz);
+void *frigg_xrealloc(void *p, size_t n);
 char *frigg_xstrdup(const char *s);
 double frigg_now_ms(void);              /* monotonic clock */
 
