@@ -856,13 +856,34 @@ static char *read_key_file(const char *path) {
     return k;
 }
 
-/* Device memory a replica needs: weights, KV per slot, work buffers (a bound, for the message at start). */
-static void budget(const frigg_config *c, int slots, int ctx, double *weights, double *kv_slot) {
+/* What a replica needs: weights (bf16), the KV cache of one slot (K and V of every virtual layer: bf16 on the
+ * CUDA engine, fp32 on the CPU engine), and the work buffers (activations for a whole prompt, logits). */
+static void budget(const frigg_config *c, int ctx, int cuda, double *weights, double *kv_slot, double *work) {
     double D = c->hidden_size, I = c->intermediate_size, V = c->vocab_size;
     double per_layer = 4 * D * D + D * D + 2 * I * D + D * I;
     *weights = 2.0 * (2 * V * D + 2.0 * c->layers_per_stack * per_layer);
-    *kv_slot = 2.0 * 2.0 * c->num_slots * (double)ctx * D; /* K and V, bf16, every virtual layer */
-    (void)slots;
+    *kv_slot = 2.0 * (cuda ? 2 : 4) * c->num_slots * (double)ctx * D;
+    *work = (double)ctx * (10 * D + 3 * I) * (cuda ? 2 : 4) + 64.0 * V * 6 + (64 << 20);
+}
+
+/* Memory the budget is checked against: the device's free memory, or the host's MemAvailable. */
+static double available_bytes(int cuda, int device) {
+#ifdef FRIGG_CUDA
+    if (cuda) {
+        size_t fr = 0, tot = 0;
+        return frigg_cuda_mem_info(device, &fr, &tot) ? -1 : (double)fr;
+    }
+#else
+    (void)cuda;
+#endif
+    (void)device;
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    double kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+    if (f) fclose(f);
+    return kb < 0 ? -1 : kb * 1024;
 }
 
 int main(int argc, char **argv) {
@@ -1017,11 +1038,26 @@ int main(int argc, char **argv) {
     }
     s->nrep = is_cuda ? (ndev ? ndev : 1) : (replicas ? replicas : 1);
     if (!ndev) devices[0] = 0;
-    double wb, kvb;
-    budget(cfg, s->slots, s->ctx, &wb, &kvb);
-    fprintf(stderr, "frigg-serve: memory per replica: weights %.2f GiB + KV %.3f GiB per slot x %d slots = %.2f GiB "
-                    "(+ work buffers)\n", wb / 1073741824.0, kvb / 1073741824.0, s->slots,
-            (wb + kvb * s->slots) / 1073741824.0);
+    double wb, kvb, workb;
+    budget(cfg, s->ctx, is_cuda, &wb, &kvb, &workb);
+    const double G = 1073741824.0, need = (is_cuda ? wb : 0) + kvb * s->slots + workb;
+    fprintf(stderr, "frigg-serve: memory per replica: weights %.2f GiB%s + KV %.3f GiB per slot x %d slots + work %.2f "
+                    "GiB = %.2f GiB\n", wb / G, is_cuda ? "" : " (mapped from the file)", kvb / G, s->slots, workb / G,
+            need / G);
+    /* Refuse what does not fit before allocating it (the CPU engine's cache is committed lazily: it would
+     * fail only later, under load). CPU replicas share the host's memory. */
+    for (int i = 0; i < (is_cuda ? s->nrep : 1); i++) {
+        double avail = available_bytes(is_cuda, is_cuda ? devices[i] : 0), total = is_cuda ? need : need * s->nrep;
+        if (avail >= 0) {
+            fprintf(stderr, "frigg-serve: %s %d: %.2f GiB free, %.2f GiB needed, %.2f GiB headroom\n",
+                    is_cuda ? "device" : "host", is_cuda ? devices[i] : 0, avail / G, total / G, (avail - total) / G);
+            if (total > avail) {
+                fprintf(stderr, "frigg-serve: this configuration does not fit: lower --slots (%d) or --ctx (%d)%s\n",
+                        s->slots, s->ctx, is_cuda ? "" : " or --replicas");
+                return 2;
+            }
+        }
+    }
     for (int i = 0; i < s->nrep; i++) {
         replica *r = &s->rep[i];
         r->index = i;
@@ -1036,7 +1072,7 @@ int main(int argc, char **argv) {
         r->b = frigg_backend_create(be, s->model, &bo);
         if (!r->b) {
             fprintf(stderr, "frigg-serve: replica %s: %s (needed: %.2f GiB; lower --slots or --ctx)\n", r->label,
-                    frigg_error(), (wb + kvb * s->slots) / 1073741824.0);
+                    frigg_error(), need / G);
             return 2;
         }
         r->sched = frigg_sched_new(r->b, s->tok, s->slots);

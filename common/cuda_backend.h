@@ -15,6 +15,9 @@ int frigg_cuda_kernels_per_step(frigg_backend *b, int nseq);
  * alone (tests and frigg-bench set and report them; no other engine is affected). Changing a choice after a
  * decode step was captured does not change that graph: set choices before the first step. */
 struct fk_ctx *frigg_cuda_kernels(frigg_backend *b);
+/* Free and total memory of a device (cudaMemGetInfo), for a server's budget before it creates engines. 0, or -1
+ * with frigg_error(). */
+int frigg_cuda_mem_info(int device, size_t *free_bytes, size_t *total_bytes);
 /* Device memory the engine holds (weights, KV slabs, work buffers), in bytes. */
 size_t frigg_cuda_bytes(const frigg_backend *b);
 #endif

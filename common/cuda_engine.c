@@ -687,4 +687,10 @@ int frigg_cuda_kernels_per_step(frigg_backend *b, int nseq) {
     return im->graph_nodes[nseq];
 }
 
+int frigg_cuda_mem_info(int device, size_t *free_bytes, size_t *total_bytes) {
+    CU(cudaSetDevice(device));
+    CU(cudaMemGetInfo(free_bytes, total_bytes));
+    return 0;
+}
+
 size_t frigg_cuda_bytes(const frigg_backend *b) { return ((const cuda_impl *)b->impl)->bytes; }
