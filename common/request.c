@@ -1,6 +1,7 @@
 /* request.c — see request.h. */
 #include "request.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,7 +9,8 @@
 
 static const char *const k_fields[] = {"id", "input_ids", "prompt", "messages", "tools", "max_tokens",
                                        "temperature", "top_k", "top_p", "seed", "repetition_penalty",
-                                       "stop_ids", "stop", "prefix_tokens", "logprobs", NULL};
+                                       "stop_ids", "stop", "prefix_tokens", "logprobs", "frequency_penalty",
+                                       "presence_penalty", "logit_bias", NULL};
 
 static int num_field(const json_t *o, const char *k, double lo, double hi, double dflt, double *out) {
     json_t *v = json_object_get(o, k);
@@ -67,6 +69,46 @@ static int id_array(const json_t *v, const char *k, int vocab, int maxn, int32_t
         dst[i] = (int32_t)json_integer_value(e);
     }
     *n = (int)json_array_size(v);
+    return 0;
+}
+
+int frigg_parse_logit_bias(const json_t *v, int vocab, frigg_sampler_params *sp) {
+    sp->n_logit_bias = 0;
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_object(v)) {
+        frigg_set_error("\"logit_bias\" must be an object {\"<token id>\": bias}");
+        return -1;
+    }
+    if (json_object_size(v) > FRIGG_MAX_LOGIT_BIAS) {
+        frigg_set_error("\"logit_bias\" has %zu entries (at most %d)", json_object_size(v), FRIGG_MAX_LOGIT_BIAS);
+        return -1;
+    }
+    const char *key;
+    json_t *b;
+    int n = 0;
+    json_object_foreach((json_t *)v, key, b) {
+        /* a token id written the plain way: decimal digits, no sign, no leading zero, so that no two keys name
+         * the same id */
+        long long id = -1;
+        size_t len = strlen(key);
+        int digits = len > 0 && len <= 10 && (key[0] != '0' || len == 1);
+        for (size_t i = 0; digits && i < len; i++) digits = key[i] >= '0' && key[i] <= '9';
+        if (digits) id = strtoll(key, NULL, 10);
+        if (!digits || id >= vocab) {
+            frigg_set_error("\"logit_bias\" key \"%s\" must be a token id: a decimal integer in [0, %d)", key, vocab);
+            sp->n_logit_bias = 0;
+            return -1;
+        }
+        double x = json_is_number(b) ? json_number_value(b) : NAN;
+        if (!(x >= -FRIGG_LOGIT_BIAS_LIMIT && x <= FRIGG_LOGIT_BIAS_LIMIT)) {
+            frigg_set_error("\"logit_bias\"[\"%s\"] must be a number in [%g, %g]", key, -FRIGG_LOGIT_BIAS_LIMIT,
+                            FRIGG_LOGIT_BIAS_LIMIT);
+            sp->n_logit_bias = 0;
+            return -1;
+        }
+        sp->logit_bias[n++] = (frigg_logit_bias){.id = (int32_t)id, .bias = (float)x};
+    }
+    sp->n_logit_bias = n;
     return 0;
 }
 
@@ -148,6 +190,11 @@ int frigg_request_parse(frigg_request *r, const json_t *o, int vocab) {
     r->sampling.top_p = (float)d;
     if (num_field(o, "repetition_penalty", 1e-3, 1e3, 1, &d)) goto fail;
     r->sampling.repetition_penalty = (float)d;
+    if (num_field(o, "frequency_penalty", -FRIGG_PENALTY_LIMIT, FRIGG_PENALTY_LIMIT, 0, &d)) goto fail;
+    r->sampling.frequency_penalty = (float)d;
+    if (num_field(o, "presence_penalty", -FRIGG_PENALTY_LIMIT, FRIGG_PENALTY_LIMIT, 0, &d)) goto fail;
+    r->sampling.presence_penalty = (float)d;
+    if (frigg_parse_logit_bias(json_object_get(o, "logit_bias"), vocab, &r->sampling)) goto fail;
     json_t *seed = json_object_get(o, "seed");
     if (seed && !json_is_null(seed)) {
         if (!json_is_integer(seed) || json_integer_value(seed) < 0) {

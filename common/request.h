@@ -32,8 +32,15 @@ typedef struct {
     int logprobs;               /* 0: none; k: top-k log-probabilities per generated token */
 } frigg_request;
 
-/* Parse one request object. vocab bounds token ids. 0 ok; -1 with frigg_error() naming the field. */
+/* Parse one request object. vocab bounds token ids. 0 ok; -1 with frigg_error() naming the field.
+ * frequency_penalty, presence_penalty: numbers in [-2, 2] (FRIGG_PENALTY_LIMIT), 0 = off. logit_bias: an object
+ * {"<token id>": bias} as OpenAI's, keys decimal ids in [0, vocab) (no sign, no leading zero), values numbers in
+ * [-100, 100] (FRIGG_LOGIT_BIAS_LIMIT), at most FRIGG_MAX_LOGIT_BIAS entries; null = none. */
 int frigg_request_parse(frigg_request *r, const json_t *obj, int vocab);
 void frigg_request_free(frigg_request *r);
+/* The logit_bias object alone (absent or null: none), into sp->logit_bias / sp->n_logit_bias, with the rules
+ * above; for other request formats (the server's) too. 0, or -1 with frigg_error() naming "logit_bias" (then
+ * sp->n_logit_bias is 0). */
+int frigg_parse_logit_bias(const json_t *v, int vocab, frigg_sampler_params *sp);
 
 #endif

@@ -37,12 +37,16 @@ void frigg_sampler_init(frigg_sampler *s, const frigg_sampler_params *p, int voc
     s->p = *p;
     if (s->p.top_p <= 0 || s->p.top_p > 1) s->p.top_p = 1;
     if (s->p.repetition_penalty <= 0) s->p.repetition_penalty = 1;
+    if (s->p.n_logit_bias < 0) s->p.n_logit_bias = 0;
+    if (s->p.n_logit_bias > FRIGG_MAX_LOGIT_BIAS) s->p.n_logit_bias = FRIGG_MAX_LOGIT_BIAS;
     s->vocab = vocab;
     frigg_rng_seed(s->s, p->seed);
     s->work = frigg_xmalloc((size_t)vocab * sizeof(float));
     s->order = frigg_xmalloc((size_t)vocab * sizeof(int32_t));
     s->e = frigg_xmalloc((size_t)vocab * sizeof(double));
     s->bucket = NULL;
+    s->count = s->p.frequency_penalty != 0 || s->p.presence_penalty != 0 ? frigg_xcalloc((size_t)vocab, sizeof(int32_t))
+                                                                           : NULL;
 }
 
 void frigg_sampler_free(frigg_sampler *s) {
@@ -50,7 +54,9 @@ void frigg_sampler_free(frigg_sampler *s) {
     free(s->order);
     free(s->e);
     free(s->bucket);
+    free(s->count);
     s->bucket = NULL;
+    s->count = NULL;
     s->work = NULL;
     s->order = NULL;
     s->e = NULL;
@@ -67,6 +73,25 @@ void frigg_apply_repetition_penalty(float *logits, int vocab, const int32_t *pre
         logits[id] = logits[id] > 0 ? logits[id] / penalty : logits[id] * penalty;
     }
     free(seen);
+}
+
+void frigg_sampler_adjust(frigg_sampler *s, float *logits, const int32_t *prev, int nprev) {
+    int V = s->vocab;
+    frigg_apply_repetition_penalty(logits, V, prev, nprev, s->p.repetition_penalty);
+    if (s->count) { /* count, then penalise each id at its first occurrence and zero its count again */
+        for (int i = 0; i < nprev; i++)
+            if (prev[i] >= 0 && prev[i] < V) s->count[prev[i]]++;
+        for (int i = 0; i < nprev; i++) {
+            int32_t id = prev[i];
+            if (id < 0 || id >= V || !s->count[id]) continue;
+            logits[id] -= (float)s->count[id] * s->p.frequency_penalty + s->p.presence_penalty;
+            s->count[id] = 0;
+        }
+    }
+    for (int i = 0; i < s->p.n_logit_bias; i++) {
+        int32_t id = s->p.logit_bias[i].id;
+        if (id >= 0 && id < V) logits[id] += s->p.logit_bias[i].bias;
+    }
 }
 
 /* The order the sampler ranks ids by: value descending, ties by lower id (a total order, so results are
@@ -228,20 +253,28 @@ void frigg_sampler_distribution(frigg_sampler *s, const float *logits, double *p
 }
 
 int32_t frigg_sample(frigg_sampler *s, float *logits, const int32_t *prev, int nprev) {
-    frigg_apply_repetition_penalty(logits, s->vocab, prev, nprev, s->p.repetition_penalty);
+    frigg_sampler_adjust(s, logits, prev, nprev);
     if (s->p.temperature <= 0) return frigg_argmax(logits, s->vocab);
     return draw(s, kept_of(s, logits));
 }
 
 void frigg_topk(const float *row, int V, int k, int32_t *ids) { first_m(row, V, k, ids); }
 
-static int penalty_on(const frigg_sampler_params *p) { return p->repetition_penalty != 1.0f && p->repetition_penalty > 0; }
-
-int frigg_sampler_topk_only(const frigg_sampler_params *p, int vocab) {
-    return p->temperature > 0 && p->top_k > 0 && p->top_k < vocab && p->top_k <= FRIGG_TOPK_MAX && !penalty_on(p) ? p->top_k : 0;
+int frigg_sampler_adjusts(const frigg_sampler_params *p) {
+    if ((p->repetition_penalty != 1.0f && p->repetition_penalty > 0) || p->frequency_penalty != 0 ||
+        p->presence_penalty != 0)
+        return 1;
+    int n = p->n_logit_bias < FRIGG_MAX_LOGIT_BIAS ? p->n_logit_bias : FRIGG_MAX_LOGIT_BIAS;
+    for (int i = 0; i < n; i++)
+        if (p->logit_bias[i].bias != 0) return 1;
+    return 0;
 }
 
-int frigg_sampler_greedy_only(const frigg_sampler_params *p) { return p->temperature <= 0 && !penalty_on(p); }
+int frigg_sampler_topk_only(const frigg_sampler_params *p, int vocab) {
+    return p->temperature > 0 && p->top_k > 0 && p->top_k < vocab && p->top_k <= FRIGG_TOPK_MAX && !frigg_sampler_adjusts(p) ? p->top_k : 0;
+}
+
+int frigg_sampler_greedy_only(const frigg_sampler_params *p) { return p->temperature <= 0 && !frigg_sampler_adjusts(p); }
 
 int32_t frigg_sample_topk(frigg_sampler *s, const float *vals, const int32_t *ids, int n) {
     /* the list kept_of makes from the whole row: the same values at the same ids, ranked the same way */

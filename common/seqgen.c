@@ -1,6 +1,7 @@
 /* seqgen.c — see seqgen.h. */
 #include "seqgen.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,7 +20,8 @@ struct frigg_seqgen {
     int32_t out_id;
     float *vals;             /* [k] */
     int32_t *cand;
-    float *logits, *raw;     /* [vocab]; raw: a copy for logprobs */
+    float *logits, *work;    /* [vocab]; work: the row the sampler adjusts (penalties, bias), so that logits
+                                stays the model's row (logprobs, the other choices of a shared prefill) */
     /* text */
     frigg_detok_stream *ds;
     frigg_stopstr *ss;
@@ -48,6 +50,21 @@ frigg_seqgen *frigg_seqgen_new(const frigg_seqgen_params *p, int prompt_tokens, 
                         p->max_tokens, p->n_stop, p->n_stop_ids, p->logprobs);
         return NULL;
     }
+    const frigg_sampler_params *sp = &p->sampling;
+    if (!isfinite(sp->frequency_penalty) || !isfinite(sp->presence_penalty) || sp->n_logit_bias < 0 ||
+        sp->n_logit_bias > FRIGG_MAX_LOGIT_BIAS) {
+        frigg_set_error("sampling parameters out of range (frequency_penalty %g, presence_penalty %g, %d logit_bias "
+                        "entries, at most %d)",
+                        (double)sp->frequency_penalty, (double)sp->presence_penalty, sp->n_logit_bias,
+                        FRIGG_MAX_LOGIT_BIAS);
+        return NULL;
+    }
+    for (int i = 0; i < sp->n_logit_bias; i++)
+        if (sp->logit_bias[i].id < 0 || sp->logit_bias[i].id >= vocab || !isfinite(sp->logit_bias[i].bias)) {
+            frigg_set_error("logit_bias entry %d: token id %d (vocabulary [0, %d)), bias %g", i,
+                            (int)sp->logit_bias[i].id, vocab, (double)sp->logit_bias[i].bias);
+            return NULL;
+        }
     frigg_seqgen *g = frigg_xcalloc(1, sizeof *g);
     g->p = *p;
     for (int i = 0; i < p->n_stop; i++) {
@@ -66,7 +83,9 @@ frigg_seqgen *frigg_seqgen_new(const frigg_seqgen_params *p, int prompt_tokens, 
         }
     }
     frigg_sampler_init(&g->smp, &p->sampling, vocab);
-    /* The cheapest output that gives this sequence what it needs from a step. */
+    /* The cheapest output that gives this sequence what it needs from a step: with a penalty or a logit bias
+     * neither the engine's argmax nor its top k are those of the row drawn from (greedy_only and topk_only
+     * say no), so the whole row. */
     int topk = p->logprobs ? 0 : frigg_sampler_topk_only(&p->sampling, vocab);
     if (frigg_sampler_greedy_only(&p->sampling) && !p->logprobs) {
         g->want = FRIGG_WANT_GREEDY;
@@ -78,7 +97,8 @@ frigg_seqgen *frigg_seqgen_new(const frigg_seqgen_params *p, int prompt_tokens, 
     } else {
         g->want = FRIGG_WANT_LOGITS;
         g->logits = frigg_xmalloc(sizeof(float) * (size_t)vocab);
-        if (p->logprobs) g->raw = frigg_xmalloc(sizeof(float) * (size_t)vocab);
+        /* the sampler changes logits only when greedy_only or topk_only would have said no for that reason */
+        if (frigg_sampler_adjusts(&p->sampling)) g->work = frigg_xmalloc(sizeof(float) * (size_t)vocab);
     }
     size_t cap = (size_t)p->max_tokens + 1;
     g->ids = frigg_xmalloc(cap * sizeof(int32_t));
@@ -104,7 +124,7 @@ void frigg_seqgen_free(frigg_seqgen *g) {
     free(g->vals);
     free(g->cand);
     free(g->logits);
-    free(g->raw);
+    free(g->work);
     frigg_detok_stream_free(g->ds);
     frigg_stopstr_free(g->ss);
     free(g->text);
@@ -181,12 +201,19 @@ int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piec
     } else if (g->want == FRIGG_WANT_TOPK) {
         next = frigg_sample_topk(&g->smp, row->out_vals, row->out_ids, g->k);
     } else {
-        if (k) memcpy(g->raw, row->out_logits, (size_t)V * sizeof(float));
-        next = frigg_sample(&g->smp, row->out_logits, g->ids, g->r.n);
-        /* logprobs describe the model's own distribution (raw logits, temperature 1). */
+        /* The penalties count the ids generated so far in this choice (g->ids: never the prompt, never a stop
+         * id, which ends the sequence). They and the bias change the work copy; the row stays the model's. */
+        float *w = row->out_logits;
+        if (g->work) {
+            memcpy(g->work, row->out_logits, (size_t)V * sizeof(float));
+            w = g->work;
+        }
+        next = frigg_sample(&g->smp, w, g->ids, g->r.n);
+        /* logprobs describe the model's own distribution (raw logits, temperature 1, no penalty or bias). */
         if (k) {
-            g->token_logprob[g->r.n] = frigg_logprob_of(g->raw, V, next);
-            frigg_top_logprobs(g->raw, V, k, g->top_ids + (size_t)g->r.n * k, g->top_lps + (size_t)g->r.n * k);
+            g->token_logprob[g->r.n] = frigg_logprob_of(row->out_logits, V, next);
+            frigg_top_logprobs(row->out_logits, V, k, g->top_ids + (size_t)g->r.n * k,
+                               g->top_lps + (size_t)g->r.n * k);
         }
     }
     if (g->r.n == 0) g->r.first_token_ms = frigg_now_ms() - g->t_admit;

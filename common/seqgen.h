@@ -32,7 +32,10 @@ typedef struct {
     int n_stop_ids;
     const char *stop[FRIGG_SEQGEN_MAX_STOPS]; /* stop strings (need a tokenizer); copied */
     int n_stop;
-    int logprobs;     /* top-k log-probabilities per generated token (0 = none) */
+    int logprobs;     /* top-k log-probabilities per generated token (0 = none): always of the model's own
+                         distribution, log-softmax of the row the engine returned (temperature 1, before any
+                         repetition/frequency/presence penalty or logit_bias, which shape only the draw), so a
+                         token forced by a bias shows the probability the model gave it */
     int parse_tools;  /* parse <|tool_call> blocks out of the text at the end */
 } frigg_seqgen_params;
 
@@ -61,14 +64,16 @@ void frigg_seqgen_free(frigg_seqgen *g);
 
 /* What the next step's row for this sequence asks for: want and k, and the output buffers (owned by g).
  * The caller sets seq, prefill/ids/n/prefix_len or the input token. The want is the cheapest that gives
- * g what it needs: the greedy id (greedy, no penalty, no logprobs), the top k (a pure top-k draw), or the
- * whole row. */
+ * g what it needs: the greedy id (greedy, no penalty, no logit bias, no logprobs), the top k (a pure top-k
+ * draw: no penalty, no logit bias, no logprobs), or the whole row. */
 void frigg_seqgen_row(frigg_seqgen *g, frigg_row *row);
 /* The input token of the next decode step: the last id drawn. */
 int32_t frigg_seqgen_last(const frigg_seqgen *g);
 /* After the step: take the row's output (through the row's output pointers, which frigg_seqgen_row set to
- * g's buffers; a caller may point a GREEDY row's out_id elsewhere, and a LOGITS row's logits are modified in
- * place by a repetition penalty), draw the next id, stream its text. *piece / *piece_len receive the
+ * g's buffers; a caller may point a GREEDY row's out_id elsewhere; a LOGITS row's logits are left as the engine
+ * wrote them: the penalties and the bias are applied to a copy), draw the next id, stream its text. The
+ * repetition, frequency and presence penalties count the ids this choice generated before (never the prompt,
+ * whatever it holds; sampler.h gives the rules and their order). *piece / *piece_len receive the
  * text released by this id (owned by g, valid until the next call; empty when nothing is released yet).
  * Returns 1 when the sequence is finished (a stop id, a stop string, max_tokens), else 0. */
 int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piece, size_t *piece_len);

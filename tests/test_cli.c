@@ -8,6 +8,7 @@
 
 #include "harness.h"
 #include "model_writer.h"
+#include "sampler.h"
 #include "util.h"
 
 static const char *g_bin;
@@ -111,6 +112,57 @@ int main(void) {
         CHECK(line_json(out, 11) == NULL, "one output line per non-blank input line");
     }
     free(out);
+
+    /* frequency_penalty, presence_penalty, logit_bias: accepted in range (a bias of +100 forces its id, greedy
+     * or sampled), refused out of range with the field named and the line number; the logit_bias cap. */
+    {
+        char big[4096];
+        size_t at = (size_t)snprintf(big, sizeof big, "{\"input_ids\":[5,6,7],\"logit_bias\":{");
+        for (int i = 0; i <= FRIGG_MAX_LOGIT_BIAS; i++)
+            at += (size_t)snprintf(big + at, sizeof big - at, "%s\"%d\":1", i ? "," : "", i);
+        snprintf(big + at, sizeof big - at, "}}\n");
+        char in2[8192];
+        snprintf(in2, sizeof in2, "%s%s",
+                 "{\"input_ids\":[5,6,7],\"max_tokens\":3,\"stop_ids\":[],\"logit_bias\":{\"42\":100}}\n"
+                 "{\"input_ids\":[5,6,7],\"max_tokens\":3,\"stop_ids\":[],\"temperature\":1.5,\"seed\":2,"
+                 "\"logit_bias\":{\"42\":-100,\"43\":100},\"frequency_penalty\":-2,\"presence_penalty\":2}\n"
+                 "{\"input_ids\":[5,6,7],\"max_tokens\":4,\"stop_ids\":[],\"frequency_penalty\":2,"
+                 "\"presence_penalty\":-1.5,\"logit_bias\":{}}\n"
+                 "{\"input_ids\":[5,6,7],\"frequency_penalty\":2.5}\n"
+                 "{\"input_ids\":[5,6,7],\"presence_penalty\":\"high\"}\n"
+                 "{\"input_ids\":[5,6,7],\"logit_bias\":{\"96\":1}}\n"
+                 "{\"input_ids\":[5,6,7],\"logit_bias\":{\"+4\":1}}\n"
+                 "{\"input_ids\":[5,6,7],\"logit_bias\":{\"4\":-100.5}}\n"
+                 "{\"input_ids\":[5,6,7],\"logit_bias\":[[4,1]]}\n",
+                 big);
+        rc = run(cmd, in2, &out);
+        CHECK(rc == 1, "penalty/bias lines: exit %d, want 1", rc);
+        json_t *o = out ? line_json(out, 0) : NULL, *w42 = json_pack("[iii]", 42, 42, 42),
+               *w43 = json_pack("[iii]", 43, 43, 43);
+        CHECK(o && json_equal(json_object_get(o, "output_ids"), w42), "logit_bias +100 on 42 (greedy) did not force it");
+        json_decref(o);
+        o = out ? line_json(out, 1) : NULL;
+        CHECK(o && json_equal(json_object_get(o, "output_ids"), w43), "logit_bias +100 on 43 (sampled) did not force it");
+        json_decref(o);
+        json_decref(w42);
+        json_decref(w43);
+        o = out ? line_json(out, 2) : NULL;
+        CHECK(o && json_array_size(json_object_get(o, "output_ids")) == 4, "penalties in range refused: %s",
+              o && err_msg(o) ? err_msg(o) : "");
+        json_decref(o);
+        static const struct { int k; const char *needle; } bad[] = {
+            {3, "frequency_penalty"}, {4, "presence_penalty"}, {5, "\"96\""}, {6, "\"+4\""},
+            {7, "logit_bias"}, {8, "logit_bias"}, {9, "at most 300"}};
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            o = out ? line_json(out, bad[i].k) : NULL;
+            const char *m = o ? err_msg(o) : NULL;
+            CHECK(m && strstr(m, bad[i].needle) &&
+                      json_integer_value(json_object_get(json_object_get(o, "error"), "line")) == bad[i].k + 1,
+                  "penalty/bias line %d: want an error with \"%s\", got %s", bad[i].k + 1, bad[i].needle, m ? m : "(none)");
+            json_decref(o);
+        }
+        free(out);
+    }
 
     /* A clean run exits 0; a missing backend is an error, not a fallback. */
     rc = run(cmd, "{\"input_ids\":[1],\"max_tokens\":1}\n", &out);

@@ -2,7 +2,8 @@
  * recomputation bit for bit (causal and prefix), packed == split, thread-count invariance, the mask and
  * the schedule matter; the step interface (every want against the logits, mixed rows, the last greedy id
  * as input, fork and reset, bad calls); two engines with different settings side by side; and the
- * generation loop's stop/length/context rules. */
+ * generation loop's stop/length/context rules, its cheapest wants, and its frequency/presence penalties and
+ * logit_bias against a loop that applies them itself. */
 #include <math.h>
 #include <sys/stat.h>
 
@@ -207,6 +208,73 @@ int main(void) {
                   "generation case %zu: %d ids, %d steps, differs from the logits loop", c, got.n, got.decode_steps);
             frigg_gen_result_free(&got);
         }
+    }
+    /* Frequency/presence penalties and logit_bias through the generation loop (which then asks for the whole
+     * row every step) against a loop that applies them itself from their definitions: CTRL, then c * frequency
+     * + presence for each id generated c > 0 times so far (the prompt's ids not counted), then the bias, then
+     * a sampler with none of them (the same seed, so the same random stream); the logprobs those of the raw
+     * rows. bid -2: the bias goes on the unbiased first greedy id; a bias of NAN: the one that puts id 5 (a
+     * prompt id) 12 above the first row's largest logit, so that a frequency penalty of 1.5 hands the argmax
+     * on after a few of them (a penalty not counted per occurrence would not). */
+    {
+        const struct { float t; int k; float p, pen, fp, pp; int32_t bid; float bias; int lp; } cs[] = {
+            {0, 0, 1, 1, 0.8f, 0.5f, -1, 0, 0},  {0, 0, 1, 1.3f, 0, 0, 17, 6.0f, 2},
+            {0, 0, 1, 1, 1.5f, 0, 5, NAN, 0},   {0, 0, 1, 1, 0, 0, -2, -100, 1},
+            {4, 5, 1, 1, 1.0f, -0.5f, 88, 2.0f, 0}, {2, 0, 0.9f, 1.2f, -1.0f, 2.0f, -2, -100, 2}};
+        float *raw = malloc(sizeof(float) * V), *row0 = malloc(sizeof(float) * V);
+        int sq1 = 1;
+        CHECK(frigg_prefill(b, 1, ids, N, N, row0, NULL) == 0, "%s", frigg_error());
+        int32_t first = frigg_argmax(row0, V);
+        for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+            int32_t bid = cs[c].bid == -2 ? first : cs[c].bid;
+            float bias = isnan(cs[c].bias) ? row0[first] - row0[bid] + 12 : cs[c].bias;
+            frigg_gen_params gs = {.max_tokens = 10, .prefix_tokens = -1, .logprobs = cs[c].lp};
+            gs.sampling = (frigg_sampler_params){.temperature = cs[c].t, .top_k = cs[c].k, .top_p = cs[c].p,
+                                                 .repetition_penalty = cs[c].pen, .seed = 30 + c,
+                                                 .frequency_penalty = cs[c].fp, .presence_penalty = cs[c].pp,
+                                                 .n_logit_bias = bid >= 0, .logit_bias = {{.id = bid, .bias = bias}}};
+            frigg_gen_result got;
+            CHECK(frigg_generate(b, 0, ids, N, &gs, &got) == 0, "%s", frigg_error());
+            frigg_sampler_params plain = {.temperature = cs[c].t, .top_k = cs[c].k, .top_p = cs[c].p, .seed = 30 + c};
+            frigg_sampler smp;
+            frigg_sampler_init(&smp, &plain, V);
+            int32_t want[10];
+            double wlp[10];
+            CHECK(frigg_prefill(b, 1, ids, N, N, last, NULL) == 0, "%s", frigg_error());
+            for (int nw = 0; nw < 10; nw++) {
+                if (nw) CHECK(frigg_decode(b, 1, &sq1, &want[nw - 1], last) == 0, "%s", frigg_error());
+                memcpy(raw, last, sizeof(float) * V);
+                for (int j = 0; j < V; j++) {
+                    int cnt = 0;
+                    for (int i = 0; i < nw; i++) cnt += want[i] == j;
+                    if (!cnt) continue;
+                    if (cs[c].pen != 1) last[j] = last[j] > 0 ? last[j] / cs[c].pen : last[j] * cs[c].pen;
+                    last[j] -= (float)cnt * cs[c].fp + cs[c].pp;
+                }
+                if (bid >= 0) last[bid] += bias;
+                want[nw] = frigg_sample(&smp, last, NULL, 0);
+                double z = 0;
+                for (int j = 0; j < V; j++) z += exp((double)raw[j]);
+                wlp[nw] = raw[want[nw]] - log(z);
+            }
+            frigg_sampler_free(&smp);
+            CHECK(got.n == 10 && !memcmp(got.ids, want, sizeof want),
+                  "penalty/bias case %zu: %d ids, differ from the loop that applies them itself", c, got.n);
+            int lp_ok = 1, has_bid = 0;
+            for (int i = 0; i < got.n && cs[c].lp; i++) lp_ok &= fabs(got.token_logprob[i] - wlp[i]) < 1e-5;
+            for (int i = 0; i < got.n; i++) has_bid |= got.ids[i] == bid;
+            CHECK(lp_ok, "penalty/bias case %zu: logprobs are not the raw rows'", c);
+            CHECK(bias == 0 || (bias > 0) == has_bid, "penalty/bias case %zu: the bias on %d did not act", c, bid);
+            if (isnan(cs[c].bias)) {
+                int run = 0;
+                while (run < got.n && got.ids[run] == bid) run++;
+                CHECK(run >= 2 && run < got.n, "penalty/bias case %zu: %d of id %d first, want some, then others", c, run,
+                      bid);
+            }
+            frigg_gen_result_free(&got);
+        }
+        free(raw);
+        free(row0);
     }
     frigg_gen_result r4;
     gp.max_tokens = m->cfg.max_position_embeddings;

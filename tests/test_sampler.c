@@ -1,6 +1,9 @@
 /* test_sampler.c — sampling statistics against softmax(logits/T), exact top-p against a brute force, the
  * distribution and the draws against a plain full-sort reference on long rows, the CTRL repetition-penalty
- * sign rule, top-k, and seed reproducibility. */
+ * sign rule, top-k, and seed reproducibility; frequency/presence penalties and logit_bias (with the CTRL
+ * penalty, in sampler.h's order) against their definitions, greedy on the adjusted row, a bias of -100, the
+ * cases that still allow the engine's argmax or top k; and a seqgen driven by hand-made rows: the penalties
+ * count its generated ids, the row and the logprobs stay the model's. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +12,7 @@
 #include "cpu_ops.h"
 #include "harness.h"
 #include "sampler.h"
+#include "seqgen.h"
 
 /* Brute-force top-p: keep the most probable tokens, in order, until their mass reaches p. */
 static void brute_top_p(const float *logits, int V, float T, float p, double *out) {
@@ -159,6 +163,298 @@ static void check_topk_only(const float *logits, int V, float T, int k, float to
     free(row);
 }
 
+/* The penalties and the bias from their definitions (sampler.h), the plain way: for each id j, its count c
+ * by a scan of prev; CTRL when c > 0; then c * frequency + presence subtracted when c > 0; then every
+ * logit_bias entry added. */
+static void ref_adjust(float *w, int V, const int32_t *prev, int nprev, const frigg_sampler_params *p) {
+    float rp = p->repetition_penalty;
+    for (int j = 0; j < V; j++) {
+        int c = 0;
+        for (int i = 0; i < nprev; i++) c += prev[i] == j;
+        if (!c) continue;
+        if (rp > 0 && rp != 1) w[j] = w[j] > 0 ? w[j] / rp : w[j] * rp;
+        w[j] -= (float)c * p->frequency_penalty + p->presence_penalty;
+    }
+    for (int i = 0; i < p->n_logit_bias; i++) w[p->logit_bias[i].id] += p->logit_bias[i].bias;
+}
+
+/* The sampler with penalties and a bias against ref_adjust + the plain reference: the distribution of the
+ * adjusted row to 1e-12, the same 32 draws from the raw row (frigg_sample adjusts it), and the row frigg_sample
+ * leaves behind equal to the reference's adjusted row, bit for bit. */
+static void check_adjusted(const float *logits, int V, const int32_t *prev, int nprev, frigg_sampler_params p,
+                           const char *what) {
+    float *w = malloc(sizeof(float) * V), *row = malloc(sizeof(float) * V);
+    double *want = malloc(sizeof(double) * V), *got = malloc(sizeof(double) * V);
+    int32_t *order = malloc(sizeof(int32_t) * V);
+    memcpy(w, logits, sizeof(float) * V);
+    ref_adjust(w, V, prev, nprev, &p);
+    int keep = ref_kept(w, V, p.temperature, p.top_k, p.top_p, want, order);
+    frigg_sampler s;
+    frigg_sampler_init(&s, &p, V);
+    memcpy(row, logits, sizeof(float) * V);
+    frigg_sampler_adjust(&s, row, prev, nprev);
+    CHECK(!memcmp(row, w, sizeof(float) * V), "%s: the adjusted row differs from the definition", what);
+    frigg_sampler_distribution(&s, row, got);
+    double worst = 0;
+    for (int i = 0; i < V; i++) worst = fmax(worst, fabs(got[i] - want[i]));
+    CHECK(worst < 1e-12, "%s: distribution off the brute force by %g", what, worst);
+    uint64_t st[4];
+    frigg_rng_seed(st, p.seed);
+    int same = 1, again = 1;
+    for (int d = 0; d < 32; d++) {
+        memcpy(row, logits, sizeof(float) * V);
+        int32_t id = frigg_sample(&s, row, prev, nprev);
+        same &= id == ref_draw(want, order, keep, V, frigg_rng_uniform(st));
+        again &= !memcmp(row, w, sizeof(float) * V); /* the counts start from zero every call */
+    }
+    CHECK(same, "%s: draws differ from the brute force's", what);
+    CHECK(again, "%s: a later call adjusted the row differently", what);
+    CHECK(!frigg_sampler_topk_only(&p, V) && frigg_sampler_adjusts(&p), "%s: topk_only/adjusts", what);
+    frigg_sampler_free(&s);
+    free(w);
+    free(row);
+    free(want);
+    free(got);
+    free(order);
+}
+
+static void test_penalties_and_bias(void) {
+    /* A long row, a response of 60 ids drawn from 40 of the highest-ranked ones (so most repeat, some up to
+     * many times, and the penalties reorder the head of the ranking and move ids across the cuts). */
+    int V = 3000;
+    float *row = malloc(sizeof(float) * V);
+    uint64_t r[4];
+    frigg_rng_seed(r, 21);
+    for (int i = 0; i < V; i++) row[i] = (float)(10 * pow(frigg_rng_uniform(r), 6) - 2);
+    int32_t *order = malloc(sizeof(int32_t) * V), prev[60];
+    double *probs = malloc(sizeof(double) * V);
+    ref_kept(row, V, 1, 0, 1, probs, order);
+    for (int i = 0; i < 60; i++) prev[i] = order[(int)(40 * pow(frigg_rng_uniform(r), 2))];
+    prev[7] = order[0]; /* the argmax is in the response, and also carries a bias below */
+    frigg_sampler_params p = {.temperature = 0.8f, .top_p = 1, .seed = 31, .frequency_penalty = 0.5f,
+                              .presence_penalty = 0.3f};
+    check_adjusted(row, V, prev, 60, p, "frequency 0.5 presence 0.3");
+    p.top_k = 50;
+    p.frequency_penalty = 1.5f;
+    p.presence_penalty = -0.5f;
+    p.n_logit_bias = 3;
+    p.logit_bias[0] = (frigg_logit_bias){.id = order[60], .bias = 4};
+    p.logit_bias[1] = (frigg_logit_bias){.id = order[0], .bias = -1.25f};
+    p.logit_bias[2] = (frigg_logit_bias){.id = order[2999 - 5], .bias = 100};
+    check_adjusted(row, V, prev, 60, p, "top_k 50, frequency 1.5, presence -0.5, three biases");
+    /* with CTRL: the order matters (a bias on an id of prev with a positive logit: (x / 1.3) + b, not (x + b) / 1.3) */
+    p.top_k = 0;
+    p.top_p = 0.9f;
+    p.temperature = 0.7f;
+    p.repetition_penalty = 1.3f;
+    p.frequency_penalty = -0.4f;
+    p.presence_penalty = 2;
+    p.logit_bias[1].bias = 3.5f;
+    check_adjusted(row, V, prev, 60, p, "top_p 0.9, CTRL 1.3, frequency -0.4, presence 2, three biases");
+    p.top_k = 100;
+    p.top_p = 0.8f;
+    p.temperature = 1.2f;
+    p.repetition_penalty = 1;
+    p.frequency_penalty = 0;
+    p.presence_penalty = 0;
+    check_adjusted(row, V, prev, 60, p, "top_k 100, top_p 0.8, biases only");
+    /* a bias alone changes the draw even with no response yet */
+    p.frequency_penalty = 2;
+    check_adjusted(row, V, prev, 0, p, "nothing generated yet");
+
+    /* Greedy takes the argmax of the adjusted row: a bias that lifts id 3 over id 0 flips it, one that leaves
+     * it below does not; a presence penalty on the response flips it the same way. */
+    float lg[6] = {2.0f, 1.0f, 0.5f, 0.0f, -1.0f, -3.0f}, w[6];
+    frigg_sampler_params g = {.top_p = 1, .n_logit_bias = 1, .logit_bias = {{.id = 3, .bias = 2.5f}}};
+    frigg_sampler s;
+    frigg_sampler_init(&s, &g, 6);
+    memcpy(w, lg, sizeof w);
+    CHECK(frigg_sample(&s, w, NULL, 0) == 3 && w[3] == 2.5f, "greedy with a bias of 2.5 on id 3: the argmax");
+    frigg_sampler_free(&s);
+    g.logit_bias[0].bias = 1.5f;
+    frigg_sampler_init(&s, &g, 6);
+    memcpy(w, lg, sizeof w);
+    CHECK(frigg_sample(&s, w, NULL, 0) == 0, "greedy with a bias of 1.5 on id 3 keeps id 0");
+    frigg_sampler_free(&s);
+    frigg_sampler_params pp = {.top_p = 1, .presence_penalty = 1.5f};
+    int32_t resp[3] = {0, 0, 2};
+    frigg_sampler_init(&s, &pp, 6);
+    memcpy(w, lg, sizeof w);
+    CHECK(frigg_sample(&s, w, resp, 3) == 1 && w[0] == 0.5f && w[2] == -1.0f && w[1] == 1.0f,
+          "greedy with presence 1.5 after 0 0 2: %g %g %g", w[0], w[1], w[2]);
+    frigg_sampler_free(&s);
+    pp = (frigg_sampler_params){.top_p = 1, .frequency_penalty = 0.75f};
+    frigg_sampler_init(&s, &pp, 6);
+    memcpy(w, lg, sizeof w);
+    CHECK(frigg_sample(&s, w, resp, 3) == 1 && w[0] == 0.5f && w[2] == -0.25f,
+          "greedy with frequency 0.75 after 0 0 2: %g %g", w[0], w[2]);
+    frigg_sampler_free(&s);
+
+    /* A bias of -100 on the argmax: practically no mass left (e^-100), greedy takes the second, 20,000 draws
+     * and a top-k draw never take it. */
+    int32_t top = order[0], second = order[1];
+    frigg_sampler_params ban = {.temperature = 1, .top_p = 1, .seed = 4, .n_logit_bias = 1,
+                                .logit_bias = {{.id = top, .bias = -100}}};
+    frigg_sampler_init(&s, &ban, V);
+    float *x = malloc(sizeof(float) * V);
+    memcpy(x, row, sizeof(float) * V);
+    frigg_sampler_adjust(&s, x, NULL, 0);
+    frigg_sampler_distribution(&s, x, probs);
+    CHECK(probs[top] < 1e-40 && probs[top] >= 0, "a bias of -100 leaves p = %g", probs[top]);
+    int drawn = 0;
+    for (int d = 0; d < 20000; d++) {
+        memcpy(x, row, sizeof(float) * V);
+        drawn += frigg_sample(&s, x, NULL, 0) == top;
+    }
+    CHECK(drawn == 0, "the banned id was drawn %d times in 20,000", drawn);
+    frigg_sampler_free(&s);
+    ban.top_k = 5;
+    frigg_sampler_init(&s, &ban, V);
+    memcpy(x, row, sizeof(float) * V);
+    frigg_sampler_adjust(&s, x, NULL, 0);
+    frigg_sampler_distribution(&s, x, probs);
+    CHECK(probs[top] == 0 && probs[order[5]] > 0, "top_k 5 with the argmax banned keeps ranks 2..6");
+    frigg_sampler_free(&s);
+    ban.temperature = 0;
+    ban.top_k = 0;
+    frigg_sampler_init(&s, &ban, V);
+    memcpy(x, row, sizeof(float) * V);
+    CHECK(frigg_sample(&s, x, NULL, 0) == second, "greedy with the argmax banned takes the second");
+    frigg_sampler_free(&s);
+    free(x);
+
+    /* greedy_only / topk_only say no exactly when a logit can change before the draw */
+    {
+        frigg_sampler_params q = {.top_p = 1};
+        int ok = frigg_sampler_greedy_only(&q) && !frigg_sampler_adjusts(&q);
+        q.n_logit_bias = 2; /* entries of bias 0 change nothing */
+        ok &= frigg_sampler_greedy_only(&q);
+        q.logit_bias[1].bias = -0.5f;
+        ok &= !frigg_sampler_greedy_only(&q) && frigg_sampler_adjusts(&q);
+        q.n_logit_bias = 0;
+        q.frequency_penalty = 0.1f;
+        ok &= !frigg_sampler_greedy_only(&q);
+        q.frequency_penalty = 0;
+        q.presence_penalty = -0.1f;
+        ok &= !frigg_sampler_greedy_only(&q);
+        q.presence_penalty = 0;
+        q.repetition_penalty = 1.2f;
+        ok &= !frigg_sampler_greedy_only(&q);
+        q = (frigg_sampler_params){.temperature = 1, .top_k = 40, .top_p = 1};
+        ok &= frigg_sampler_topk_only(&q, 1000) == 40;
+        q.presence_penalty = 0.5f;
+        ok &= frigg_sampler_topk_only(&q, 1000) == 0;
+        q.presence_penalty = 0;
+        q.frequency_penalty = -2;
+        ok &= frigg_sampler_topk_only(&q, 1000) == 0;
+        q.frequency_penalty = 0;
+        q.n_logit_bias = 1;
+        q.logit_bias[0] = (frigg_logit_bias){.id = 999, .bias = 100};
+        ok &= frigg_sampler_topk_only(&q, 1000) == 0;
+        CHECK(ok, "greedy_only/topk_only with penalties and biases");
+    }
+    free(row);
+    free(order);
+    free(probs);
+}
+
+/* A seqgen fed hand-made rows (no engine): the want, the ids against a brute force that counts only what
+ * was generated, the row untouched, logprobs of the raw row; bad parameters refused. */
+static void test_seqgen_rows(void) {
+    enum { V = 9, N = 14 };
+    const float base[V] = {0, 5, 4.6f, 4.2f, 0.5f, 0, 0, -1, 1};
+    frigg_seqgen_params gp = {.max_tokens = N, .logprobs = 2, .n_stop_ids = 1, .stop_ids = {7},
+                              .sampling = {.frequency_penalty = 1, .presence_penalty = 0.25f, .n_logit_bias = 1,
+                                           .logit_bias = {{.id = 8, .bias = 2.75f}}}};
+    /* the prompt (never seen by the seqgen, only counted) is irrelevant: the counts start empty */
+    frigg_seqgen *g = frigg_seqgen_new(&gp, 5, V, NULL);
+    CHECK(g != NULL, "seqgen: %s", frigg_error());
+    if (!g) return;
+    int32_t want[N];
+    int ok_want = 1, ok_row = 1, ok_lp = 1, done = 0, n = 0;
+    double lse = 0;
+    for (int i = 0; i < V; i++) lse += exp(base[i]);
+    lse = log(lse);
+    for (int t = 0; t < N && !done; t++) {
+        frigg_row row = {.prefill = t == 0};
+        frigg_seqgen_row(g, &row);
+        ok_want &= row.want == FRIGG_WANT_LOGITS && row.out_logits;
+        if (!row.out_logits) break;
+        memcpy(row.out_logits, base, sizeof base);
+        /* the brute force: counts over want[0..t), greedy over the adjusted row */
+        float w[V];
+        memcpy(w, base, sizeof base);
+        for (int j = 0; j < V; j++) {
+            int c = 0;
+            for (int i = 0; i < t; i++) c += want[i] == j;
+            if (c) w[j] -= (float)c * 1.0f + 0.25f;
+        }
+        w[8] += 2.75f;
+        int best = 0;
+        for (int j = 1; j < V; j++)
+            if (w[j] > w[best]) best = j;
+        want[t] = best;
+        const char *piece;
+        size_t pl;
+        done = frigg_seqgen_accept(g, &row, &piece, &pl);
+        ok_row &= !memcmp(row.out_logits, base, sizeof base);
+        n++;
+    }
+    frigg_seqgen_finish(g, 0, NULL, NULL);
+    const frigg_seqgen_result *res = frigg_seqgen_result_of(g);
+    int same = res->n == N && !memcmp(res->ids, want, sizeof want);
+    CHECK(same, "seqgen with penalties and a bias: %d ids, differ from the brute force", res->n);
+    int distinct = 0;
+    for (int i = 0; i < res->n; i++) {
+        ok_lp &= fabs(res->token_logprob[i] - (base[res->ids[i]] - lse)) < 1e-6;
+        ok_lp &= res->top_ids[2 * i] == 1 && res->top_ids[2 * i + 1] == 2;
+        distinct |= 1 << res->ids[i];
+    }
+    int ndistinct = 0;
+    for (int j = 0; j < V; j++) ndistinct += (distinct >> j) & 1;
+    CHECK(ndistinct >= 4 && (distinct & (1 << 8)), "the penalties did not spread the choice (%d ids)", ndistinct);
+    CHECK(ok_want, "seqgen asked for less than the whole row");
+    CHECK(ok_row, "accept changed the step's row (the other choices of a prefill share it)");
+    CHECK(ok_lp, "logprobs are not those of the raw row");
+    frigg_seqgen_free(g);
+
+    /* the want: greedy / top-k without adjustments, the row with them */
+    frigg_seqgen_params q = {.max_tokens = 4};
+    frigg_row row = {0};
+    int ok = 1;
+    g = frigg_seqgen_new(&q, 3, V, NULL);
+    frigg_seqgen_row(g, &row);
+    ok &= row.want == FRIGG_WANT_GREEDY;
+    frigg_seqgen_free(g);
+    q.sampling.n_logit_bias = 1;
+    q.sampling.logit_bias[0] = (frigg_logit_bias){.id = 2, .bias = -100};
+    g = frigg_seqgen_new(&q, 3, V, NULL);
+    frigg_seqgen_row(g, &row);
+    ok &= row.want == FRIGG_WANT_LOGITS;
+    frigg_seqgen_free(g);
+    q.sampling = (frigg_sampler_params){.temperature = 1, .top_k = 3};
+    g = frigg_seqgen_new(&q, 3, V, NULL);
+    frigg_seqgen_row(g, &row);
+    ok &= row.want == FRIGG_WANT_TOPK && row.k == 3;
+    frigg_seqgen_free(g);
+    q.sampling.frequency_penalty = 0.5f;
+    g = frigg_seqgen_new(&q, 3, V, NULL);
+    frigg_seqgen_row(g, &row);
+    ok &= row.want == FRIGG_WANT_LOGITS;
+    frigg_seqgen_free(g);
+    CHECK(ok, "seqgen's want with and without penalties and biases");
+
+    /* refused: an id outside the vocabulary, too many entries, a non-finite value */
+    q.sampling = (frigg_sampler_params){.n_logit_bias = 1, .logit_bias = {{.id = V, .bias = 1}}};
+    CHECK(!frigg_seqgen_new(&q, 3, V, NULL) && strstr(frigg_error(), "logit_bias"), "id %d accepted: %s", V,
+          frigg_error());
+    q.sampling.n_logit_bias = FRIGG_MAX_LOGIT_BIAS + 1;
+    CHECK(!frigg_seqgen_new(&q, 3, V, NULL) && strstr(frigg_error(), "logit_bias"), "%d entries accepted",
+          FRIGG_MAX_LOGIT_BIAS + 1);
+    q.sampling = (frigg_sampler_params){.presence_penalty = NAN};
+    CHECK(!frigg_seqgen_new(&q, 3, V, NULL) && strstr(frigg_error(), "presence_penalty"), "NaN accepted");
+}
+
 int main(void) {
     TEST_MAIN_BEGIN("test_sampler");
     float lg[6] = {2.0f, 1.0f, 0.5f, 0.0f, -1.0f, -3.0f};
@@ -304,5 +600,7 @@ int main(void) {
     free(big);
     free(a);
     free(b);
+    test_penalties_and_bias();
+    test_seqgen_rows();
     TEST_MAIN_END();
 }

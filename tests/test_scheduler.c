@@ -1,7 +1,8 @@
 /* test_scheduler.c — many requests at once on the CPU engine, with the bundled default model (real
  * trained weights and tokenizer, so stop strings, tools and text are real):
  *  - batch invariance (the CPU engine; the CUDA engine too where a GPU is present): a mixed set (greedy, temperature + seed, top-k, top-p, repetition penalty, stop
- *    strings, logprobs, messages with tools, a prefix length) submitted together to one session gives,
+ *    strings, logprobs, messages with tools, a prefix length, frequency/presence penalties, a logit_bias)
+ *    submitted together to one session gives,
  *    request by request, exactly the response each gives alone in a session of one slot;
  *  - cancellation: a running and a queued request end as "cancelled" and their slots are free by the next
  *    step; a cancel of an unknown handle is an error;
@@ -12,7 +13,9 @@
  *  - score requests (every prompt row's logits, nothing generated) beside generation requests: the
  *    generated ids are those of each request alone, the logits handed to on_logits bit for bit those of
  *    frigg_prefill alone, the nll from them frigg_nll's; a queued score can be cancelled; a score that
- *    breaks the rule (choices, generation parameters, on_logits) is refused. */
+ *    breaks the rule (choices, generation parameters, on_logits) is refused;
+ *  - logit_bias: +100 forces an id under greedy, -100 keeps the greedy id out, logprobs stay the model's; n = 3
+ *    biased, penalised choices of one prefill each see the unbiased row and equal single runs seed for seed. */
 #include <jansson.h>
 #include <string.h>
 
@@ -40,6 +43,9 @@ static const char *const MIXED[] = {
     "{\"by\":{\"type\":\"string\"}}}}}],\"max_tokens\":24,\"temperature\":0.8,\"seed\":2}",
     "{\"id\":9,\"input_ids\":[2,105,2364,107,819,1175,106],\"prefix_tokens\":3,\"max_tokens\":12}",
     "{\"id\":10,\"prompt\":\"<bos>En\",\"max_tokens\":0}",
+    "{\"id\":11,\"prompt\":\"<bos>Der var engang\",\"max_tokens\":24,\"frequency_penalty\":1.5,\"presence_penalty\":0.5}",
+    "{\"id\":12,\"prompt\":\"<bos>The old king\",\"max_tokens\":16,\"temperature\":0.9,\"seed\":8,\"logprobs\":2,"
+    "\"logit_bias\":{\"1234\":4,\"3103\":-100,\"652\":2.5},\"presence_penalty\":-0.5}",
 };
 enum { NMIXED = sizeof MIXED / sizeof MIXED[0] };
 
@@ -99,6 +105,14 @@ static void test_batch_invariance(const char *dir, const char *backend, int batc
               json_array_size(json_object_get(together[6], "output_ids")),
           "request 7: logprobs for every id");
     CHECK(json_array_size(json_object_get(together[9], "output_ids")) == 0, "request 10: max_tokens 0");
+    /* the penalties changed request 1's greedy answer; request 12's bias of -100 kept its id out */
+    CHECK(!json_equal(json_object_get(together[10], "output_ids"), json_object_get(together[0], "output_ids")),
+          "request 11: frequency/presence penalties changed nothing");
+    json_t *o12 = json_object_get(together[11], "output_ids");
+    int banned = 0;
+    for (size_t i = 0; i < json_array_size(o12); i++) banned |= json_integer_value(json_array_get(o12, i)) == 3103;
+    CHECK(json_array_size(o12) > 0 && !banned, "request 12: %zu ids, the id biased by -100 among them: %d",
+          json_array_size(o12), banned);
     for (int i = 0; i < NMIXED; i++) {
         json_decref(alone[i]);
         json_decref(together[i]);
@@ -405,6 +419,127 @@ static void test_score(const char *dir) {
     frigg_model_free(m);
 }
 
+/* logit_bias through the session: +100 forces an id (greedy), every step, and the logprobs stay the model's
+ * (the first token's top list that of the unbiased request, the forced id's own log-probability what the
+ * model gave it); -100 on the greedy first id keeps it out. */
+static void test_logit_bias(const char *dir) {
+    frigg_session_opts so = {.model_dir = dir, .backend = "cpu", .threads = 2, .default_max_tokens = 16, .slots = 3};
+    frigg_session *s = frigg_session_open(&so);
+    CHECK(s != NULL, "session: %s", frigg_error());
+    if (!s) return;
+    static const char *const reqs[] = {
+        "{\"prompt\":\"<bos>Der var engang\",\"max_tokens\":6,\"stop_ids\":[],\"logprobs\":2}",
+        "{\"prompt\":\"<bos>Der var engang\",\"max_tokens\":6,\"stop_ids\":[],\"logprobs\":2,\"logit_bias\":{\"1234\":100}}",
+        "{\"prompt\":\"<bos>Der var engang\",\"max_tokens\":6,\"stop_ids\":[],\"logit_bias\":{\"667\":-100}}"};
+    json_t *resp[3];
+    for (int i = 0; i < 3; i++) {
+        json_t *req = json_loads(reqs[i], 0, NULL);
+        resp[i] = NULL;
+        frigg_session_submit(s, req, 0, keep, &resp[i]);
+        json_decref(req);
+    }
+    while (frigg_session_pending(s) > 0) CHECK(frigg_session_step(s) >= 0, "step: %s", frigg_error());
+    json_t *plain = json_object_get(resp[0], "output_ids"), *forced = json_object_get(resp[1], "output_ids"),
+           *banned = json_object_get(resp[2], "output_ids");
+    int all = json_array_size(forced) == 6;
+    for (size_t i = 0; i < json_array_size(forced); i++) all &= json_integer_value(json_array_get(forced, i)) == 1234;
+    CHECK(all, "a bias of +100 on id 1234 did not force it (%zu ids)", json_array_size(forced));
+    int32_t g0 = (int32_t)json_integer_value(json_array_get(plain, 0));
+    CHECK(g0 == 667 && json_array_size(banned) == 6 && json_integer_value(json_array_get(banned, 0)) != 667,
+          "a bias of -100 on the greedy first id %d: the first id is %lld", g0,
+          (long long)json_integer_value(json_array_get(banned, 0)));
+    json_t *lp0 = json_array_get(json_object_get(resp[0], "logprobs"), 0),
+           *lp1 = json_array_get(json_object_get(resp[1], "logprobs"), 0);
+    CHECK(lp0 && lp1 && json_equal(json_object_get(lp0, "top"), json_object_get(lp1, "top")),
+          "the biased request's first top logprobs differ from the unbiased one's");
+    double forced_lp = json_real_value(json_object_get(lp1, "logprob")),
+           top_lp = json_real_value(json_object_get(json_array_get(json_object_get(lp1, "top"), 1), "logprob"));
+    CHECK(forced_lp < top_lp && forced_lp < -1, "the forced id's logprob %g is not the model's (< %g)", forced_lp, top_lp);
+    for (int i = 0; i < 3; i++) json_decref(resp[i]);
+    frigg_session_close(s);
+}
+
+/* n = 3 sampled choices with a logit bias and logprobs share one prefill: each choice's first-token logprobs are
+ * the unbiased row's (no choice sees the row another one biased), and choice c equals a single run with seed
+ * 50 + c. */
+typedef struct {
+    int done, n[3];
+    int32_t ids[3][16];
+    int32_t top[3][2];
+    float lp[3][2];
+} lp_box;
+
+static void on_done_lp(void *ctx, const frigg_sched_result *r) {
+    lp_box *b = ctx;
+    b->done++;
+    for (int c = 0; !r->error && c < r->n_choices && c < 3; c++) {
+        const frigg_seqgen_result *g = r->choices[c];
+        b->n[c] = g->n;
+        memcpy(b->ids[c], g->ids, sizeof(int32_t) * (size_t)(g->n < 16 ? g->n : 16));
+        if (g->n && g->top_ids) {
+            memcpy(b->top[c], g->top_ids, sizeof b->top[c]);
+            memcpy(b->lp[c], g->top_lps, sizeof b->lp[c]);
+        }
+    }
+}
+
+static void test_choices_bias(const char *dir) {
+    frigg_model *m = frigg_model_load(dir);
+    CHECK(m != NULL, "load: %s", frigg_error());
+    if (!m) return;
+    frigg_backend_opts bo = {.threads = 2, .max_seqs = 3, .max_ctx = 64};
+    frigg_backend *b = frigg_backend_create("cpu", m, &bo);
+    frigg_sched *s = frigg_sched_new(b, NULL, 0);
+    static const int32_t prompt[] = {2, 105, 2364, 107, 819, 1175, 106, 107, 105, 4368, 107};
+    frigg_sched_req q = {.ids = prompt, .n = 11, .prefix_len = 11, .n_choices = 1, .on_done = on_done_lp};
+    q.gen.max_tokens = 12;
+    q.gen.logprobs = 2;
+    lp_box plain = {0}, three = {0};
+    q.ctx = &plain;
+    CHECK(frigg_sched_submit(s, &q), "%s", frigg_error());
+    drain(s);
+    q.gen.sampling = (frigg_sampler_params){.temperature = 1.0f, .seed = 50, .frequency_penalty = 0.5f,
+                                            .n_logit_bias = 2, .logit_bias = {{.id = plain.top[0][0], .bias = -3},
+                                                                              {.id = plain.top[0][1], .bias = 2}}};
+    q.n_choices = 3;
+    q.ctx = &three;
+    CHECK(frigg_sched_submit(s, &q), "%s", frigg_error());
+    drain(s);
+    int same_lp = three.done == 1;
+    for (int c = 0; c < 3; c++)
+        same_lp &= three.n[c] > 0 && !memcmp(three.top[c], plain.top[0], sizeof plain.top[0]) &&
+                   !memcmp(three.lp[c], plain.lp[0], sizeof plain.lp[0]);
+    CHECK(same_lp, "a choice's first logprobs differ from the unbiased row's (%d %d / %d %d / %d %d vs %d %d)",
+          three.top[0][0], three.top[0][1], three.top[1][0], three.top[1][1], three.top[2][0], three.top[2][1],
+          plain.top[0][0], plain.top[0][1]);
+    int differ = 0;
+    for (int c = 0; c < 3; c++) {
+        lp_box one = {0};
+        frigg_sched_req q1 = q;
+        q1.n_choices = 1;
+        q1.gen.sampling.seed = 50 + (uint64_t)c;
+        q1.ctx = &one;
+        CHECK(frigg_sched_submit(s, &q1), "%s", frigg_error());
+        drain(s);
+        CHECK(one.n[0] == three.n[c] && !memcmp(one.ids[0], three.ids[c], sizeof(int32_t) * (size_t)one.n[0]),
+              "biased choice %d from a shared prefill differs from a single run with its seed", c);
+        differ += c > 0 && memcmp(three.ids[c], three.ids[0], sizeof three.ids[0]) != 0;
+    }
+    CHECK(differ > 0, "the biased choices are all the same");
+    /* a score request takes no sampling parameters, these included */
+    frigg_sched_req bad = {.ids = prompt, .n = 11, .prefix_len = 11, .n_choices = 1, .score = 1,
+                           .on_logits = score_logits, .on_done = score_done};
+    bad.gen.sampling.n_logit_bias = 1;
+    CHECK(!frigg_sched_submit(s, &bad) && strstr(frigg_error(), "score"), "a score with a logit_bias: %s", frigg_error());
+    bad.gen.sampling.n_logit_bias = 0;
+    bad.gen.sampling.presence_penalty = 1;
+    CHECK(!frigg_sched_submit(s, &bad) && strstr(frigg_error(), "score"), "a score with a presence penalty: %s",
+          frigg_error());
+    frigg_sched_free(s);
+    frigg_backend_destroy(b);
+    frigg_model_free(m);
+}
+
 int main(void) {
     TEST_MAIN_BEGIN("test_scheduler");
     char *dir = th_path(th_root(), "golden/default");
@@ -420,6 +555,8 @@ int main(void) {
 #endif
     test_cancel_and_fork(dir);
     test_score(dir);
+    test_logit_bias(dir);
+    test_choices_bias(dir);
     free(dir);
     TEST_MAIN_END();
 }
