@@ -2,9 +2,15 @@
  * name, clocks and temperature and the command line that produced it. Modes: vram (copy, pure read, the
  * lm_head GEMV), launch (per kernel launch, per graph node), decode (batch x context: tok/s, GB/s,
  * roofline fraction against the read bandwidth measured in the same run), prefill (tok/s, TFLOP/s),
- * matrix (all of them). Each figure is the median of --repeats runs, with min and max. */
+ * matrix (all of them). Each figure is the median of --repeats runs, with min and max. And load: a load
+ * generator against an OpenAI-compatible HTTP server (frigg-serve, vLLM, llama.cpp), N streams of streamed
+ * requests back to back through libcurl's multi interface, TTFT / time per output token / end-to-end
+ * latency percentiles and errors by kind in one row. */
+#include <curl/curl.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,12 +45,18 @@ typedef struct {
     int one_step;     /* --one-step: each step collected before the next is submitted */
     int batch_invariant; /* --batch-invariant: frigg_backend_opts.batch_invariant */
     frigg_sampler_params sampling; /* --temperature > 0: decode rows sample on the host from the step's logits */
+    /* load */
+    int load;                     /* the load mode: rows measure a server, not an engine of this process */
+    const char *url, *api_key, *served_model, *endpoint;
+    int streams, prompt_tokens, max_tokens;
+    long long requests;           /* --requests R (0: --duration-s) */
+    double duration_s, timeout_s;
 } opts_t;
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: frigg-bench [options] MODE...\n"
-            "modes: vram launch decode prefill matrix (= all four)\n"
+            "modes: vram launch decode prefill matrix (= all four); load (alone: an HTTP server, see below)\n"
             "  -m, --model DIR        checkpoint directory\n"
             "      --random-mimir     a random model with DFM-Mimir's exact shapes, made in memory (no file)\n"
             "      --seed S           seed of --random-mimir (default 1)\n"
@@ -64,6 +76,20 @@ static void usage(FILE *f) {
             "                         (default 0: greedy on the device)\n"
             "      --top-k K, --top-p P  the samplers' top-k (0 = off) and top-p (1 = off); need --temperature > 0\n"
             "  -h, --help, --version\n"
+            "load: frigg-bench load --url URL --streams N (--duration-s S | --requests R) --prompt-tokens P\n"
+            "                       --max-tokens M [--api-key KEY] [--model NAME] [--endpoint completions|chat]\n"
+            "                       [--seed S] [--temperature T] [--timeout-s T]\n"
+            "      --url URL          an OpenAI-compatible server (http://host:port; a trailing /v1 is dropped)\n"
+            "      --streams N        concurrent streams, each sending its requests back to back\n"
+            "      --duration-s S     start no request after S seconds (running ones finish and count)\n"
+            "      --requests R       exactly R requests in all\n"
+            "      --prompt-tokens P  prompt length: P random token ids (completions) or about P words (chat)\n"
+            "      --max-tokens M     max_tokens of every request\n"
+            "      --api-key KEY      Authorization: Bearer KEY (default: $FRIGG_API_KEY)\n"
+            "  -m, --model NAME       the served model's name (default: the first id of GET URL/v1/models)\n"
+            "      --endpoint E       completions (default: /v1/completions) or chat (/v1/chat/completions)\n"
+            "      --timeout-s T      per-request time limit (default 300)\n"
+            "      exit status 1 when any request failed\n"
             "Output: one JSON object per line on stdout; a summary on stderr.\n");
 }
 
@@ -119,7 +145,7 @@ static void gpu_state(const opts_t *o, char *out, size_t n) {
         sm = atoi(f[1]);
         mem = atoi(f[2]);
         temp = atoi(f[3]);
-    } else if (!strcmp(o->backend, "cpu")) {
+    } else if (!strcmp(o->backend, "cpu") && !o->load) {
         snprintf(name, sizeof name, "cpu");
     }
     snprintf(out, n, "\"gpu\":\"%s\",\"sm_clock_mhz\":%d,\"mem_clock_mhz\":%d,\"temp_c\":%d", name, sm, mem, temp);
@@ -146,7 +172,10 @@ static void kernels_text(frigg_backend *b, char *out, size_t n) {
 static void emit(const opts_t *o, const char *body) {
     char g[256];
     gpu_state(o, g, sizeof g);
-    printf("{%s,%s,\"repeats\":%d,\"command\":\"%s\"}\n", body, g, o->repeats, o->command);
+    if (o->load) /* the GPU of the machine running frigg-bench, which is the server's only when it runs here */
+        printf("{%s,%s,\"gpu_of\":\"client\",\"command\":\"%s\"}\n", body, g, o->command);
+    else
+        printf("{%s,%s,\"repeats\":%d,\"command\":\"%s\"}\n", body, g, o->repeats, o->command);
     fflush(stdout);
 }
 
@@ -460,26 +489,556 @@ static int bench_prefill(opts_t *o, const frigg_model *m) {
     return 0;
 }
 
+/* ---- load: an OpenAI-compatible server under N concurrent streams ---------------------------------------- */
+
+/* One stream: one transfer at a time, its request's measurements, and the SSE parser's state. */
+typedef struct {
+    CURL *h;
+    const opts_t *o;
+    char *body;              /* the request's JSON, owned (curl does not copy POSTFIELDS) */
+    long long req;           /* request number, 0-based */
+    double t0, t_first, t_last; /* ms: start, first and last chunk carrying text */
+    int chunks;              /* chunks carrying text */
+    long long usage_out, usage_in; /* usage.completion_tokens / prompt_tokens, -1 while none came */
+    int done;                /* data: [DONE] seen */
+    long http;               /* response status, 0 until the first body bytes */
+    char kind[24];           /* the request's error kind, "" while none */
+    char detail[240];        /* what went wrong, or the start of an error response's body */
+    size_t detail_len;
+    char *line, *data;       /* SSE: the line being read, the event's data being gathered */
+    size_t line_len, line_cap, data_len, data_cap;
+    int has_data, prev_cr;
+    char cerr[CURL_ERROR_SIZE];
+} lstream;
+
+static void buf_add(char **b, size_t *len, size_t *cap, const char *p, size_t n) {
+    if (*len + n + 1 > *cap) {
+        size_t c = *cap ? *cap : 256;
+        while (*len + n + 1 > c) c *= 2;
+        char *nb = frigg_xmalloc(c);
+        if (*len) memcpy(nb, *b, *len);
+        free(*b);
+        *b = nb;
+        *cap = c;
+    }
+    memcpy(*b + *len, p, n);
+    *len += n;
+    (*b)[*len] = 0;
+}
+
+/* The first error of a request is its error. */
+static void set_kind(lstream *s, const char *kind, const char *fmt, const char *arg) {
+    if (s->kind[0]) return;
+    snprintf(s->kind, sizeof s->kind, "%s", kind);
+    snprintf(s->detail, sizeof s->detail, fmt, arg ? arg : "");
+    for (size_t l = strlen(s->detail); l && (unsigned char)s->detail[l - 1] <= ' '; l--) s->detail[l - 1] = 0;
+    for (char *c = s->detail; *c; c++) /* one line on stderr */
+        if ((unsigned char)*c < ' ') *c = ' ';
+}
+
+/* One event's data, a JSON chunk of the OpenAI streaming format. */
+static void sse_chunk(lstream *s, const char *data) {
+    if (s->done) return; /* nothing after [DONE] counts */
+    if (!strcmp(data, "[DONE]")) {
+        s->done = 1;
+        return;
+    }
+    json_error_t je;
+    json_t *j = json_loads(data, JSON_DECODE_ANY, &je);
+    if (!j || !json_is_object(j)) {
+        set_kind(s, "malformed", "a data payload that is not a JSON object: %.120s", data);
+        json_decref(j);
+        return;
+    }
+    json_t *err = json_object_get(j, "error"), *obj = json_object_get(j, "object");
+    if ((err && !json_is_null(err)) || (json_is_string(obj) && !strcmp(json_string_value(obj), "error"))) {
+        set_kind(s, "sse_error", "an error event: %.160s", data);
+        json_decref(j);
+        return;
+    }
+    const int chat = !strcmp(s->o->endpoint, "chat");
+    json_t *choices = json_object_get(j, "choices"), *c;
+    size_t i;
+    int text = 0;
+    json_array_foreach(choices, i, c) {
+        const char *t = NULL;
+        if (chat) {
+            json_t *d = json_object_get(c, "delta");
+            t = json_string_value(json_object_get(d, "content"));
+            if (!t || !*t) t = json_string_value(json_object_get(d, "reasoning_content"));
+        } else {
+            t = json_string_value(json_object_get(c, "text"));
+        }
+        if (t && *t) text = 1;
+    }
+    if (text) {
+        double now = frigg_now_ms();
+        if (!s->chunks) s->t_first = now;
+        s->t_last = now;
+        s->chunks++;
+    }
+    json_t *u = json_object_get(j, "usage");
+    if (json_is_integer(json_object_get(u, "completion_tokens")))
+        s->usage_out = json_integer_value(json_object_get(u, "completion_tokens"));
+    if (json_is_integer(json_object_get(u, "prompt_tokens"))) s->usage_in = json_integer_value(json_object_get(u, "prompt_tokens"));
+    json_decref(j);
+}
+
+/* One SSE line (its terminator stripped): "data: x" gathers x, a blank line ends the event, ":..." is a comment,
+ * other fields are ignored but "error" (llama.cpp's "error: {...}" in a stream). */
+static void sse_line(lstream *s, const char *l, size_t n) {
+    if (!n) {
+        if (s->has_data) sse_chunk(s, s->data ? s->data : "");
+        s->has_data = 0;
+        s->data_len = 0;
+        return;
+    }
+    if (l[0] == ':') return;
+    const char *colon = memchr(l, ':', n);
+    size_t fl = colon ? (size_t)(colon - l) : n;
+    const char *v = colon ? colon + 1 : l + n;
+    if (v < l + n && *v == ' ') v++;
+    size_t vl = (size_t)(l + n - v);
+    if (fl == 4 && !memcmp(l, "data", 4)) {
+        if (s->has_data) buf_add(&s->data, &s->data_len, &s->data_cap, "\n", 1);
+        buf_add(&s->data, &s->data_len, &s->data_cap, v, vl);
+        s->has_data = 1;
+    } else if (fl == 5 && !memcmp(l, "error", 5) && !s->done) {
+        char e[161];
+        snprintf(e, sizeof e, "%.*s", (int)(vl < 160 ? vl : 160), v);
+        set_kind(s, "sse_error", "an error field: %s", e);
+    }
+}
+
+static size_t on_body(char *p, size_t sz, size_t nm, void *ud) {
+    lstream *s = ud;
+    size_t n = sz * nm;
+    if (!s->http) curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &s->http);
+    if (s->http != 200) { /* keep the start of an error response for the message */
+        size_t k = n < sizeof s->detail - 1 - s->detail_len ? n : sizeof s->detail - 1 - s->detail_len;
+        memcpy(s->detail + s->detail_len, p, k);
+        s->detail_len += k;
+        s->detail[s->detail_len] = 0;
+        return n;
+    }
+    for (size_t i = 0; i < n; i++) { /* lines end in \n, \r\n or \r */
+        char ch = p[i];
+        if (ch == '\n' && s->prev_cr) {
+            s->prev_cr = 0;
+            continue;
+        }
+        s->prev_cr = ch == '\r';
+        if (ch == '\n' || ch == '\r') {
+            sse_line(s, s->line ? s->line : "", s->line_len);
+            s->line_len = 0;
+        } else {
+            buf_add(&s->line, &s->line_len, &s->line_cap, &ch, 1);
+        }
+    }
+    return n;
+}
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Token ids of a completions prompt: in [1000, 8000), ids every vocabulary frigg ships has (the default model's
+ * has 8192) and past the special and byte tokens of the usual tokenizers. */
+#define LOAD_ID_LO 1000
+#define LOAD_ID_HI 8000
+
+static const char *const load_words[] = {
+    "the",   "of",    "and",   "to",    "in",    "is",     "that",  "it",    "for",   "was",   "on",    "are",   "with",
+    "as",    "they",  "be",    "at",    "one",   "have",   "this",  "from",  "or",    "had",   "by",    "but",   "some",
+    "what",  "there", "we",    "can",   "out",   "other",  "were",  "all",   "when",  "up",    "use",   "how",   "said",
+    "each",  "she",   "which", "do",    "their", "time",   "if",    "will",  "way",   "about", "many",  "then",  "them",
+    "would", "like",  "so",    "these", "her",   "long",   "make",  "thing", "see",   "him",   "two",   "has",   "look",
+    "more",  "day",   "could", "go",    "come",  "did",    "my",    "no",    "most",  "who",   "over",  "know",  "water",
+    "than",  "call",  "first", "people", "may",  "down",   "side",  "been",  "now",   "find",  "og",    "det",   "er",
+    "en",    "af",    "til",   "som",   "med",   "han",    "ikke",  "der",   "var",   "de",    "den",   "sig",   "har"};
+
+static char *load_body(const opts_t *o, long long req) {
+    uint64_t x = o->seed * 0x2545F4914F6CDD1Dull ^ (uint64_t)(req + 1) * 0x9E3779B97F4A7C15ull;
+    json_t *b = json_object();
+    if (o->served_model) json_object_set_new(b, "model", json_string(o->served_model));
+    if (!strcmp(o->endpoint, "chat")) {
+        size_t nw = sizeof load_words / sizeof *load_words, len = 0, cap = 0;
+        char *text = NULL;
+        for (int i = 0; i < o->prompt_tokens; i++) {
+            const char *w = load_words[splitmix64(&x) % nw];
+            if (i) buf_add(&text, &len, &cap, " ", 1);
+            buf_add(&text, &len, &cap, w, strlen(w));
+        }
+        json_t *msg = json_object();
+        json_object_set_new(msg, "role", json_string("user"));
+        json_object_set_new(msg, "content", json_string(text));
+        json_t *msgs = json_array();
+        json_array_append_new(msgs, msg);
+        json_object_set_new(b, "messages", msgs);
+        free(text);
+    } else {
+        json_t *ids = json_array();
+        for (int i = 0; i < o->prompt_tokens; i++)
+            json_array_append_new(ids, json_integer(LOAD_ID_LO + (json_int_t)(splitmix64(&x) % (LOAD_ID_HI - LOAD_ID_LO))));
+        json_object_set_new(b, "prompt", ids);
+    }
+    json_object_set_new(b, "max_tokens", json_integer(o->max_tokens));
+    json_object_set_new(b, "temperature", json_real(o->sampling.temperature));
+    if (o->sampling.temperature > 0) {
+        json_object_set_new(b, "seed", json_integer((json_int_t)((o->seed + (unsigned long long)req) & 0x7fffffffffffll)));
+        if (o->sampling.top_k > 0) json_object_set_new(b, "top_k", json_integer(o->sampling.top_k));
+        if (o->sampling.top_p < 1) json_object_set_new(b, "top_p", json_real(o->sampling.top_p));
+    }
+    json_object_set_new(b, "stream", json_true());
+    json_t *so = json_object();
+    json_object_set_new(so, "include_usage", json_true());
+    json_object_set_new(b, "stream_options", so);
+    char *out = json_dumps(b, JSON_COMPACT);
+    json_decref(b);
+    if (!out) {
+        fprintf(stderr, "frigg-bench: load: cannot encode a request\n");
+        exit(1);
+    }
+    return out;
+}
+
+static size_t on_models(char *p, size_t sz, size_t nm, void *ud) {
+    struct {
+        char *b;
+        size_t len, cap;
+    } *m = ud;
+    if (m->len < (16u << 20)) buf_add(&m->b, &m->len, &m->cap, p, sz * nm);
+    return sz * nm;
+}
+
+/* The first id of GET URL/v1/models, or NULL with a message on stderr. */
+static char *load_model_name(const opts_t *o, const char *base, struct curl_slist *hdr) {
+    struct {
+        char *b;
+        size_t len, cap;
+    } m = {0};
+    char url[2048], cerr[CURL_ERROR_SIZE] = "";
+    snprintf(url, sizeof url, "%s/v1/models", base);
+    CURL *h = curl_easy_init();
+    long code = 0;
+    char *name = NULL;
+    if (!h) return NULL;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_models);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &m);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(o->timeout_s < 30 ? o->timeout_s * 1e3 : 30e3));
+    CURLcode rc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_cleanup(h);
+    if (rc != CURLE_OK) {
+        fprintf(stderr, "frigg-bench: load: GET %s: %s\n", url, cerr[0] ? cerr : curl_easy_strerror(rc));
+    } else if (code != 200) {
+        fprintf(stderr, "frigg-bench: load: GET %s: HTTP status %ld\n", url, code);
+    } else {
+        json_t *j = json_loads(m.b ? m.b : "", 0, NULL);
+        const char *id = json_string_value(json_object_get(json_array_get(json_object_get(j, "data"), 0), "id"));
+        if (id) name = frigg_xstrdup(id);
+        else fprintf(stderr, "frigg-bench: load: GET %s: no data[0].id in the answer\n", url);
+        json_decref(j);
+    }
+    free(m.b);
+    return name;
+}
+
+/* A string as a JSON string literal, quotes included ("null" for NULL). */
+static void json_lit(const char *v, char *out, size_t n) {
+    json_t *s = v ? json_string(v) : NULL;
+    char *d = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+    snprintf(out, n, "%s", d ? d : v ? "\"?\"" : "null");
+    free(d);
+    json_decref(s);
+}
+
+typedef struct {
+    double *v;
+    int n, cap;
+} dvec;
+static void dvec_push(dvec *d, double x) {
+    if (d->n == d->cap) {
+        d->cap = d->cap ? 2 * d->cap : 256;
+        double *nv = frigg_xmalloc(sizeof(double) * d->cap);
+        if (d->n) memcpy(nv, d->v, sizeof(double) * d->n);
+        free(d->v);
+        d->v = nv;
+    }
+    d->v[d->n++] = x;
+}
+/* Nearest rank: the smallest value with at least p % of the values at or below it, the ceil(p/100 * n)-th of
+ * the sorted values; "null" when there are none. */
+static void pct_text(const dvec *d, double p, char *out, size_t n) {
+    if (!d->n) {
+        snprintf(out, n, "null");
+        return;
+    }
+    int r = (int)ceil(p / 100.0 * d->n - 1e-9);
+    r = r < 1 ? 1 : r > d->n ? d->n : r;
+    snprintf(out, n, "%.2f", d->v[r - 1]);
+}
+
+#define LOAD_MAX_KINDS 64
+typedef struct {
+    char kind[24];
+    long long n;
+} kind_count;
+
+static int bench_load(opts_t *o) {
+    signal(SIGPIPE, SIG_IGN); /* a server that closes while a TLS write is under way */
+    if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+        fprintf(stderr, "frigg-bench: load: libcurl does not initialise\n");
+        return -1;
+    }
+    char base[1536];
+    snprintf(base, sizeof base, "%s", o->url);
+    for (size_t l = strlen(base); l && base[l - 1] == '/'; l = strlen(base)) base[l - 1] = 0;
+    size_t bl = strlen(base);
+    if (bl >= 3 && !strcmp(base + bl - 3, "/v1")) base[bl - 3] = 0;
+    char url[2048], auth[1100];
+    snprintf(url, sizeof url, "%s/v1/%s", base, !strcmp(o->endpoint, "chat") ? "chat/completions" : "completions");
+    struct curl_slist *hdr = NULL;
+    hdr = curl_slist_append(hdr, "Content-Type: application/json");
+    hdr = curl_slist_append(hdr, "Accept: text/event-stream");
+    hdr = curl_slist_append(hdr, "Expect:"); /* no 100-continue round trip inside the TTFT */
+    if (o->api_key && *o->api_key) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", o->api_key);
+        hdr = curl_slist_append(hdr, auth);
+    }
+    char *found = NULL;
+    if (!o->served_model) {
+        found = load_model_name(o, base, hdr);
+        o->served_model = found;
+        if (!found) fprintf(stderr, "frigg-bench: load: requests go without a \"model\" (give --model NAME)\n");
+    }
+    const int N = o->streams;
+    lstream *st = frigg_xcalloc((size_t)N, sizeof *st);
+    CURLM *m = curl_multi_init();
+    if (!m) {
+        fprintf(stderr, "frigg-bench: load: curl_multi_init failed\n");
+        return -1;
+    }
+    dvec ttft = {0}, tpot = {0}, e2e = {0};
+    kind_count kinds[LOAD_MAX_KINDS];
+    int nk = 0;
+    long long next = 0, ok = 0, failed = 0, tokens = 0, tok_min = -1, tok_max = -1, no_usage = 0, in_sum = 0, in_n = 0;
+    const double t_begin = frigg_now_ms(), deadline = t_begin + o->duration_s * 1e3;
+    int active = 0;
+    for (int i = 0; i < N; i++) {
+        lstream *s = &st[i];
+        s->o = o;
+        s->h = curl_easy_init();
+        if (!s->h) {
+            fprintf(stderr, "frigg-bench: load: curl_easy_init failed\n");
+            return -1;
+        }
+        curl_easy_setopt(s->h, CURLOPT_URL, url);
+        curl_easy_setopt(s->h, CURLOPT_HTTPHEADER, hdr);
+        curl_easy_setopt(s->h, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(s->h, CURLOPT_WRITEDATA, s);
+        curl_easy_setopt(s->h, CURLOPT_PRIVATE, s);
+        curl_easy_setopt(s->h, CURLOPT_ERRORBUFFER, s->cerr);
+        curl_easy_setopt(s->h, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(s->h, CURLOPT_TIMEOUT_MS, (long)(o->timeout_s * 1e3));
+    }
+    for (int first = 0;;) { /* every stream's first request, then each finished one's next */
+        lstream *s = NULL;
+        if (first < N) {
+            s = &st[first++];
+        } else {
+            if (!active) break;
+            int running = 0;
+            if (curl_multi_perform(m, &running) != CURLM_OK) {
+                fprintf(stderr, "frigg-bench: load: curl_multi_perform failed\n");
+                return -1;
+            }
+            CURLMsg *msg;
+            int q;
+            while (!s && (msg = curl_multi_info_read(m, &q))) {
+                if (msg->msg != CURLMSG_DONE) continue;
+                CURLcode rc = msg->data.result;
+                char *priv = NULL;
+                curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
+                s = (lstream *)priv;
+                curl_multi_remove_handle(m, s->h);
+                active--;
+                double t_end = frigg_now_ms();
+                if (!s->http) curl_easy_getinfo(s->h, CURLINFO_RESPONSE_CODE, &s->http);
+                if (s->http == 200 && s->line_len) sse_line(s, s->line, s->line_len); /* an unterminated last line */
+                if (s->http == 200) sse_line(s, "", 0);                               /* and event */
+                if (s->http && s->http != 200) {
+                    char k[24];
+                    char d[sizeof s->detail];
+                    snprintf(k, sizeof k, "http_%ld", s->http);
+                    snprintf(d, sizeof d, "%s", s->detail);
+                    s->kind[0] = 0; /* the status says it all, whatever the body held */
+                    set_kind(s, k, "%s", d);
+                } else if (!s->kind[0] && rc != CURLE_OK) {
+                    const char *k = rc == CURLE_OPERATION_TIMEDOUT                                    ? "timeout"
+                                    : rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST ||
+                                              rc == CURLE_COULDNT_RESOLVE_PROXY                       ? "connect"
+                                                                                                      : "transport";
+                    set_kind(s, k, "%.200s", s->cerr[0] ? s->cerr : curl_easy_strerror(rc));
+                } else if (!s->kind[0] && !s->done) {
+                    set_kind(s, "malformed", "%s", "the stream ended without data: [DONE]");
+                }
+                if (s->kind[0]) {
+                    failed++;
+                    int k = 0;
+                    while (k < nk && strcmp(kinds[k].kind, s->kind)) k++;
+                    if (k == nk && nk < LOAD_MAX_KINDS) {
+                        snprintf(kinds[nk].kind, sizeof kinds[nk].kind, "%s", s->kind);
+                        kinds[nk++].n = 0;
+                        fprintf(stderr, "frigg-bench: load: request %lld: first %s: %s\n", s->req, s->kind, s->detail);
+                    }
+                    if (k < nk) kinds[k].n++;
+                } else {
+                    long long t = s->usage_out >= 0 ? s->usage_out : s->chunks;
+                    if (s->usage_out < 0) no_usage++;
+                    if (s->usage_in >= 0) {
+                        in_sum += s->usage_in;
+                        in_n++;
+                    }
+                    ok++;
+                    tokens += t;
+                    tok_min = tok_min < 0 || t < tok_min ? t : tok_min;
+                    tok_max = t > tok_max ? t : tok_max;
+                    if (s->chunks) dvec_push(&ttft, s->t_first - s->t0);
+                    if (s->chunks >= 2 && t >= 2) dvec_push(&tpot, (s->t_last - s->t_first) / (double)(t - 1));
+                    dvec_push(&e2e, t_end - s->t0);
+                }
+            }
+            if (!s) {
+                curl_multi_poll(m, NULL, 0, 100, NULL);
+                continue;
+            }
+        }
+        if (o->requests ? next >= o->requests : frigg_now_ms() >= deadline) continue; /* this stream is done */
+        free(s->body);
+        s->req = next++;
+        s->body = load_body(o, s->req);
+        s->chunks = s->done = s->has_data = s->prev_cr = 0;
+        s->http = 0;
+        s->usage_out = s->usage_in = -1;
+        s->kind[0] = s->detail[0] = s->cerr[0] = 0;
+        s->detail_len = s->line_len = s->data_len = 0;
+        curl_easy_setopt(s->h, CURLOPT_POSTFIELDS, s->body);
+        curl_easy_setopt(s->h, CURLOPT_POSTFIELDSIZE, (long)strlen(s->body));
+        s->t0 = frigg_now_ms();
+        if (curl_multi_add_handle(m, s->h) != CURLM_OK) {
+            fprintf(stderr, "frigg-bench: load: curl_multi_add_handle failed\n");
+            return -1;
+        }
+        active++;
+    }
+    const double wall_s = (frigg_now_ms() - t_begin) / 1e3;
+    dvec *all[3] = {&ttft, &tpot, &e2e};
+    for (int i = 0; i < 3; i++)
+        if (all[i]->n > 1) qsort(all[i]->v, all[i]->n, sizeof(double), cmp_double);
+    char p[8][32];
+    pct_text(&ttft, 50, p[0], 32);
+    pct_text(&ttft, 95, p[1], 32);
+    pct_text(&ttft, 99, p[2], 32);
+    pct_text(&tpot, 50, p[3], 32);
+    pct_text(&tpot, 99, p[4], 32);
+    pct_text(&e2e, 50, p[5], 32);
+    pct_text(&e2e, 95, p[6], 32);
+    pct_text(&e2e, 99, p[7], 32);
+    char errs[LOAD_MAX_KINDS * 48] = "{", human_err[LOAD_MAX_KINDS * 48] = "";
+    for (int k = 0; k < nk; k++) {
+        size_t l = strlen(errs), h = strlen(human_err);
+        snprintf(errs + l, sizeof errs - l, "%s\"%s\":%lld", k ? "," : "", kinds[k].kind, kinds[k].n);
+        snprintf(human_err + h, sizeof human_err - h, "%s%s %lld", k ? ", " : "; errors: ", kinds[k].kind, kinds[k].n);
+    }
+    strcat(errs, "}");
+    char url_lit[2200], model_lit[600], limit[64], in_mean[32] = "null";
+    json_lit(url, url_lit, sizeof url_lit);
+    json_lit(o->served_model, model_lit, sizeof model_lit);
+    if (o->requests) snprintf(limit, sizeof limit, "\"requests_limit\":%lld", o->requests);
+    else snprintf(limit, sizeof limit, "\"duration_limit_s\":%g", o->duration_s);
+    if (in_n) snprintf(in_mean, sizeof in_mean, "%.1f", (double)in_sum / in_n);
+    char body[4096 + sizeof errs];
+    snprintf(body, sizeof body,
+             "\"bench\":\"load\",\"url\":%s,\"endpoint\":\"%s\",\"model\":%s,\"prompt\":\"%s\",\"streams\":%d,%s,"
+             "\"requests\":%lld,\"failed\":%lld,\"duration_s\":%.3f,\"prompt_tokens\":%d,\"usage_prompt_tokens_mean\":%s,"
+             "\"max_tokens\":%d,\"temperature\":%g,\"tokens\":%lld,\"tokens_min\":%lld,\"tokens_max\":%lld,"
+             "\"requests_without_usage\":%lld,\"tok_s\":%.1f,\"req_s\":%.2f,\"ttft_ms_p50\":%s,\"ttft_ms_p95\":%s,"
+             "\"ttft_ms_p99\":%s,\"tpot_ms_p50\":%s,\"tpot_ms_p99\":%s,\"e2e_ms_p50\":%s,\"e2e_ms_p95\":%s,"
+             "\"e2e_ms_p99\":%s,\"errors\":%s",
+             url_lit, o->endpoint, model_lit, !strcmp(o->endpoint, "chat") ? "words" : "token_ids", N, limit, ok, failed,
+             wall_s, o->prompt_tokens, in_mean, o->max_tokens, o->sampling.temperature, tokens, tok_min < 0 ? 0 : tok_min,
+             tok_max < 0 ? 0 : tok_max, no_usage, wall_s > 0 ? tokens / wall_s : 0.0, wall_s > 0 ? ok / wall_s : 0.0,
+             p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], errs);
+    emit(o, body);
+    fprintf(stderr,
+            "load: %d streams, %lld requests (%lld failed) in %.1f s: %.1f generated tok/s, %lld tokens; "
+            "TTFT p50 %s ms p99 %s ms, TPOT p50 %s ms, e2e p50 %s ms%s\n",
+            N, ok, failed, wall_s, wall_s > 0 ? tokens / wall_s : 0.0, tokens, p[0], p[2], p[3], p[5], human_err);
+    for (int i = 0; i < N; i++) {
+        curl_easy_cleanup(st[i].h);
+        free(st[i].body);
+        free(st[i].line);
+        free(st[i].data);
+    }
+    curl_multi_cleanup(m);
+    curl_slist_free_all(hdr);
+    curl_global_cleanup();
+    free(st);
+    free(ttft.v);
+    free(tpot.v);
+    free(e2e.v);
+    if (found) {
+        o->served_model = NULL;
+        free(found);
+    }
+    return failed ? 1 : 0;
+}
+
+/* 1: ARG is --api-key or an abbreviation getopt takes for it (--a...), 2: the same with "=KEY", 0: neither. */
+static int key_option(const char *arg) {
+    size_t n = strcspn(arg, "=");
+    if (n < 3 || n > 9 || strncmp(arg, "--api-key", n)) return 0;
+    return arg[n] == '=' ? 2 : 1;
+}
+
 int main(int argc, char **argv) {
     opts_t o = {.seed = 1, .backend = "auto", .repeats = 3, .steps = 32, .sampling = {.top_p = 1, .repetition_penalty = 1}};
     o.nb = parse_list("1,4,8", o.batches, "batch");
     o.nc = parse_list("512,2048,4096", o.ctxs, "ctx");
     o.np = parse_list("1024,4096", o.plens, "prefill");
-    /* The command line, JSON-escaped, goes into every row. */
+    /* The command line, JSON-escaped, goes into every row; an --api-key's value as "***". */
     size_t at = 0;
-    for (int i = 0; i < argc && at < sizeof o.command - 8; i++)
-        for (const char *p = i ? argv[i] : "frigg-bench", *q = p; *q && at < sizeof o.command - 8; q++) {
+    for (int i = 0; i < argc && at < sizeof o.command - 8; i++) {
+        const char *arg = i ? argv[i] : "frigg-bench";
+        if (i > 1 && key_option(argv[i - 1]) == 1) arg = "***";
+        else if (i && key_option(arg) == 2) arg = "--api-key=***";
+        for (const char *p = arg, *q = p; *q && at < sizeof o.command - 8; q++) {
             if (q == p && i) o.command[at++] = ' ';
             if (*q == '"' || *q == '\\') o.command[at++] = '\\';
             o.command[at++] = (char)((unsigned char)*q < 32 ? ' ' : *q);
         }
+    }
+    enum { O_URL = 256, O_STREAMS, O_DURATION, O_REQUESTS, O_PROMPT, O_MAXTOK, O_KEY, O_ENDPOINT, O_TIMEOUT };
     static const struct option lo[] = {{"model", 1, 0, 'm'},   {"random-mimir", 0, 0, 'R'}, {"seed", 1, 0, 'S'},
                                        {"backend", 1, 0, 'b'}, {"device", 1, 0, 'd'},       {"repeats", 1, 0, 'r'},
                                        {"steps", 1, 0, 's'},   {"batch", 1, 0, 'B'},        {"ctx", 1, 0, 'C'},
                                        {"prefill", 1, 0, 'P'}, {"help", 0, 0, 'h'},         {"version", 0, 0, 'V'},
                                        {"one-step", 0, 0, 'O'},     {"temperature", 1, 0, 'T'},
                                        {"batch-invariant", 0, 0, 'I'},
-                                       {"top-k", 1, 0, 'k'},   {"top-p", 1, 0, 'p'},        {0, 0, 0, 0}};
+                                       {"top-k", 1, 0, 'k'},   {"top-p", 1, 0, 'p'},
+                                       {"url", 1, 0, O_URL},   {"streams", 1, 0, O_STREAMS},
+                                       {"duration-s", 1, 0, O_DURATION}, {"requests", 1, 0, O_REQUESTS},
+                                       {"prompt-tokens", 1, 0, O_PROMPT}, {"max-tokens", 1, 0, O_MAXTOK},
+                                       {"api-key", 1, 0, O_KEY}, {"endpoint", 1, 0, O_ENDPOINT},
+                                       {"timeout-s", 1, 0, O_TIMEOUT}, {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "m:b:d:r:h", lo, NULL)) != -1) {
         switch (ch) {
@@ -516,6 +1075,40 @@ int main(int argc, char **argv) {
             else o.sampling.top_p = (float)v;
             break;
         }
+        case O_URL: o.url = optarg; break;
+        case O_KEY: o.api_key = optarg; break;
+        case O_ENDPOINT:
+            if (strcmp(optarg, "completions") && strcmp(optarg, "chat")) {
+                fprintf(stderr, "frigg-bench: --endpoint is completions or chat, not \"%s\"\n", optarg);
+                return 2;
+            }
+            o.endpoint = optarg;
+            break;
+        case O_STREAMS:
+        case O_DURATION:
+        case O_REQUESTS:
+        case O_PROMPT:
+        case O_MAXTOK:
+        case O_TIMEOUT: {
+            double v;
+            const char *name = ch == O_STREAMS    ? "--streams"
+                               : ch == O_DURATION ? "--duration-s"
+                               : ch == O_REQUESTS ? "--requests"
+                               : ch == O_PROMPT   ? "--prompt-tokens"
+                               : ch == O_MAXTOK   ? "--max-tokens"
+                                                  : "--timeout-s";
+            const int real = ch == O_DURATION || ch == O_TIMEOUT;
+            if (frigg_cli_number("frigg-bench", name, optarg, real ? 1e-3 : 1,
+                                 ch == O_STREAMS ? 4096 : ch == O_REQUESTS ? 1e12 : real ? 1e7 : 1 << 24, !real, &v))
+                return 2;
+            if (ch == O_STREAMS) o.streams = (int)v;
+            else if (ch == O_DURATION) o.duration_s = v;
+            else if (ch == O_REQUESTS) o.requests = (long long)v;
+            else if (ch == O_PROMPT) o.prompt_tokens = (int)v;
+            else if (ch == O_MAXTOK) o.max_tokens = (int)v;
+            else o.timeout_s = v;
+            break;
+        }
         case 'h': usage(stdout); return 0;
         case 'V': frigg_print_version("frigg-bench"); return 0;
         default: usage(stderr); return 2;
@@ -535,15 +1128,45 @@ int main(int argc, char **argv) {
     }
     int want[4] = {0}; /* vram launch decode prefill */
     for (int i = optind; i < argc; i++) {
-        if (!strcmp(argv[i], "vram")) want[0] = 1;
+        if (!strcmp(argv[i], "load")) o.load = 1;
+        else if (!strcmp(argv[i], "vram")) want[0] = 1;
         else if (!strcmp(argv[i], "launch")) want[1] = 1;
         else if (!strcmp(argv[i], "decode")) want[2] = 1;
         else if (!strcmp(argv[i], "prefill")) want[3] = 1;
         else if (!strcmp(argv[i], "matrix")) want[0] = want[1] = want[2] = want[3] = 1;
         else {
-            fprintf(stderr, "frigg-bench: unknown mode \"%s\" (vram, launch, decode, prefill, matrix)\n", argv[i]);
+            fprintf(stderr, "frigg-bench: unknown mode \"%s\" (vram, launch, decode, prefill, matrix, load)\n", argv[i]);
             return 2;
         }
+    }
+    const int engine_opts = o.random_mimir || strcmp(o.backend, "auto") || o.one_step || o.batch_invariant;
+    if (o.load && (want[0] || want[1] || want[2] || want[3] || engine_opts)) {
+        fprintf(stderr, "frigg-bench: load runs alone: it measures a server, not an engine (no other mode, no "
+                        "--random-mimir, --backend, --one-step, --batch-invariant)\n");
+        return 2;
+    }
+    if (!o.load && (o.url || o.streams || o.duration_s > 0 || o.requests || o.prompt_tokens || o.max_tokens || o.api_key ||
+                    o.endpoint || o.timeout_s > 0)) {
+        fprintf(stderr, "frigg-bench: --url, --streams, --duration-s, --requests, --prompt-tokens, --max-tokens, "
+                        "--api-key, --endpoint and --timeout-s are options of the load mode\n");
+        return 2;
+    }
+    if (o.load) {
+        if (!o.url || (strncmp(o.url, "http://", 7) && strncmp(o.url, "https://", 8))) {
+            fprintf(stderr, "frigg-bench: load needs --url http://HOST:PORT (or https://)\n");
+            return 2;
+        }
+        if (!o.streams || !o.prompt_tokens || !o.max_tokens || (o.duration_s > 0) == (o.requests > 0)) {
+            fprintf(stderr, "frigg-bench: load needs --streams N, --prompt-tokens P, --max-tokens M and exactly one of "
+                            "--duration-s S and --requests R\n");
+            return 2;
+        }
+        o.served_model = o.model_dir; /* --model: the served model's name here */
+        o.model_dir = NULL;
+        if (!o.api_key) o.api_key = getenv("FRIGG_API_KEY");
+        if (!o.endpoint) o.endpoint = "completions";
+        if (o.timeout_s <= 0) o.timeout_s = 300;
+        return bench_load(&o) ? 1 : 0;
     }
 #ifdef FRIGG_CUDA
     if (!strcmp(o.backend, "auto")) o.backend = frigg_cuda_device_count() > 0 ? "cuda" : "cpu";
