@@ -102,6 +102,7 @@ typedef struct server {
     char *api_key;
     atomic_int ready;          /* weights loaded, engines up */
     atomic_int stopping;       /* SIGTERM/SIGINT: 503 for new requests */
+    atomic_int responding;     /* generation requests whose response is not yet sent in full (see on_completed) */
     pthread_mutex_t metrics_mu;
     struct { int code; uint64_t n; } statuses[32];
     int nstatuses;
@@ -389,8 +390,8 @@ static job *job_submit(server *s, frigg_oai_req *req, frigg_oai_error *e) {
 typedef struct {
     frigg_strbuf body;
     int too_large;
-    job *j;                     /* a streaming response's job (the reader's) */
     int fd;
+    int responding;             /* counted in server.responding until on_completed */
 } conn;
 
 static int client_gone(int fd) {
@@ -438,11 +439,18 @@ static enum MHD_Result send_text(server *s, struct MHD_Connection *c, int status
     return ok;
 }
 
+/* A streaming response's reader state, owned by the response (freed by stream_free). Not the conn: MHD calls
+ * on_completed, which frees the conn, before it destroys the response and calls stream_free. */
+typedef struct {
+    job *j;                     /* the reader's reference */
+    int fd;
+} stream_ctx;
+
 /* The streaming body: SSE bytes as the driver produces them. */
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
-    conn *cn = cls;
-    job *j = cn->j;
+    stream_ctx *sc = cls;
+    job *j = sc->j;
     pthread_mutex_lock(&j->mu);
     for (;;) {
         size_t avail = j->out.len - j->out_sent;
@@ -465,7 +473,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
             ts.tv_nsec -= 1000000000L;
         }
         pthread_cond_timedwait(&j->cv, &j->mu, &ts);
-        if (j->out.len == j->out_sent && !j->finished && client_gone(cn->fd)) {
+        if (j->out.len == j->out_sent && !j->finished && client_gone(sc->fd)) {
             pthread_mutex_unlock(&j->mu);
             job_cancel(j);
             return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -474,10 +482,9 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
 }
 
 static void stream_free(void *cls) {
-    conn *cn = cls;
-    job *j = cn->j;
-    if (!j) return;
-    cn->j = NULL;
+    stream_ctx *sc = cls;
+    job *j = sc->j;
+    free(sc);
     pthread_mutex_lock(&j->mu);
     int done = j->finished;
     pthread_mutex_unlock(&j->mu);
@@ -488,6 +495,8 @@ static void stream_free(void *cls) {
 static enum MHD_Result handle_generate(server *s, struct MHD_Connection *c, conn *cn, frigg_oai_kind kind) {
     frigg_oai_error e;
     frigg_oai_req req;
+    cn->responding = 1;
+    atomic_fetch_add(&s->responding, 1);
     if (frigg_oai_parse(&req, kind, cn->body.p ? cn->body.p : "", cn->body.len, &s->env, &e)) {
         frigg_oai_req_free(&req);
         return send_error(s, c, &e);
@@ -500,8 +509,10 @@ static enum MHD_Result handle_generate(server *s, struct MHD_Connection *c, conn
     job *j = job_submit(s, &req, &e);
     if (!j) return send_error(s, c, &e);
     if (j->req.stream) {
-        cn->j = j; /* the reader's reference */
-        struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_reader, cn, stream_free);
+        stream_ctx *sc = frigg_xcalloc(1, sizeof *sc);
+        sc->j = j;
+        sc->fd = cn->fd;
+        struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_reader, sc, stream_free);
         MHD_add_response_header(r, "Content-Type", "text/event-stream");
         MHD_add_response_header(r, "Cache-Control", "no-cache");
         MHD_add_response_header(r, "X-Accel-Buffering", "no"); /* nginx: pass each event on */
@@ -752,7 +763,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         snprintf(msg, sizeof msg, "%.100s takes %s, not %.8s", url, want_post ? "POST" : "GET", method);
         frigg_oai_error e;
         frigg_oai_error_set(&e, 405, "invalid_request_error", NULL, "method_not_allowed", "%s", msg);
-        char *body = json_dumps(frigg_oai_error_json(&e), JSON_COMPACT);
+        json_t *ej = frigg_oai_error_json(&e);
+        char *body = json_dumps(ej, JSON_COMPACT);
+        json_decref(ej);
         struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
         MHD_add_response_header(r, "Content-Type", "application/json");
         MHD_add_response_header(r, "Allow", want_post ? "POST" : "GET");
@@ -789,11 +802,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
-    (void)cls;
+    server *s = cls;
     (void)c;
     (void)toe;
     conn *cn = *con_cls;
     if (!cn) return;
+    if (cn->responding) atomic_fetch_sub(&s->responding, 1); /* its last byte went out, or the client is gone */
     frigg_sb_free(&cn->body);
     free(cn);
     *con_cls = NULL;
@@ -1098,7 +1112,11 @@ int main(int argc, char **argv) {
     atomic_store(&s->stopping, 1);
     fprintf(stderr, "frigg-serve: signal %d: draining (up to %.0f s)\n", sig, drain_s);
     double t0 = frigg_now_ms();
-    while (total_load(s) > 0 && frigg_now_ms() - t0 < drain_s * 1e3) usleep(20 * 1000);
+    /* Until every job ended and every generation response went out in full: a job ends (load 0) before its
+     * connection's thread has sent the response's last bytes (a stream's finish chunk and [DONE]), and
+     * MHD_stop_daemon closes the sockets with whatever is still unsent. */
+    while ((total_load(s) > 0 || atomic_load(&s->responding) > 0) && frigg_now_ms() - t0 < drain_s * 1e3)
+        usleep(20 * 1000);
     int left = total_load(s);
     for (int i = 0; i < s->nrep; i++) {
         replica *r = &s->rep[i];

@@ -719,8 +719,17 @@ static json_t *chat_logprobs(const frigg_oai_req *r, const frigg_oai_env *env, c
     return json_pack("{s:o}", "content", content);
 }
 
+/* Characters (code points) in n bytes of UTF-8: the bytes that do not continue a sequence. text_offset counts
+ * characters, as OpenAI and vLLM do (a client indexes its decoded string with it); a token holding part of a
+ * character counts only its lead byte. */
+static size_t utf8_chars(const char *s, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) k += ((unsigned char)s[i] & 0xc0) != 0x80;
+    return k;
+}
+
 /* Completions logprobs {tokens, token_logprobs, top_logprobs, text_offset} for tokens [from, to); *offset:
- * the byte offset of token `from` in the text, advanced. */
+ * the character offset of token `from` in the text, advanced. */
 static json_t *completion_logprobs(const frigg_oai_req *r, const frigg_oai_env *env, const int32_t *ids,
                                    const float *token_lp, const int32_t *top_ids, const float *top_lps, int k, int from,
                                    int to, size_t *offset) {
@@ -730,7 +739,10 @@ static json_t *completion_logprobs(const frigg_oai_req *r, const frigg_oai_env *
         json_array_append(tokens, json_object_get(e, "token"));
         json_array_append(lps, json_object_get(e, "logprob"));
         json_array_append_new(offs, json_integer((json_int_t)*offset));
-        *offset += json_array_size(json_object_get(e, "bytes"));
+        size_t nb = 0, j;
+        json_t *b;
+        json_array_foreach(json_object_get(e, "bytes"), j, b) nb += ((unsigned)json_integer_value(b) & 0xc0) != 0x80;
+        *offset += nb;
         json_decref(e);
         json_t *top = json_object();
         for (int j = 0; j < r->top_logprobs && j < k; j++) {
@@ -833,7 +845,7 @@ static json_t *content_chunk(frigg_oai_stream *s, const frigg_oai_req *r, const 
     json_t *ch = json_pack("{s:i}", "index", s->index);
     json_t *lp = json_null();
     if (r->logprobs && tlp && upto > s->tokens_sent) {
-        size_t off = s->sent;
+        size_t off = utf8_chars(s->text, s->sent); /* where this chunk's text starts, in characters */
         lp = r->kind == FRIGG_OAI_CHAT ? chat_logprobs(r, env, ids, tlp, tids, tlps, k, s->tokens_sent, upto)
                                        : completion_logprobs(r, env, ids, tlp, tids, tlps, k, s->tokens_sent, upto, &off);
         s->tokens_sent = upto;
