@@ -17,9 +17,18 @@
 /* A header larger than this is garbage, not a model (the real 131-tensor header is ~20 KB). */
 #define ST_MAX_HEADER (100u << 20)
 
-size_t frigg_st_dtype_size(frigg_st_dtype t) { return t == FRIGG_ST_F32 ? 4 : 2; }
+size_t frigg_st_dtype_size(frigg_st_dtype t) {
+    return t == FRIGG_ST_I64 ? 8 : t == FRIGG_ST_F32 || t == FRIGG_ST_I32 ? 4 : 2;
+}
 const char *frigg_st_dtype_name(frigg_st_dtype t) {
-    return t == FRIGG_ST_BF16 ? "BF16" : t == FRIGG_ST_F16 ? "F16" : "F32";
+    switch (t) {
+    case FRIGG_ST_BF16: return "BF16";
+    case FRIGG_ST_F16: return "F16";
+    case FRIGG_ST_F32: return "F32";
+    case FRIGG_ST_I32: return "I32";
+    case FRIGG_ST_I64: return "I64";
+    }
+    return "?";
 }
 
 typedef struct {
@@ -85,8 +94,10 @@ int frigg_st_parse(frigg_st_set *set, const void *buf, size_t size, const char *
         if (!strcmp(d, "BF16")) t.dtype = FRIGG_ST_BF16;
         else if (!strcmp(d, "F16")) t.dtype = FRIGG_ST_F16;
         else if (!strcmp(d, "F32")) t.dtype = FRIGG_ST_F32;
+        else if (!strcmp(d, "I32")) t.dtype = FRIGG_ST_I32;
+        else if (!strcmp(d, "I64")) t.dtype = FRIGG_ST_I64;
         else {
-            frigg_set_error("%s: tensor \"%s\": dtype %s is not supported (BF16, F16, F32)", path, key, d);
+            frigg_set_error("%s: tensor \"%s\": dtype %s is not supported (BF16, F16, F32, I32, I64)", path, key, d);
             goto out;
         }
         if (json_array_size(sh) > FRIGG_ST_MAXDIM) {

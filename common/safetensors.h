@@ -6,7 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { FRIGG_ST_BF16, FRIGG_ST_F16, FRIGG_ST_F32 } frigg_st_dtype;
+/* I32 and I64 carry the integer tensors of quantized checkpoints (compressed-tensors' weight_packed and
+ * weight_shape); the model binder refuses them wherever it expects a float tensor. */
+typedef enum { FRIGG_ST_BF16, FRIGG_ST_F16, FRIGG_ST_F32, FRIGG_ST_I32, FRIGG_ST_I64 } frigg_st_dtype;
 
 #define FRIGG_ST_MAXDIM 4
 

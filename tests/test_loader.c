@@ -157,7 +157,7 @@ int main(void) {
                     "out of bounds");
     expect_st_error("{\"a\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[0,6]}}", 8, 0, "6 bytes for 4",
                     "size mismatch");
-    expect_st_error("{\"a\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,8]}}", 8, 0, "I64", "dtype");
+    expect_st_error("{\"a\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[0,8]}}", 8, 0, "F64", "dtype");
     expect_st_error("{\"a\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[0,8]}}", 8, 1 << 20,
                     "header length", "header length past the end");
     expect_st_error("{\"a\": garbage", 0, 0, "not valid JSON", "garbage header");
