@@ -345,6 +345,11 @@ static job *job_submit(server *s, frigg_oai_req *req, frigg_oai_error *e) {
     replica *r = least_loaded(s);
     j->rep = r;
     atomic_fetch_add(&r->load, 1);
+    /* The job's mutex is held across the submits: a prompt that ends (or is cancelled) at the driver's next
+     * step must not find the job complete before its later prompts are in (on_done waits for the lock). */
+    int failed_at = -1;
+    pthread_mutex_lock(&j->mu);
+    j->nsub = j->req.n_prompts;
     for (int p = 0; p < j->req.n_prompts; p++) {
         sub *sb = frigg_xcalloc(1, sizeof *sb);
         sb->j = j;
@@ -354,32 +359,24 @@ static job *job_submit(server *s, frigg_oai_req *req, frigg_oai_error *e) {
                              .on_text = on_text, .on_done = on_done, .ctx = sb};
         /* choices differ by seed + i (scheduler.h); prompts of one request by prompt * n on top */
         q.gen.sampling.seed += (uint64_t)p * (uint64_t)j->req.n;
-        pthread_mutex_lock(&j->mu);
-        j->refs++;
-        pthread_mutex_unlock(&j->mu);
         uint64_t h = frigg_sched_submit(r->sched, &q);
         if (!h) {
             frigg_oai_error_set(e, 400, "invalid_request_error", j->req.kind == FRIGG_OAI_CHAT ? "messages" : "prompt",
                                 strstr(frigg_error(), "context") ? "context_length_exceeded" : NULL, "%s", frigg_error());
             free(sb);
-            pthread_mutex_lock(&j->mu);
-            j->refs--;
-            j->nsub = p;
-            pthread_mutex_unlock(&j->mu);
-            if (p > 0) {
-                job_cancel(j);
-            } else {
-                atomic_fetch_sub(&r->load, 1);
-            }
-            /* the subs already submitted end through on_done; with none, nothing ever will */
-            pthread_mutex_lock(&j->mu);
-            if (p > 0) j->nsub = p; /* their on_done calls complete the job */
-            pthread_mutex_unlock(&j->mu);
-            job_unref(j);
-            return NULL;
+            j->nsub = p; /* the prompts submitted before end through on_done, which then completes the job */
+            failed_at = p;
+            break;
         }
+        j->refs++; /* the scheduler's, dropped by on_done */
         j->handles[p] = h;
-        j->nsub = p + 1;
+    }
+    pthread_mutex_unlock(&j->mu);
+    if (failed_at >= 0) {
+        if (failed_at > 0) job_cancel(j);
+        else atomic_fetch_sub(&r->load, 1); /* nothing was submitted: no on_done will ever count it down */
+        job_unref(j);
+        return NULL;
     }
     wake(r);
     return j;

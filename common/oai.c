@@ -10,6 +10,7 @@
 
 #include "chat.h"
 #include "generate.h"
+#include "request.h"
 #include "strbuf.h"
 #include "toolcall.h"
 #include "util.h"
@@ -349,25 +350,15 @@ static int parse_stop(frigg_oai_req *r, const json_t *v, frigg_oai_error *e) {
     return 0;
 }
 
-/* frequency_penalty, presence_penalty (OpenAI's definitions) and logit_bias ({"id": bias}) into the sampler. */
+/* frequency_penalty, presence_penalty (OpenAI's definitions, sampler.h: counted over the response) and
+ * logit_bias ({"token id": bias}, at most FRIGG_MAX_LOGIT_BIAS entries) into the sampler. */
 static int set_penalties(frigg_oai_req *r, double fp, double pp, const json_t *lb, int vocab, frigg_oai_error *e) {
-    if (lb && !json_is_null(lb)) {
-        if (!json_is_object(lb)) return bad(e, "logit_bias", "'logit_bias' must be an object of token id -> bias");
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)lb, k, v) {
-            char *end;
-            long id = strtol(k, &end, 10);
-            if (!*k || *end || id < 0 || id >= vocab)
-                return bad(e, "logit_bias", "'logit_bias' key '%s' is not a token id in [0, %d)", k, vocab);
-            if (!json_is_number(v) || json_number_value(v) < -100 || json_number_value(v) > 100)
-                return bad(e, "logit_bias", "'logit_bias'[\"%s\"] must be a number in [-100, 100]", k);
-        }
-    }
-    if (fp != 0 || pp != 0 || json_object_size(lb) > 0)
-        return bad(e, fp != 0 ? "frequency_penalty" : pp != 0 ? "presence_penalty" : "logit_bias",
-                   "'%s' is not implemented yet by frigg-serve", fp != 0 ? "frequency_penalty" : pp != 0 ? "presence_penalty" : "logit_bias");
-    (void)r;
+    frigg_sampler_params *sp = &r->gen.sampling;
+    sp->frequency_penalty = (float)fp;
+    sp->presence_penalty = (float)pp;
+    /* frigg-run's parser: one set of rules (decimal ids without sign or leading zero, so no two keys name one
+     * id; the range and the cap of sampler.h) */
+    if (frigg_parse_logit_bias(lb, vocab, sp)) return bad(e, "logit_bias", "%s", frigg_error());
     return 0;
 }
 
