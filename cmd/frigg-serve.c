@@ -361,8 +361,10 @@ static job *job_submit(server *s, frigg_oai_req *req, frigg_oai_error *e) {
         q.gen.sampling.seed += (uint64_t)p * (uint64_t)j->req.n;
         uint64_t h = frigg_sched_submit(r->sched, &q);
         if (!h) {
-            frigg_oai_error_set(e, 400, "invalid_request_error", j->req.kind == FRIGG_OAI_CHAT ? "messages" : "prompt",
-                                strstr(frigg_error(), "context") ? "context_length_exceeded" : NULL, "%s", frigg_error());
+            const char *why = frigg_error(), *param = !strncmp(why, "n = ", 4) ? "n" /* more choices than slots */
+                                                   : j->req.kind == FRIGG_OAI_CHAT ? "messages" : "prompt";
+            frigg_oai_error_set(e, 400, "invalid_request_error", param,
+                                strstr(why, "context") ? "context_length_exceeded" : NULL, "%s", why);
             free(sb);
             j->nsub = p; /* the prompts submitted before end through on_done, which then completes the job */
             failed_at = p;
