@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <string.h>
+#include <strings.h>
 
 #include "util.h"
 
@@ -19,7 +20,7 @@ static const char *const k_known[] = {
     "prefix_lm", "pad_token_id", "bos_token_id", "eos_token_id", "transformers_version", "dtype",
     "torch_dtype", "auto_map", "output_hidden_states", "output_attentions", "return_dict",
     "chunk_size_feed_forward", "is_encoder_decoder", "id2label", "label2id", "problem_type",
-    "_name_or_path", NULL};
+    "_name_or_path", "quantization_config", NULL};
 
 static int is_known(const char *k) {
     for (int i = 0; k_known[i]; i++)
@@ -90,6 +91,283 @@ static int require_false(json_t *root, const char *key, const char *path) {
         return -1;
     }
     return 0;
+}
+
+
+/* ---- quantization_config (compressed-tensors; see config.h) ---- */
+
+static const char *jstr(json_t *v) { return json_is_string(v) ? json_string_value(v) : NULL; }
+static int absent(json_t *v) { return !v || json_is_null(v); }
+static int key_in(const char *k, const char *const *list) {
+    for (int i = 0; list[i]; i++)
+        if (!strcmp(k, list[i])) return 1;
+    return 0;
+}
+static char **str_list(json_t *a, int *n) {
+    *n = (int)json_array_size(a);
+    char **out = frigg_xcalloc(*n ? *n : 1, sizeof *out);
+    for (int i = 0; i < *n; i++) out[i] = frigg_xstrdup(json_string_value(json_array_get(a, i)));
+    return out;
+}
+static int is_str_array(json_t *a, int nonempty) {
+    if (!json_is_array(a) || (nonempty && !json_array_size(a))) return 0;
+    for (size_t i = 0; i < json_array_size(a); i++)
+        if (!json_is_string(json_array_get(a, i))) return 0;
+    return 1;
+}
+
+/* A config group's "weights" (compressed-tensors QuantizationArgs; its defaults: num_bits 8, type int,
+ * symmetric true, strategy inferred from group_size). */
+static int parse_qargs(json_t *w, frigg_quant_group *g, const char *path) {
+    static const char *const known[] = {"num_bits", "type", "symmetric", "group_size", "strategy",
+                                        "block_structure", "dynamic", "actorder", "scale_dtype", "zp_dtype",
+                                        "observer", "observer_kwargs", NULL};
+    const char *gn = g->name, *k;
+    json_t *v;
+    if (!json_is_object(w)) {
+        frigg_set_error("%s: quantization_config.config_groups.%s.weights must be an object", path, gn);
+        return -1;
+    }
+    json_object_foreach(w, k, v) {
+        if (!key_in(k, known)) {
+            frigg_set_error("%s: quantization_config.config_groups.%s.weights: unknown key \"%s\"", path, gn, k);
+            return -1;
+        }
+    }
+    v = json_object_get(w, "type");
+    if (!absent(v) && (!jstr(v) || strcasecmp(jstr(v), "int"))) {
+        frigg_set_error("%s: quantization_config.config_groups.%s.weights.type \"%s\" is not supported (only int "
+                        "weights; float types are fp8/fp4)", path, gn, jstr(v) ? jstr(v) : "(not a string)");
+        return -1;
+    }
+    v = json_object_get(w, "num_bits");
+    g->num_bits = 8;
+    if (!absent(v)) {
+        if (!json_is_integer(v)) {
+            frigg_set_error("%s: quantization_config.config_groups.%s.weights.num_bits must be an integer", path, gn);
+            return -1;
+        }
+        g->num_bits = (int)json_integer_value(v);
+    }
+    if (g->num_bits != 4 && g->num_bits != 8) {
+        frigg_set_error("%s: quantization_config.config_groups.%s.weights.num_bits %d is not supported (4 or 8)", path,
+                        gn, g->num_bits);
+        return -1;
+    }
+    v = json_object_get(w, "symmetric");
+    if (!absent(v) && !json_is_true(v)) {
+        frigg_set_error("%s: quantization_config.config_groups.%s.weights: asymmetric quantization (symmetric: %s, "
+                        "zero points) is not supported", path, gn, json_is_false(v) ? "false" : "not true");
+        return -1;
+    }
+    v = json_object_get(w, "dynamic");
+    if (!absent(v) && !json_is_false(v)) {
+        frigg_set_error("%s: quantization_config.config_groups.%s.weights: dynamic weight quantization is not "
+                        "supported (\"dynamic\" must be false)", path, gn);
+        return -1;
+    }
+    v = json_object_get(w, "block_structure");
+    if (!absent(v)) {
+        frigg_set_error("%s: quantization_config.config_groups.%s.weights: block_structure (block strategy) is not "
+                        "supported", path, gn);
+        return -1;
+    }
+    v = json_object_get(w, "actorder");
+    if (!absent(v) && !json_is_false(v) &&
+        !(jstr(v) && (!strcasecmp(jstr(v), "weight") || !strcasecmp(jstr(v), "static")))) {
+        /* "weight"/"static" reorder columns during calibration only and leave the format unchanged;
+         * "group"/"dynamic" (and true) mean a weight_g_idx permutation. */
+        frigg_set_error("%s: quantization_config.config_groups.%s.weights.actorder %s is not supported (activation "
+                        "reordering with g_idx)", path, gn, jstr(v) ? jstr(v) : json_is_true(v) ? "true" : "(bad)");
+        return -1;
+    }
+    v = json_object_get(w, "scale_dtype");
+    if (!absent(v) && !(jstr(v) && (!strcmp(jstr(v), "torch.bfloat16") || !strcmp(jstr(v), "bfloat16")))) {
+        frigg_set_error("%s: quantization_config.config_groups.%s.weights.scale_dtype %s is not supported (bf16 "
+                        "scales only)", path, gn, jstr(v) ? jstr(v) : "(not a string)");
+        return -1;
+    }
+    json_t *gs = json_object_get(w, "group_size");
+    int has_gs = !absent(gs);
+    json_int_t gsz = 0;
+    if (has_gs) {
+        if (!json_is_integer(gs) || json_integer_value(gs) < -1 || json_integer_value(gs) == 0 ||
+            json_integer_value(gs) > (1 << 20)) {
+            frigg_set_error("%s: quantization_config.config_groups.%s.weights.group_size must be a positive integer "
+                            "or -1", path, gn);
+            return -1;
+        }
+        gsz = json_integer_value(gs);
+    }
+    v = json_object_get(w, "strategy");
+    const char *strat;
+    if (absent(v)) /* compressed-tensors' inference from group_size */
+        strat = !has_gs ? "tensor" : gsz > 0 ? "group" : "channel";
+    else if (!(strat = jstr(v))) {
+        frigg_set_error("%s: quantization_config.config_groups.%s.weights.strategy must be a string", path, gn);
+        return -1;
+    }
+    if (!strcasecmp(strat, "channel")) {
+        if (has_gs && gsz != -1) {
+            frigg_set_error("%s: quantization_config.config_groups.%s.weights: group_size %lld with strategy "
+                            "\"channel\" (compressed-tensors requires strategy \"group\")", path, gn, (long long)gsz);
+            return -1;
+        }
+        g->group_size = 0;
+    } else if (!strcasecmp(strat, "group")) {
+        if (!has_gs || gsz <= 0) {
+            frigg_set_error("%s: quantization_config.config_groups.%s.weights: strategy \"group\" needs a positive "
+                            "group_size", path, gn);
+            return -1;
+        }
+        g->group_size = (int)gsz;
+    } else {
+        frigg_set_error("%s: quantization_config.config_groups.%s.weights.strategy \"%s\" is not supported (channel "
+                        "or group)", path, gn, strat);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_quant(json_t *qc, frigg_quant_config *q, const char *path) {
+    static const char *const known[] = {"config_groups", "quant_method", "format", "quantization_status",
+                                        "global_compression_ratio", "ignore", "kv_cache_scheme", "sparsity_config",
+                                        "transform_config", "version", "moe_sparsity_config", NULL};
+    static const char *const gknown[] = {"targets", "weights", "input_activations", "output_activations", "format",
+                                         NULL};
+    memset(q, 0, sizeof *q);
+    if (!json_is_object(qc)) {
+        frigg_set_error("%s: \"quantization_config\" must be an object", path);
+        return -1;
+    }
+    const char *k, *s;
+    json_t *v;
+    json_object_foreach(qc, k, v) {
+        if (!key_in(k, known)) {
+            frigg_set_error("%s: quantization_config: unknown key \"%s\" (refusing to guess)", path, k);
+            return -1;
+        }
+    }
+    v = json_object_get(qc, "quant_method");
+    if (!(s = jstr(v)) || strcmp(s, "compressed-tensors")) {
+        frigg_set_error("%s: quantization_config.quant_method %s%s%s is not supported (only \"compressed-tensors\", "
+                        "format \"pack-quantized\")", path, s ? "\"" : "", s ? s : absent(v) ? "(absent)" : "(not a string)",
+                        s ? "\"" : "");
+        return -1;
+    }
+    v = json_object_get(qc, "format");
+    if (!(s = jstr(v)) || strcmp(s, "pack-quantized")) {
+        frigg_set_error("%s: quantization_config.format %s%s%s is not supported (only \"pack-quantized\")", path,
+                        s ? "\"" : "", s ? s : absent(v) ? "(absent)" : "(not a string)", s ? "\"" : "");
+        return -1;
+    }
+    v = json_object_get(qc, "quantization_status");
+    if (!absent(v) && (!(s = jstr(v)) || strcmp(s, "compressed"))) {
+        frigg_set_error("%s: quantization_config.quantization_status %s is not supported (only \"compressed\")", path,
+                        s ? s : "(not a string)");
+        return -1;
+    }
+    if (!absent(json_object_get(qc, "kv_cache_scheme"))) {
+        frigg_set_error("%s: quantization_config.kv_cache_scheme: KV-cache quantization is not supported", path);
+        return -1;
+    }
+    static const char *const empty_ok[] = {"sparsity_config", "transform_config", "moe_sparsity_config", NULL};
+    for (int i = 0; empty_ok[i]; i++) {
+        v = json_object_get(qc, empty_ok[i]);
+        if (!absent(v) && !(json_is_object(v) && !json_object_size(v))) {
+            frigg_set_error("%s: quantization_config.%s is set: %s is not supported", path, empty_ok[i],
+                            i == 1 ? "a transform (rotation)" : "sparsity");
+            return -1;
+        }
+    }
+    v = json_object_get(qc, "ignore");
+    if (!absent(v)) {
+        if (!is_str_array(v, 0)) {
+            frigg_set_error("%s: quantization_config.ignore must be a list of strings", path);
+            return -1;
+        }
+        q->ignore = str_list(v, &q->nignore);
+    }
+    json_t *cg = json_object_get(qc, "config_groups");
+    if (!json_is_object(cg) || !json_object_size(cg)) {
+        frigg_set_error("%s: quantization_config.config_groups must be a non-empty object", path);
+        return -1;
+    }
+    q->groups = frigg_xcalloc(json_object_size(cg), sizeof *q->groups);
+    json_object_foreach(cg, k, v) {
+        frigg_quant_group *g = &q->groups[q->ngroups++];
+        g->name = frigg_xstrdup(k);
+        if (json_is_array(v)) {
+            frigg_set_error("%s: quantization_config.config_groups.%s: a preset scheme name with a target list is not "
+                            "supported (write the scheme out: targets, weights)", path, k);
+            return -1;
+        }
+        if (!json_is_object(v)) {
+            frigg_set_error("%s: quantization_config.config_groups.%s must be an object", path, k);
+            return -1;
+        }
+        const char *gk;
+        json_t *gv;
+        json_object_foreach(v, gk, gv) {
+            if (!key_in(gk, gknown)) {
+                frigg_set_error("%s: quantization_config.config_groups.%s: unknown key \"%s\"", path, k, gk);
+                return -1;
+            }
+        }
+        if (!absent(json_object_get(v, "input_activations")) || !absent(json_object_get(v, "output_activations"))) {
+            frigg_set_error("%s: quantization_config.config_groups.%s: activation quantization (%s) is not supported "
+                            "(weight-only)", path, k,
+                            absent(json_object_get(v, "input_activations")) ? "output_activations" : "input_activations");
+            return -1;
+        }
+        gv = json_object_get(v, "format");
+        if (!absent(gv) && (!(s = jstr(gv)) || strcmp(s, "pack-quantized"))) {
+            frigg_set_error("%s: quantization_config.config_groups.%s.format %s is not supported (only "
+                            "\"pack-quantized\")", path, k, s ? s : "(not a string)");
+            return -1;
+        }
+        gv = json_object_get(v, "targets");
+        if (!is_str_array(gv, 1)) {
+            frigg_set_error("%s: quantization_config.config_groups.%s.targets must be a non-empty list of strings", path,
+                            k);
+            return -1;
+        }
+        g->targets = str_list(gv, &g->ntargets);
+        gv = json_object_get(v, "weights");
+        if (absent(gv)) {
+            frigg_set_error("%s: quantization_config.config_groups.%s has no weights scheme (only weight quantization "
+                            "is supported)", path, k);
+            return -1;
+        }
+        if (parse_qargs(gv, g, path)) return -1;
+    }
+    return 0;
+}
+
+void frigg_quant_config_free(frigg_quant_config *q) {
+    for (int i = 0; i < q->ngroups; i++) {
+        for (int j = 0; j < q->groups[i].ntargets; j++) free(q->groups[i].targets[j]);
+        free(q->groups[i].targets);
+        free(q->groups[i].name);
+    }
+    free(q->groups);
+    for (int i = 0; i < q->nignore; i++) free(q->ignore[i]);
+    free(q->ignore);
+    memset(q, 0, sizeof *q);
+}
+
+int frigg_quant_config_parse(frigg_quant_config *q, const char *text, size_t len, const char *path) {
+    memset(q, 0, sizeof *q);
+    json_error_t jerr;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        frigg_set_error("%s: invalid JSON at line %d column %d: %s", path, jerr.line, jerr.column, jerr.text);
+        return -1;
+    }
+    json_t *qc = json_is_object(root) ? json_object_get(root, "quantization_config") : NULL;
+    int rc = absent(qc) ? 0 : parse_quant(qc, q, path);
+    json_decref(root);
+    return rc;
 }
 
 int frigg_config_parse(frigg_config *c, const char *text, size_t len, const char *path) {
@@ -271,6 +549,14 @@ int frigg_config_parse(frigg_config *c, const char *text, size_t len, const char
         frigg_set_error("%s: \"num_key_value_heads\" must equal num_attention_heads (%d): HRM-Text is MHA", path,
                         c->num_heads);
         goto out;
+    }
+    json_t *qc = json_object_get(root, "quantization_config");
+    if (!absent(qc)) { /* checked whole here; the loader parses it again to bind the weights */
+        frigg_quant_config q;
+        int qrc = parse_quant(qc, &q, path);
+        frigg_quant_config_free(&q);
+        if (qrc) goto out;
+        c->quantized = true;
     }
     rc = 0;
 out:

@@ -25,7 +25,37 @@ typedef struct {
     int bos_token_id, pad_token_id;      /* -1 when absent */
     int eos_token_ids[FRIGG_MAX_EOS];
     int n_eos;
+    bool quantized;      /* config.json has a quantization_config (accepted: see frigg_quant_config) */
 } frigg_config;
+
+/* A config.json "quantization_config" that the engines run: compressed-tensors (quant_method
+ * "compressed-tensors"), format "pack-quantized", weight-only, symmetric int4 or int8, strategy "channel"
+ * (one scale per output row) or "group" (one scale per group_size inputs of a row). Everything else —
+ * another quant_method or format, asymmetric (zero points), float (fp8/fp4) types, num_bits other than 4/8,
+ * tensor/block/token strategies, dynamic weights, activation or KV-cache quantization, actorder "group"
+ * (g_idx), sparsity or transforms, preset scheme names — is refused by frigg_config_parse with an error
+ * naming it. Which module a group covers follows compressed-tensors' matching (utils/match.py): a target or
+ * ignore entry "re:<regex>" matches a module name by Python's re.match (anchored at the start), any other
+ * entry matches the exact module name or a class name (Linear, Embedding, Module). */
+typedef struct {
+    char *name;          /* the config_groups key */
+    int num_bits;        /* 4 or 8 */
+    int group_size;      /* 0: strategy "channel"; > 0: strategy "group" */
+    char **targets;
+    int ntargets;
+} frigg_quant_group;
+
+typedef struct {
+    frigg_quant_group *groups;
+    int ngroups;         /* 0: no quantization_config */
+    char **ignore;
+    int nignore;
+} frigg_quant_config;
+
+/* The quantization_config of a config.json text (ngroups 0 when there is none). 0, or -1 with frigg_error();
+ * free with frigg_quant_config_free (also after a failure). */
+int frigg_quant_config_parse(frigg_quant_config *q, const char *json_text, size_t len, const char *path);
+void frigg_quant_config_free(frigg_quant_config *q);
 
 /* Parse config.json text; path is only used in messages. 0 on success, -1 with frigg_error(). */
 int frigg_config_parse(frigg_config *c, const char *json_text, size_t len, const char *path);

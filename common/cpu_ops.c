@@ -21,11 +21,15 @@ static void linear_range(void *vctx, int begin, int end, int thread) {
     (void)thread;
     linear_ctx *c = vctx;
     int K = c->W->cols, O = c->W->rows;
-    const uint16_t *W16 = frigg_mat_bf16(c->W); /* the only dtype loaded today (frigg_model_check_dtypes) */
+    const uint16_t *W16 = frigg_mat_bf16(c->W); /* NULL for INT8/INT4: rows come from frigg_mat_row */
     float *wf = frigg_xmalloc((size_t)ROWS_PER_BLOCK * K * sizeof(float));
     for (int o0 = begin; o0 < end; o0 += ROWS_PER_BLOCK) {
         int nr = end - o0 < ROWS_PER_BLOCK ? end - o0 : ROWS_PER_BLOCK;
         for (int r = 0; r < nr; r++) {
+            if (!W16) { /* bf16(q * scale), the dtype checked at engine creation (frigg_model_check_dtypes) */
+                frigg_mat_row(c->W, o0 + r, wf + (size_t)r * K);
+                continue;
+            }
             const uint16_t *w = W16 + (size_t)(o0 + r) * K;
             for (int i = 0; i < K; i++) wf[(size_t)r * K + i] = frigg_bf16_to_f32(w[i]);
         }

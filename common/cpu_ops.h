@@ -18,7 +18,14 @@ typedef enum { FRIGG_PREC_BF16 = 0, FRIGG_PREC_FP32 = 1 } frigg_prec;
 static inline float frigg_act(frigg_prec p, float x) { return p == FRIGG_PREC_FP32 ? x : frigg_round_bf16(x); }
 
 /* y[t][o] = bf16(Σ_i W[o][i]·x[t][i]) for t < T, o < W.rows; fp32 accumulation. W's dtype must be one
- * frigg_model_check_dtypes accepts. */
+ * frigg_model_check_dtypes accepts. The rounding points, for every dtype:
+ *   W[o][i]: BF16 its value; INT8/INT4 bf16(q[o][i] * scale) — the fp32 product (exact) rounded once to
+ *            bf16 (frigg_mat_row; compressed-tensors' dequantize in a bf16 model), so a quantized matrix
+ *            computes exactly what the BF16 matrix of its dequantized values computes, bit for bit;
+ *   the products W·x and their sum in fp32 (8 partial sums over i mod 8, combined pairwise, then the tail);
+ *   y rounded once to bf16 (not at all in FRIGG_PREC_FP32).
+ * A CUDA kernel for INT8/INT4 matches it by dequantizing to bf16 (q * scale rounded to bf16) and
+ * accumulating bf16 x bf16 products in fp32. */
 void frigg_cpu_linear(frigg_prec p, frigg_pool *pool, const frigg_mat *W, const float *x, int T, float *y);
 /* y = bf16(x · rsqrt(mean(x²) + eps)) row by row, fp32 inside (no weight, trap T10). */
 void frigg_cpu_rmsnorm(frigg_prec p, const float *x, int T, int D, double eps, float *y);

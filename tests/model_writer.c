@@ -77,8 +77,140 @@ int tm_make_tensors(const tm_spec *s, tm_tensor **out) {
 }
 
 void tm_free_tensors(tm_tensor *t, int n) {
-    for (int i = 0; i < n; i++) free(t[i].data);
+    for (int i = 0; i < n; i++) {
+        free(t[i].data);
+        free(t[i].raw);
+    }
     free(t);
+}
+
+void tm_quantize(const uint16_t *w, int rows, int cols, int bits, int group, int8_t *q, uint16_t *scales) {
+    int G = group ? group : cols, ng = cols / G;
+    float qmin = bits == 8 ? -128.0f : -8.0f, qmax = bits == 8 ? 127.0f : 7.0f;
+    float half_range = (qmax - qmin) / 2.0f; /* 127.5 / 7.5: exact in bf16 as in fp32 */
+    for (int r = 0; r < rows; r++)
+        for (int g = 0; g < ng; g++) {
+            const uint16_t *wg = w + (size_t)r * cols + (size_t)g * G;
+            float a = 0.0f;
+            for (int i = 0; i < G; i++) a = fmaxf(a, fabsf(frigg_bf16_to_f32(wg[i])));
+            uint16_t sb = frigg_f32_to_bf16(a / half_range);
+            if ((sb & 0x7fff) == 0) sb = 0x3c00; /* torch.finfo(bfloat16).eps = 2^-7 */
+            scales[(size_t)r * ng + g] = sb;
+            float sf = frigg_bf16_to_f32(sb);
+            for (int i = 0; i < G; i++) {
+                float x = frigg_round_bf16(frigg_bf16_to_f32(wg[i]) / sf);
+                x = x < qmin ? qmin : x > qmax ? qmax : x;
+                q[(size_t)r * cols + (size_t)g * G + i] = (int8_t)nearbyintf(x);
+            }
+        }
+}
+
+void tm_pack(const int8_t *q, int rows, int cols, int bits, int32_t *out) {
+    int words = (cols * bits + 31) / 32, off = 1 << (bits - 1);
+    memset(out, 0, (size_t)rows * words * 4);
+    for (int r = 0; r < rows; r++)
+        for (int i = 0; i < cols; i++) { /* value i at bit i*bits of the row's words, + 2^(bits-1) */
+            uint32_t u = (uint32_t)(q[(size_t)r * cols + i] + off), bit = (uint32_t)i * bits;
+            uint32_t *wd = (uint32_t *)&out[(size_t)r * words + bit / 32];
+            *wd |= u << (bit % 32);
+        }
+}
+
+static int is_io(const char *name) { return !strncmp(name, "lm_head.", 8) || !strncmp(name, "model.embed_tokens.", 19); }
+
+int tm_quantize_tensors(const tm_spec *s, tm_tensor **tp, int n) {
+    tm_tensor *t = *tp;
+    int cap = n * 3 + 1, k = 0;
+    tm_tensor *out = frigg_xcalloc(cap, sizeof *out);
+    for (int i = 0; i < n; i++) {
+        int io = is_io(t[i].name), bits = io ? s->quant_io_bits : s->quant_bits;
+        int group = io ? s->quant_io_group : s->quant_group;
+        size_t nl = strlen(t[i].name);
+        if (t[i].ndim != 2 || !bits || nl < 7 || strcmp(t[i].name + nl - 7, ".weight")) {
+            out[k++] = t[i];
+            continue;
+        }
+        int rows = (int)t[i].shape[0], cols = (int)t[i].shape[1], ng = group ? cols / group : 1;
+        int8_t *q = frigg_xmalloc((size_t)rows * cols);
+        uint16_t *sc = frigg_xmalloc((size_t)rows * ng * 2);
+        tm_quantize(t[i].data, rows, cols, bits, group, q, sc);
+        if (s->quant_dequant) {
+            for (size_t j = 0; j < (size_t)rows * cols; j++)
+                t[i].data[j] = frigg_f32_to_bf16((float)q[j] * frigg_bf16_to_f32(sc[(j % cols) / (group ? group : cols) +
+                                                                                      (j / cols) * ng]));
+            out[k++] = t[i];
+            free(q);
+            free(sc);
+            continue;
+        }
+        char mod[128];
+        snprintf(mod, sizeof mod, "%.*s", (int)(nl - 7), t[i].name);
+        int words = (cols * bits + 31) / 32;
+        tm_tensor *pk = &out[k++], *ts = &out[k++], *sh = &out[k++];
+        snprintf(pk->name, sizeof pk->name, "%s.weight_packed", mod);
+        pk->ndim = 2;
+        pk->shape[0] = rows;
+        pk->shape[1] = words;
+        pk->dtype = "I32";
+        pk->raw_bytes = (size_t)rows * words * 4;
+        pk->raw = frigg_xmalloc(pk->raw_bytes);
+        tm_pack(q, rows, cols, bits, pk->raw);
+        snprintf(ts->name, sizeof ts->name, "%s.weight_scale", mod);
+        ts->ndim = 2;
+        ts->shape[0] = rows;
+        ts->shape[1] = ng;
+        ts->data = sc;
+        snprintf(sh->name, sizeof sh->name, "%s.weight_shape", mod);
+        sh->ndim = 1;
+        sh->shape[0] = 2;
+        sh->dtype = "I64";
+        sh->raw_bytes = 16;
+        int64_t *shp = frigg_xmalloc(16);
+        shp[0] = rows;
+        shp[1] = cols;
+        sh->raw = shp;
+        free(q);
+        free(t[i].data);
+    }
+    free(t);
+    *tp = out;
+    return k;
+}
+
+static void qargs(char *b, size_t cap, int bits, int group) {
+    if (group)
+        snprintf(b, cap, "{\"num_bits\":%d,\"type\":\"int\",\"symmetric\":true,\"strategy\":\"group\",\"group_size\":%d,"
+                 "\"dynamic\":false}", bits, group);
+    else
+        snprintf(b, cap, "{\"num_bits\":%d,\"type\":\"int\",\"symmetric\":true,\"strategy\":\"channel\",\"group_size\":null,"
+                 "\"dynamic\":false}", bits);
+}
+
+char *tm_quant_config_json(const tm_spec *s) {
+    if (s->quant_json) return frigg_xstrdup(s->quant_json);
+    if ((!s->quant_bits && !s->quant_io_bits) || s->quant_dequant) return NULL;
+    char a[256], b[256], g0[768] = "", g1[768] = "";
+    /* HF's hrm_text module names of the decoder-layer linears, as compressed-tensors' regex target. */
+    if (s->quant_bits) {
+        qargs(a, sizeof a, s->quant_bits, s->quant_group);
+        snprintf(g0, sizeof g0, "\"group_0\":{\"targets\":[\"re:^model\\\\.[LH]_module\\\\.layers\\\\.[0-9]+\\\\."
+                 "(self_attn|mlp)\\\\.(gate|q|k|v|o|up|down)_proj$\"],\"weights\":%s,\"input_activations\":null,"
+                 "\"output_activations\":null,\"format\":\"pack-quantized\"}", a);
+    }
+    if (s->quant_io_bits) {
+        qargs(b, sizeof b, s->quant_io_bits, s->quant_io_group);
+        snprintf(g1, sizeof g1, "%s\"group_1\":{\"targets\":[\"lm_head\",\"model.embed_tokens\"],\"weights\":%s,"
+                 "\"input_activations\":null,\"output_activations\":null,\"format\":\"pack-quantized\"}",
+                 s->quant_bits ? "," : "", b);
+    }
+    char *out = frigg_xmalloc(4096);
+    snprintf(out, 4096,
+             "{\"config_groups\":{%s%s},\"format\":\"pack-quantized\",\"global_compression_ratio\":null,"
+             "\"ignore\":[%s],\"kv_cache_scheme\":null,\"moe_sparsity_config\":null,"
+             "\"quant_method\":\"compressed-tensors\",\"quantization_status\":\"compressed\",\"sparsity_config\":{},"
+             "\"transform_config\":{},\"version\":\"0.20.1\"}",
+             g0, g1, s->quant_io_bits ? "" : "\"lm_head\"");
+    return out;
 }
 
 int tm_write_safetensors(const char *path, const tm_tensor *t, int n, int f32) {
@@ -89,14 +221,15 @@ int tm_write_safetensors(const char *path, const tm_tensor *t, int n, int f32) {
     hl += snprintf(h + hl, hcap - hl, "{\"__metadata__\":{\"format\":\"pt\"}");
     for (int i = 0; i < n; i++) {
         size_t cnt = (size_t)t[i].shape[0] * (t[i].ndim == 2 ? (size_t)t[i].shape[1] : 1);
+        size_t nb = t[i].dtype ? t[i].raw_bytes : cnt * esz;
+        const char *dt = t[i].dtype ? t[i].dtype : f32 ? "F32" : "BF16";
         if (t[i].ndim == 2)
             hl += snprintf(h + hl, hcap - hl, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%lld,%lld],\"data_offsets\":[%zu,%zu]}",
-                           t[i].name, f32 ? "F32" : "BF16", (long long)t[i].shape[0], (long long)t[i].shape[1], off,
-                           off + cnt * esz);
+                           t[i].name, dt, (long long)t[i].shape[0], (long long)t[i].shape[1], off, off + nb);
         else
             hl += snprintf(h + hl, hcap - hl, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%lld],\"data_offsets\":[%zu,%zu]}",
-                           t[i].name, f32 ? "F32" : "BF16", (long long)t[i].shape[0], off, off + cnt * esz);
-        off += cnt * esz;
+                           t[i].name, dt, (long long)t[i].shape[0], off, off + nb);
+        off += nb;
     }
     hl += snprintf(h + hl, hcap - hl, "}");
     while (hl % 8) h[hl++] = ' '; /* keep the data 8-byte aligned, as the reference writer does */
@@ -112,7 +245,9 @@ int tm_write_safetensors(const char *path, const tm_tensor *t, int n, int f32) {
     fwrite(h, 1, hl, f);
     for (int i = 0; i < n; i++) {
         size_t cnt = (size_t)t[i].shape[0] * (t[i].ndim == 2 ? (size_t)t[i].shape[1] : 1);
-        if (f32) {
+        if (t[i].dtype) {
+            fwrite(t[i].raw, 1, t[i].raw_bytes, f);
+        } else if (f32) {
             for (size_t j = 0; j < cnt; j++) {
                 float v = frigg_bf16_to_f32(t[i].data[j]);
                 fwrite(&v, 4, 1, f);
@@ -125,11 +260,20 @@ int tm_write_safetensors(const char *path, const tm_tensor *t, int n, int f32) {
     return fclose(f);
 }
 
-int tm_write_config(const char *dir, const tm_spec *s, const char *extra) {
+int tm_write_config(const char *dir, const tm_spec *s, const char *extra_json) {
     char *p = frigg_path_join(dir, "config.json");
     FILE *f = fopen(p, "w");
     free(p);
     if (!f) return -1;
+    char *qc = tm_quant_config_json(s), *extra = NULL;
+    if (qc) {
+        size_t len = strlen(qc) + (extra_json ? strlen(extra_json) : 0) + 64;
+        extra = frigg_xmalloc(len);
+        snprintf(extra, len, "\"quantization_config\":%s,%s", qc, extra_json ? extra_json : "");
+        free(qc);
+    } else if (extra_json) {
+        extra = frigg_xstrdup(extra_json);
+    }
     fprintf(f,
             "{%s\"model_type\":\"hrm_text\",\"architectures\":[\"HrmTextForCausalLM\"],\"vocab_size\":%d,"
             "\"hidden_size\":%d,\"intermediate_size\":%d,\"num_hidden_layers\":%d,\"num_attention_heads\":%d,"
@@ -140,6 +284,7 @@ int tm_write_config(const char *dir, const tm_spec *s, const char *extra) {
             "\"L_cycles\":%d,\"prefix_lm\":true,\"bos_token_id\":2,\"eos_token_id\":1,\"pad_token_id\":0}\n",
             extra ? extra : "", s->vocab, s->hidden, s->inter, s->layers, s->heads, s->heads, s->head_dim,
             s->max_pos, 1.0 / sqrt((double)s->hidden), sqrt((double)s->hidden), s->H_cycles, s->L_cycles);
+    free(extra);
     return fclose(f);
 }
 
@@ -148,6 +293,7 @@ int tm_write_model(const char *dir, const tm_spec *s, const char *extra_json) {
     if (tm_write_config(dir, s, extra_json)) return -1;
     tm_tensor *t;
     int n = tm_make_tensors(s, &t), rc;
+    if (s->quant_bits || s->quant_io_bits) n = tm_quantize_tensors(s, &t, n);
     if (s->shards == 2) {
         int half = n / 2;
         char *p1 = frigg_path_join(dir, "model-00001-of-00002.safetensors");
