@@ -393,6 +393,19 @@ typedef struct {
     int responding;             /* counted in server.responding until on_completed */
 } conn;
 
+/* A job's waiter sleeps on its condition for at most 50 ms (j->mu held), so that it notices a client that went
+ * away while nothing was produced. */
+static void wait_a_while(job *j) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 50 * 1000 * 1000;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+}
+
 static int client_gone(int fd) {
     if (fd < 0) return 0;
     struct pollfd p = {.fd = fd, .events = POLLRDHUP};
@@ -464,14 +477,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
             pthread_mutex_unlock(&j->mu);
             return MHD_CONTENT_READER_END_OF_STREAM;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+        wait_a_while(j); /* then look at the client's socket again */
         if (j->out.len == j->out_sent && !j->finished && client_gone(sc->fd)) {
             pthread_mutex_unlock(&j->mu);
             job_cancel(j);
@@ -523,14 +529,7 @@ static enum MHD_Result handle_generate(server *s, struct MHD_Connection *c, conn
     /* Not streamed: wait for the end, watching the client's socket. */
     pthread_mutex_lock(&j->mu);
     while (!j->finished) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 50 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+        wait_a_while(j); /* then look at the client's socket again */
         if (!j->finished && client_gone(cn->fd)) {
             pthread_mutex_unlock(&j->mu);
             job_cancel(j);

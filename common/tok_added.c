@@ -11,7 +11,7 @@
 static int32_t trie_node(tok_trie *t) {
     if (t->n_nodes == t->cap_nodes) {
         t->cap_nodes = t->cap_nodes ? t->cap_nodes * 2 : 64;
-        t->term = tok_xrealloc(t->term, t->cap_nodes * sizeof *t->term);
+        t->term = frigg_xrealloc(t->term, t->cap_nodes * sizeof *t->term);
     }
     t->term[t->n_nodes] = -1;
     return (int32_t)t->n_nodes++;
@@ -92,7 +92,7 @@ static uint32_t last_cp(const char *s, size_t end) {
 static void push_span(tok_span **out, size_t *n, size_t *cap, size_t a, size_t b, int32_t id) {
     if (*n == *cap) {
         *cap = *cap ? *cap * 2 : 16;
-        *out = tok_xrealloc(*out, *cap * sizeof **out);
+        *out = frigg_xrealloc(*out, *cap * sizeof **out);
     }
     (*out)[(*n)++] = (tok_span){a, b, id};
 }

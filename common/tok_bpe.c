@@ -65,7 +65,7 @@ typedef struct {
 static void word_add(word *w, int32_t c, uint32_t len) {
     if (w->n == w->cap) {
         w->cap = w->cap ? w->cap * 2 : 64;
-        w->sym = tok_xrealloc(w->sym, w->cap * sizeof *w->sym);
+        w->sym = frigg_xrealloc(w->sym, w->cap * sizeof *w->sym);
     }
     int32_t i = (int32_t)w->n;
     if (i > 0) w->sym[i - 1].next = i;
@@ -161,7 +161,7 @@ int tok_bpe_word(const frigg_tokenizer *tk, const char *s, size_t n, tok_ivec *i
             if (right.next >= 0) sym[right.next].prev = (int32_t)top.pos;
             if (hn + 2 > hcap) {
                 hcap *= 2;
-                heap = tok_xrealloc(heap, hcap * sizeof *heap);
+                heap = frigg_xrealloc(heap, hcap * sizeof *heap);
             }
             uint32_t rank;
             if (cur->prev >= 0 &&

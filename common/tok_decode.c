@@ -33,7 +33,7 @@ typedef struct {
 static void sl_push(strlist *l, const char *s, size_t n) {
     if (l->n == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 64;
-        l->v = tok_xrealloc(l->v, l->cap * sizeof *l->v);
+        l->v = frigg_xrealloc(l->v, l->cap * sizeof *l->v);
     }
     l->v[l->n] = (tok_buf){0};
     tok_buf_put(&l->v[l->n++], s, n);

@@ -13,7 +13,6 @@
 
 #include "tokenizer.h"
 
-void *tok_xrealloc(void *p, size_t n); /* aborts with a message on out-of-memory */
 
 /* A growable byte buffer; p is always NUL-terminated when non-NULL. */
 typedef struct {

@@ -48,7 +48,7 @@ int tok_load_normalizer(const tok_ctx *c, frigg_tokenizer *tk, json_t *o) {
     }
     nm.content = tok_dup(s, n);
     nm.content_len = n;
-    tk->norm = tok_xrealloc(tk->norm, (tk->n_norm + 1) * sizeof *tk->norm);
+    tk->norm = frigg_xrealloc(tk->norm, (tk->n_norm + 1) * sizeof *tk->norm);
     tk->norm[tk->n_norm++] = nm;
     return 0;
 }
@@ -66,7 +66,7 @@ static int split_behavior(const char *b) {
 }
 
 static void push_pre(frigg_tokenizer *tk, tok_pretok p) {
-    tk->pre = tok_xrealloc(tk->pre, (tk->n_pre + 1) * sizeof *tk->pre);
+    tk->pre = frigg_xrealloc(tk->pre, (tk->n_pre + 1) * sizeof *tk->pre);
     tk->pre[tk->n_pre++] = p;
 }
 
@@ -227,7 +227,7 @@ int tok_apply_hf_regex(const tok_ctx *c, frigg_tokenizer *tk, json_t *pre) {
         memmove(tk->pre, tk->pre + drop, (tk->n_pre - drop) * sizeof *tk->pre);
         tk->n_pre -= drop;
     }
-    tk->pre = tok_xrealloc(tk->pre, (tk->n_pre + 1) * sizeof *tk->pre);
+    tk->pre = frigg_xrealloc(tk->pre, (tk->n_pre + 1) * sizeof *tk->pre);
     memmove(tk->pre + 1, tk->pre, tk->n_pre * sizeof *tk->pre);
     tk->pre[0] = p;
     tk->n_pre++;
@@ -298,7 +298,7 @@ int tok_load_decoder(const tok_ctx *c, frigg_tokenizer *tk, json_t *o) {
     } else {
         return tok_fail(c, "unsupported decoder: %s", t);
     }
-    tk->dec = tok_xrealloc(tk->dec, (tk->n_dec + 1) * sizeof *tk->dec);
+    tk->dec = frigg_xrealloc(tk->dec, (tk->n_dec + 1) * sizeof *tk->dec);
     tk->dec[tk->n_dec++] = d;
     return 0;
 }

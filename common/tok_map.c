@@ -8,20 +8,11 @@
 #include "tok_internal.h"
 #include "util.h"
 
-void *tok_xrealloc(void *p, size_t n) {
-    void *q = realloc(p, n ? n : 1);
-    if (!q) {
-        fprintf(stderr, "frigg: out of memory allocating %zu bytes\n", n);
-        abort();
-    }
-    return q;
-}
-
 void tok_buf_put(tok_buf *b, const void *s, size_t n) {
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 64;
         while (cap < b->n + n + 1) cap *= 2;
-        b->p = tok_xrealloc(b->p, cap);
+        b->p = frigg_xrealloc(b->p, cap);
         b->cap = cap;
     }
     if (n) memcpy(b->p + b->n, s, n);
@@ -66,7 +57,7 @@ char *tok_buf_take(tok_buf *b, size_t *len) {
 void tok_ivec_push(tok_ivec *a, int32_t x) {
     if (a->n == a->cap) {
         a->cap = a->cap ? a->cap * 2 : 64;
-        a->v = tok_xrealloc(a->v, a->cap * sizeof *a->v);
+        a->v = frigg_xrealloc(a->v, a->cap * sizeof *a->v);
     }
     a->v[a->n++] = x;
 }
@@ -165,12 +156,12 @@ size_t tok_strmap_put(tok_strmap *m, const char *k, size_t len, int32_t val) {
     }
     if (m->n == m->cap) {
         m->cap *= 2;
-        m->e = tok_xrealloc(m->e, m->cap * sizeof *m->e);
+        m->e = frigg_xrealloc(m->e, m->cap * sizeof *m->e);
     }
     if (m->arena_n + len + 1 > m->arena_cap) {
         size_t cap = m->arena_cap ? m->arena_cap : 4096;
         while (cap < m->arena_n + len + 1) cap *= 2;
-        m->arena = tok_xrealloc(m->arena, cap);
+        m->arena = frigg_xrealloc(m->arena, cap);
         m->arena_cap = cap;
     }
     memcpy(m->arena + m->arena_n, k, len);

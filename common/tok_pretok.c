@@ -58,7 +58,7 @@ typedef struct {
 static void sp_push(spans *s, size_t a, size_t b, int m) {
     if (s->n == s->cap) {
         s->cap = s->cap ? s->cap * 2 : 32;
-        s->v = tok_xrealloc(s->v, s->cap * sizeof *s->v);
+        s->v = frigg_xrealloc(s->v, s->cap * sizeof *s->v);
     }
     s->v[s->n++] = (span){a, b, m};
 }

@@ -206,7 +206,7 @@ static int load_added(const tok_ctx *c, frigg_tokenizer *tk, json_t *list) {
             free(tk->added[k].norm);
             tk->added[k] = a;
         } else {
-            tk->added = tok_xrealloc(tk->added, (tk->n_added + 1) * sizeof *tk->added);
+            tk->added = frigg_xrealloc(tk->added, (tk->n_added + 1) * sizeof *tk->added);
             tk->added[tk->n_added++] = a;
         }
     }
