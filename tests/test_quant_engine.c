@@ -349,6 +349,394 @@ static void check_engine(const char *what, tm_spec s) {
     free(dc);
 }
 
+/* ---- (c) refusals ---- */
+
+#define W_OK "{\"num_bits\":4,\"type\":\"int\",\"symmetric\":true,\"strategy\":\"group\",\"group_size\":16,\"dynamic\":false}"
+#define TOP_OK "\"format\":\"pack-quantized\",\"quant_method\":\"compressed-tensors\""
+
+/* A quantization_config: one group (targets `targets`, weights `w`, `gextra` spliced into the group) and
+ * the top-level keys `top` (+ `textra`). */
+static char *qc_json(const char *targets, const char *w, const char *gextra, const char *top, const char *textra) {
+    char *b = malloc(4096);
+    snprintf(b, 4096, "{\"config_groups\":{\"group_0\":{\"targets\":%s,\"weights\":%s%s}},%s%s}", targets, w, gextra, top,
+             textra);
+    return b;
+}
+
+/* config.json with this quantization_config must be refused, the error naming `needle`. */
+static void expect_config_refused(const char *qc, const char *needle) {
+    static int k;
+    char name[32];
+    snprintf(name, sizeof name, "c-cfg-%d", k++);
+    char *d = frigg_path_join(g_tmp, name);
+    mkdir(d, 0755);
+    tm_spec s = tm_default();
+    s.quant_json = qc;
+    tm_write_config(d, &s, NULL);
+    char *p = frigg_path_join(d, "config.json");
+    frigg_config c;
+    int rc = frigg_config_load(&c, p);
+    CHECK(rc == -1, "accepted: %s", qc);
+    if (rc == -1) CHECK(strstr(frigg_error(), needle) != NULL, "error \"%s\" does not name \"%s\"", frigg_error(), needle);
+    free(p);
+    free(d);
+}
+
+static void expect_config_ok(const char *qc) {
+    char *d = frigg_path_join(g_tmp, "c-cfg-ok");
+    mkdir(d, 0755);
+    tm_spec s = tm_default();
+    s.quant_json = qc;
+    tm_write_config(d, &s, NULL);
+    char *p = frigg_path_join(d, "config.json");
+    frigg_config c;
+    CHECK(frigg_config_load(&c, p) == 0 && c.quantized, "refused: %s: %s", qc, frigg_error());
+    free(p);
+    free(d);
+}
+
+static void check_config_refusals(void) {
+    char *q;
+#define REFUSE(expr, needle) (q = (expr), expect_config_refused(q, needle), free(q))
+#define ACCEPT(expr) (q = (expr), expect_config_ok(q), free(q))
+    ACCEPT(qc_json("[\"Linear\"]", W_OK, "", TOP_OK, ""));
+    ACCEPT(qc_json("[\"Linear\"]", W_OK, ",\"input_activations\":null,\"output_activations\":null,\"format\":\"pack-quantized\"",
+                   TOP_OK, ",\"ignore\":[\"lm_head\"],\"kv_cache_scheme\":null,\"quantization_status\":\"compressed\","
+                   "\"sparsity_config\":{},\"transform_config\":{},\"version\":\"0.20.1\",\"global_compression_ratio\":null"));
+    ACCEPT(qc_json("[\"Linear\"]", "{\"num_bits\":8,\"group_size\":-1}", "", TOP_OK, ""));    /* inferred channel */
+    ACCEPT(qc_json("[\"Linear\"]", "{\"num_bits\":4,\"group_size\":32}", "", TOP_OK, ""));    /* inferred group */
+    ACCEPT(qc_json("[\"Linear\"]", "{\"num_bits\":4,\"strategy\":\"group\",\"group_size\":32,\"actorder\":\"weight\","
+                   "\"observer\":\"minmax\",\"observer_kwargs\":{}}", "", TOP_OK, ""));
+    /* quant_method, format */
+    static const char *const methods[] = {"gptq", "awq", "bitsandbytes", "fp8", "compressed_tensors"};
+    for (int i = 0; i < 5; i++) {
+        char top[160], needle[64];
+        snprintf(top, sizeof top, "\"format\":\"pack-quantized\",\"quant_method\":\"%s\"", methods[i]);
+        snprintf(needle, sizeof needle, "quant_method \"%s\"", methods[i]);
+        REFUSE(qc_json("[\"Linear\"]", W_OK, "", top, ""), needle);
+    }
+    REFUSE(qc_json("[\"Linear\"]", W_OK, "", "\"format\":\"pack-quantized\"", ""), "quant_method (absent)");
+    static const char *const formats[] = {"int-quantized", "float-quantized", "naive-quantized", "marlin-24",
+                                          "nvfp4-pack-quantized", "mxfp4-pack-quantized", "dense", "mixed-precision",
+                                          "sparse-24-bitmask"};
+    for (int i = 0; i < 9; i++) {
+        char top[160], needle[64];
+        snprintf(top, sizeof top, "\"format\":\"%s\",\"quant_method\":\"compressed-tensors\"", formats[i]);
+        snprintf(needle, sizeof needle, "format \"%s\"", formats[i]);
+        REFUSE(qc_json("[\"Linear\"]", W_OK, "", top, ""), needle);
+    }
+    REFUSE(qc_json("[\"Linear\"]", W_OK, ",\"format\":\"int-quantized\"", TOP_OK, ""), "group_0.format int-quantized");
+    /* the weights' scheme */
+    REFUSE(qc_json("[\"Linear\"]", "{\"num_bits\":4,\"symmetric\":false,\"strategy\":\"group\",\"group_size\":16}", "",
+                   TOP_OK, ""), "asymmetric");
+    REFUSE(qc_json("[\"Linear\"]", "{\"num_bits\":8,\"type\":\"float\",\"strategy\":\"channel\"}", "", TOP_OK, ""),
+           "type \"float\"");
+    static const int bad_bits[] = {1, 2, 3, 5, 6, 7, 16};
+    for (int i = 0; i < 7; i++) {
+        char w[160], needle[64];
+        snprintf(w, sizeof w, "{\"num_bits\":%d,\"strategy\":\"channel\"}", bad_bits[i]);
+        snprintf(needle, sizeof needle, "num_bits %d is not supported", bad_bits[i]);
+        REFUSE(qc_json("[\"Linear\"]", w, "", TOP_OK, ""), needle);
+    }
+    REFUSE(qc_json("[\"Linear\"]", "{\"num_bits\":8}", "", TOP_OK, ""), "strategy \"tensor\""); /* no group_size */
+    REFUSE(qc_json("[\"Linear\"]", "{\"num_bits\":8,\"strategy\":\"tensor\"}", "", TOP_OK, ""), "strategy \"tensor\"");
+    REFUSE(qc_json("[\"Linear\"]", "{\"num_bits\":8,\"strategy\":\"token\",\"dynamic\":false}", "", TOP_OK, ""),
+           "strategy \"token\"");
+    REFUSE(qc_json("[\"Linear\"]", "{\"num_bits\":8,\"strategy\":\"tensor_group\",\"group_size\":16}", "", TOP_OK, ""),
+           "strategy \"tensor_group\"");
+    REFUSE(qc_json("[\"Linear\"]", "{\"num_bits\":8,\"strategy\":\"block\",\"block_structure\":[128,128]}", "", TOP_OK, ""),
+           "block_structure");
+    REFUSE(qc_json("[\"Linear\"]", "{\"num_bits\":4,\"strategy\":\"group\"}", "", TOP_OK, ""), "positive group_size");
+    REFUSE(qc_json("[\"Linear\"]", "{\"num_bits\":4,\"strategy\":\"channel\",\"group_size\":128}", "", TOP_OK, ""),
+           "group_size 128 with strategy \"channel\"");
+    REFUSE(qc_json("[\"Linear\"]", "{\"num_bits\":4,\"strategy\":\"group\",\"group_size\":16,\"actorder\":\"group\"}", "",
+                   TOP_OK, ""), "actorder group");
+    REFUSE(qc_json("[\"Linear\"]", "{\"num_bits\":4,\"strategy\":\"group\",\"group_size\":16,\"actorder\":\"dynamic\"}", "",
+                   TOP_OK, ""), "actorder dynamic");
+    REFUSE(qc_json("[\"Linear\"]", "{\"num_bits\":4,\"strategy\":\"group\",\"group_size\":16,\"actorder\":true}", "",
+                   TOP_OK, ""), "actorder true");
+    REFUSE(qc_json("[\"Linear\"]", "{\"num_bits\":8,\"strategy\":\"channel\",\"dynamic\":true}", "", TOP_OK, ""),
+           "dynamic");
+    REFUSE(qc_json("[\"Linear\"]", "{\"num_bits\":8,\"strategy\":\"channel\",\"scale_dtype\":\"torch.float32\"}", "",
+                   TOP_OK, ""), "scale_dtype torch.float32");
+    REFUSE(qc_json("[\"Linear\"]", "{\"num_bits\":8,\"strategy\":\"channel\",\"zero_point\":0}", "", TOP_OK, ""),
+           "unknown key \"zero_point\"");
+    /* activations, KV cache, sparsity, transforms, presets, the rest of the schema */
+    REFUSE(qc_json("[\"Linear\"]", W_OK, ",\"input_activations\":{\"num_bits\":8,\"strategy\":\"token\",\"dynamic\":true}",
+                   TOP_OK, ""), "input_activations");
+    REFUSE(qc_json("[\"Linear\"]", W_OK, ",\"output_activations\":{\"num_bits\":8,\"strategy\":\"tensor\"}", TOP_OK, ""),
+           "output_activations");
+    REFUSE(qc_json("[\"Linear\"]", W_OK, "", TOP_OK, ",\"kv_cache_scheme\":{\"num_bits\":8,\"type\":\"float\"}"),
+           "kv_cache_scheme");
+    REFUSE(qc_json("[\"Linear\"]", W_OK, "", TOP_OK, ",\"sparsity_config\":{\"format\":\"sparse-24-bitmask\"}"),
+           "sparsity_config");
+    REFUSE(qc_json("[\"Linear\"]", W_OK, "", TOP_OK, ",\"transform_config\":{\"config_groups\":{}}"), "transform_config");
+    REFUSE(qc_json("[\"Linear\"]", W_OK, "", TOP_OK, ",\"quantization_status\":\"frozen\""), "quantization_status frozen");
+    REFUSE(qc_json("[\"Linear\"]", W_OK, "", TOP_OK, ",\"awq_version\":1"), "unknown key \"awq_version\"");
+    REFUSE(qc_json("[\"Linear\"]", W_OK, ",\"observer\":\"minmax\"", TOP_OK, ""), "unknown key \"observer\"");
+    REFUSE(qc_json("[]", W_OK, "", TOP_OK, ""), "targets");
+    REFUSE(qc_json("[\"Linear\"]", "null", "", TOP_OK, ""), "no weights scheme");
+    REFUSE(strdup("{\"config_groups\":{\"W4A16\":[\"Linear\"]}," TOP_OK "}"), "preset");
+    REFUSE(strdup("{\"config_groups\":{}," TOP_OK "}"), "config_groups");
+    REFUSE(strdup("[1]"), "must be an object");
+#undef REFUSE
+#undef ACCEPT
+}
+
+/* Edits of a quantized checkpoint's tensor list (split layout), each to be refused by the loader. */
+enum { E_ZERO_POINT, E_G_IDX, E_SCALE_F32, E_PACKED_F32, E_SHAPE_VALUES, E_BOTH, E_SCALE_NAN, E_ZL_I32, E_NO_SHAPE };
+static const char *const k_mod = "model.L_module.layers.0.self_attn.k_proj";
+
+static tm_tensor *find_t(tm_tensor *t, int n, const char *mod, const char *sfx) {
+    char want[200];
+    snprintf(want, sizeof want, "%s%s%s", mod, *sfx ? "." : "", sfx);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(t[i].name, want)) return &t[i];
+    return NULL;
+}
+
+static tm_tensor *append_t(tm_tensor **t, int *n, const char *name, const char *dtype, int ndim, int64_t d0, int64_t d1,
+                           size_t bytes) {
+    *t = realloc(*t, (*n + 1) * sizeof **t);
+    tm_tensor *x = &(*t)[(*n)++];
+    memset(x, 0, sizeof *x);
+    snprintf(x->name, sizeof x->name, "%s", name);
+    x->ndim = ndim;
+    x->shape[0] = d0;
+    x->shape[1] = d1;
+    x->dtype = dtype;
+    x->raw = calloc(bytes, 1);
+    x->raw_bytes = bytes;
+    return x;
+}
+
+static void expect_model_refused(const char *name, const tm_spec *s, int edit, const char *needle) {
+    char *d = frigg_path_join(g_tmp, name);
+    mkdir(d, 0755);
+    tm_write_config(d, s, NULL);
+    tm_tensor *t;
+    int n = tm_make_tensors(s, &t);
+    n = tm_quantize_tensors(s, &t, n);
+    char nm[200];
+    int D = s->hidden;
+    tm_tensor *x;
+    switch (edit) {
+    case E_ZERO_POINT:
+        snprintf(nm, sizeof nm, "%s.weight_zero_point", k_mod);
+        append_t(&t, &n, nm, "I32", 2, D / 8, D / 16, (size_t)D / 8 * (D / 16) * 4);
+        break;
+    case E_G_IDX:
+        snprintf(nm, sizeof nm, "%s.weight_g_idx", k_mod);
+        append_t(&t, &n, nm, "I32", 1, D, 0, (size_t)D * 4);
+        break;
+    case E_SCALE_F32:
+        x = find_t(t, n, k_mod, "weight_scale");
+        x->raw_bytes = (size_t)x->shape[0] * x->shape[1] * 4;
+        x->raw = malloc(x->raw_bytes);
+        for (size_t i = 0; i < x->raw_bytes / 4; i++) ((float *)x->raw)[i] = frigg_bf16_to_f32(x->data[i]);
+        x->dtype = "F32";
+        free(x->data);
+        x->data = NULL;
+        break;
+    case E_PACKED_F32: find_t(t, n, k_mod, "weight_packed")->dtype = "F32"; break;
+    case E_SHAPE_VALUES: ((int64_t *)find_t(t, n, k_mod, "weight_shape")->raw)[1] = D + 8; break;
+    case E_BOTH:
+        snprintf(nm, sizeof nm, "%s.weight", k_mod);
+        append_t(&t, &n, nm, "BF16", 2, D, D, (size_t)D * D * 2);
+        break;
+    case E_SCALE_NAN: find_t(t, n, k_mod, "weight_scale")->data[3] = 0x7fc0; break;
+    case E_ZL_I32: {
+        x = find_t(t, n, "model.z_L_init", "");
+        x->dtype = "I32";
+        x->raw_bytes = (size_t)D * 4;
+        x->raw = calloc(D, 4);
+        break;
+    }
+    case E_NO_SHAPE: {
+        x = find_t(t, n, k_mod, "weight_shape");
+        snprintf(x->name, sizeof x->name, "%s.weight_shape_", k_mod);
+        break;
+    }
+    }
+    char *p = frigg_path_join(d, "model.safetensors");
+    tm_write_safetensors(p, t, n, 0);
+    free(p);
+    tm_free_tensors(t, n);
+    frigg_model *m = frigg_model_load(d);
+    CHECK(m == NULL, "%s: loaded", name);
+    if (!m) CHECK(strstr(frigg_error(), needle) != NULL, "%s: error \"%s\" does not name \"%s\"", name, frigg_error(), needle);
+    frigg_model_free(m);
+    free(d);
+}
+
+/* A quantized checkpoint of spec `w` (tensors) with config.json's quantization_config `qc` (NULL: none). */
+static void expect_mismatch(const char *name, tm_spec w, const char *qc, const char *needle) {
+    char *d = write_model(name, &w);
+    tm_spec c = w;
+    if (qc) c.quant_json = qc;
+    else c.quant_bits = c.quant_io_bits = 0;
+    tm_write_config(d, &c, NULL);
+    frigg_model *m = frigg_model_load(d);
+    CHECK(m == NULL, "%s: loaded", name);
+    if (!m) CHECK(strstr(frigg_error(), needle) != NULL, "%s: error \"%s\" does not name \"%s\"", name, frigg_error(), needle);
+    frigg_model_free(m);
+    free(d);
+}
+
+static void expect_loads(const char *name, tm_spec w, const char *qc) {
+    char *d = write_model(name, &w);
+    tm_spec c = w;
+    c.quant_json = qc;
+    tm_write_config(d, &c, NULL);
+    frigg_model *m = frigg_model_load(d);
+    CHECK(m != NULL, "%s: %s", name, frigg_error());
+    if (m) CHECK(m->stack[1][1].down.dtype == (w.quant_bits == 8 ? FRIGG_DT_INT8 : FRIGG_DT_INT4) &&
+                 m->lm_head.dtype == (w.quant_io_bits ? FRIGG_DT_INT8 : FRIGG_DT_BF16), "%s: dtypes", name);
+    frigg_model_free(m);
+    free(d);
+}
+
+#define G0(targets, w) "{\"config_groups\":{\"group_0\":{\"targets\":" targets ",\"weights\":" w "}"
+#define W4G16 "{\"num_bits\":4,\"strategy\":\"group\",\"group_size\":16}"
+#define W8CH "{\"num_bits\":8,\"strategy\":\"channel\"}"
+#define END ",\"format\":\"pack-quantized\",\"quant_method\":\"compressed-tensors\"}"
+
+static void check_model_refusals(void) {
+    tm_spec s = qspec(4, 16, 8, 0, 1);
+    expect_model_refused("c-zp", &s, E_ZERO_POINT, "weight_zero_point: zero points");
+    expect_model_refused("c-gidx", &s, E_G_IDX, "g_idx");
+    expect_model_refused("c-scalef32", &s, E_SCALE_F32, "only BF16 scales");
+    expect_model_refused("c-packedf32", &s, E_PACKED_F32, "expected I32");
+    expect_model_refused("c-shapeval", &s, E_SHAPE_VALUES, "weight_shape\" says");
+    expect_model_refused("c-both", &s, E_BOTH, "both");
+    expect_model_refused("c-nan", &s, E_SCALE_NAN, "not finite");
+    expect_model_refused("c-zl-i32", &s, E_ZL_I32, "expected a float tensor");
+    expect_model_refused("c-noshape", &s, E_NO_SHAPE, "missing tensor \"model.L_module.layers.0.self_attn.k_proj.weight_shape\"");
+
+    /* Config and tensors disagree. */
+    tm_spec w = qspec(4, 16, 0, 0, 1);
+    expect_mismatch("c-nocfg", w, NULL, "no quantization_config");
+    expect_mismatch("c-bits", w, G0("[\"Linear\"]", W8CH) "},\"ignore\":[\"lm_head\"]" END, "weight_packed\" has shape");
+    expect_mismatch("c-group", w, G0("[\"Linear\"]", "{\"num_bits\":4,\"strategy\":\"group\",\"group_size\":8}")
+                    "},\"ignore\":[\"lm_head\"]" END, "weight_scale\" has shape");
+    expect_mismatch("c-channel", w, G0("[\"Linear\"]", "{\"num_bits\":4,\"strategy\":\"channel\"}")
+                    "},\"ignore\":[\"lm_head\"]" END, "weight_scale\" has shape");
+    expect_mismatch("c-lm-head", w, G0("[\"Linear\"]", W4G16) "}" END,
+                    "quantizes lm_head (config group \"group_0\") but the checkpoint holds lm_head.weight");
+    expect_mismatch("c-untargeted", w, G0("[\"re:.*self_attn.*\"]", W4G16) "}" END,
+                    "model.L_module.layers.0.mlp.gate_proj.weight_packed\" but quantization_config does not quantize");
+    expect_mismatch("c-ignored", w, G0("[\"Linear\"]", W4G16) "},\"ignore\":[\"lm_head\",\"re:.*down_proj\"]" END,
+                    "does not quantize model.L_module.layers.0.mlp.down_proj");
+    expect_mismatch("c-two-groups", w, G0("[\"Linear\"]", W4G16) ",\"group_1\":{\"targets\":[\"re:model\\\\.L_module\"],"
+                    "\"weights\":" W4G16 "}},\"ignore\":[\"lm_head\"]" END, "target of config groups");
+    expect_mismatch("c-regex", w, G0("[\"re:(\"]", W4G16) "}" END, "does not compile");
+    tm_spec e = qspec(4, 16, 8, 0, 1);
+    expect_mismatch("c-embed", e, G0("[\"Linear\"]", W4G16) ",\"group_1\":{\"targets\":[\"lm_head\"],\"weights\":" W8CH
+                    "}},\"ignore\":[\"lm_head\"]" END, "does not quantize model.embed_tokens");
+    tm_spec g = qspec(4, 16, 0, 0, 1);
+    g.hidden = 48;
+    g.heads = 3;
+    g.inter = 96;
+    expect_mismatch("c-divide", g, G0("[\"Linear\"]", "{\"num_bits\":4,\"strategy\":\"group\",\"group_size\":32}")
+                    "},\"ignore\":[\"lm_head\"]" END, "group_size 32 (config group \"group_0\") does not divide its input "
+                    "dimension 48");
+    tm_spec pk = qspec(4, 16, 0, 0, 0);
+    expect_mismatch("c-packed-names", pk, G0("[\"re:.*self_attn.*\",\"re:.*mlp.*\"]", W4G16) ",\"group_1\":{\"targets\":"
+                    "[\"model.L_module.layers.0.attn.gqkv_proj\"],\"weights\":" W4G16 "}}" END, "under one name");
+    /* ... and what the matching rules accept: class names, regexes, HF names for the packed layout's modules,
+     * exact names, ignore entries. */
+    expect_loads("c-ok-linear", w, G0("[\"Linear\"]", W4G16) "},\"ignore\":[\"lm_head\"]" END);
+    expect_loads("c-ok-regex", w, G0("[\"re:model\\\\.[LH]_module\\\\.\"]", W4G16) "}" END);
+    expect_loads("c-ok-packed-hf", pk, G0("[\"re:.*self_attn\\\\.\",\"re:.*mlp\\\\.\"]", W4G16) "}" END);
+    expect_loads("c-ok-packed-ckpt", pk, G0("[\"re:.*_proj$\"]", W4G16) "},\"ignore\":[\"lm_head\"]" END);
+    tm_spec io = qspec(8, 0, 8, 0, 0);
+    expect_loads("c-ok-module", io, G0("[\"Linear\",\"Embedding\"]", W8CH) "}" END);
+}
+
+/* ---- (d) greedy decoding: deterministic and batch-invariant ---- */
+
+static void check_greedy(const char *what, const tm_spec *s) {
+    char *d = write_model(what, s);
+    frigg_model *m = frigg_model_load(d);
+    CHECK(m != NULL, "%s: %s", what, frigg_error());
+    if (!m) {
+        free(d);
+        return;
+    }
+    enum { NS = 4, MAXT = 12, JOIN = 3 };
+    static const int32_t prompts[NS][6] = {{5, 17, 3, 88, 41, 9}, {60, 23}, {71, 30, 2, 14, 50}, {2, 8, 8}};
+    static const int plen[NS] = {6, 2, 5, 3}, prefix[NS] = {3, 0, 5, 1};
+    int32_t alone[2][NS][MAXT];
+    for (int rep = 0; rep < 2; rep++)
+        for (int i = 0; i < NS; i++) {
+            frigg_backend *b = mk(m, 0, 1 + rep * 2, 1);
+            if (!b) continue;
+            frigg_gen_params gp = {.max_tokens = MAXT, .prefix_tokens = prefix[i]};
+            frigg_gen_result r = {0};
+            CHECK(frigg_generate(b, 0, prompts[i], plen[i], &gp, &r) == 0 && r.n == MAXT, "%s: generate %d: %s", what, i,
+                  frigg_error());
+            for (int t = 0; t < MAXT; t++) alone[rep][i][t] = t < r.n ? r.ids[t] : -1;
+            frigg_gen_result_free(&r);
+            frigg_backend_destroy(b);
+        }
+    CHECK(!memcmp(alone[0], alone[1], sizeof alone[0]), "%s: greedy ids differ between two runs (1 and 3 threads)", what);
+    /* Together: four sequences in one engine, sequence 2 joining JOIN steps late (its prefill beside the
+     * others' decode rows); all decode rows of a step in one submit. */
+    frigg_backend *b = mk(m, 0, 3, NS);
+    int32_t got[NS][MAXT], out[NS];
+    int ngot[NS] = {0};
+    for (int step = 0; b && step < MAXT + JOIN; step++) {
+        frigg_row rows[NS];
+        int nr = 0, who[NS];
+        for (int i = 0; i < NS; i++) {
+            int start = i == 2 ? JOIN : 0;
+            if (step < start || ngot[i] == MAXT) continue;
+            frigg_row r = {.seq = i, .want = FRIGG_WANT_GREEDY, .out_id = &out[nr]};
+            if (step == start) {
+                r.prefill = 1;
+                r.ids = prompts[i];
+                r.n = plen[i];
+                r.prefix_len = prefix[i];
+            } else {
+                r.n = 1;
+                r.token = got[i][ngot[i] - 1];
+            }
+            who[nr] = i;
+            rows[nr++] = r;
+        }
+        if (!nr) break;
+        CHECK(frigg_step(b, rows, nr) == 0, "%s: step %d: %s", what, step, frigg_error());
+        for (int j = 0; j < nr; j++) got[who[j]][ngot[who[j]]++] = out[j];
+    }
+    for (int i = 0; i < NS; i++)
+        CHECK(ngot[i] == MAXT && !memcmp(got[i], alone[0][i], sizeof got[i]), "%s: sequence %d decoded together differs "
+              "from alone", what, i);
+    frigg_backend_destroy(b);
+    frigg_model_free(m);
+    free(d);
+}
+
+static void check_cuda_refuses(void) {
+#ifdef FRIGG_CUDA
+    if (frigg_cuda_device_count() < 1) {
+        SKIP("no CUDA device: the CUDA engine's refusal of INT4 weights is not exercised");
+        return;
+    }
+    tm_spec s = qspec(4, 16, 8, 0, 1);
+    char *d = write_model("cuda-q4", &s);
+    frigg_model *m = frigg_model_load(d);
+    CHECK(m != NULL, "load: %s", frigg_error());
+    if (m) {
+        frigg_backend_opts o = {.max_seqs = 1, .max_ctx = 16};
+        frigg_backend *b = frigg_backend_create("cuda", m, &o);
+        CHECK(b == NULL && strstr(frigg_error(), "int8"), "cuda engine on a quantized model: %s", b ? "created" : frigg_error());
+        frigg_backend_destroy(b);
+    }
+    frigg_model_free(m);
+    free(d);
+#endif
+}
+
 int main(void) {
     TEST_MAIN_BEGIN("test_quant_engine");
     g_tmp = tm_tempdir();
@@ -379,6 +767,18 @@ int main(void) {
     check_engine("b-q4g16-packed", qspec(4, 16, 8, 0, 0));
     check_engine("b-q4g8-split-bf16io", qspec(4, 8, 0, 0, 1));
     check_engine("b-odd-q4g17", odd_spec(4, 17));
+
+    /* (c) */
+    check_config_refusals();
+    check_model_refusals();
+    check_cuda_refuses();
+
+    /* (d) */
+    s = qspec(4, 16, 8, 0, 1), check_greedy("d-q4g16", &s);
+    s = qspec(8, 0, 8, 0, 0), check_greedy("d-q8ch-packed", &s);
+
+    tm_rmrf(g_tmp);
+    free(g_tmp);
 
     TEST_MAIN_END();
 }
