@@ -215,7 +215,7 @@ int main(int argc, char **argv) {
                 }
                 lineno++;
                 while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
-                if (len == 0) continue; /* blank lines separate nothing; skip them */
+                if (line[strspn(line, " \t")] == 0) continue; /* blank lines (spaces too) separate nothing: skipped */
                 long k = rn.next++;
                 rn.lineno[k % rn.cap] = lineno;
                 if ((size_t)len > MAX_LINE) {

@@ -26,8 +26,10 @@
 
 typedef struct frigg_backend frigg_backend;
 
+#define FRIGG_MAX_THREADS 1024 /* CPU worker threads an engine takes at most (more is an error, not a hang) */
+
 typedef struct {
-    int threads;          /* CPU worker threads (0 = all cores) */
+    int threads;          /* CPU worker threads (0 = all cores, else 1..FRIGG_MAX_THREADS) */
     int device;           /* CUDA device ordinal */
     int max_seqs;         /* sequence slots, each with its own static KV cache (>= 1) */
     int max_ctx;          /* tokens per sequence (0 = max_position_embeddings) */

@@ -1,6 +1,7 @@
 /* cpu_engine.c — the CPU reference engine: MODEL.md §3 written out, one op per line.
  * It is the executable spec the GPU path is checked against; keep it plain. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -254,6 +255,14 @@ frigg_backend *frigg_backend_cpu_create(const frigg_model *m, const frigg_backen
     b->max_inflight = 2;
     im->prec = o.fp32_reference ? FRIGG_PREC_FP32 : FRIGG_PREC_BF16;
     im->pool = frigg_pool_create(o.threads);
+    if (!im->pool) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%s", frigg_error());
+        free(im);
+        free(b);
+        frigg_set_error("backend \"cpu\": %s", msg);
+        return NULL;
+    }
     im->len = frigg_xcalloc(o.max_seqs, sizeof *im->len);
     im->greedy = frigg_xcalloc(o.max_seqs, sizeof *im->greedy);
     im->last_greedy = frigg_xcalloc(o.max_seqs, 1);

@@ -77,6 +77,7 @@ frigg_model *frigg_model_random(const frigg_config *c, uint64_t seed, float lm_g
     m->dir = frigg_xstrdup("(random)");
     m->layout = FRIGG_LAYOUT_PACKED;
     frigg_pool *pool = frigg_pool_create(0);
+    if (!pool) pool = frigg_pool_create(1); /* no worker thread could start: this thread alone */
     size_t D = c->hidden_size, I = c->intermediate_size, V = c->vocab_size;
     int id = 0;
     m->embed = (frigg_mat){.w = random_tensor(m, pool, V * D, 1.0 / c->embedding_scale, seed, id++), .rows = (int)V, .cols = (int)D};

@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -62,7 +63,14 @@ frigg_pool *frigg_pool_create(int threads) {
         worker_arg *wa = frigg_xmalloc(sizeof *wa);
         wa->p = p;
         wa->index = i;
-        pthread_create(&p->tid[i], NULL, worker, wa);
+        int e = pthread_create(&p->tid[i], NULL, worker, wa);
+        if (e) {
+            free(wa);
+            p->nthreads = i; /* the ones started: destroy joins exactly those */
+            frigg_pool_destroy(p);
+            frigg_set_error("cannot start CPU worker thread %d of %d: %s", i + 1, threads, strerror(e));
+            return NULL;
+        }
     }
     return p;
 }

@@ -189,6 +189,16 @@ int main(void) {
     CHECK(run(cmd, "", &out) == 0 && out && strstr(out, "usage"), "--help");
     free(out);
 
+    /* a line of spaces is a blank line (skipped, no answer); --threads beyond FRIGG_MAX_THREADS is an error at
+     * once, not a machine out of process ids and a hang (timeout: exit 124) */
+    snprintf(cmd, sizeof cmd, "%s/frigg-run --model '%s' --backend cpu", g_bin, dir);
+    rc = run(cmd, "   \n\t\n", &out);
+    CHECK(rc == 0 && out && !*out, "frigg-run: blank lines of spaces: exit %d, output '%s'", rc, out ? out : "");
+    free(out);
+    snprintf(cmd, sizeof cmd, "timeout 20 %s/frigg-run --model '%s' --backend cpu --threads 100000", g_bin, dir);
+    rc = run(cmd, "{\"input_ids\":[5,6],\"max_tokens\":1}\n", &out);
+    CHECK(rc == 2, "frigg-run --threads 100000: exit %d, want 2", rc);
+    free(out);
     snprintf(cmd, sizeof cmd, "%s/frigg-quantize --version", g_bin); /* implemented: tests/quantize.sh tests it */
     rc = run(cmd, "", &out);
     CHECK(rc == 0 && out && strstr(out, "frigg-quantize"), "frigg-quantize --version: exit %d", rc);
