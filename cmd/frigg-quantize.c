@@ -581,8 +581,8 @@ int main(int argc, char **argv) {
         }
     }
     if (check) {
-        fprintf(stderr, PROG ": --check is not implemented yet: the engines cannot run quantized weights yet, so "
-                             "there is nothing to compare with frigg-eval; build without --check\n");
+        fprintf(stderr, PROG ": --check is not implemented yet (it is to compare the build with SRC through "
+                             "frigg-eval); build without it, then run frigg-eval nll on both\n");
         return 2;
     }
     if (argc - optind != 2) {

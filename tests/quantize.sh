@@ -5,7 +5,8 @@
 # checked with the Python standard library (scripts/quant-tests/structure_check.py); the int4 build identical
 # for 1 and 2 threads and different from RTN; the refusals (an existing OUT, left untouched; --check, not
 # implemented yet; a missing or bad --method; --group/--int4-rtn with int8; a group that does not divide a
-# row; a quantized or missing SRC), none of which leaves OUT or a partial folder behind.
+# row; a quantized or missing SRC), none of which leaves OUT or a partial folder behind; frigg-eval nll (the
+# CPU engine reading the builds) on held-out sequences near the bf16 source's.
 # Under CI=true (FRIGG_NO_LIVE unset, as tests/run-tests gates its live checks): the real compressed-tensors
 # package (scripts/pyenv --quant, installed from PyPI on the first run: torch) decompresses every build and must
 # give exactly frigg's values recomputed with numpy, and HF transformers loads the default builds and is
@@ -66,6 +67,23 @@ if command -v python3 >/dev/null 2>&1; then
     done < "$T/builds"
 else
     echo "SKIP quantize: no python3 for the layout checks"
+fi
+
+# ---- frigg's own CPU engine reads the builds: held-out NLL (16 sequences) near the bf16 source's ----
+# (whether the search beats RTN end to end is noise at 16 sequences: man/frigg-quantize.1 has the 128-sequence figures)
+head -n 16 "$D/heldout.jsonl" > "$T/heldout.jsonl"
+nll() { # build folder -> nll_mean, or "fail"
+    "$BIN/frigg-eval" nll --model "$1" --backend cpu --threads 2 < "$T/heldout.jsonl" 2>"$T/eval.err" |
+        tail -n 1 | sed -nE 's/.*"nll_mean":([0-9.eE+-]+).*/\1/p'
+}
+n_src=$(nll "$D"); n8=$(nll "$T/d8"); n4=$(nll "$T/d4"); n4k=$(nll "$T/d4k")
+echo "frigg-eval nll, golden/default, 16 held-out sequences: bf16 $n_src, int8 $n8, int4 $n4, int4 keep-embedding $n4k"
+if [ -n "$n_src" ] && [ -n "$n8" ] && [ -n "$n4" ] && [ -n "$n4k" ] &&
+    awk -v s="$n_src" -v a="$n8" -v b="$n4" -v c="$n4k" 'BEGIN { exit !(a - s < 0.005 && b - s < 0.05 && c - s < 0.05) }'; then
+    good
+else
+    bad "frigg-eval on the builds: NLL bf16 '$n_src' int8 '$n8' int4 '$n4' int4 keep '$n4k' (want int8 < +0.005, int4 < +0.05)"
+    cat "$T/eval.err"
 fi
 
 # ---- refusals ----
