@@ -31,7 +31,7 @@ static const char *license_text(void);
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: " PROG " SRC OUT --method int8|int4 [--group N] [--int4-rtn] [--threads N]\n"
+            "usage: " PROG " SRC OUT --method int8|int4 [--group N] [--int4-rtn] [--keep-embedding] [--threads N]\n"
             "  SRC: an HRM-Text checkpoint folder (config.json + safetensors: packed, split or sharded; bf16/f16/f32)\n"
             "  OUT: a new folder (never overwritten): compressed-tensors pack-quantized safetensors, config.json with\n"
             "       quantization_config, the tokenizer files, LICENSE, NOTICE, README.md\n"
@@ -39,6 +39,7 @@ static void usage(FILE *f) {
             "  --method int4   decoder-layer linears int4 in groups of N inputs (--group, default 128; the scale\n"
             "                  of each group by a clipping search, or round-to-nearest with --int4-rtn);\n"
             "                  lm_head and the embedding int8 per row\n"
+            "  --keep-embedding  copy the embedding unchanged (transformers 5.17 cannot load a quantized one)\n"
             "  --threads N     quantize with N threads (default: every CPU)\n"
             "  --check         not implemented yet (exit 2)\n");
 }
