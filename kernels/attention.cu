@@ -63,7 +63,7 @@ __device__ __forceinline__ float ex2(float x) {
  * registers (ptxas -v), two blocks per SM; held to 168 (12 bytes of spill) three blocks (12 warps, 3 x 69.6 KB
  * of tiles) share an SM. 8 warps per block (half the K/V traffic into shared memory per query row), the first
  * WMMA kernel with shared-memory tiles, and two blocks per SM were each timed against this one by
- * kernels/dev/prefill.cu and were slower (benchmarks/h200-2026-11-30/dev-prefill-run{9,10}.txt); git keeps them. */
+ * kernels/dev/prefill.cu and were slower (the kernels/dev/prefill timings in benchmarks/h200-2026-11-30/); git keeps them. */
 #define MM_NW 4
 #define MM_MINB 3
 template <int HD, bool SPLIT>
@@ -289,7 +289,7 @@ template <int HD>
 static int launch_hd(const fk_ctx *kc, const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *gqkv,
                      int T, int H, int max_ctx, int P, uint16_t *y, cudaStream_t s) {
     /* bf16 P by default: HF's own forward rounds P to bf16, and it halves the P·V tensor work (420 against 534 µs
-     * at T = 4096: benchmarks/h200-2026-11-30/dev-prefill-run9.txt) */
+     * at T = 4096: the kernels/dev/prefill timing in benchmarks/h200-2026-11-30/) */
     if (kc->prefill_impl == FK_PREFILL_MMA) return launch_prefill_mma<HD, true>(kc, q, k, v, gqkv, T, H, max_ctx, P, y, s);
     return launch_prefill_mma<HD, false>(kc, q, k, v, gqkv, T, H, max_ctx, P, y, s);
 }

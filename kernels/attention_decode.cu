@@ -459,8 +459,8 @@ extern "C" int fk_ctx_attn_decode_impl(const fk_ctx *kc) {
 /* Launch bounds (results never depend on them). Cluster: 3 blocks per SM (three rounds in flight) while the
  * grid has at most 2 blocks per SM, else 4: cluster/3 against cluster/4 at ctx 512, 2048, 4096 measured B=1
  * (192-264 blocks) 3.66/6.24/10.91 against 3.91/7.51/11.75 µs, but B=2..8 (384+ blocks: clusters then no
- * longer all fit at 3 per SM) 7.05/12.81 against 4.82/9.62 at ctx 512 (benchmarks/h200-2026-11-30/
- * dev-attn_decode-run15.txt). Split: 4 (split/3 was faster only at B=8, by 3-6%, and up to 17% slower at B=2). */
+ * longer all fit at 3 per SM) 7.05/12.81 against 4.82/9.62 at ctx 512 (the kernels/dev/attn_decode timings in
+ * benchmarks/h200-2026-11-30/). Split: 4 (split/3 was faster only at B=8, by 3-6%, and up to 17% slower at B=2). */
 static int dec_pick_minb(const fk_ctx *kc, int impl, long long blocks) {
     return impl == FK_ATTND_CLUSTER && blocks <= 2LL * kc->sms ? 3 : 4;
 }

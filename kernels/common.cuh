@@ -30,7 +30,7 @@ static inline int fk_check_launch(const char *what) {
  * kernels ahead can be resident and streaming their weights while one waits. Safe under the rule above: what
  * a kernel reads before its wait is never written by the kernels in flight in front of it, and its wait
  * still returns only once its predecessor (and so, transitively, every earlier kernel) has completed.
- * Measured on the H200 with the two alternated in one call (benchmarks/h200-2026-11-30/ab-*-run11.jsonl): batch-1 decode
+ * Measured on the H200 with the two alternated in one call (benchmarks/h200-2026-11-30/, the PDL A/B): batch-1 decode
  * 243.8 against 224.7 tok/s with the trigger after the wait, batch 8 1094 against 1109, prefill 4096 equal.
  * Where the trigger sits also decides whose loads reach memory first: kernels issue their early loads
  * (weights, cached keys) and then trigger, so the successor's early loads queue behind them. A trigger as the

@@ -10,7 +10,7 @@
  * parameter so the accumulators live in registers. Optional fused input RMSNorm (x staged, normalised, in
  * shared memory) and fused epilogues (residual add, SwiGLU) remove the separate elementwise kernels of a
  * decode step. Split-K over two warps per row for down_proj (K 4096, two rounds of loads per warp) was tried
- * and measured (benchmarks/h200-2026-11-29/ab-simt-ksplit-*-run6.jsonl: batch 1 210.0 against 207.0 tok/s, batch 8 616.6 against 625.8,
+ * and measured (the split-K A/B rows in benchmarks/h200-2026-11-29/: batch 1 210.0 against 207.0 tok/s, batch 8 616.6 against 625.8,
  * context 512): not kept. */
 #include "gemv_common.cuh"
 
@@ -24,7 +24,7 @@
  * registers: 5 blocks of 4 warps; 64: 8), so gqkv (768 blocks) and gate_up (1024) each run in one wave on 132
  * SMs, with more warps resident to hide the later rounds. Batch-1 decode (ctx 512): 6 chunks (79 registers, 6
  * blocks) 260.6 -> 263.7 tok/s, 4 chunks 265.0 -> 275.8 against 6, 3 chunks 274.2 -> 279.9 against 4
- * (benchmarks/h200-2026-11-30/ab-*-run2[0-3].jsonl). Chunks are summed in the same order whatever the
+ * (the frigg-bench A/B rows in benchmarks/h200-2026-11-30/). Chunks are summed in the same order whatever the
  * unroll: the same bits. */
 #define GEMV_SHORT_K (32 * 6 * 8)
 #define GEMV_SHORT_UNROLL 3
@@ -149,7 +149,7 @@ static gemv_fn pick_b(int B, int norm, int epi, int variant) {
 
 /* auto (FK_GEMV_IMPL_AUTO). Per shape class and batch size: 's' simt, 't' tc. fk_ctx_set_gemv_auto replaces
  * rows of a context's table for tuning runs (kernels/dev/gemv.cu). The table follows the measurement in
- * benchmarks/h200-2026-11-30/dev-gemv-run10.txt, µs per launch as simt / tc:
+ * the kernels/dev/gemv timings in benchmarks/h200-2026-11-30/, µs per launch as simt / tc:
  *   gqkv    B1 8.54/9.36    B2 11.50/10.60  B4 18.22/11.71  B8 31.09/14.38
  *   gate_up B1 9.24/9.85    B2 12.06/10.72  B4 17.83/11.85  B8 29.65/14.46
  *   o_proj  B1 3.18/3.10    B2 3.59/3.27    B4 4.39/3.29    B8 6.45/3.80

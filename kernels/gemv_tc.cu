@@ -76,7 +76,7 @@ __device__ __forceinline__ bool tile_row(int tile, int g, int O, int hd, int *ro
 
 /* Two weight tiles in flight per warp: tiles i+1 and i+2 stream while tile i is reduced, at up to 128
  * registers (one block of 16 warps per SM by registers). One tile in flight measured slower at every shape
- * and batch size (benchmarks/h200-2026-11-30/dev-gemv-run10.txt: gqkv B8 14.38 against 19.62 µs). */
+ * and batch size (the kernels/dev/gemv timings in benchmarks/h200-2026-11-30/: gqkv B8 14.38 against 19.62 µs). */
 template <bool NORM, int EPI, bool ONE>
 __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
     gemv_tc_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, int B, float eps,

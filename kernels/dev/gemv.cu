@@ -417,7 +417,7 @@ int main(int argc, char **argv) {
          * bf16(up)) and the RoPE'd q and k (sections 1, 2: each mixes the pair of dims i, i + hd/2). The
          * gate and v sections of gqkv and the plain epilogues are one sum each. Why: gate_up B=1 had 1231 of
          * 4096 outputs differ (30.05%, 0 beyond the tolerance) for every version alike, and the one-sum bound
-         * 0.3 failed it (benchmarks/h200-2026-11-30/dev-gemv-run9.txt). */
+         * 0.3 failed it (the kernels/dev/gemv timings in benchmarks/h200-2026-11-30/). */
         double frac1 = sh.norm ? 0.3 : 0.03, frac2 = 1.0 - (1.0 - frac1) * (1.0 - frac1);
 
         /* 1. correctness. base: simt's and tc's results per B, which the capped tc versions and auto must

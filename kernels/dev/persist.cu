@@ -28,7 +28,7 @@
  * fp32 sums in another order (a stale or early read is far off); exit status 1 on a FAIL.
  *
  * The chain arms set the GEMV implementation on the program's kernel context (fk_ctx_set_gemv_impl) before
- * each launch they capture. Measured on the H200 (benchmarks/h200-2026-11-30/persist-run86.txt): every
+ * each launch they capture. Measured on the H200 (the persistent-kernel timings in benchmarks/h200-2026-11-30/): every
  * persistent arm is slower than the chains (persist-tc 26.6 µs per layer, persist-ws 30.5, against chain-auto
  * 20.9 and chain-mixed 22.3); bulk copies under 4 KB stream at half the bandwidth (tma-only); the fused RMSNorm
  * costs the tensor-core kernel about 0.9 µs per GEMV (tc-norm 22.7 against chain-auto 20.9 per layer), the

@@ -12,7 +12,7 @@
  *   stride1   grid-stride, one load per thread per iteration (the probe bench.cu's replaced)
  *   chunkU    each block reads one contiguous slice of the buffer, U loads per thread in flight (U = 4, 8, 16)
  * The grid-stride loop with 4 or 8 loads per iteration at other grid shapes is the shipped kernel's code with
- * other constants: git keeps that sweep (benchmarks/h200-2026-11-30/dev-vram-run38.txt: 4,501-4,601 GB/s over
+ * other constants: git keeps that sweep (the kernels/dev/vram sweep in benchmarks/h200-2026-11-30/: 4,501-4,601 GB/s over
  * the shapes, the shipped probe 4,586, stride1 at most 4,455, chunkU at most 4,427, cudaMemcpy 4,237).
  * Checks: stride1 and chunkU XOR what they read into a value that decides whether an atomic runs (so no load is
  * dead), and every version and shape must reproduce the CPU's XOR of a known pattern. The shipped probe keeps
