@@ -573,7 +573,7 @@ static enum MHD_Result handle_tokenize(server *s, struct MHD_Connection *c, conn
     json_object_foreach(o, k, v) {
         int ok = detok ? !strcmp(k, "tokens") || !strcmp(k, "model")
                        : !strcmp(k, "prompt") || !strcmp(k, "messages") || !strcmp(k, "model") ||
-                             !strcmp(k, "add_generation_prompt") || !strcmp(k, "add_special_tokens");
+                             !strcmp(k, "add_generation_prompt"); /* add_special_tokens is not implemented: refused */
         if (!ok) {
             char msg[200];
             snprintf(msg, sizeof msg, "Unrecognized request argument supplied: %.100s", k);
