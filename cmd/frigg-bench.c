@@ -31,6 +31,7 @@
 #include "cuda_backend.h"
 #endif
 
+#define BENCH_MAX_BATCH 64 /* the CUDA engine's rows per step */
 #define MAXV 16
 
 typedef struct {
@@ -64,7 +65,7 @@ static void usage(FILE *f) {
             "  -d, --device N         CUDA device (default 0)\n"
             "  -r, --repeats N        repeats per cell, median reported (default 3, at least 3)\n"
             "      --steps N          decode steps per repeat (default 32)\n"
-            "      --batch LIST       decode batch sizes (default 1,4,8)\n"
+            "      --batch LIST       decode batch sizes, 1..64 (default 1,4,8)\n"
             "      --ctx LIST         decode context lengths (default 512,2048,4096)\n"
             "      --prefill LIST     prefill lengths (default 1024,4096)\n"
             "      --batch-invariant  the engine as frigg-run --batch-invariant runs it (rows say which GEMV ran)\n"
@@ -321,14 +322,53 @@ static double weight_bytes(const frigg_config *c) {
     return (double)frigg_num_runs(c) * c->layers_per_stack * (5 * D * D + 3 * I * D) * 2 + (double)c->vocab_size * D * 2;
 }
 
+/* Every cell asked for, checked against the model (and, on CUDA, the decode's KV cache against the device's
+ * free memory) before anything is measured: a bad cell is an error up front, not after the others ran. */
+static int check_cells(const opts_t *o, const frigg_model *m, int decode, int prefill) {
+    const frigg_config *c = &m->cfg;
+    int maxb = 1;
+    for (int i = 0; decode && i < o->nb; i++) {
+        if (o->batches[i] < 1 || o->batches[i] > BENCH_MAX_BATCH) {
+            fprintf(stderr, "frigg-bench: batch %d: batch sizes are 1..%d\n", o->batches[i], BENCH_MAX_BATCH);
+            return -1;
+        }
+        maxb = o->batches[i] > maxb ? o->batches[i] : maxb;
+    }
+    int maxctx = 0;
+    for (int i = 0; decode && i < o->nc; i++) {
+        int ctx = o->ctxs[i];
+        if (ctx - o->steps < 1 || ctx > c->max_position_embeddings) {
+            fprintf(stderr, "frigg-bench: decode ctx %d does not fit %d steps within the model's max_position_embeddings "
+                            "%d\n", ctx, o->steps, c->max_position_embeddings);
+            return -1;
+        }
+        maxctx = ctx > maxctx ? ctx : maxctx;
+    }
+    for (int i = 0; prefill && i < o->np; i++)
+        if (o->plens[i] < 1 || o->plens[i] > c->max_position_embeddings) {
+            fprintf(stderr, "frigg-bench: prefill length %d is outside [1, max_position_embeddings %d]\n", o->plens[i],
+                    c->max_position_embeddings);
+            return -1;
+        }
+#ifdef FRIGG_CUDA
+    size_t free_b = 0, total_b = 0;
+    if (decode && !strcmp(o->backend, "cuda") && !frigg_cuda_mem_info(o->device, &free_b, &total_b)) {
+        /* K and V, bf16, every virtual layer, maxb sequences of maxctx positions; the weights beside them */
+        double kv = 4.0 * c->hidden_size * (double)maxctx * c->num_slots * maxb, w = 2.0 * (double)m->n_params;
+        if (kv + w > (double)free_b) {
+            fprintf(stderr, "frigg-bench: decode batch %d at ctx %d needs %.1f GB of KV cache beside %.1f GB of weights; "
+                            "device %d has %.1f GB free\n", maxb, maxctx, kv / 1e9, w / 1e9, o->device, free_b / 1e9);
+            return -1;
+        }
+    }
+#endif
+    return 0;
+}
+
 static int bench_decode(opts_t *o, const frigg_model *m) {
     const frigg_config *c = &m->cfg;
     int maxb = 1;
     for (int i = 0; i < o->nb; i++) maxb = o->batches[i] > maxb ? o->batches[i] : maxb;
-    if (maxb > 8) {
-        fprintf(stderr, "frigg-bench: batch sizes are 1..8\n");
-        return -1;
-    }
     unsigned long long rs = o->seed * 7919 + 1;
     for (int ci = 0; ci < o->nc; ci++) {
         int ctx = o->ctxs[ci], n0 = ctx - o->steps;
@@ -339,6 +379,12 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
         }
         frigg_backend *b = make_backend(o, m, maxb, ctx);
         if (!b) return -1;
+        if (b->max_rows < maxb) {
+            fprintf(stderr, "frigg-bench: backend %s takes at most %d rows per step, not batch %d\n", b->name,
+                    b->max_rows, maxb);
+            frigg_backend_destroy(b);
+            return -1;
+        }
         int32_t *ids = frigg_xmalloc(sizeof(int32_t) * n0);
         for (int s = 0; s < maxb; s++) {
             random_ids(ids, n0, c->vocab_size, &rs);
@@ -349,7 +395,7 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
         }
         for (int bi = 0; bi < o->nb; bi++) {
             int B = o->batches[bi];
-            int32_t tok[8], out_id[2][8];
+            int32_t tok[BENCH_MAX_BATCH], out_id[2][BENCH_MAX_BATCH];
             const int sampled = o->sampling.temperature > 0;
             /* greedy: only ids come back; a top-k draw: only the k largest logits (as in frigg-run); else rows */
             const int topk = sampled ? frigg_sampler_topk_only(&o->sampling, c->vocab_size) : 0;
@@ -358,14 +404,14 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
             int32_t *cand = topk ? frigg_xmalloc(sizeof(int32_t) * B * topk) : NULL;
             /* greedy steps queued two deep where the engine can: step k+1 takes step k's ids on the device */
             int pipelined = !sampled && !o->one_step && b->max_inflight >= 2;
-            frigg_sampler smp[8];
+            frigg_sampler smp[BENCH_MAX_BATCH];
             for (int i = 0; i < B && sampled; i++) {
                 frigg_sampler_params sp = o->sampling;
                 sp.seed = o->seed + (unsigned long long)i;
                 frigg_sampler_init(&smp[i], &sp, c->vocab_size);
             }
             for (int i = 0; i < B; i++) tok[i] = 5 + i;
-            frigg_row rows[2][8];
+            frigg_row rows[2][BENCH_MAX_BATCH];
             double v[32];
             for (int r = -1; r < o->repeats; r++) { /* r = -1: warm-up (graph capture) */
                 for (int i = 0; i < B; i++) /* rewind: the same positions every repeat */
@@ -1202,6 +1248,10 @@ int main(int argc, char **argv) {
         }
         fprintf(stderr, "model: %llu parameters (%s), ready in %.1f s\n", (unsigned long long)m->n_params,
                 o.random_mimir ? "random, DFM-Mimir shapes" : o.model_dir, (frigg_now_ms() - t0) / 1e3);
+        if (check_cells(&o, m, want[2], want[3])) {
+            frigg_model_free(m);
+            return 1;
+        }
         if (want[2]) rc |= bench_decode(&o, m);
         if (want[3]) rc |= bench_prefill(&o, m);
         frigg_model_free(m);

@@ -2,8 +2,12 @@
  * Weights are uploaded once as bf16 (the split layout is packed on upload, so the device always holds
  * gqkv [4D][D] and gate_up [2I][D]); every buffer, including a static KV slab per sequence
  * [slot][head][max_ctx][head_dim], is allocated at creation. Prefill: cuBLAS GEMMs + the tiled PrefixLM
- * attention. Decode: fused GEMVs for up to 8 sequences per pass, replayed from one CUDA graph per batch
- * size; only ids (or the logits when asked) come back. Each engine binds its own device and stream. */
+ * attention. Decode: up to 8 rows, fused GEMVs (one pass over the weights); 9 to 64 rows, the prefill's
+ * cuBLAS GEMMs with the per-row RoPE/KV write and the decode attention (a GEMM reads the weights once for all
+ * rows, where chained 8-row GEMVs would read them B/8 times); with batch_invariant, 8-row GEMV passes at every
+ * size, so a row's result never depends on its neighbours. Each batch size's step is replayed from its own
+ * CUDA graph, captured on first use; only ids (or the logits when asked) come back. Each engine binds its own
+ * device and stream. */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -18,8 +22,10 @@
 #include "../kernels/kernels.h"
 #include "util.h"
 
-#define MAX_BATCH 8
+#define MAX_BATCH 64 /* decode rows per step (the scheduler's cap, b->max_rows) */
+#define GEMV_ROWS 8  /* rows one GEMV pass takes (kernels.h); larger decode steps take the GEMM path */
 #define LOGIT_CHUNK 64 /* rows of the lm_head GEMM when all prompt logits are asked for */
+_Static_assert(LOGIT_CHUNK >= MAX_BATCH, "the logits buffers hold a decode step's rows");
 
 /* A layer's weights on the device, as descriptors (w: device memory): gqkv [4D][D], o [D][D], gate_up [2I][D],
  * down [D][I]. The launchers dispatch on their dtype. */
@@ -32,6 +38,7 @@ typedef struct {
     fk_ctx *kern; /* the kernels' context on this device: its properties and this engine's kernel choices */
     cudaStream_t stream;
     cublasHandle_t blas;
+    void *blas_ws; /* cuBLAS's workspace, ours so that GEMMs can be captured into the decode graphs */
     frigg_mat embed, lm_head; /* [V][D] */
     uint16_t *zli;
     dev_layer *layers[2];
@@ -186,32 +193,94 @@ static int run_prefill(frigg_backend *b, int seq, const int32_t *ids, int T, int
 
 /* Every kernel of one decode step for B rows whose ids/seq/pos are already in d_step. No host sync, no
  * allocation: this is what the graph captures. */
+static int enqueue_decode_gemv(frigg_backend *b, int B);
+static int enqueue_decode_gemm(frigg_backend *b, int B);
 static int enqueue_decode(frigg_backend *b, int B) {
     cuda_impl *im = b->impl;
     const frigg_config *c = &b->model->cfg;
-    int D = c->hidden_size, V = c->vocab_size, H = c->num_heads, hd = c->head_dim;
+    const int32_t *ids = im->d_step, *rpos = im->d_step + 2 * MAX_BATCH;
+    OK(fk_embed(im->kern, &im->embed, im->zli, ids, B, c->hidden_size, (float)c->embedding_scale, im->zH, im->zL, im->x,
+                im->stream));
+    OK(B > GEMV_ROWS && !im->batch_invariant ? enqueue_decode_gemm(b, B) : enqueue_decode_gemv(b, B));
+    return fk_argmax_bf16(im->kern, im->logits, B, c->vocab_size, im->d_step, (int32_t *)rpos, im->argmax_work,
+                          im->stream);
+}
+
+/* The GEMV step: each projection in passes of at most GEMV_ROWS rows. Up to 8 rows that is one pass over the
+ * weights; beyond (batch_invariant only) each pass computes its rows exactly as a step of those rows alone
+ * would (kernels.h: a GEMV row's result does not depend on the other rows of its pass under one impl). */
+static int enqueue_decode_gemv(frigg_backend *b, int B) {
+    cuda_impl *im = b->impl;
+    const frigg_config *c = &b->model->cfg;
+    int D = c->hidden_size, I = c->intermediate_size, H = c->num_heads, hd = c->head_dim;
     float eps = (float)c->rms_norm_eps;
     cudaStream_t s = im->stream;
     const fk_ctx *kc = im->kern;
-    const int32_t *ids = im->d_step, *rseq = im->d_step + MAX_BATCH, *rpos = im->d_step + 2 * MAX_BATCH;
-    OK(fk_embed(kc, &im->embed, im->zli, ids, B, D, (float)c->embedding_scale, im->zH, im->zL, im->x, s));
+    const int32_t *rseq = im->d_step + MAX_BATCH, *rpos = im->d_step + 2 * MAX_BATCH;
     for (int r = 0; r < frigg_num_runs(c); r++) {
         const dev_layer *Ls = im->layers[frigg_run_stack(c, r)];
         for (int i = 0; i < c->layers_per_stack; i++) {
             int slot = frigg_slot(c, r, i);
-            fk_qkv_epi qa = {im->cos_t, im->sin_t, rseq, rpos, im->q, k_slot(im, slot), v_slot(im, slot),
-                             im->seq_stride, b->max_ctx, hd};
-            OK(fk_gemv_qkv(kc, &Ls[i].gqkv, im->x, B, eps, im->gqkv, &qa, s)); /* norm + gqkv + RoPE + KV write */
+            for (int r0 = 0; r0 < B; r0 += GEMV_ROWS) {
+                int n = B - r0 < GEMV_ROWS ? B - r0 : GEMV_ROWS;
+                fk_qkv_epi qa = {im->cos_t, im->sin_t, rseq + r0, rpos + r0, im->q + (size_t)r0 * D, k_slot(im, slot),
+                                 v_slot(im, slot), im->seq_stride, b->max_ctx, hd};
+                /* norm + gqkv + RoPE + KV write */
+                OK(fk_gemv_qkv(kc, &Ls[i].gqkv, im->x + (size_t)r0 * D, n, eps, im->gqkv + (size_t)r0 * 4 * D, &qa, s));
+            }
             OK(fk_attn_decode(kc, im->q, k_slot(im, slot), v_slot(im, slot), im->seq_stride, rseq, rpos, im->gqkv, B, H,
                               hd, b->max_ctx, im->attn_work, im->attn_counters, im->y, s));
-            OK(fk_gemv(kc, &Ls[i].o, im->y, B, 0, eps, FK_GEMV_RESID, im->x, s));
-            OK(fk_gemv(kc, &Ls[i].gu, im->x, B, 1, eps, FK_GEMV_SWIGLU, im->m, s));
-            OK(fk_gemv(kc, &Ls[i].down, im->m, B, 0, eps, FK_GEMV_RESID, im->x, s));
+            for (int r0 = 0; r0 < B; r0 += GEMV_ROWS) {
+                int n = B - r0 < GEMV_ROWS ? B - r0 : GEMV_ROWS;
+                OK(fk_gemv(kc, &Ls[i].o, im->y + (size_t)r0 * D, n, 0, eps, FK_GEMV_RESID, im->x + (size_t)r0 * D, s));
+            }
+            for (int r0 = 0; r0 < B; r0 += GEMV_ROWS) {
+                int n = B - r0 < GEMV_ROWS ? B - r0 : GEMV_ROWS;
+                OK(fk_gemv(kc, &Ls[i].gu, im->x + (size_t)r0 * D, n, 1, eps, FK_GEMV_SWIGLU, im->m + (size_t)r0 * I, s));
+                OK(fk_gemv(kc, &Ls[i].down, im->m + (size_t)r0 * I, n, 0, eps, FK_GEMV_RESID, im->x + (size_t)r0 * D, s));
+            }
         }
         OK(run_end(im, c, r, B));
     }
-    OK(fk_gemv(kc, &im->lm_head, im->zH, B, 0, eps, FK_GEMV_STORE, im->logits, s));
-    return fk_argmax_bf16(kc, im->logits, B, V, im->d_step, im->d_step + 2 * MAX_BATCH, im->argmax_work, s);
+    for (int r0 = 0; r0 < B; r0 += GEMV_ROWS) {
+        int n = B - r0 < GEMV_ROWS ? B - r0 : GEMV_ROWS;
+        OK(fk_gemv(kc, &im->lm_head, im->zH + (size_t)r0 * D, n, 0, eps, FK_GEMV_STORE,
+                   im->logits + (size_t)r0 * c->vocab_size, s));
+    }
+    return 0;
+}
+
+/* The GEMM step (9..64 rows): the prefill's layer (cuBLAS projections, separate norms, SwiGLU) with the decode
+ * step's per-row RoPE/KV write and attention. Same rounding points as the GEMV step (kernels.h); the sums run
+ * in cuBLAS's order, so a row agrees with the GEMV step within rounding, not bit for bit. */
+static int enqueue_decode_gemm(frigg_backend *b, int B) {
+    cuda_impl *im = b->impl;
+    const frigg_config *c = &b->model->cfg;
+    int I = c->intermediate_size, H = c->num_heads, hd = c->head_dim, D = c->hidden_size;
+    float eps = (float)c->rms_norm_eps;
+    cudaStream_t s = im->stream;
+    const fk_ctx *kc = im->kern;
+    const int32_t *rseq = im->d_step + MAX_BATCH, *rpos = im->d_step + 2 * MAX_BATCH;
+    for (int r = 0; r < frigg_num_runs(c); r++) {
+        const dev_layer *Ls = im->layers[frigg_run_stack(c, r)];
+        for (int i = 0; i < c->layers_per_stack; i++) {
+            int slot = frigg_slot(c, r, i);
+            if (i == 0) OK(fk_rmsnorm(kc, im->x, im->a, B, D, eps, s));
+            OK(gemm(im, &Ls[i].gqkv, im->a, B, im->gqkv));
+            OK(fk_rope_kv(kc, im->gqkv, B, H, hd, rseq, rpos, im->cos_t, im->sin_t, im->q, k_slot(im, slot),
+                          v_slot(im, slot), im->seq_stride, b->max_ctx, s));
+            OK(fk_attn_decode(kc, im->q, k_slot(im, slot), v_slot(im, slot), im->seq_stride, rseq, rpos, im->gqkv, B, H,
+                              hd, b->max_ctx, im->attn_work, im->attn_counters, im->y, s));
+            OK(gemm(im, &Ls[i].o, im->y, B, im->t1));
+            OK(fk_add_rmsnorm(kc, im->x, im->t1, im->a, B, D, eps, s));
+            OK(gemm(im, &Ls[i].gu, im->a, B, im->gu));
+            OK(fk_swiglu(kc, im->gu, B, I, im->m, s));
+            OK(gemm(im, &Ls[i].down, im->m, B, im->t1));
+            OK(fk_add_rmsnorm(kc, im->x, im->t1, im->a, B, D, eps, s));
+        }
+        OK(run_end(im, c, r, B));
+    }
+    return gemm(im, &im->lm_head, im->zH, B, im->logits);
 }
 
 static int capture(frigg_backend *b, int B) {
@@ -565,7 +634,7 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     }
     int hd = c->head_dim;
     if ((hd != 16 && hd != 32 && hd != 64 && hd != 128) || c->hidden_size % 8 || c->intermediate_size % 8 ||
-        c->hidden_size * MAX_BATCH * 2 > 64 * 1024) {
+        c->hidden_size * GEMV_ROWS * 2 > 64 * 1024) {
         frigg_set_error("backend \"cuda\": unsupported shape (head_dim %d, hidden %d, intermediate %d); head_dim must "
                         "be 16/32/64/128 and the widths multiples of 8, hidden <= 4096", hd, c->hidden_size,
                         c->intermediate_size);
@@ -577,6 +646,14 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     if (im->batch_invariant && fk_ctx_set_gemv_impl(im->kern, FK_GEMV_IMPL_TC)) return -1;
     CU(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));
     if (frigg_cuda_gemm_handle(&im->blas, im->stream)) return -1;
+    /* cuBLAS may not allocate while a stream is captured: it gets a workspace of its own (32 MiB, what NVIDIA's
+     * cuBLAS documentation recommends for Hopper) */
+    const size_t ws = 32u << 20;
+    OK(dalloc(im, &im->blas_ws, ws, "the cuBLAS workspace"));
+    if (cublasSetWorkspace(im->blas, im->blas_ws, ws) != CUBLAS_STATUS_SUCCESS) {
+        frigg_set_error("cuBLAS: setting the workspace failed");
+        return -1;
+    }
     OK(upload_model(im, m));
     size_t D = c->hidden_size, I = c->intermediate_size, V = c->vocab_size, ctx = b->max_ctx;
     /* RoPE tables from the CPU reference function: identical bf16 values on both engines. */
@@ -652,7 +729,7 @@ frigg_backend *frigg_backend_cuda_create(const frigg_model *m, const frigg_backe
     b->seq_len = cuda_seq_len;
     b->destroy = cuda_destroy;
     b->impl = im;
-    /* up to MAX_BATCH decode rows in one launch; two steps queued (the pipelined greedy decode) */
+    /* up to MAX_BATCH decode rows in one step; two steps queued (the pipelined greedy decode) */
     b->max_rows = o.max_seqs < MAX_BATCH ? o.max_seqs : MAX_BATCH;
     b->max_inflight = 2;
     im->len = frigg_xcalloc((size_t)o.max_seqs, sizeof *im->len);

@@ -5,7 +5,7 @@
  * the argmax of a LOGITS row and a TOPK row its k largest; greedy steps queued two deep equal greedy steps one by one; two engines on two devices (where present), run at the same time, each give
  * exactly the single-device result (random model and the tiny-packed fixture); two engines in one process with
  * different kernel choices (decode GEMV on CUDA cores in one, tensor cores in the other), stepped in turn, each
- * give exactly what they give alone.
+ * give exactly what they give alone; decode steps of 9 to 64 rows (test_wide_batch).
  *
  * Tolerances (two engines, both rounding to bf16 at HF's points, fp32 sums in different orders):
  *   last-row logits  |cuda - cpu| <= ABS_TOL + REL_TOL * max|cpu|
@@ -381,6 +381,122 @@ static void test_two_settings(const frigg_model *m) {
     free(turn);
 }
 
+/* Decode steps of more than 8 rows (the GEMM path, 9..64 rows, up to the scheduler's 64): each row of a
+ * wide step against the same row decoded alone (within the decode tolerance: other kernels, other summation
+ * orders) and against the CPU engine; graph replay equal to eager launches; greedy steps queued two deep equal
+ * to greedy steps one by one; and with batch_invariant (8-row GEMV passes at every size) a wide step's rows equal
+ * single-row steps bit for bit. */
+#define WIDE 64
+static void wide_prefill(frigg_backend *b, int nseq, int V) {
+    uint64_t s = 777;
+    int32_t ids[40];
+    for (int q = 0; q < nseq; q++) {
+        int n = 7 + (q * 5) % 31;
+        for (int i = 0; i < n; i++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            ids[i] = 3 + (int)((s >> 33) % (uint64_t)(V - 3));
+        }
+        CHECK(frigg_prefill(b, q, ids, n, n / 2, NULL, NULL) == 0, "wide prefill %d: %s", q, frigg_error());
+    }
+}
+static void test_wide_batch(const frigg_model *m) {
+    int V = m->cfg.vocab_size;
+    frigg_backend_opts o = {.max_seqs = WIDE, .max_ctx = 96};
+    frigg_backend_opts oi = {.max_seqs = WIDE, .max_ctx = 96, .batch_invariant = 1};
+    frigg_backend *gpu = frigg_backend_create("cuda", m, &o), *inv = frigg_backend_create("cuda", m, &oi);
+    frigg_backend *cpu = frigg_backend_create("cpu", m, &o);
+    CHECK(gpu && inv && cpu, "wide: backend creation: %s", frigg_error());
+    if (!gpu || !inv || !cpu) goto out;
+    CHECK(gpu->max_rows == WIDE && inv->max_rows == WIDE, "wide: max_rows %d / %d, expected %d", gpu->max_rows,
+          inv->max_rows, WIDE);
+    float *wide = malloc(sizeof(float) * V * WIDE), *one = malloc(sizeof(float) * V * WIDE),
+          *ref = malloc(sizeof(float) * V * WIDE);
+    int seqs[WIDE];
+    int32_t tok[WIDE], g1[WIDE], g2[WIDE];
+    for (int i = 0; i < WIDE; i++) seqs[i] = i, tok[i] = 3 + (i * 37) % (V - 3);
+    static const int Bs[] = {9, 16, 33, WIDE};
+    for (int bi = 0; bi < 4; bi++) {
+        int B = Bs[bi];
+        wide_prefill(gpu, B, V);
+        wide_prefill(cpu, B, V);
+        CHECK(frigg_decode(gpu, B, seqs, tok, wide) == 0, "wide B %d: %s", B, frigg_error());
+        CHECK(frigg_decode(cpu, B, seqs, tok, ref) == 0, "wide B %d cpu: %s", B, frigg_error());
+        wide_prefill(gpu, B, V);
+        for (int i = 0; i < B; i++) CHECK(frigg_decode(gpu, 1, &seqs[i], &tok[i], one + (size_t)i * V) == 0, "%s", frigg_error());
+        double worst = 0, worst_cpu = 0;
+        int bad = 0, bad_cpu = 0;
+        for (int i = 0; i < B; i++) {
+            double sc, d = max_abs_diff(wide + (size_t)i * V, one + (size_t)i * V, V, &sc);
+            bad += d > ABS_TOL + REL_TOL * sc;
+            worst = d > worst ? d : worst;
+            d = max_abs_diff(wide + (size_t)i * V, ref + (size_t)i * V, V, &sc);
+            bad_cpu += d > ABS_TOL + REL_TOL * sc;
+            worst_cpu = d > worst_cpu ? d : worst_cpu;
+        }
+        CHECK(!bad, "wide B %d: %d rows differ from single-row decode beyond tolerance (max |d| %.4f)", B, bad, worst);
+        CHECK(!bad_cpu, "wide B %d: %d rows differ from the CPU engine beyond tolerance (max |d| %.4f)", B, bad_cpu,
+              worst_cpu);
+        fprintf(stderr, "wide B %d: max |d| %.4f vs single rows, %.4f vs CPU\n", B, worst, worst_cpu);
+    }
+    /* graph replay vs eager at 33 rows: bit for bit */
+    wide_prefill(gpu, 33, V);
+    CHECK(frigg_decode(gpu, 33, seqs, tok, wide) == 0, "%s", frigg_error());
+    frigg_cuda_set_graphs(gpu, 0);
+    wide_prefill(gpu, 33, V);
+    CHECK(frigg_decode(gpu, 33, seqs, tok, one) == 0, "%s", frigg_error());
+    frigg_cuda_set_graphs(gpu, 1);
+    CHECK(!memcmp(wide, one, sizeof(float) * V * 33), "wide: graph replay at 33 rows differs from eager launches");
+    /* greedy: 6 steps of 64 rows queued two deep (LAST_GREEDY on the device) vs steps one by one */
+    enum { GSTEPS = 6 };
+    int32_t pipe_ids[GSTEPS][WIDE];
+    wide_prefill(gpu, WIDE, V);
+    {
+        frigg_row rows[2][WIDE];
+        for (int st = 0; st < GSTEPS; st++) {
+            for (int i = 0; i < WIDE; i++)
+                rows[st & 1][i] = (frigg_row){.seq = i, .n = 1, .token = st ? FRIGG_TOKEN_LAST_GREEDY : tok[i],
+                                              .want = FRIGG_WANT_GREEDY, .out_id = &pipe_ids[st][i]};
+            int rc = gpu->submit(gpu, rows[st & 1], WIDE);
+            if (!rc && st > 0) rc = gpu->collect(gpu);
+            if (!rc && st == GSTEPS - 1) rc = gpu->collect(gpu);
+            CHECK(rc == 0, "wide pipelined step %d: %s", st, frigg_error());
+        }
+    }
+    wide_prefill(gpu, WIDE, V);
+    memcpy(g1, tok, sizeof g1);
+    int same = 1;
+    for (int st = 0; st < GSTEPS; st++) {
+        frigg_row rows[WIDE];
+        for (int i = 0; i < WIDE; i++)
+            rows[i] = (frigg_row){.seq = i, .n = 1, .token = g1[i], .want = FRIGG_WANT_GREEDY, .out_id = &g2[i]};
+        CHECK(frigg_step(gpu, rows, WIDE) == 0, "%s", frigg_error());
+        same &= !memcmp(g2, pipe_ids[st], sizeof g2);
+        memcpy(g1, g2, sizeof g1);
+    }
+    CHECK(same, "wide: greedy steps queued two deep differ from greedy steps one by one");
+    /* batch_invariant: a 20-row step equals 20 single-row steps bit for bit */
+    wide_prefill(inv, 20, V);
+    CHECK(frigg_decode(inv, 20, seqs, tok, wide) == 0, "%s", frigg_error());
+    wide_prefill(inv, 20, V);
+    for (int i = 0; i < 20; i++) CHECK(frigg_decode(inv, 1, &seqs[i], &tok[i], one + (size_t)i * V) == 0, "%s", frigg_error());
+    CHECK(!memcmp(wide, one, sizeof(float) * V * 20), "batch_invariant: a 20-row step differs from single-row steps");
+    /* 65 rows is one more than a step takes */
+    {
+        frigg_row rows[WIDE + 1];
+        int32_t outs[WIDE + 1];
+        for (int i = 0; i <= WIDE; i++)
+            rows[i] = (frigg_row){.seq = i % WIDE, .n = 1, .token = 5, .want = FRIGG_WANT_GREEDY, .out_id = &outs[i]};
+        CHECK(frigg_step(gpu, rows, WIDE + 1) != 0, "wide: a step of %d rows was accepted", WIDE + 1);
+    }
+    free(wide);
+    free(one);
+    free(ref);
+out:
+    frigg_backend_destroy(gpu);
+    frigg_backend_destroy(inv);
+    frigg_backend_destroy(cpu);
+}
+
 static void test_two_devices(const char *label, const frigg_model *m);
 
 static void test_fixtures(void) {
@@ -484,6 +600,7 @@ int main(void) {
         run_model("random hd128 H2/L3", m, 1);
         test_two_devices("random hd128", m);
         test_two_settings(m);
+        test_wide_batch(m);
         frigg_model_free(m);
         frigg_config t;
         frigg_config_mimir(&t);
