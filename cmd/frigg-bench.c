@@ -468,15 +468,19 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
                 snprintf(roof, sizeof roof, ",\"read_gb_s\":%.1f,\"roofline_frac\":%.3f,\"roofline_tok_s\":%.1f", o->read_gbs,
                          gbs / o->read_gbs, B * o->read_gbs * 1e9 / bytes);
             int kps = -1;
+            char proj[32] = "";
 #ifdef FRIGG_CUDA
-            if (!strcmp(b->name, "cuda")) kps = frigg_cuda_kernels_per_step(b, B);
+            if (!strcmp(b->name, "cuda")) {
+                kps = frigg_cuda_kernels_per_step(b, B);
+                snprintf(proj, sizeof proj, ",\"decode_proj\":\"%s\"", frigg_cuda_decode_proj(b, B));
+            }
 #endif
             snprintf(body, sizeof body,
                      "\"bench\":\"decode\",\"backend\":\"%s\",\"batch\":%d,\"ctx\":%d,\"steps\":%d,\"tok_s\":%.1f,"
                      "\"tok_s_min\":%.1f,\"tok_s_max\":%.1f,\"ms_per_step\":%.3f,\"bytes_per_step\":%.0f,\"gb_s\":%.1f%s,"
-                     "\"kernels_per_step\":%d,\"pipelined\":%s,\"sampling\":%s%s",
+                     "\"kernels_per_step\":%d,\"pipelined\":%s,\"sampling\":%s%s%s",
                      b->name, B, ctx, o->steps, B * 1e3 / ms.med, B * 1e3 / ms.max, B * 1e3 / ms.min, ms.med, bytes, gbs,
-                     roof, kps, pipelined ? "true" : "false", smp_text, ktext);
+                     roof, kps, pipelined ? "true" : "false", smp_text, ktext, proj);
             emit(o, body);
             fprintf(stderr, "decode batch %d ctx %d: %.1f tok/s (%.3f ms/step, %.0f GB/s%s)\n", B, ctx, B * 1e3 / ms.med,
                     ms.med, gbs, o->read_gbs > 0 ? ", see roofline_frac" : "");

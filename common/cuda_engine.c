@@ -764,6 +764,10 @@ int frigg_cuda_kernels_per_step(frigg_backend *b, int nseq) {
     return im->graph_nodes[nseq];
 }
 
+const char *frigg_cuda_decode_proj(const frigg_backend *b, int nseq) {
+    return nseq > GEMV_ROWS && !((const cuda_impl *)b->impl)->batch_invariant ? "gemm" : "gemv";
+}
+
 int frigg_cuda_mem_info(int device, size_t *free_bytes, size_t *total_bytes) {
     CU(cudaSetDevice(device));
     CU(cudaMemGetInfo(free_bytes, total_bytes));
