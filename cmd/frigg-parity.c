@@ -26,6 +26,7 @@ typedef struct {
     int device, threads, force_causal, vs_cpu;
     double max_rel, tie, min_tf, min_tf_case;
     int tie_auto; /* near-tie threshold per case = HF's own cached-vs-uncached |dlogit| (greedy_nocache_check) */
+    frigg_dtype kv_dtype; /* the engine's KV cache (--kv-dtype); the --vs-cpu engine keeps bf16 */
 } opts_t;
 
 typedef struct {
@@ -44,6 +45,8 @@ static void usage(FILE *f) {
             "  -d, --device N       CUDA device (default 0)\n"
             "  -t, --threads N      CPU threads (default: all cores)\n"
             "      --vs-cpu         also compare the engine with the CPU engine on every case\n"
+            "      --kv-dtype T     the engine's KV cache: bf16 (default) or int8 (CPU engine; --vs-cpu then\n"
+            "                       compares it with the bf16-cache CPU engine)\n"
             "      --max-rel X      fail when max|dlogit| / max|ref logit| at the last prompt row > X (default 0.03)\n"
             "      --tie X|auto     HF top-2 margin below which a step is a near-tie (default 0.5); auto: per case,\n"
             "                       HF's own cached-vs-uncached max |dlogit| (greedy_nocache_check), the noise\n"
@@ -161,8 +164,10 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
         int t = (int)json_array_size(json_object_get(json_object_get(c, "teacher_forced"), "continuation"));
         if (n + (g > t ? g : t) > maxlen) maxlen = n + (g > t ? g : t);
     }
-    frigg_backend_opts bo = {.threads = o->threads, .device = o->device, .max_seqs = 1, .max_ctx = maxlen};
-    frigg_backend *b = frigg_backend_create(o->backend, m, &bo), *cpu = NULL;
+    frigg_backend_opts bo = {.threads = o->threads, .device = o->device, .max_seqs = 1, .max_ctx = maxlen},
+                       bo_engine = bo;
+    bo_engine.kv_dtype = o->kv_dtype;
+    frigg_backend *b = frigg_backend_create(o->backend, m, &bo_engine), *cpu = NULL;
     if (b && o->vs_cpu) cpu = frigg_backend_create("cpu", m, &bo);
     if (!b || (o->vs_cpu && !cpu)) {
         fprintf(stderr, "frigg-parity: %s: %s\n", dir, frigg_error());
@@ -293,7 +298,8 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
         if (top32) printf(",\"tf_fp32_agree\":%d,\"hf_bf16_vs_fp32_agree\":%d", tf32_agree, hf_bf16_agree);
         free(top32);
         if (cpu) printf(",\"vs_cpu_max_abs\":%.5f,\"vs_cpu_greedy\":%d", cpu_abs, cpu_greedy);
-        printf(",\"backend\":\"%s\",\"pass\":%s}\n", b->name, pass ? "true" : "false");
+        printf(",\"backend\":\"%s\",\"kv_dtype\":\"%s\",\"pass\":%s}\n", b->name, frigg_dtype_name(b->kv_dtype),
+               pass ? "true" : "false");
         fflush(stdout);
         char fp32_text[64] = "";
         if (top32) snprintf(fp32_text, sizeof fp32_text, " vs-fp32 %d/%d (HF-bf16 %d/%d)", tf32_agree, nt, hf_bf16_agree, nt);
@@ -337,7 +343,7 @@ int main(int argc, char **argv) {
     static const struct option lo[] = {{"backend", 1, 0, 'b'}, {"device", 1, 0, 'd'},      {"threads", 1, 0, 't'},
                                        {"vs-cpu", 0, 0, 'C'},  {"max-rel", 1, 0, 'R'},     {"tie", 1, 0, 'T'},
                                        {"min-tf", 1, 0, 'F'}, {"min-tf-case", 1, 0, 'G'},  {"force-causal", 0, 0, 'X'}, {"help", 0, 0, 'h'},
-                                       {"version", 0, 0, 'V'}, {0, 0, 0, 0}};
+                                       {"version", 0, 0, 'V'}, {"kv-dtype", 1, 0, 'K'}, {0, 0, 0, 0}};
     int ch;
     double num;
     while ((ch = getopt_long(argc, argv, "b:d:t:h", lo, NULL)) != -1) {
@@ -350,6 +356,9 @@ int main(int argc, char **argv) {
             else o.threads = (int)num;
             break;
         case 'C': o.vs_cpu = 1; break;
+        case 'K':
+            if (frigg_cli_kv_dtype("frigg-parity", optarg, &o.kv_dtype)) return 2;
+            break;
         case 'R':
             if (frigg_cli_number("frigg-parity", "--max-rel", optarg, 0, 1e9, 0, &o.max_rel)) return 2;
             break;

@@ -41,6 +41,8 @@ static void usage(FILE *f) {
             "      --batch-invariant each response's bits independent of what runs beside it on the CUDA engine too\n"
             "                        (one decode kernel at every batch size; the CPU engine always is)\n"
             "                        (default: in input order)\n"
+            "      --kv-dtype T      KV-cache elements: bf16 (default) or int8 (CPU engine: symmetric, one scale\n"
+            "                        per position and head; about half a bf16 cache's bytes)\n"
             "  -h, --help            this help\n"
             "      --version         version and build\n"
             "\n"
@@ -126,7 +128,7 @@ int main(int argc, char **argv) {
         {"tokenize", no_argument, 0, 'T'},      {"detokenize", no_argument, 0, 'D'},
         {"hf-regex", no_argument, 0, 'R'},      {"raw", no_argument, 0, 'W'},
         {"parallel", required_argument, 0, 'P'}, {"unordered", no_argument, 0, 'U'},
-        {"batch-invariant", no_argument, 0, 'I'},
+        {"batch-invariant", no_argument, 0, 'I'}, {"kv-dtype", required_argument, 0, 'K'},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, 'V'},       {0, 0, 0, 0}};
     frigg_session_opts so = {0};
@@ -161,6 +163,9 @@ int main(int argc, char **argv) {
         }
         case 'U': unordered = 1; break;
         case 'I': so.batch_invariant = 1; break;
+        case 'K':
+            if (frigg_cli_kv_dtype("frigg-run", optarg, &so.kv_dtype)) return 2;
+            break;
         case 'R': so.hf_regex = 1; break;
         case 'W': raw = 1; break;
         case 'h': usage(stdout); return 0;

@@ -840,6 +840,7 @@ static void usage(FILE *f) {
             "      --drain-s S          on SIGTERM/SIGINT: let running requests finish for up to S s (default 30)\n"
             "      --timeout-s S        idle connection timeout (default 600)\n"
             "      --batch-invariant    each response's bits independent of what runs beside it (see frigg-run(1))\n"
+            "      --kv-dtype T         KV-cache elements: bf16 (default) or int8 (CPU engine only; see frigg-run(1))\n"
             "      --hf-regex           tokenize with HF's regex instead of the training mode (see frigg-run(1))\n"
             "  -h, --help, --version\n");
 }
@@ -869,12 +870,14 @@ static char *read_key_file(const char *path) {
 }
 
 /* What a replica needs: weights (bf16), the KV cache of one slot (K and V of every virtual layer: bf16 on the
- * CUDA engine, fp32 on the CPU engine), and the work buffers (activations for a whole prompt, logits). */
-static void budget(const frigg_config *c, int ctx, int cuda, double *weights, double *kv_slot, double *work) {
+ * CUDA engine, fp32 on the CPU engine, or int8 with its scales: frigg_kv_seq_bytes), and the work buffers
+ * (activations for a whole prompt, logits). */
+static void budget(const frigg_config *c, int ctx, int cuda, frigg_dtype kv_dtype, double *weights, double *kv_slot,
+                   double *work) {
     double D = c->hidden_size, I = c->intermediate_size, V = c->vocab_size;
     double per_layer = 4 * D * D + D * D + 2 * I * D + D * I;
     *weights = 2.0 * (2 * V * D + 2.0 * c->layers_per_stack * per_layer);
-    *kv_slot = 2.0 * (cuda ? 2 : 4) * c->num_slots * (double)ctx * D;
+    *kv_slot = frigg_kv_seq_bytes(c, cuda ? "cuda" : "cpu", kv_dtype, ctx);
     *work = (double)ctx * (10 * D + 3 * I) * (cuda ? 2 : 4) + 64.0 * V * 6 + (64 << 20);
 }
 
@@ -905,10 +908,12 @@ int main(int argc, char **argv) {
         {"replicas", 1, 0, 'R'},   {"threads", 1, 0, 't'},           {"api-key", 1, 0, 'K'},   {"api-key-file", 1, 0, 'F'},
         {"max-queue", 1, 0, 'Q'},  {"max-body-bytes", 1, 0, 'B'},    {"drain-s", 1, 0, 'd'},   {"timeout-s", 1, 0, 'T'},
         {"batch-invariant", 0, 0, 'I'}, {"hf-regex", 0, 0, 'X'},     {"help", 0, 0, 'h'},      {"version", 0, 0, 'V'},
+        {"kv-dtype", 1, 0, 'k'},
         {0, 0, 0, 0}};
     server *s = frigg_xcalloc(1, sizeof *s);
     const char *dir = NULL, *backend = NULL, *host = "127.0.0.1", *name = NULL;
     int port = 8000, threads = 0, replicas = 0, devices[MAX_REPLICAS] = {0}, ndev = 0, batch_inv = 0, hf_regex = 0;
+    frigg_dtype kv_dtype = FRIGG_DT_BF16;
     double drain_s = 30, timeout_s = 600;
     s->slots = 8;
     s->max_queue = 256;
@@ -936,6 +941,9 @@ int main(int argc, char **argv) {
             break;
         case 'I': batch_inv = 1; break;
         case 'X': hf_regex = 1; break;
+        case 'k':
+            if (frigg_cli_kv_dtype("frigg-serve", optarg, &kv_dtype)) return 2;
+            break;
         case 'h': usage(stdout); return 0;
         case 'V': frigg_print_version("frigg-serve"); return 0;
         case 'p': case 'S': case 'C': case 'R': case 't': case 'Q': case 'B': case 'd': case 'T': {
@@ -1051,7 +1059,7 @@ int main(int argc, char **argv) {
     s->nrep = is_cuda ? (ndev ? ndev : 1) : (replicas ? replicas : 1);
     if (!ndev) devices[0] = 0;
     double wb, kvb, workb;
-    budget(cfg, s->ctx, is_cuda, &wb, &kvb, &workb);
+    budget(cfg, s->ctx, is_cuda, kv_dtype, &wb, &kvb, &workb);
     const double G = 1073741824.0, need = (is_cuda ? wb : 0) + kvb * s->slots + workb;
     fprintf(stderr, "frigg-serve: memory per replica: weights %.2f GiB%s + KV %.3f GiB per slot x %d slots + work %.2f "
                     "GiB = %.2f GiB\n", wb / G, is_cuda ? "" : " (mapped from the file)", kvb / G, s->slots, workb / G,
@@ -1076,7 +1084,7 @@ int main(int argc, char **argv) {
         snprintf(r->label, sizeof r->label, "%s:%d", is_cuda ? "cuda" : "cpu", is_cuda ? devices[i] : i);
         frigg_backend_opts bo = {.threads = threads ? (threads / s->nrep > 0 ? threads / s->nrep : 1) : 0,
                                  .device = is_cuda ? devices[i] : 0, .max_seqs = s->slots, .max_ctx = s->ctx,
-                                 .batch_invariant = batch_inv};
+                                 .batch_invariant = batch_inv, .kv_dtype = kv_dtype};
         if (!threads && !is_cuda && s->nrep > 1) {
             long cores = sysconf(_SC_NPROCESSORS_ONLN);
             bo.threads = cores / s->nrep > 0 ? (int)(cores / s->nrep) : 1;

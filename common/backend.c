@@ -42,8 +42,14 @@ frigg_backend *frigg_backend_alloc(const char *name, const frigg_model *m, const
         frigg_set_error("backend \"%s\": %d threads (0: all cores, else 1..%d)", name, o->threads, FRIGG_MAX_THREADS);
         return NULL;
     }
-    if (o->kv_dtype != FRIGG_DT_BF16) {
-        frigg_set_error("backend \"%s\": a %s KV cache is not implemented (bf16 only)", name,
+    int cpu = !strcmp(name, "cpu");
+    if (o->kv_dtype == FRIGG_DT_INT8 && !cpu) {
+        frigg_set_error("backend \"%s\": an int8 KV cache is implemented in the CPU engine only (--backend cpu, "
+                        "or --kv-dtype bf16)", name);
+        return NULL;
+    }
+    if (o->kv_dtype != FRIGG_DT_BF16 && o->kv_dtype != FRIGG_DT_INT8) {
+        frigg_set_error("backend \"%s\": a %s KV cache is not implemented (bf16, or int8 on the CPU engine)", name,
                         frigg_dtype_name(o->kv_dtype));
         return NULL;
     }
@@ -55,7 +61,14 @@ frigg_backend *frigg_backend_alloc(const char *name, const frigg_model *m, const
     b->max_rows = o->max_seqs;
     b->max_inflight = 1;
     b->kv_dtype = o->kv_dtype;
+    b->kv_bytes = (double)o->max_seqs * frigg_kv_seq_bytes(&m->cfg, name, o->kv_dtype, o->max_ctx);
     return b;
+}
+
+double frigg_kv_seq_bytes(const frigg_config *c, const char *name, frigg_dtype kv, int ctx) {
+    double elems = (double)c->num_slots * ctx * c->hidden_size; /* of K, and again of V */
+    if (kv == FRIGG_DT_INT8) return 2 * (elems + 4.0 * c->num_slots * ctx * c->num_heads);
+    return 2 * elems * (strcmp(name, "cpu") ? 2 : 4);
 }
 
 int frigg_backend_check_rows(const frigg_backend *b, const frigg_row *rows, int nrows, const int *len,

@@ -33,7 +33,9 @@ typedef struct {
     int device;           /* CUDA device ordinal */
     int max_seqs;         /* sequence slots, each with its own static KV cache (>= 1) */
     int max_ctx;          /* tokens per sequence (0 = max_position_embeddings) */
-    frigg_dtype kv_dtype; /* KV-cache element type: FRIGG_DT_BF16 (the default, 0); others are refused by name */
+    frigg_dtype kv_dtype; /* KV-cache element type: FRIGG_DT_BF16 (the default, 0), or FRIGG_DT_INT8 on the CPU
+                             engine (symmetric int8, one fp32 scale per position and head for K and for V:
+                             frigg_kv_quantize in cpu_ops.h); the CUDA engine refuses INT8, both refuse INT4 */
     int fp32_reference;   /* CPU engine: round nowhere (HF's model in float32 on the same bf16-valued weights,
                              MODEL.md T17) instead of at every bf16 rounding point; the CUDA engine refuses it */
     int batch_invariant;  /* a sequence's output bits do not depend on which others share its steps. The CPU
@@ -80,6 +82,8 @@ struct frigg_backend {
     int max_rows;          /* the most rows one step takes */
     int max_inflight;      /* steps that may be queued before the first is collected (>= 1) */
     frigg_dtype kv_dtype;
+    double kv_bytes;       /* bytes of KV cache the engine reserved for all its sequences (elements and scales;
+                              the CPU engine commits pages only as positions are written) */
 
     /* Queue one step of nrows rows (each checked first: a bad row is an error with a message, and then
      * nothing of the step ran). Returns 0, or -1 with frigg_error(). */
@@ -103,6 +107,12 @@ struct frigg_backend {
  * NULL with frigg_error() when the backend is missing from this build or fails to start. */
 frigg_backend *frigg_backend_create(const char *name, const frigg_model *m, const frigg_backend_opts *opts);
 void frigg_backend_destroy(frigg_backend *b);
+
+/* Bytes of KV cache one sequence of ctx tokens takes in engine `name` ("cpu" or "cuda") with elements of
+ * type kv: K and V of every virtual layer (num_slots x ctx x hidden_size each). BF16: 2 bytes an element on
+ * the CUDA engine, 4 on the CPU engine (which holds the bf16 values as floats); INT8: 1 byte an element plus
+ * one 4-byte scale per (slot, position, head). What frigg-serve budgets with. */
+double frigg_kv_seq_bytes(const frigg_config *c, const char *name, frigg_dtype kv, int ctx);
 
 /* submit + collect: one step, its outputs written before it returns. */
 int frigg_step(frigg_backend *b, frigg_row *rows, int nrows);

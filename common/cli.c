@@ -20,6 +20,16 @@ int frigg_cli_number(const char *prog, const char *opt, const char *arg, double 
     return 0;
 }
 
+int frigg_cli_kv_dtype(const char *prog, const char *arg, frigg_dtype *out) {
+    if (!strcmp(arg, "bf16")) *out = FRIGG_DT_BF16;
+    else if (!strcmp(arg, "int8")) *out = FRIGG_DT_INT8;
+    else {
+        fprintf(stderr, "%s: --kv-dtype takes bf16 or int8, not \"%s\"\n", prog, arg);
+        return -1;
+    }
+    return 0;
+}
+
 void frigg_print_version(const char *prog) {
 #ifdef FRIGG_CUDA
     const char *cuda = "cuda+cpu";

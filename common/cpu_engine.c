@@ -13,10 +13,15 @@
 typedef struct {
     frigg_pool *pool;
     frigg_prec prec;
-    /* Static KV cache, one block per sequence: [slot][max_ctx][D] floats, post-RoPE keys (bf16 values
-     * unless fp32 reference). Allocated once at creation; calloc'd so the OS commits pages only as
-     * positions are written (DFM-Mimir at 4096 tokens reserves 6 GiB but touches what is used). */
-    float **kv_k, **kv_v;
+    /* Static KV cache, one block per sequence: [slot][max_ctx][D] elements, post-RoPE keys. kv_dtype BF16:
+     * fp32 elements (bf16 values unless fp32 reference); INT8: int8 elements plus, in sc_k / sc_v, one fp32
+     * scale per (slot, position, head), [slot][max_ctx][H] (frigg_kv_quantize). Allocated once at creation;
+     * calloc'd so the OS commits pages only as positions are written (DFM-Mimir at 4096 tokens reserves
+     * 6 GiB in fp32 but touches what is used). */
+    int int8;
+    size_t elt;                  /* bytes per element: 4 or 1 */
+    void **kv_k, **kv_v;
+    float **sc_k, **sc_v;        /* INT8 only */
     int *len;                    /* tokens in each sequence's cache */
     int32_t *greedy;             /* each sequence's greedy id from the last step, when last_greedy says so */
     unsigned char *last_greedy;
@@ -34,8 +39,14 @@ typedef struct {
     float *a, *q, *k, *v, *g, *o, *y, *t1, *mg, *mu;
 } fwd;
 
-static float *kv_slot(float **kv, const frigg_backend *b, int seq, int slot) {
-    return kv[seq] + (size_t)slot * b->max_ctx * b->model->cfg.hidden_size;
+/* Slot `slot` of sequence seq's K or V block: [max_ctx][D] elements of im->elt bytes. */
+static void *kv_slot(void **kv, const frigg_backend *b, int seq, int slot) {
+    const cpu_impl *im = b->impl;
+    return (char *)kv[seq] + (size_t)slot * b->max_ctx * b->model->cfg.hidden_size * im->elt;
+}
+/* Its scales (INT8): [max_ctx][H] floats. */
+static float *kv_scales(float **sc, const frigg_backend *b, int seq, int slot) {
+    return sc[seq] + (size_t)slot * b->max_ctx * b->model->cfg.num_heads;
 }
 
 /* DECODER_LAYER (MODEL.md §3.5, §3.7): h is updated in place. */
@@ -53,15 +64,40 @@ static void decoder_layer(fwd *f, const frigg_layer *L, float *h, int slot) {
     frigg_cpu_linear(P, pool, &L->gate, f->a, T, f->g);         /* output gate, from the same normed input */
     frigg_cpu_rope_apply(P, f->q, T, H, hd, f->cos_t, f->sin_t);
     frigg_cpu_rope_apply(P, f->k, T, H, hd, f->cos_t, f->sin_t);
-    float *K = kv_slot(f->impl->kv_k, f->b, f->seq, slot), *V = kv_slot(f->impl->kv_v, f->b, f->seq, slot);
-    for (size_t i = 0; i < TD; i++) {                           /* append to this slot's cache */
-        K[(size_t)f->p0 * D + i] = f->k[i]; /* already bf16-rounded by RoPE */
-        V[(size_t)f->p0 * D + i] = f->v[i];
-    }
+    cpu_impl *im = f->impl;
+    void *K = kv_slot(im->kv_k, f->b, f->seq, slot), *V = kv_slot(im->kv_v, f->b, f->seq, slot);
     /* PrefixLM attention over the cache, then the elementwise sigmoid gate, before o_proj */
-    frigg_attn_args aa = {.q = f->q, .q_stride = D, .k = K, .v = V, .pos_stride = D, .head_stride = hd,
-                          .gate = f->g, .gate_stride = D, .T = T, .p0 = f->p0, .prefix_len = f->prefix_len,
-                          .heads = H, .head_dim = hd, .out = f->y, .out_stride = D};
+    frigg_attn_args aa = {.q = f->q, .q_stride = D, .pos_stride = D, .head_stride = hd, .gate = f->g,
+                          .gate_stride = D, .T = T, .p0 = f->p0, .prefix_len = f->prefix_len, .heads = H,
+                          .head_dim = hd, .out = f->y, .out_stride = D};
+    if (im->int8) {
+        /* Quantize the T new positions into the cache; attention, the prompt's own rows included, reads the
+         * cache it just wrote, so a row attends to the same values whether its keys were written by this
+         * prefill or by earlier steps (a sequence's result does not depend on how it was stepped). */
+        int8_t *K8 = K, *V8 = V;
+        float *KS = kv_scales(im->sc_k, f->b, f->seq, slot), *VS = kv_scales(im->sc_v, f->b, f->seq, slot);
+        for (int t = 0; t < T; t++)
+            for (int hh = 0; hh < H; hh++) {
+                size_t src = (size_t)t * D + (size_t)hh * hd, dst = (size_t)(f->p0 + t) * D + (size_t)hh * hd;
+                size_t si = (size_t)(f->p0 + t) * H + hh;
+                frigg_kv_quantize(f->k + src, hd, K8 + dst, &KS[si]); /* post-RoPE */
+                frigg_kv_quantize(f->v + src, hd, V8 + dst, &VS[si]);
+            }
+        aa.k8 = K8;
+        aa.v8 = V8;
+        aa.k_scale = KS;
+        aa.v_scale = VS;
+        aa.scale_pos_stride = H;
+        aa.scale_head_stride = 1;
+    } else {
+        float *KF = K, *VF = V;
+        for (size_t i = 0; i < TD; i++) {                       /* append to this slot's cache */
+            KF[(size_t)f->p0 * D + i] = f->k[i]; /* already bf16-rounded by RoPE */
+            VF[(size_t)f->p0 * D + i] = f->v[i];
+        }
+        aa.k = KF;
+        aa.v = VF;
+    }
     frigg_cpu_attention(P, pool, &aa);
     frigg_cpu_linear(P, pool, &L->o, f->y, T, f->t1);
     for (size_t i = 0; i < TD; i++) h[i] = frigg_act(P, h[i] + f->t1[i]);
@@ -210,10 +246,14 @@ static int cpu_seq_fork(frigg_backend *b, int src, int dst, int n) {
     cpu_impl *im = b->impl;
     if (frigg_backend_bad_fork(b, src, n, im->len[src])) return -1;
     if (src != dst) {
-        size_t D = (size_t)b->model->cfg.hidden_size;
+        size_t D = (size_t)b->model->cfg.hidden_size, H = (size_t)b->model->cfg.num_heads;
         for (int slot = 0; slot < b->model->cfg.num_slots; slot++) {
-            memcpy(kv_slot(im->kv_k, b, dst, slot), kv_slot(im->kv_k, b, src, slot), sizeof(float) * n * D);
-            memcpy(kv_slot(im->kv_v, b, dst, slot), kv_slot(im->kv_v, b, src, slot), sizeof(float) * n * D);
+            memcpy(kv_slot(im->kv_k, b, dst, slot), kv_slot(im->kv_k, b, src, slot), im->elt * n * D);
+            memcpy(kv_slot(im->kv_v, b, dst, slot), kv_slot(im->kv_v, b, src, slot), im->elt * n * D);
+            if (im->int8) { /* the scales of those positions with them */
+                memcpy(kv_scales(im->sc_k, b, dst, slot), kv_scales(im->sc_k, b, src, slot), sizeof(float) * n * H);
+                memcpy(kv_scales(im->sc_v, b, dst, slot), kv_scales(im->sc_v, b, src, slot), sizeof(float) * n * H);
+            }
         }
         im->greedy[dst] = im->greedy[src];
     }
@@ -228,9 +268,13 @@ static void cpu_destroy(frigg_backend *b) {
         for (int s = 0; s < b->max_seqs && im->kv_k; s++) {
             free(im->kv_k[s]);
             free(im->kv_v[s]);
+            if (im->sc_k) free(im->sc_k[s]);
+            if (im->sc_v) free(im->sc_v[s]);
         }
         free(im->kv_k);
         free(im->kv_v);
+        free(im->sc_k);
+        free(im->sc_v);
         free(im->len);
         free(im->greedy);
         free(im->last_greedy);
@@ -266,18 +310,34 @@ frigg_backend *frigg_backend_cpu_create(const frigg_model *m, const frigg_backen
     im->len = frigg_xcalloc(o.max_seqs, sizeof *im->len);
     im->greedy = frigg_xcalloc(o.max_seqs, sizeof *im->greedy);
     im->last_greedy = frigg_xcalloc(o.max_seqs, 1);
+    im->int8 = o.kv_dtype == FRIGG_DT_INT8;
+    im->elt = im->int8 ? 1 : sizeof(float);
     im->kv_k = frigg_xcalloc(o.max_seqs, sizeof *im->kv_k);
     im->kv_v = frigg_xcalloc(o.max_seqs, sizeof *im->kv_v);
+    if (im->int8) {
+        im->sc_k = frigg_xcalloc(o.max_seqs, sizeof *im->sc_k);
+        im->sc_v = frigg_xcalloc(o.max_seqs, sizeof *im->sc_v);
+    }
     size_t per_seq = (size_t)m->cfg.num_slots * o.max_ctx * m->cfg.hidden_size;
+    size_t per_seq_sc = (size_t)m->cfg.num_slots * o.max_ctx * m->cfg.num_heads;
+    size_t bytes = 0;
     for (int s = 0; s < o.max_seqs; s++) {
-        im->kv_k[s] = calloc(per_seq, sizeof(float));
-        im->kv_v[s] = calloc(per_seq, sizeof(float));
-        if (!im->kv_k[s] || !im->kv_v[s]) {
-            frigg_set_error("cpu: cannot reserve the KV cache (%d sequences x %d slots x %d tokens x %d x 2 floats)",
-                            o.max_seqs, m->cfg.num_slots, o.max_ctx, m->cfg.hidden_size);
+        im->kv_k[s] = calloc(per_seq, im->elt);
+        im->kv_v[s] = calloc(per_seq, im->elt);
+        int fail = !im->kv_k[s] || !im->kv_v[s];
+        if (im->int8) {
+            im->sc_k[s] = calloc(per_seq_sc, sizeof(float));
+            im->sc_v[s] = calloc(per_seq_sc, sizeof(float));
+            fail |= !im->sc_k[s] || !im->sc_v[s];
+        }
+        if (fail) {
+            frigg_set_error("cpu: cannot reserve the KV cache (%d sequences x %.3f GiB)", o.max_seqs,
+                            frigg_kv_seq_bytes(&m->cfg, "cpu", o.kv_dtype, o.max_ctx) / 1073741824.0);
             cpu_destroy(b);
             return NULL;
         }
+        bytes += 2 * (per_seq * im->elt + (im->int8 ? per_seq_sc * sizeof(float) : 0));
     }
+    b->kv_bytes = bytes; /* what was reserved; frigg_backend_alloc's figure from frigg_kv_seq_bytes is replaced */
     return b;
 }

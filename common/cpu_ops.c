@@ -109,10 +109,37 @@ void frigg_cpu_swiglu(frigg_prec p, const float *g, const float *u, int n, float
     }
 }
 
+void frigg_kv_quantize(const float *x, int n, int8_t *q, float *scale) {
+    float amax = 0;
+    for (int d = 0; d < n; d++) amax = fmaxf(amax, fabsf(x[d]));
+    float s = amax / 127.0f;
+    *scale = s;
+    for (int d = 0; d < n; d++) {
+        if (s == 0) {
+            q[d] = 0;
+            continue;
+        }
+        float r = nearbyintf(x[d] / s); /* halves to even in the default rounding mode */
+        q[d] = (int8_t)(r > 127.0f ? 127 : r < -127.0f ? -127 : (int)r);
+    }
+}
+
 typedef struct {
     frigg_prec p;
     const frigg_attn_args *a;
 } attn_ctx;
+
+/* Position j of head h's K (which = 0) or V (1) as fp32 values: the fp32 cache's row itself, or an int8 row
+ * dequantized into buf. */
+static const float *attn_row(const frigg_attn_args *a, int which, int h, int j, float *buf) {
+    size_t off = (size_t)j * a->pos_stride + (size_t)h * a->head_stride;
+    const float *f = which ? a->v : a->k;
+    if (f) return f + off;
+    const int8_t *q = (which ? a->v8 : a->k8) + off;
+    float s = (which ? a->v_scale : a->k_scale)[(size_t)j * a->scale_pos_stride + (size_t)h * a->scale_head_stride];
+    for (int d = 0; d < a->head_dim; d++) buf[d] = frigg_kv_dequant(q[d], s);
+    return buf;
+}
 
 /* One (row, head) pair per index. */
 static void attn_range(void *vctx, int begin, int end, int thread) {
@@ -123,10 +150,10 @@ static void attn_range(void *vctx, int begin, int end, int thread) {
     float scale = (float)(1.0 / sqrt((double)hd));
     float *p = frigg_xmalloc((size_t)nk * sizeof(float));
     float *acc = frigg_xmalloc((size_t)hd * sizeof(float)), *aacc = frigg_xmalloc((size_t)hd * sizeof(float));
+    float *rbuf = frigg_xmalloc((size_t)hd * sizeof(float));
     for (int idx = begin; idx < end; idx++) {
         int t = idx / H, h = idx % H, qpos = a->p0 + t;
         const float *q = a->q + (size_t)t * a->q_stride + (size_t)h * hd;
-        const float *K = a->k + (size_t)h * a->head_stride, *V = a->v + (size_t)h * a->head_stride;
         float mx = -INFINITY;
         for (int j = 0; j < nk; j++) {
             /* PrefixLM: causal, OR both query and key inside the bidirectional prefix (§4.1). */
@@ -135,7 +162,7 @@ static void attn_range(void *vctx, int begin, int end, int thread) {
                 p[j] = -INFINITY;
                 continue;
             }
-            const float *kr = K + (size_t)j * a->pos_stride;
+            const float *kr = attn_row(a, 0, h, j, rbuf);
             float s = 0;
             for (int d = 0; d < hd; d++) s += q[d] * kr[d];
             p[j] = s * scale;
@@ -150,7 +177,7 @@ static void attn_range(void *vctx, int begin, int end, int thread) {
         for (int j = 0; j < nk; j++) {
             if (p[j] == 0) continue;
             float w = p[j] / sum;
-            const float *vr = V + (size_t)j * a->pos_stride;
+            const float *vr = attn_row(a, 1, h, j, rbuf);
             for (int d = 0; d < hd; d++) acc[d] += w * vr[d];
             if (a->abs_out)
                 for (int d = 0; d < hd; d++) aacc[d] += w * fabsf(vr[d]);
@@ -168,6 +195,7 @@ static void attn_range(void *vctx, int begin, int end, int thread) {
     free(p);
     free(acc);
     free(aacc);
+    free(rbuf);
 }
 
 void frigg_cpu_attention(frigg_prec p, frigg_pool *pool, const frigg_attn_args *a) {

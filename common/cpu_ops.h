@@ -37,6 +37,29 @@ void frigg_cpu_rope_apply(frigg_prec p, float *x, int T, int heads, int head_dim
 /* bf16(bf16(silu(g)) * u), silu in fp32. */
 void frigg_cpu_swiglu(frigg_prec p, const float *g, const float *u, int n, float *out);
 
+/* The int8 KV cache (frigg_backend_opts.kv_dtype = FRIGG_DT_INT8): symmetric, one fp32 scale per (position,
+ * head), for K and for V separately, quantized when a position is written into the cache (K after RoPE) and
+ * dequantized where attention reads it. frigg_kv_quantize quantizes one head's n values x[0..n) (the fp32
+ * values a bf16 cache would hold: bf16-valued, or any fp32 in FRIGG_PREC_FP32; finite), exactly so:
+ *   amax  = max_d |x[d]|                       exact
+ *   scale = amax / 127.0f                      one fp32 division, rounded to nearest even
+ *   q[d]  = 0 for every d when scale == 0      (amax == 0, or an amax so small its /127 underflows)
+ *         = clamp(rne(x[d] / scale), -127, 127) otherwise: x[d] / scale one fp32 division rounded to nearest
+ *           even (a true division, not x * (1/scale)); rne rounds to the nearest integer, halves to even
+ *           (nearbyintf in the default rounding mode: 2.5 -> 2, 3.5 -> 4, -0.5 -> 0). The clamp acts only
+ *           when scale is subnormal (its rounding can then be coarse enough that x / scale passes 127.5);
+ *           with a normal scale, |x| <= amax makes x / scale round to at most 127
+ * -128 is never produced. A CUDA kernel writes the same bytes with fabsf / fmaxf, __fdiv_rn(amax, 127.0f),
+ * __fdiv_rn(x, scale), __float2int_rn and the clamp, built without flush-to-zero (no -ftz=true, no
+ * --use_fast_math): a subnormal scale or x is used as it is.
+ * Dequantizing, the one rounding point: the value attention reads is frigg_kv_dequant(q, scale) =
+ * (float)q * scale, one fp32 multiplication rounded to nearest even, NOT rounded to bf16; from there the
+ * attention is frigg_cpu_attention's fp32 arithmetic over those values (an int8 cache gives bit for bit what
+ * an fp32 cache holding the dequantized values gives). A kernel that takes the scale out of the dot product
+ * (scale * Σ q_d·k8_d) differs from this only by fp32 summation rounding. */
+void frigg_kv_quantize(const float *x, int n, int8_t *q, float *scale);
+static inline float frigg_kv_dequant(int8_t q, float scale) { return (float)q * scale; }
+
 /* Attention of T query rows at positions [p0, p0+T) over the keys and values of positions [0, p0+T), with
  * the PrefixLM mask (MODEL.md §4.1: causal, or both query and key inside [0, prefix_len)): fp32 scores
  * scaled by 1/sqrt(head_dim), fp32 softmax, P·V accumulated as (p/sum)·v in fp32, one bf16 rounding of the
@@ -49,6 +72,12 @@ typedef struct {
     size_t q_stride;
     const float *k, *v;
     size_t pos_stride, head_stride;
+    /* An int8 cache instead (k and v NULL): position j, head h of K at k8 + j*pos_stride + h*head_stride
+     * (int8 elements, the same strides), its scale at k_scale + j*scale_pos_stride + h*scale_head_stride;
+     * likewise V. Each row is read as frigg_kv_dequant(q, scale) (frigg_kv_quantize above). */
+    const int8_t *k8, *v8;
+    const float *k_scale, *v_scale;
+    size_t scale_pos_stride, scale_head_stride;
     const float *gate; /* NULL: no gate */
     size_t gate_stride;
     int T, p0, prefix_len, heads, head_dim;

@@ -5,6 +5,8 @@
 
 #include <jansson.h>
 
+#include "model.h" /* frigg_dtype */
+
 typedef struct {
     const char *model_dir;      /* NULL: frigg_default_model_dir() */
     const char *backend;        /* NULL: auto */
@@ -14,6 +16,7 @@ typedef struct {
     int tokenizer_only;         /* --tokenize / --detokenize: do not load weights */
     int slots;                  /* sequence slots: requests run at once (0 = FRIGG_SESSION_DEFAULT_SLOTS) */
     int batch_invariant;        /* frigg_backend_opts.batch_invariant */
+    frigg_dtype kv_dtype;       /* frigg_backend_opts.kv_dtype (0: bf16) */
 } frigg_session_opts;
 
 #define FRIGG_SESSION_DEFAULT_SLOTS 8
