@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,9 +20,11 @@
 
 #include "cli.h"
 #include "ctensors.h"
+#include "kl.h"
 #include "model.h"
 #include "quant.h"
 #include "threadpool.h"
+#include "tokenizer.h"
 #include "util.h"
 
 #define PROG "frigg-quantize"
@@ -32,6 +35,7 @@ static const char *license_text(void);
 static void usage(FILE *f) {
     fprintf(f,
             "usage: " PROG " SRC OUT --method int8|int4 [--group N] [--int4-rtn] [--keep-embedding] [--threads N]\n"
+            "                      [--check [--check-text FILE] [--check-limit N] [--check-backend cpu|cuda]]\n"
             "  SRC: an HRM-Text checkpoint folder (config.json + safetensors: packed, split or sharded; bf16/f16/f32)\n"
             "  OUT: a new folder (never overwritten): compressed-tensors pack-quantized safetensors, config.json with\n"
             "       quantization_config, the tokenizer files, LICENSE, NOTICE, README.md\n"
@@ -41,7 +45,11 @@ static void usage(FILE *f) {
             "                  lm_head and the embedding int8 per row\n"
             "  --keep-embedding  copy the embedding unchanged (transformers 5.17 cannot load a quantized one)\n"
             "  --threads N     quantize with N threads (default: every CPU)\n"
-            "  --check         not implemented yet (exit 2)\n");
+            "  --check         then score the build against SRC, teacher-forced on a held-out text (frigg-eval kl's\n"
+            "                  code): mean and p99 KL(SRC || build) per token, top-1 agreement, both NLLs, written to\n"
+            "                  OUT/quality.json and OUT/README.md; the text: --check-text (default: heldout.txt of the\n"
+            "                  bundled default model), at most --check-limit sequences (default all), on\n"
+            "                  --check-backend (default: cuda when a GPU is present, else cpu)\n");
 }
 
 /* ---- small I/O helpers ---- */
@@ -548,6 +556,141 @@ static char *readme_text(const build_info *b) {
     return s;
 }
 
+/* ---- --check: the build against SRC on a held-out text (common/kl.h, frigg-eval kl's code) ---- */
+
+#define CHECK_PARALLEL 4 /* sequences scored at once, as frigg-eval kl's default */
+#define CHECK_CTX 512    /* tokens per sequence at most, as frigg-eval kl's default --ctx */
+
+typedef struct {
+    const char *text;    /* NULL: frigg_heldout_text_path() */
+    const char *backend; /* NULL: auto */
+    int limit, threads;
+} check_opts;
+
+typedef struct {
+    char *first_error;
+} check_ctx;
+
+static void check_on_seq(void *vctx, int k, const frigg_kl_seq *r) {
+    check_ctx *c = vctx;
+    if (r->error && !c->first_error) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "sequence %d: %s", k, r->error);
+        c->first_error = frigg_xstrdup(msg);
+    }
+}
+
+/* The build in dir scored against the source model m, loaded from src: a new quality object, or NULL with
+ * frigg_error(). */
+static json_t *run_check(const frigg_model *m, const char *src, const char *dir, const check_opts *co) {
+    json_t *q = NULL;
+    char *tp = frigg_path_join(src, "tokenizer.json"), *text_path = co->text ? frigg_xstrdup(co->text) : frigg_heldout_text_path();
+    char *text = NULL;
+    frigg_tokenizer *tok = NULL;
+    frigg_eval_seq *seqs = NULL;
+    int nseqs = 0;
+    frigg_model *bm = NULL;
+    frigg_backend *rb = NULL, *bb = NULL;
+    check_ctx cc = {0};
+    size_t tlen = 0;
+    if (!frigg_file_exists(tp)) {
+        frigg_set_error("--check: %s has no tokenizer.json to encode the held-out text with", src);
+        goto out;
+    }
+    if (!(tok = frigg_tokenizer_load(tp, 0))) goto out;
+    if (!(text = frigg_read_file(text_path, &tlen))) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "--check: %s (give --check-text FILE)", frigg_error());
+        frigg_set_error("%s", msg);
+        goto out;
+    }
+    unsigned char dg[crypto_hash_sha256_BYTES];
+    char hex[2 * sizeof dg + 1];
+    crypto_hash_sha256(dg, (const unsigned char *)text, tlen);
+    for (size_t i = 0; i < sizeof dg; i++) sprintf(hex + 2 * i, "%02x", dg[i]);
+    int ctx = m->cfg.max_position_embeddings < CHECK_CTX ? m->cfg.max_position_embeddings : CHECK_CTX;
+    if (frigg_eval_text_seqs(tok, text, tlen, m->cfg.bos_token_id, ctx, co->limit, &seqs, &nseqs)) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "--check: %s: %s", text_path, frigg_error());
+        frigg_set_error("%s", msg);
+        goto out;
+    }
+    int longest = 0;
+    for (int i = 0; i < nseqs; i++) longest = seqs[i].n > longest ? seqs[i].n : longest;
+    frigg_backend_opts bo = {.threads = co->threads, .max_seqs = CHECK_PARALLEL, .max_ctx = longest};
+    if (!(rb = frigg_backend_create(co->backend, m, &bo))) goto out;
+    if (!(bm = frigg_model_load(dir)) || !(bb = frigg_backend_create(co->backend, bm, &bo))) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "--check: the build: %s", frigg_error());
+        frigg_set_error("%s", msg);
+        goto out;
+    }
+    fprintf(stderr, PROG ": --check: %d sequences of %s on the %s engine, the build against %s\n", nseqs, text_path,
+            bb->name, src);
+    double t0 = frigg_now_ms();
+    frigg_kl_summary s;
+    int failed = frigg_kl_run(rb, bb, seqs, nseqs, CHECK_PARALLEL, check_on_seq, &cc, &s);
+    char cut[128];
+    snprintf(cut, sizeof cut, "each non-blank line encoded, in pieces of at most %d tokens after <bos>", ctx - 1);
+    if (failed < 0) goto out;
+    if (failed > 0) {
+        frigg_set_error("--check: %d of %d sequences failed (%s)", failed, nseqs, cc.first_error);
+        goto out;
+    }
+    q = json_pack("{s:s,s:s,s:s,s:i,s:I,s:i,s:f,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:f,s:f,s:s,s:s,s:s,s:f}", "text", text_path,
+                  "text_sha256", hex, "text_cut", cut,
+                  "sequences", s.sequences, "target_tokens", (json_int_t)s.tokens, "max_ctx", ctx, "kl_mean", s.kl_mean,
+                  "kl_p99", s.kl_p99, "kl_max", s.kl_max, "top1_agreement", s.top1, "top1_agree",
+                  (json_int_t)s.top1_agree, "nll_source", s.nll_ref, "nll_build", s.nll_model, "nll_delta",
+                  s.nll_model - s.nll_ref, "ppl_source", exp(s.nll_ref), "ppl_build", exp(s.nll_model), "backend",
+                  bb->name, "kl_direction", "KL(source || build), nats per target token", "frigg_version", FRIGG_VERSION,
+                  "wall_s", (frigg_now_ms() - t0) / 1000);
+    fprintf(stderr, PROG ": --check: %ld tokens: mean KL %.3g nats, p99 %.3g, top-1 agreement %.2f %%, NLL %.4f -> %.4f (%.1f s)\n",
+            s.tokens, s.kl_mean, s.kl_p99, 100 * s.top1, s.nll_ref, s.nll_model, (frigg_now_ms() - t0) / 1000);
+out:
+    free(cc.first_error);
+    frigg_backend_destroy(bb);
+    frigg_backend_destroy(rb);
+    frigg_model_free(bm);
+    frigg_eval_seqs_free(seqs, nseqs);
+    frigg_tokenizer_free(tok);
+    free(text);
+    free(text_path);
+    free(tp);
+    return q;
+}
+
+/* The README's section for the --check figures. */
+static char *quality_text(const json_t *q) {
+    char *s = frigg_xmalloc(4096);
+    double top1 = json_real_value(json_object_get(q, "top1_agreement"));
+    snprintf(s, 4096,
+             "\n## Quality (frigg-quantize --check)\n"
+             "\n"
+             "This build against its source checkpoint, teacher-forced on `%s` (sha256 %s; %s: %lld sequences, "
+             "%lld target tokens), both on frigg's %s engine (frigg %s). The same figures are in `quality.json`.\n"
+             "\n"
+             "| figure | value |\n"
+             "| --- | --- |\n"
+             "| mean KL(source \xe2\x80\x96 build) per token | %.6f nats |\n"
+             "| p99 KL per token | %.6f nats |\n"
+             "| max KL per token | %.6f nats |\n"
+             "| top-1 agreement | %.2f %% (%lld of %lld) |\n"
+             "| NLL, source | %.4f nats/token (perplexity %.2f) |\n"
+             "| NLL, this build | %.4f nats/token (perplexity %.2f) |\n",
+             json_string_value(json_object_get(q, "text")), json_string_value(json_object_get(q, "text_sha256")),
+             json_string_value(json_object_get(q, "text_cut")), (long long)json_integer_value(json_object_get(q, "sequences")),
+             (long long)json_integer_value(json_object_get(q, "target_tokens")),
+             json_string_value(json_object_get(q, "backend")), FRIGG_VERSION,
+             json_real_value(json_object_get(q, "kl_mean")), json_real_value(json_object_get(q, "kl_p99")),
+             json_real_value(json_object_get(q, "kl_max")), 100 * top1,
+             (long long)json_integer_value(json_object_get(q, "top1_agree")),
+             (long long)json_integer_value(json_object_get(q, "target_tokens")),
+             json_real_value(json_object_get(q, "nll_source")), json_real_value(json_object_get(q, "ppl_source")),
+             json_real_value(json_object_get(q, "nll_build")), json_real_value(json_object_get(q, "ppl_build")));
+    return s;
+}
+
 /* ---- main ---- */
 
 int main(int argc, char **argv) {
@@ -556,10 +699,14 @@ int main(int argc, char **argv) {
         {"int4-rtn", no_argument, 0, 'r'},     {"threads", required_argument, 0, 't'},
         {"check", no_argument, 0, 'c'},        {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, 'V'},      {"keep-embedding", no_argument, 0, 'k'},
+        {"check-text", required_argument, 0, 'T'}, {"check-limit", required_argument, 0, 'L'},
+        {"check-backend", required_argument, 0, 'B'},
         {0, 0, 0, 0},
     };
     const char *method = NULL;
     int group = 128, group_set = 0, rtn = 0, threads = 0, check = 0, keep_embedding = 0;
+    check_opts co = {0};
+    const char *check_only = NULL; /* a --check-* option without --check */
     double v;
     int o;
     while ((o = getopt_long(argc, argv, "m:g:t:h", opts, NULL)) != -1) {
@@ -576,16 +723,22 @@ int main(int argc, char **argv) {
             break;
         case 'c': check = 1; break;
         case 'k': keep_embedding = 1; break;
+        case 'T': co.text = optarg, check_only = "--check-text"; break;
+        case 'B': co.backend = optarg, check_only = "--check-backend"; break;
+        case 'L':
+            if (frigg_cli_number(PROG, "--check-limit", optarg, 1, 1e9, 1, &v)) return 2;
+            co.limit = (int)v, check_only = "--check-limit";
+            break;
         case 'h': usage(stdout); return 0;
         case 'V': frigg_print_version(PROG); return 0;
         default: usage(stderr); return 2;
         }
     }
-    if (check) {
-        fprintf(stderr, PROG ": --check is not implemented yet (it is to compare the build with SRC through "
-                             "frigg-eval); build without it, then run frigg-eval nll on both\n");
+    if (check_only && !check) {
+        fprintf(stderr, PROG ": %s applies to --check only\n", check_only);
         return 2;
     }
+    co.threads = threads;
     if (argc - optind != 2) {
         fprintf(stderr, PROG ": need SRC and OUT (got %d positional arguments)\n", argc - optind);
         usage(stderr);
@@ -764,15 +917,40 @@ int main(int argc, char **argv) {
                      .src_hash = hash, .layout = layout,
                      .n_params = m->n_params, .out_bytes = total, .src_bytes = src_bytes, .nmods = p.nmods, .n4 = n4,
                      .n8 = p.nmods - n4};
-    char *notice = notice_text(&bi), *readme = readme_text(&bi);
+    char *notice = notice_text(&bi);
     int wrc = write_text(tmp, "config.json", cfg_out) || write_text(tmp, "LICENSE", license_text()) ||
-              write_text(tmp, "NOTICE", notice) || write_text(tmp, "README.md", readme);
+              write_text(tmp, "NOTICE", notice);
     free(notice);
-    free(readme);
     static const char *const copied[] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                                          "chat_template.jinja", "generation_config.json"};
     for (size_t i = 0; !wrc && i < sizeof copied / sizeof copied[0]; i++)
         if (copy_if_present(src, tmp, copied[i]) < 0) wrc = 1;
+    if (wrc) {
+        fprintf(stderr, PROG ": %s\n", frigg_error());
+        goto fail;
+    }
+    /* --check scores the finished files in the partial folder, so OUT appears only with its figures */
+    json_t *quality = NULL;
+    if (check && !(quality = run_check(m, src, tmp, &co))) {
+        fprintf(stderr, PROG ": %s\n", frigg_error());
+        goto fail;
+    }
+    char *readme = readme_text(&bi);
+    if (quality) {
+        char *qt = quality_text(quality);
+        readme = frigg_xrealloc(readme, strlen(readme) + strlen(qt) + 1);
+        strcat(readme, qt);
+        free(qt);
+        char *qs = json_dumps(quality, JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+        size_t ql = strlen(qs);
+        qs = frigg_xrealloc(qs, ql + 2);
+        qs[ql] = '\n', qs[ql + 1] = 0;
+        wrc = write_text(tmp, "quality.json", qs);
+        free(qs);
+        json_decref(quality);
+    }
+    wrc = wrc || write_text(tmp, "README.md", readme);
+    free(readme);
     if (wrc) {
         fprintf(stderr, PROG ": %s\n", frigg_error());
         goto fail;

@@ -14,14 +14,18 @@ int frigg_nll_check(int n, int prefix) {
     return 0;
 }
 
+double frigg_logsumexp(const float *row, int vocab) {
+    double mx = -INFINITY, z = 0;
+    for (int i = 0; i < vocab; i++) mx = fmax(mx, row[i]);
+    for (int i = 0; i < vocab; i++) z += exp((double)row[i] - mx);
+    return mx + log(z);
+}
+
 double frigg_nll_sum(const float *logits_all, int vocab, const int32_t *ids, int n, int prefix) {
     double sum = 0;
     for (int t = prefix; t < n; t++) {
         const float *row = logits_all + (size_t)(t - 1) * vocab; /* row t-1 predicts token t */
-        double mx = -INFINITY, z = 0;
-        for (int i = 0; i < vocab; i++) mx = fmax(mx, row[i]);
-        for (int i = 0; i < vocab; i++) z += exp((double)row[i] - mx);
-        sum += mx + log(z) - row[ids[t]];
+        sum += frigg_logsumexp(row, vocab) - row[ids[t]];
     }
     return sum;
 }

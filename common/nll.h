@@ -9,6 +9,8 @@
 /* The sequence's shape: prefix in [1, n) (at least one token of context, at least one to score). 0, or -1
  * with frigg_error(). */
 int frigg_nll_check(int n, int prefix);
+/* log(sum_i exp(row[i])) over vocab floats, in fp64 (the maximum subtracted first). */
+double frigg_logsumexp(const float *row, int vocab);
 /* The sum of -log p(ids[t] | ids[<t]) for t in [prefix, n) from every prompt row's logits, logits_all[n *
  * vocab] as a FRIGG_WANT_ALL_LOGITS prefill gives them (row t-1 predicts token t), log-sum-exp in fp64.
  * frigg_nll_check(n, prefix) must hold. Targets: n - prefix. */

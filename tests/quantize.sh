@@ -3,10 +3,12 @@
 # --int4-rtn, with --keep-embedding), golden/fixtures/tiny-sharded (packed, F32, two shards: int4 --group 32),
 # tiny-split (split layout: int8) and tiny-packed (int4 --group 64 --keep-embedding); every build's layout
 # checked with the Python standard library (scripts/quant-tests/structure_check.py); the int4 build identical
-# for 1 and 2 threads and different from RTN; the refusals (an existing OUT, left untouched; --check, not
-# implemented yet; a missing or bad --method; --group/--int4-rtn with int8; a group that does not divide a
-# row; a quantized or missing SRC), none of which leaves OUT or a partial folder behind; frigg-eval nll (the
-# CPU engine reading the builds) on held-out sequences near the bf16 source's.
+# for 1 and 2 threads and different from RTN; the refusals (an existing OUT, left untouched; a --check-*
+# option without --check, a --check text that does not exist; a missing or bad --method; --group/--int4-rtn
+# with int8; a group that does not divide a row; a quantized or missing SRC), none of which leaves OUT or a
+# partial folder behind; frigg-eval nll (the CPU engine reading the builds) on held-out sequences near the bf16
+# source's; --check on 12 held-out sequences: quality.json's figures within loose bounds, the same figures
+# as frigg-eval kl on the same text, and the README's quality section.
 # Under CI=true (FRIGG_NO_LIVE unset, as tests/run-tests gates its live checks): the real compressed-tensors
 # package (scripts/pyenv --quant, installed from PyPI on the first run: torch) decompresses every build and must
 # give exactly frigg's values recomputed with numpy, and HF transformers loads the default builds and is
@@ -86,14 +88,34 @@ else
     cat "$T/eval.err"
 fi
 
+# ---- --check: the build scored against SRC on the held-out text (12 sequences), and frigg-eval kl agrees ----
+expect 0 "--check" "$Q" "$D" "$T/c4" --method int4 --check --check-limit 12 --check-backend cpu --threads 2
+if [ -f "$T/c4/quality.json" ] && grep -q "^## Quality (frigg-quantize --check)" "$T/c4/README.md" &&
+    grep -q "frigg-quantize: --check: " "$T/log"; then good; else bad "--check: no quality.json or README section"; fi
+qv() { sed -nE "s/.*\"$1\": ([-0-9.eE+]+).*/\1/p" "$T/c4/quality.json"; }
+kl=$(qv kl_mean); top1=$(qv top1_agreement); n_src=$(qv nll_source); n_b=$(qv nll_build); toks=$(qv target_tokens)
+echo "--check, int4, 12 held-out sequences ($toks tokens): KL $kl, top-1 $top1, NLL $n_src -> $n_b"
+if awk -v k="$kl" -v t="$top1" -v a="$n_src" -v b="$n_b" 'BEGIN { exit !(k > 0 && k < 0.2 && t > 0.6 && t <= 1 && b - a < 0.2) }'; then
+    good
+else
+    bad "--check figures out of bounds: KL '$kl' top-1 '$top1' NLL '$n_src' -> '$n_b'"
+fi
+"$BIN/frigg-eval" kl --ref "$D" --model "$T/c4" --text "$D/heldout.txt" --limit 12 --backend cpu --threads 2 2>"$T/eval.err" |
+    tail -n 1 > "$T/kl.json"
+ekl=$(sed -nE 's/.*"kl_mean":([-0-9.eE+]+).*/\1/p' "$T/kl.json"); etoks=$(sed -nE 's/.*"target_tokens":([0-9]+).*/\1/p' "$T/kl.json")
+if [ -n "$ekl" ] && [ "$etoks" = "$toks" ] && awk -v a="$kl" -v b="$ekl" 'BEGIN { exit !(a == b) }'; then good
+else bad "frigg-eval kl ($ekl, $etoks tokens) and --check ($kl, $toks tokens) differ"; cat "$T/eval.err"; fi
+
 # ---- refusals ----
 sum_before=$(cat "$T/d8"/* | sha256sum)
 expect 1 "existing OUT" "$Q" "$D" "$T/d8" --method int8
 grep -q "exists" "$T/log" || bad "existing OUT: no reason given"
 [ "$(cat "$T/d8"/* | sha256sum)" = "$sum_before" ] && good || bad "existing OUT was modified"
 expect 1 "existing OUT (a file)" sh -c "touch '$T/file' && '$Q' '$D' '$T/file' --method int8"
-expect 2 "--check" "$Q" "$D" "$T/x" --method int8 --check
-grep -q "not implemented yet" "$T/log" || bad "--check: does not say not implemented yet"
+expect 2 "--check-limit without --check" "$Q" "$D" "$T/x" --method int8 --check-limit 3
+grep -q "applies to --check only" "$T/log" || bad "--check-limit without --check: no reason given"
+expect 1 "--check with a missing text" "$Q" "$D" "$T/x" --method int8 --check --check-text "$T/no-such-text"
+grep -q "no-such-text" "$T/log" || bad "--check with a missing text: the file is not named"
 left_nothing "$T/x" "--check"
 expect 2 "no --method" "$Q" "$D" "$T/x"
 expect 2 "--method int3" "$Q" "$D" "$T/x" --method int3
