@@ -69,18 +69,7 @@ typedef struct {
     const char *model, *backend, *ref, *ref_backend, *text, *jsonl, *data;
     int threads, device, parallel, ctx, limit, shots, chat, max_tokens;
     frigg_dtype kv, ref_kv;
-    int kv_set, ref_kv_set;
 } eval_opts;
-
-static int parse_kv_dtype(const char *opt, const char *arg, frigg_dtype *out) {
-    if (!strcmp(arg, "bf16")) *out = FRIGG_DT_BF16;
-    else if (!strcmp(arg, "int8")) *out = FRIGG_DT_INT8;
-    else {
-        fprintf(stderr, PROG ": %s takes bf16 or int8, not \"%s\"\n", opt, arg);
-        return -1;
-    }
-    return 0;
-}
 
 static const char *kv_name(frigg_dtype t) { return frigg_dtype_name(t); }
 
@@ -830,11 +819,11 @@ int main(int argc, char **argv) {
             o.parallel = (int)v;
             break;
         case O_KV:
-            if (parse_kv_dtype("--kv-dtype", optarg, &o.kv)) return 2;
+            if (frigg_cli_kv_dtype(PROG, optarg, &o.kv)) return 2;
             break;
         case O_REF: o.ref = optarg, only = is_kl ? only : "--ref"; break;
         case O_REF_KV:
-            if (parse_kv_dtype("--ref-kv-dtype", optarg, &o.ref_kv)) return 2;
+            if (frigg_cli_kv_dtype(PROG ": --ref-kv-dtype", optarg, &o.ref_kv)) return 2;
             only = is_kl ? only : "--ref-kv-dtype";
             break;
         case O_REF_BACKEND: o.ref_backend = optarg, only = is_kl ? only : "--ref-backend"; break;
