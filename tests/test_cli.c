@@ -226,9 +226,16 @@ int main(void) {
         json_decref(e1);
     }
     free(out);
-    snprintf(cmd, sizeof cmd, "%s/frigg-eval gsm8k", g_bin);
-    CHECK(run(cmd, "", &out) == 2, "frigg-eval gsm8k must say not implemented (exit 2)");
-    free(out);
+    /* usage errors of frigg-eval's modes: exit 2 before any model is loaded */
+    static const char *eval_usage[] = {"frigg-eval bleu", "frigg-eval kl", "frigg-eval gsm8k --chat --shots 5",
+                                       "frigg-eval gsm8k --shots 6", "frigg-eval nll --ref x", "frigg-eval nll --limit 3",
+                                       "frigg-eval kl --ref x --text a --jsonl b", "frigg-eval gsm8k --kv-dtype int4",
+                                       "frigg-eval gsm8k extra"};
+    for (size_t i = 0; i < sizeof eval_usage / sizeof eval_usage[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s/%s", g_bin, eval_usage[i]);
+        CHECK(run(cmd, "", &out) == 2, "%s: want exit 2", eval_usage[i]);
+        free(out);
+    }
 
     /* The bundled default model: prompt/messages/stop strings/tokenize/detokenize end to end. */
     char *def = th_path(th_root(), "golden/default");
