@@ -1,13 +1,13 @@
 #!/bin/sh
 # The quality measurements of this folder (COMMANDS.md says what each file is). Run from the repository root
-# with BIN set to a CPU build's bin/ (e.g. BIN=build-h20e/bin), on the bundled default model.
+# (or a clean export of a commit, with COMMIT naming it) with BIN set to a CPU build's bin/, on the bundled default model.
 set -eu
 BIN=${BIN:-bin}
 R=benchmarks/cpu-quality-2026-12-02
 B=${BUILDS:-/tmp/quality-builds}
 D=golden/default
 mkdir -p "$B"
-echo "commit $(git rev-parse --short HEAD), $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)" > "$R/host.txt"
+echo "commit ${COMMIT:-$(git rev-parse --short HEAD)}, $(nproc) CPUs, $(date -u +%Y-%m-%dT%H:%MZ)" > "$R/host.txt"
 # the builds, each with --check on golden/default/heldout.txt (all 77 lines)
 for b in "int8:--method int8" "int4:--method int4" "int4-rtn:--method int4 --int4-rtn"; do
     name=${b%%:*}; opts=${b#*:}
