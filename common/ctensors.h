@@ -62,10 +62,11 @@
  *
  * ROUNDING AND RANGE. The format stores q and the scale; how they were chosen is the writer's business and
  * any q within [-2^(bits-1), 2^(bits-1)-1] decompresses. For reference, compressed-tensors' own minmax
- * quantization ([HE] calculate_qparams symmetric, [FW] _quantize) is scale = max|w| / (2^bits / 2), i.e.
- * max|w| / 128 for int8 and / 8 for int4, q = torch.round(clamp(w / scale, -2^(bits-1), 2^(bits-1)-1))
- * (round half to even; w / scale evaluated in the weight's dtype), a zero scale replaced by the scale
- * dtype's eps (bf16: 2^-7). frigg's rules are in quant.h.
+ * quantization ([HE] calculate_qparams symmetric, [FW] forward_helpers.py _quantize) is scale = max|w| /
+ * ((q_max - q_min) / 2) with q_min = -2^(bits-1), q_max = 2^(bits-1) - 1 ([HE] _calculate_range), i.e.
+ * max|w| / 127.5 for int8 and / 7.5 for int4, q = torch.round(clamp(w / scale, q_min, q_max)) (round half
+ * to even; w / scale evaluated in the weight's dtype), a zero scale replaced by the scale dtype's eps
+ * (torch.finfo(bf16).eps = 2^-7). frigg's rules are in quant.h.
  *
  * HRM-TEXT NAMES (frigg's decision). DFM-Mimir's checkpoint packs gate/q/k/v into attn.gqkv_proj and
  * gate/up into mlp.gate_up_proj (MODEL.md §2.1); HF's hrm_text has no such modules: HrmTextAttention has

@@ -9,10 +9,12 @@
  *   a = max |w| over the row;  s = bf16(a / 127);  if s == 0 then s = 2^-7
  *   q = rne(clamp(w / s, -127, 127))
  *   Clamping before rounding equals rounding then clamping for integer bounds. Why 127 and not
- *   compressed-tensors' minmax a / 128 with [-128, 127]: a / 128 maps a positive row maximum to 128 and
- *   clips it to 127 (an error of s at the largest weight); a / 127 represents both signs' extremes (up to
- *   the bf16 rounding of s, which can make |w / s| at most 127.25, still rounding to 127) and leaves -128
- *   unused — a symmetric code with one step of 1/127 of the row's range. The zero-scale rule is
+ *   compressed-tensors' minmax a / 127.5 with [-128, 127] (calculate_qparams: a over half the range
+ *   127 - (-128); ctensors.h): a / 127.5 maps a positive row maximum to about 127.5, which clamps to 127
+ *   (an error of half a step at the largest weight), and a negative one to about -127.5, which rounds to
+ *   -128, so the two signs' extremes are not coded alike; a / 127 represents both (up to the bf16 rounding
+ *   of s, which can make |w / s| at most 127.25, still rounding to 127) and leaves -128 unused — a
+ *   symmetric code with one step of 1/127 of the row's range. The zero-scale rule is
  *   compressed-tensors' (calculate_qparams: a zero scale becomes the scale dtype's eps, 2^-7 for bf16), so
  *   no consumer divides by zero; q is 0 there and the row dequantizes to exactly 0.
  *   w / s is the correctly rounded fp32 quotient (compressed-tensors evaluates it in the weight's dtype,
