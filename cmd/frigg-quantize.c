@@ -637,11 +637,11 @@ static json_t *run_check(const frigg_model *m, const char *src, const char *dir,
         frigg_set_error("--check: %d of %d sequences failed (%s)", failed, nseqs, cc.first_error);
         goto out;
     }
-    q = json_pack("{s:s,s:s,s:s,s:i,s:I,s:i,s:f,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:f,s:f,s:s,s:s,s:s,s:f}", "text", text_path,
-                  "text_sha256", hex, "text_cut", cut,
-                  "sequences", s.sequences, "target_tokens", (json_int_t)s.tokens, "max_ctx", ctx, "kl_mean", s.kl_mean,
-                  "kl_p99", s.kl_p99, "kl_max", s.kl_max, "top1_agreement", s.top1, "top1_agree",
-                  (json_int_t)s.top1_agree, "nll_source", s.nll_ref, "nll_build", s.nll_model, "nll_delta",
+    q = json_pack("{s:s,s:s,s:s,s:i,s:I,s:i,s:f,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s,s:s,s:s,s:f}",
+                  "text", text_path, "text_sha256", hex, "text_cut", cut, "sequences", s.sequences, "target_tokens",
+                  (json_int_t)s.tokens, "max_ctx", ctx, "kl_mean", s.kl_mean, "kl_p99", s.kl_p99, "kl_max", s.kl_max,
+                  "top1_agreement", s.top1, "top1_agree", (json_int_t)s.top1_agree, "top1_gap_max", s.gap_max,
+                  "top1_gap_mean", s.gap_mean, "nll_source", s.nll_ref, "nll_build", s.nll_model, "nll_delta",
                   s.nll_model - s.nll_ref, "ppl_source", exp(s.nll_ref), "ppl_build", exp(s.nll_model), "backend",
                   bb->name, "kl_direction", "KL(source || build), nats per target token", "frigg_version", FRIGG_VERSION,
                   "wall_s", (frigg_now_ms() - t0) / 1000);
@@ -676,6 +676,7 @@ static char *quality_text(const json_t *q) {
              "| p99 KL per token | %.6f nats |\n"
              "| max KL per token | %.6f nats |\n"
              "| top-1 agreement | %.2f %% (%lld of %lld) |\n"
+             "| where the top-1 ids differ: the source's lead over the build's pick | mean %.4f, at most %.4f logits |\n"
              "| NLL, source | %.4f nats/token (perplexity %.2f) |\n"
              "| NLL, this build | %.4f nats/token (perplexity %.2f) |\n",
              json_string_value(json_object_get(q, "text")), json_string_value(json_object_get(q, "text_sha256")),
@@ -686,6 +687,7 @@ static char *quality_text(const json_t *q) {
              json_real_value(json_object_get(q, "kl_max")), 100 * top1,
              (long long)json_integer_value(json_object_get(q, "top1_agree")),
              (long long)json_integer_value(json_object_get(q, "target_tokens")),
+             json_real_value(json_object_get(q, "top1_gap_mean")), json_real_value(json_object_get(q, "top1_gap_max")),
              json_real_value(json_object_get(q, "nll_source")), json_real_value(json_object_get(q, "ppl_source")),
              json_real_value(json_object_get(q, "nll_build")), json_real_value(json_object_get(q, "ppl_build")));
     return s;

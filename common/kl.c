@@ -32,7 +32,13 @@ void frigg_kl_score(const float *ref_all, const float *model_all, int vocab, con
         kl_tok[t - prefix] = kl;
         out->kl_sum += kl;
         if (kl > out->kl_max) out->kl_max = kl;
-        out->top1_agree += argmax(r, vocab) == argmax(m, vocab);
+        int ar = argmax(r, vocab), am = argmax(m, vocab);
+        if (ar == am) out->top1_agree++;
+        else {
+            double gap = (double)r[ar] - (double)r[am];
+            out->gap_sum += gap;
+            if (gap > out->gap_max) out->gap_max = gap;
+        }
         out->nll_ref += lr - r[ids[t]];
         out->nll_model += lm - m[ids[t]];
     }
@@ -142,7 +148,7 @@ int frigg_kl_run(frigg_backend *ref, frigg_backend *model, const frigg_eval_seq 
     for (int k = 0; k < nseqs; k++) total += seqs[k].n - seqs[k].prefix > 0 ? seqs[k].n - seqs[k].prefix : 0;
     double *all = frigg_xmalloc(sizeof(double) * (size_t)(total > 0 ? total : 1));
     long nall = 0;
-    double kl = 0, nr = 0, nm = 0;
+    double kl = 0, nr = 0, nm = 0, gaps = 0;
     int next = 0, head = 0;
     while (head < nseqs) {
         while (next < nseqs && R.in_flight < parallel) {
@@ -180,6 +186,8 @@ int frigg_kl_run(frigg_backend *ref, frigg_backend *model, const frigg_eval_seq 
                 nm += it->res.nll_model;
                 out->top1_agree += it->res.top1_agree;
                 if (it->res.kl_max > out->kl_max) out->kl_max = it->res.kl_max;
+                if (it->res.gap_max > out->gap_max) out->gap_max = it->res.gap_max;
+                gaps += it->res.gap_sum;
                 out->sequences++;
             }
             free(it->kl_tok);
@@ -207,6 +215,7 @@ int frigg_kl_run(frigg_backend *ref, frigg_backend *model, const frigg_eval_seq 
         out->top1 = (double)out->top1_agree / (double)nall;
         out->nll_ref = nr / (double)nall;
         out->nll_model = nm / (double)nall;
+        out->gap_mean = out->top1_agree < nall ? gaps / (double)(nall - out->top1_agree) : 0;
         qsort(all, (size_t)nall, sizeof *all, cmp_double);
         long r = (long)ceil(0.99 * (double)nall);
         out->kl_p99 = all[(r < 1 ? 1 : r) - 1];

@@ -7,11 +7,13 @@
  * the engines' bf16-valued logits r (reference) and m (model):
  *   lp_i = r_i - lse(r),  lq_i = m_i - lse(m)      (lse: log-sum-exp, frigg_logsumexp)
  *   KL_t = sum_i exp(lp_i) * (lp_i - lq_i)          (nats; exactly 0 when the rows are equal)
- *   top-1 agreement: argmax r == argmax m (the lowest id on ties, as the engines' greedy pick)
+ *   top-1 agreement: argmax r == argmax m (the lowest id on ties, as the engines' greedy pick); where they
+ *     disagree, the gap r[argmax r] - r[argmax m] (>= 0: how far the reference preferred its own top-1 over
+ *     the model's, in logits, which is also the log-probability difference) says whether it was a near tie
  *   NLL_t(ref) = -lp_{ids[t]},  NLL_t(model) = -lq_{ids[t]}
  * A run's summary: the mean of KL_t over all target tokens of all sequences, its p99 (nearest rank: the
  * ceil(0.99 N)-th smallest of the N values) and maximum, the fraction of positions whose top-1 ids agree, and
- * the mean NLL of each model (perplexity exp of it). Sums are taken in input order, so the summary does not
+ * the mean NLL of each model (perplexity exp of it), and the largest and the mean gap of the disagreements. Sums are taken in input order, so the summary does not
  * depend on how many sequences ran at once. */
 #ifndef FRIGG_KL_H
 #define FRIGG_KL_H
@@ -32,6 +34,7 @@ typedef struct {
     int targets;
     double kl_sum, kl_max;
     int top1_agree;
+    double gap_max, gap_sum;   /* over the positions whose top-1 ids disagree */
     double nll_ref, nll_model; /* sums over the targets */
     const double *kl_tok;
     const char *error; /* non-NULL: the sequence failed (nothing else is set) */
@@ -41,6 +44,7 @@ typedef struct {
     int sequences, failed;
     long tokens, top1_agree;
     double kl_mean, kl_p99, kl_max, top1;
+    double gap_max, gap_mean;  /* the disagreements' gaps: the largest, and the mean (0 when none) */
     double nll_ref, nll_model; /* means per target token */
 } frigg_kl_summary;
 

@@ -34,6 +34,8 @@ static void test_score(void) {
     CHECK(fabs(kt[1] - want1) < 1e-7, "KL of row 2: %.9g, want %.9g", kt[1], want1);
     CHECK(r.top1_agree == 1, "top-1: %d agree, want 1 (row 1: 1 against 0, the tie's lowest id; row 2: 0 and 0)",
           r.top1_agree);
+    CHECK(fabs(r.gap_max - log(3.0)) < 1e-6 && r.gap_sum == r.gap_max, "the disagreement's gap %.9g, want log 3",
+          r.gap_max);
     CHECK(fabs(r.kl_sum - (kt[0] + kt[1])) < 1e-15 && r.kl_max == fmax(kt[0], kt[1]), "kl_sum / kl_max");
     CHECK(fabs(r.nll_ref - frigg_nll_sum(ref, 3, ids, 3, 1)) < 1e-12, "nll_ref %.9g vs frigg_nll_sum %.9g", r.nll_ref,
           frigg_nll_sum(ref, 3, ids, 3, 1));
@@ -155,6 +157,8 @@ static void test_run(void) {
     seen v1 = {0}, v3 = {0}, vs = {0};
     CHECK(frigg_kl_run(ba, bq, seqs, 6, 1, on_seq, &v1, &s1) == 0 && v1.n == 6, "run, 1 at once: %s", frigg_error());
     CHECK(frigg_kl_run(ba, bq, seqs, 6, 3, on_seq, &v3, &s3) == 0 && v3.n == 6, "run, 3 at once: %s", frigg_error());
+    CHECK(s1.top1 == 1 || (s1.gap_max > 0 && s1.gap_mean > 0 && s1.gap_mean <= s1.gap_max), "gaps: max %g mean %g",
+          s1.gap_max, s1.gap_mean);
     CHECK(s1.kl_mean > 0 && s1.kl_mean < 0.05 && s1.top1 > 0.8 && s1.kl_p99 >= s1.kl_mean && s1.kl_max >= s1.kl_p99,
           "int8 against bf16: KL %.3g p99 %.3g max %.3g top-1 %.3f", s1.kl_mean, s1.kl_p99, s1.kl_max, s1.top1);
     long targets = 0;
@@ -169,7 +173,7 @@ static void test_run(void) {
               "sequence %d: the model's NLL %.17g, frigg_nll %.17g", i, v1.nll_model[i], nll);
     }
     CHECK(frigg_kl_run(ba, ba2, seqs, 6, 2, on_seq, &vs, &self) == 0 && self.kl_mean == 0 && self.kl_max == 0 &&
-              self.top1 == 1 && self.nll_ref == self.nll_model,
+              self.top1 == 1 && self.nll_ref == self.nll_model && self.gap_max == 0 && self.gap_mean == 0,
           "the model against itself: KL %g top-1 %g", self.kl_mean, self.top1);
     /* a bad sequence (prefix 0) fails alone */
     int keep = seqs[2].prefix;
