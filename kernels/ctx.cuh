@@ -30,6 +30,7 @@ struct fk_ctx {
 /* Per-file parts of fk_ctx_create (each sets the function attributes of its kernels on the current device). */
 int fk_gemv_ctx_init(fk_ctx *k);
 int fk_gemv_tc_ctx_init(fk_ctx *k);
+int fk_gemv_q_ctx_init(fk_ctx *k);
 int fk_attention_ctx_init(fk_ctx *k);
 int fk_attn_decode_ctx_init(fk_ctx *k);
 

@@ -261,17 +261,19 @@ extern "C" int fk_gemv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, 
         frigg_set_error("gemv: the QKV epilogue goes through fk_gemv_qkv");
         return -1;
     }
+    if (W->dtype == FRIGG_DT_INT8 || W->dtype == FRIGG_DT_INT4) return gemv_q_launch(kc, W, x, B, norm_in, eps, epi, out, s);
     const uint16_t *w = fk_mat_bf16(W, "gemv");
     return w ? gemv_launch(kc, w, W->rows, W->cols, x, B, norm_in, eps, epi, out, &none, s) : -1;
 }
 
 extern "C" int fk_gemv_qkv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, float eps, uint16_t *gqkv,
                            const fk_qkv_epi *qa, cudaStream_t s) {
-    const uint16_t *w = fk_mat_bf16(W, "gemv_qkv");
-    if (!w) return -1;
     if (W->rows != 4 * W->cols) {
         frigg_set_error("gemv_qkv: gqkv is [%d][%d], not [4D][D]", W->rows, W->cols);
         return -1;
     }
+    if (W->dtype == FRIGG_DT_INT8 || W->dtype == FRIGG_DT_INT4) return gemv_q_qkv(kc, W, x, B, eps, gqkv, qa, s);
+    const uint16_t *w = fk_mat_bf16(W, "gemv_qkv");
+    if (!w) return -1;
     return gemv_launch(kc, w, W->rows, W->cols, x, B, 1, eps, FK_GEMV_QKV, gqkv, qa, s);
 }

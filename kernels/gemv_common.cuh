@@ -175,4 +175,11 @@ __device__ __forceinline__ void pair_rows(int unit, int O, int hd, int *row1, in
 int gemv_tc_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps,
                    int epi, uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s);
 
+/* gemv_q.cu: the INT8/INT4 kernels fk_gemv / fk_gemv_qkv hand quantized descriptors to (kernels.h). 0, or -1
+ * with frigg_error set. */
+int gemv_q_launch(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, int norm_in, float eps, int epi,
+                  uint16_t *out, cudaStream_t s);
+int gemv_q_qkv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, float eps, uint16_t *gqkv,
+               const fk_qkv_epi *qa, cudaStream_t s);
+
 #endif

@@ -104,8 +104,9 @@ enum {
     FK_GEMV_SWIGLU = 2,  /* W is gate_up [2I][K]: out[b][i] = bf16(bf16(silu(bf16(acc_i))) * bf16(acc_{I+i})) */
     FK_GEMV_QKV = 3,     /* only through fk_gemv_qkv */
 };
-/* y = W·x for B rows (1..8). W: an [O][K] matrix descriptor (frigg_mat, w in device memory), K % 8 == 0; a
- * dtype without a kernel is an error that names it. x [B][K]. norm_in: x is first replaced by rmsnorm(x)
+/* y = W·x for B rows (1..8). W: an [O][K] matrix descriptor (frigg_mat, w in device memory), K % 8 == 0: BF16,
+ * or INT8 / INT4 (gemv_q.cu, below); a dtype without a kernel is an error that names it. x [B][K], 16-byte
+ * aligned. norm_in: x is first replaced by rmsnorm(x)
  * (each block normalises the B rows itself, so no separate norm kernel is needed).
  * Implementations (fk_ctx_set_gemv_impl): one warp per row on CUDA cores (gemv.cu), tensor cores (gemv_tc.cu),
  * or auto (the default): per batch size and shape class, whichever the H200 measured faster (the table in
@@ -141,6 +142,29 @@ typedef struct {
  * Each warp computes rows i and i + hd/2 of a head, the pair RoPE mixes. */
 int fk_gemv_qkv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, float eps, uint16_t *gqkv,
                 const fk_qkv_epi *qa, cudaStream_t s); /* W: [4D][D] */
+
+/* ---- gemv_q.cu (quantized weights: what fk_gemv and fk_gemv_qkv run for INT8 / INT4 descriptors) ----
+ * W as model.h lays it out and the loader binds it, uploaded byte for byte: w the packed values (INT8 a byte
+ * per weight, row r at r*K bytes; INT4 two per byte, row r at r*K/2 bytes, value i in the low nibble of byte
+ * i/2 for even i, the high for odd), offset-binary (q = byte - 128, nibble - 8); scales the bf16
+ * [rows][ngroups] (group 0: one per row; else group % 8 == 0, dividing K). w 8-byte (INT8) / 4-byte (INT4)
+ * aligned. Anything else (no scales, a group that is not a multiple of 8, K % 8) is an error naming it.
+ * Rounding, the CPU op's (frigg_cpu_linear): w = bf16(q * scale) (the exact fp32 product rounded once),
+ * products and sums in fp32, one bf16 rounding of the result, then the epilogue as for bf16 weights. Each
+ * output row is summed in the order gemv.cu's CUDA-core kernel sums it, so a quantized GEMV equals bit for
+ * bit the FK_GEMV_IMPL_SIMT GEMV on the dequantized bf16 matrix (fk_dequant_bf16's output), for every B:
+ * batched rows equal single-row passes bit for bit. The gemv implementation choice (simt / tc / auto) does
+ * not apply: one kernel serves every B. fk_gemv: epilogues STORE, RESID, SWIGLU (gate_up [2I][K] as the bf16
+ * path), with or without norm_in. fk_gemv_qkv: the normed GEMV stored into all 4D values of each gqkv row
+ * (bf16), then fk_rope_kv on those rows: two kernels, the bits of the fused bf16 epilogue on the dequantized
+ * matrix (the gate rows as there; the q, k, v sections of gqkv hold the un-rotated projections, which
+ * nothing reads). Not yet timed or tuned (no GPU where it was written): gemv_q.cu says what may matter.
+ *
+ * fk_dequant_bf16: rows [r0, r0 + n) of a quantized W into out [n][K] bf16 (device, 16-byte aligned):
+ * out = bf16(q * scale), bit for bit frigg_mat_row's values. Waits for the previous kernel (PDL) before its
+ * first write, so out may be scratch that the kernel in front still reads. The prefill GEMM on quantized
+ * weights (cuda_gemm.h: frigg_cuda_gemm_dq) is this, then cuBLAS on the bf16 rows. */
+int fk_dequant_bf16(const fk_ctx *kc, const frigg_mat *W, int r0, int n, uint16_t *out, cudaStream_t s);
 
 /* ---- lmhead.cu ---- */
 /* ids[b] = argmax over V of the bf16 logits row b (lowest index on ties, as HF's argmax; NaN never wins; a row

@@ -1,0 +1,355 @@
+/* gemv_q.cu — decode GEMV for 1..8 rows on quantized weights read as they are packed (INT8: one byte per
+ * weight, INT4: two per byte; model.h's frigg_mat layout, the compressed-tensors pack-quantized bytes), and
+ * the dequantization into bf16 that the prefill GEMM (cuda_gemm.h: frigg_cuda_gemm_dq) runs cuBLAS on.
+ *
+ * The rounding is frigg_cpu_linear's (cpu_ops.h): each weight is w = bf16(q * scale) — q * scale is exact in
+ * fp32 (|q| <= 128 times a bf16 scale), then rounded once to bf16, as frigg_mat_row — and the products w * x
+ * are summed in fp32, with one bf16 rounding of the result in the epilogue. One device function (dq_chunk)
+ * makes those weights for both kernels, so fk_dequant_bf16's output, checked bit for bit against
+ * frigg_mat_row by tests/test_cuda_gemv_q.c, is exactly what the GEMV multiplies by.
+ *
+ * The GEMV kernel is gemv.cu's CUDA-core kernel with the weight load replaced: one warp per output row (two
+ * for the fused SwiGLU: gate row i and up row I+i), lane l taking the 8-weight chunks l, l+32, l+64, ... in
+ * increasing order, each chunk dequantized into the 8 bf16 values a bf16 matrix would hold there and
+ * multiplied by the same dot8 (in the same order), then warp_sum and gemv_common.cuh's epilogues. So a
+ * quantized GEMV gives bit for bit what the simt bf16 GEMV (FK_GEMV_IMPL_SIMT) gives on the dequantized
+ * matrix, whatever the batch size: batched decode equals single-row decode bit for bit, as for simt. The
+ * context's gemv implementation (simt / tc / auto) does not apply: quantized weights have this one kernel.
+ *
+ * A chunk is 8 weights because x comes in 16-byte chunks of 8 bf16: an int8 chunk is an 8-byte load per
+ * lane (a warp reads 256 contiguous bytes of the row), an int4 chunk a 4-byte load (128 bytes). Row starts
+ * are then aligned for any K % 8 == 0 (int8 rows start at r*K bytes, int4 at r*K/2). The scale of a chunk is
+ * one bf16 load: the group (of G % 8 == 0 weights) holds the whole chunk.
+ *
+ * q from its offset-binary code u without an integer-to-float conversion: the float with bits
+ * 0x4B000000 | u is 2^23 + u exactly, and subtracting 2^23 + 128 (int8) or 2^23 + 8 (int4) leaves q exactly
+ * (two plain fp32 ops, full rate, where I2F is a quarter-rate instruction).
+ *
+ * NOT TUNED. Nothing here has been timed: the machine it was written on has no GPU. kernels/dev/gemv_q.cu
+ * times it on DFM-Mimir's shapes (GB/s against the weight and scale bytes). What is likely to matter and was
+ * left at a guess: (1) chunks in flight per lane (GQ_UNROLL_I8 8, GQ_UNROLL_I4 16: the bf16 kernel's 128
+ * bytes per lane in flight would be 16 int8 / 32 int4 chunks; K 1536 has only 6 chunks per lane, so the row
+ * pairs at batch 1 are all in flight at once either way); (2) the dequantization arithmetic per weight (an
+ * and/or, an fadd, an fmul, a cvt.rn.bf16 and a shift back), which at int4 batch 1 may bound the kernel by
+ * issue rate rather than by bandwidth: a bf16x2 version (prmt to 0x4300|u, one HSUB2 and one HMUL2 per pair,
+ * which rounds the exact product once, the same bits) halves it; (3) wider loads (16 bytes per lane: 2 int8
+ * or 4 int4 chunks per lane) change which lane sums which chunk, so they would give up the bit-identity with
+ * the simt bf16 kernel (not the match with the CPU op); (4) a tensor-core variant for batch >= 2, as
+ * gemv_tc.cu is for bf16 (auto's table measured tc faster from batch 2 on every shape). */
+#include "gemv_common.cuh"
+
+#define GQ_WARPS 4
+#define GQ_UNROLL_I8 8  /* int8: 8-byte chunks per lane and row in flight */
+#define GQ_UNROLL_I4 16 /* int4: 4-byte chunks per lane and row in flight */
+
+/* Bytes of one 8-weight chunk, and the word type that holds it. */
+template <int DT> struct qword;
+template <> struct qword<FRIGG_DT_INT8> {
+    typedef uint2 T;
+    static constexpr int bytes = 8;
+    static constexpr int unroll = GQ_UNROLL_I8;
+};
+template <> struct qword<FRIGG_DT_INT4> {
+    typedef uint32_t T;
+    static constexpr int bytes = 4;
+    static constexpr int unroll = GQ_UNROLL_I4;
+};
+
+/* Weights are read once per pass: keep them out of L1 (as gemv_common.cuh's ld_stream). */
+__device__ __forceinline__ uint2 ld_stream_q(const uint2 *p) {
+    uint2 r;
+    asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];" : "=r"(r.x), "=r"(r.y) : "l"(p));
+    return r;
+}
+__device__ __forceinline__ uint32_t ld_stream_q(const uint32_t *p) {
+    uint32_t r;
+    asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(r) : "l"(p));
+    return r;
+}
+__device__ __forceinline__ uint2 qzero(uint2) { return make_uint2(0, 0); }
+__device__ __forceinline__ uint32_t qzero(uint32_t) { return 0; }
+
+/* q from its stored code u: (2^23 + u) - (2^23 + offset), both steps exact. */
+__device__ __forceinline__ float q_of(uint32_t u, float magic) { return __uint_as_float(0x4B000000u | u) - magic; }
+#define Q8_MAGIC 8388736.0f /* 2^23 + 128 */
+#define Q4_MAGIC 8388616.0f /* 2^23 + 8 */
+
+/* The 8 weights of one chunk as bf16, memory order (value i of the chunk in bits 16*(i%2) of word i/2):
+ * bf16(q_i * s), the fp32 product exact, rounded once to nearest even. int8: value i is byte i of the
+ * 8 bytes (little-endian words); int4: value i is nibble i of the word (bits 4i..4i+3: the low nibble of
+ * byte i/2 for even i, the high for odd). */
+__device__ __forceinline__ uint4 dq_chunk(uint2 w, float s) {
+    float f[8];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        f[i] = q_of((w.x >> (8 * i)) & 255u, Q8_MAGIC) * s;
+        f[4 + i] = q_of((w.y >> (8 * i)) & 255u, Q8_MAGIC) * s;
+    }
+    return bf16x8_pack(f);
+}
+__device__ __forceinline__ uint4 dq_chunk(uint32_t w, float s) {
+    float f[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) f[i] = q_of((w >> (4 * i)) & 15u, Q4_MAGIC) * s;
+    return bf16x8_pack(f);
+}
+
+/* gemv.cu's dot8, the same operations in the same order (the bit-identity above depends on it). */
+__device__ __forceinline__ float qdot8(uint4 w, const float *x) {
+    float s = bf_lo(w.x) * x[0];
+    s = fmaf(bf_hi(w.x), x[1], s);
+    s = fmaf(bf_lo(w.y), x[2], s);
+    s = fmaf(bf_hi(w.y), x[3], s);
+    s = fmaf(bf_lo(w.z), x[4], s);
+    s = fmaf(bf_hi(w.z), x[5], s);
+    s = fmaf(bf_lo(w.w), x[6], s);
+    s = fmaf(bf_hi(w.w), x[7], s);
+    return s;
+}
+
+/* Where a row's scales are: scale of chunk c (weights 8c..8c+7) is srow[c / cpg], cpg = chunks per group
+ * (group / 8, or K / 8 for one scale per row); shift = log2(cpg) when cpg is a power of two, else -1. */
+struct qgeom {
+    int ng, cpg, shift;
+};
+__device__ __forceinline__ int q_group(int c, const qgeom &g) { return g.shift >= 0 ? c >> g.shift : c / g.cpg; }
+__device__ __forceinline__ float ld_scale(const uint16_t *p) { return bf2f(__ldg((const unsigned short *)p)); }
+
+template <int B, int R, bool NORM, int EPI, int DT>
+__global__ void __launch_bounds__(GQ_WARPS * 32)
+    gemv_q_kernel(const unsigned char *__restrict__ W, const uint16_t *__restrict__ S, int O, int K, qgeom geo,
+                  const uint16_t *__restrict__ x, float eps, uint16_t *__restrict__ out) {
+    typedef typename qword<DT>::T word;
+    constexpr int U = qword<DT>::unroll, CB = qword<DT>::bytes;
+    extern __shared__ uint4 xs[];
+    __shared__ float scratch[B * 32]; /* stage_norm: 32 per batch row */
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nch = K / 8;
+    const int unit = blockIdx.x * GQ_WARPS + warp; /* output row, or SwiGLU output index, of this warp */
+    const bool valid = unit < O / R;
+    int row[R];
+    row[0] = unit;
+    if (R > 1) row[R - 1] = O / 2 + unit; /* SwiGLU: gate row unit, up row I + unit */
+    const word *wrow[R];
+    const uint16_t *srow[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        wrow[r] = (const word *)(W + (size_t)(valid ? row[r] : 0) * nch * CB);
+        srow[r] = S + (size_t)(valid ? row[r] : 0) * geo.ng;
+    }
+    word w[U][R];
+    float sc[U][R];
+    auto load = [&](int c0) {
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            int c = c0 + 32 * u;
+            bool ok = valid && c < nch;
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                w[u][r] = ok ? ld_stream_q(wrow[r] + c) : qzero(word());
+                sc[u][r] = ok ? ld_scale(srow[r] + q_group(c, geo)) : 0.0f;
+            }
+        }
+    };
+    /* Weights and scales do not depend on earlier kernels: the first batch streams before the wait. */
+    load(lane);
+    gemv_pre pre = {0, 0, 0, 0.0f, false, false};
+    pdl_wait();
+    if (EPI == FK_GEMV_RESID && valid && lane < B) gemv_preload_resid<EPI>(pre, row[0], lane, O, out);
+    const uint4 *xv = (const uint4 *)x;
+    if (NORM) xv = stage_norm<B>(xv, nch, K, eps, xs, scratch);
+    if (!valid) return;
+    float acc[R][B];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int b = 0; b < B; b++) acc[r][b] = 0.0f;
+    for (int c0 = lane; c0 < nch; c0 += 32 * U) { /* chunks in increasing order, as gemv.cu */
+        if (c0 != lane) load(c0);
+        auto round = [&](bool full) {
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                int c = c0 + 32 * u;
+                if (!full && c >= nch) break;
+                uint4 wb[R];
+#pragma unroll
+                for (int r = 0; r < R; r++) wb[r] = dq_chunk(w[u][r], sc[u][r]);
+#pragma unroll
+                for (int b = 0; b < B; b++) {
+                    uint4 v = NORM ? xv[(size_t)b * nch + c] : ld_act(xv + (size_t)b * nch + c); /* shared, or x */
+                    float xf[8] = {bf_lo(v.x), bf_hi(v.x), bf_lo(v.y), bf_hi(v.y),
+                                   bf_lo(v.z), bf_hi(v.z), bf_lo(v.w), bf_hi(v.w)};
+#pragma unroll
+                    for (int r = 0; r < R; r++) acc[r][b] += qdot8(wb[r], xf);
+                }
+            }
+        };
+        /* every round full (K a multiple of 32 x U x 8): no per-chunk exit, as gemv.cu (the same sums) */
+        if (nch % (32 * U) == 0) round(true);
+        else round(false);
+    }
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int b = 0; b < B; b++) acc[r][b] = warp_sum(acc[r][b]);
+    fk_qkv_epi none = {};
+    none.hd = 2;
+#pragma unroll
+    for (int b = 0; b < B; b++)
+        if (lane == b) gemv_store<EPI>(unit, row[0], b, acc[0][b], acc[R - 1][b], O, out, none, pre);
+}
+
+/* Rows [0, n) of W (already offset to the first row) as bf16 into out [n][K]: one 8-weight chunk per thread
+ * and step, grid-stride. Waits first (PDL): out is scratch that the kernel in front may still read. */
+template <int DT>
+__global__ void dequant_kernel(const unsigned char *__restrict__ W, const uint16_t *__restrict__ S, int n, int K,
+                               qgeom geo, uint16_t *__restrict__ out) {
+    typedef typename qword<DT>::T word;
+    constexpr int CB = qword<DT>::bytes;
+    pdl_wait();
+    const int nch = K / 8;
+    const size_t total = (size_t)n * nch;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
+        int r = (int)(i / nch), c = (int)(i % nch);
+        word w = ld_stream_q((const word *)(W + (size_t)r * nch * CB) + c);
+        float s = ld_scale(S + (size_t)r * geo.ng + q_group(c, geo));
+        *(uint4 *)(out + (size_t)r * K + (size_t)c * 8) = dq_chunk(w, s);
+    }
+}
+
+typedef void (*gemv_q_fn)(const unsigned char *, const uint16_t *, int, int, qgeom, const uint16_t *, float, uint16_t *);
+
+template <int DT, int B>
+static gemv_q_fn pick_q(int norm, int epi) {
+    if (epi == FK_GEMV_SWIGLU)
+        return norm ? gemv_q_kernel<B, 2, true, FK_GEMV_SWIGLU, DT> : gemv_q_kernel<B, 2, false, FK_GEMV_SWIGLU, DT>;
+    if (epi == FK_GEMV_RESID)
+        return norm ? gemv_q_kernel<B, 1, true, FK_GEMV_RESID, DT> : gemv_q_kernel<B, 1, false, FK_GEMV_RESID, DT>;
+    return norm ? gemv_q_kernel<B, 1, true, FK_GEMV_STORE, DT> : gemv_q_kernel<B, 1, false, FK_GEMV_STORE, DT>;
+}
+template <int DT>
+static gemv_q_fn pick_q_b(int B, int norm, int epi) {
+    switch (B) {
+    case 1: return pick_q<DT, 1>(norm, epi);
+    case 2: return pick_q<DT, 2>(norm, epi);
+    case 3: return pick_q<DT, 3>(norm, epi);
+    case 4: return pick_q<DT, 4>(norm, epi);
+    case 5: return pick_q<DT, 5>(norm, epi);
+    case 6: return pick_q<DT, 6>(norm, epi);
+    case 7: return pick_q<DT, 7>(norm, epi);
+    case 8: return pick_q<DT, 8>(norm, epi);
+    }
+    return NULL;
+}
+static gemv_q_fn pick_q_any(int dt, int B, int norm, int epi) {
+    return dt == FRIGG_DT_INT4 ? pick_q_b<FRIGG_DT_INT4>(B, norm, epi) : pick_q_b<FRIGG_DT_INT8>(B, norm, epi);
+}
+
+/* The shared-memory limit of every normed instantiation (the staged x: up to GEMV_MAX_SMEM). */
+int fk_gemv_q_ctx_init(fk_ctx *kc) {
+    (void)kc;
+    static const int dts[2] = {FRIGG_DT_INT8, FRIGG_DT_INT4};
+    for (int d = 0; d < 2; d++)
+        for (int B = 1; B <= 8; B++)
+            for (int epi = FK_GEMV_STORE; epi <= FK_GEMV_SWIGLU; epi++) {
+                cudaError_t e = cudaFuncSetAttribute((const void *)pick_q_any(dts[d], B, 1, epi),
+                                                     cudaFuncAttributeMaxDynamicSharedMemorySize, GEMV_MAX_SMEM);
+                if (e != cudaSuccess) {
+                    frigg_set_error("gemv_q: cannot raise the shared-memory limit: %s", cudaGetErrorString(e));
+                    return -1;
+                }
+            }
+    return 0;
+}
+
+/* A quantized descriptor the kernels can read, and its scale geometry; -1 with frigg_error() naming what is
+ * wrong (`what`: the launcher). */
+static int q_check(const frigg_mat *W, const char *what, qgeom *g) {
+    if (W->dtype != FRIGG_DT_INT8 && W->dtype != FRIGG_DT_INT4) {
+        frigg_set_error("%s: %s weights are not a quantized dtype", what, frigg_dtype_name(W->dtype));
+        return -1;
+    }
+    const char *dn = frigg_dtype_name(W->dtype);
+    if (!W->w || !W->scales) {
+        frigg_set_error("%s: %s weights without %s", what, dn, W->w ? "scales" : "values");
+        return -1;
+    }
+    if (W->rows < 1 || W->cols < 8 || W->cols % 8) {
+        frigg_set_error("%s: %s matrix [%d][%d]: the inner dimension must be a positive multiple of 8", what, dn, W->rows,
+                        W->cols);
+        return -1;
+    }
+    if (W->group < 0 || (W->group && (W->group % 8 || W->cols % W->group))) {
+        frigg_set_error("%s: %s group size %d: must be 0 (one scale per row) or a multiple of 8 dividing %d", what, dn,
+                        W->group, W->cols);
+        return -1;
+    }
+    uintptr_t wa = (uintptr_t)W->w, sa = (uintptr_t)W->scales;
+    if (wa % (W->dtype == FRIGG_DT_INT8 ? 8 : 4) || sa % 2) {
+        frigg_set_error("%s: %s values or scales misaligned (values must be %d-byte aligned)", what, dn,
+                        W->dtype == FRIGG_DT_INT8 ? 8 : 4);
+        return -1;
+    }
+    g->ng = frigg_mat_ngroups(W);
+    g->cpg = (W->group ? W->group : W->cols) / 8;
+    g->shift = -1;
+    for (int k = 0; k < 31; k++)
+        if (g->cpg == 1 << k) g->shift = k;
+    return 0;
+}
+
+/* fk_gemv for an INT8/INT4 W (gemv.cu's fk_gemv hands these here; epi STORE, RESID or SWIGLU). */
+int gemv_q_launch(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, int norm_in, float eps, int epi,
+                  uint16_t *out, cudaStream_t s) {
+    qgeom g;
+    if (q_check(W, "gemv", &g)) return -1;
+    const int O = W->rows, K = W->cols;
+    size_t smem = norm_in ? (size_t)B * K * 2 : 0;
+    if (B < 1 || B > 8 || (epi != FK_GEMV_STORE && epi != FK_GEMV_RESID && epi != FK_GEMV_SWIGLU) ||
+        (epi == FK_GEMV_SWIGLU && O % 2) || smem > GEMV_MAX_SMEM || !fk_aligned16(x)) {
+        frigg_set_error("gemv: unsupported shape for %s weights (rows %d, out %d, in %d, epilogue %d%s)",
+                        frigg_dtype_name(W->dtype), B, O, K, epi, fk_aligned16(x) ? "" : ", x not 16-byte aligned");
+        return -1;
+    }
+    int units = epi == FK_GEMV_SWIGLU ? O / 2 : O;
+    fk_launch(kc, pick_q_any(W->dtype, B, norm_in, epi), (units + GQ_WARPS - 1) / GQ_WARPS, GQ_WARPS * 32, smem, s,
+              (const unsigned char *)W->w, W->scales, O, K, g, x, eps, out);
+    return fk_check_launch("gemv_q");
+}
+
+/* fk_gemv_qkv for an INT8/INT4 gqkv: the normed quantized GEMV into the gqkv rows [B][4D] (all four
+ * sections, bf16-rounded: the fused epilogue's x1 = bf16(acc)), then fk_rope_kv on those rows (q RoPE'd into
+ * q_out, k RoPE'd and v into the cache). Two kernels where the bf16 path has one; the same bits as the fused
+ * one on the dequantized matrix (rope.cu and gemv_store round RoPE identically). The extra 3D values per row
+ * written to gqkv land in the rows the fused kernel leaves unwritten, which nothing reads. */
+int gemv_q_qkv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, float eps, uint16_t *gqkv,
+               const fk_qkv_epi *qa, cudaStream_t s) {
+    const int D = W->cols;
+    if (qa->hd < 2 || qa->hd % 2 || D % qa->hd) {
+        frigg_set_error("gemv_qkv: head_dim %d does not divide the hidden size %d into heads", qa->hd, D);
+        return -1;
+    }
+    if (gemv_q_launch(kc, W, x, B, 1, eps, FK_GEMV_STORE, gqkv, s)) return -1;
+    return fk_rope_kv(kc, gqkv, B, D / qa->hd, qa->hd, qa->row_seq, qa->row_pos, qa->cos_t, qa->sin_t, qa->q_out,
+                      qa->k_slot, qa->v_slot, qa->seq_stride, qa->max_ctx, s);
+}
+
+extern "C" int fk_dequant_bf16(const fk_ctx *kc, const frigg_mat *W, int r0, int n, uint16_t *out, cudaStream_t s) {
+    qgeom g;
+    if (q_check(W, "dequant_bf16", &g)) return -1;
+    if (r0 < 0 || n < 0 || r0 > W->rows - n || !fk_aligned16(out)) {
+        frigg_set_error("dequant_bf16: rows [%d, %d) of a %d-row matrix%s", r0, r0 + n, W->rows,
+                        fk_aligned16(out) ? "" : ", output not 16-byte aligned");
+        return -1;
+    }
+    if (n == 0) return 0;
+    const int K = W->cols;
+    const unsigned char *w = (const unsigned char *)W->w + (size_t)r0 * frigg_mat_row_bytes(W);
+    const uint16_t *sc = W->scales + (size_t)r0 * g.ng;
+    size_t chunks = (size_t)n * (K / 8), blocks = (chunks + 255) / 256;
+    if (blocks > (size_t)kc->sms * 16) blocks = (size_t)kc->sms * 16; /* grid-stride past the resident blocks */
+    if (W->dtype == FRIGG_DT_INT8)
+        fk_launch(kc, dequant_kernel<FRIGG_DT_INT8>, (unsigned)blocks, 256, 0, s, w, sc, n, K, g, out);
+    else
+        fk_launch(kc, dequant_kernel<FRIGG_DT_INT4>, (unsigned)blocks, 256, 0, s, w, sc, n, K, g, out);
+    return fk_check_launch("dequant_bf16");
+}
