@@ -21,7 +21,8 @@ extern "C" fk_ctx *fk_ctx_create(void) {
         return NULL;
     }
     kc->pdl = major >= 9;
-    if (fk_gemv_ctx_init(kc) || fk_gemv_tc_ctx_init(kc) || fk_gemv_q_ctx_init(kc) || fk_attention_ctx_init(kc) || fk_attn_decode_ctx_init(kc)) {
+    if (fk_gemv_ctx_init(kc) || fk_gemv_tc_ctx_init(kc) || fk_gemv_q_ctx_init(kc) || fk_attention_ctx_init(kc) ||
+        fk_attn_decode_ctx_init(kc)) {
         free(kc);
         return NULL;
     }

@@ -5,7 +5,8 @@
  * the single-row pass on that row, for every B; results do not depend on the tensor-core kernel's grid
  * (persistent blocks walking several tiles each); a repeated launch gives the same bits. Kernel choices live in
  * a context (fk_ctx): two contexts with different choices, used in turn, each keep their own; auto's table is
- * per context and a malformed row is refused; a weight dtype without a kernel is an error naming it.
+ * per context and a malformed row is refused; a quantized descriptor the kernels cannot read (int8 without scales:
+ * test_cuda_gemv_q.c tests the quantized kernels) is an error naming its dtype.
  * Without CUDA in the build, or without a GPU, everything is skipped (0 failed). */
 #include <math.h>
 #include <stdint.h>
@@ -175,7 +176,7 @@ static void test_auto_table(void) {
 }
 
 /* Two contexts with different choices (one simt, one tc), launched in turn on one stream: each gives its
- * own implementation's bits, as it does alone. And a dtype without a kernel is refused by name. */
+ * own implementation's bits, as it does alone. And an int8 descriptor without scales is refused by name. */
 static void test_two_contexts(void) {
     const int O = 1536, K = 4096, B = 3;
     fk_ctx *a = fk_ctx_create(), *b = fk_ctx_create();
@@ -212,7 +213,7 @@ static void test_two_contexts(void) {
     frigg_mat q8 = dM;
     q8.dtype = FRIGG_DT_INT8;
     CHECK(fk_gemv(a, &q8, dx, B, 0, 1e-6f, FK_GEMV_STORE, d[0], 0) == -1 && strstr(frigg_error(), "int8"),
-          "an int8 descriptor was not refused by name: %s", frigg_error());
+          "an int8 descriptor without scales was not refused by name: %s", frigg_error());
     for (int k = 0; k < 2; k++) {
         cudaFree(d[k]);
         free(alone[k]);
