@@ -839,6 +839,9 @@ static void usage(FILE *f) {
             "      --max-body-bytes N   request body limit, 413 beyond (default 4194304)\n"
             "      --drain-s S          on SIGTERM/SIGINT: let running requests finish for up to S s (default 30)\n"
             "      --timeout-s S        idle connection timeout (default 600)\n"
+            "      --prefill-share F    prompts arriving beside running decodes add at most about F x a decode\n"
+            "                           step's time to each step, long ones prefilled a slice of layers per step\n"
+            "                           (default 0.5; 0: every prompt whole at once, the most tokens per second)\n"
             "      --batch-invariant    each response's bits independent of what runs beside it (see frigg-run(1))\n"
             "      --kv-dtype T         KV-cache elements: bf16 (default) or int8 (CPU engine only; see frigg-run(1))\n"
             "      --hf-regex           tokenize with HF's regex instead of the training mode (see frigg-run(1))\n"
@@ -908,13 +911,13 @@ int main(int argc, char **argv) {
         {"replicas", 1, 0, 'R'},   {"threads", 1, 0, 't'},           {"api-key", 1, 0, 'K'},   {"api-key-file", 1, 0, 'F'},
         {"max-queue", 1, 0, 'Q'},  {"max-body-bytes", 1, 0, 'B'},    {"drain-s", 1, 0, 'd'},   {"timeout-s", 1, 0, 'T'},
         {"batch-invariant", 0, 0, 'I'}, {"hf-regex", 0, 0, 'X'},     {"help", 0, 0, 'h'},      {"version", 0, 0, 'V'},
-        {"kv-dtype", 1, 0, 'k'},
+        {"kv-dtype", 1, 0, 'k'},   {"prefill-share", 1, 0, 'P'},
         {0, 0, 0, 0}};
     server *s = frigg_xcalloc(1, sizeof *s);
     const char *dir = NULL, *backend = NULL, *host = "127.0.0.1", *name = NULL;
     int port = 8000, threads = 0, replicas = 0, devices[MAX_REPLICAS] = {0}, ndev = 0, batch_inv = 0, hf_regex = 0;
     frigg_dtype kv_dtype = FRIGG_DT_BF16;
-    double drain_s = 30, timeout_s = 600;
+    double drain_s = 30, timeout_s = 600, prefill_share = 0.5;
     s->slots = 8;
     s->max_queue = 256;
     s->max_body = 4u << 20;
@@ -941,6 +944,10 @@ int main(int argc, char **argv) {
             break;
         case 'I': batch_inv = 1; break;
         case 'X': hf_regex = 1; break;
+        case 'P':
+            if (frigg_cli_number("frigg-serve", "--prefill-share", optarg, 0, 100, 0, &v)) return 2;
+            prefill_share = v;
+            break;
         case 'k':
             if (frigg_cli_kv_dtype("frigg-serve", optarg, &kv_dtype)) return 2;
             break;
@@ -1096,6 +1103,7 @@ int main(int argc, char **argv) {
             return 2;
         }
         r->sched = frigg_sched_new(r->b, s->tok, s->slots);
+        if (r->sched) frigg_sched_set_prefill_share(r->sched, prefill_share);
         if (!r->sched) {
             fprintf(stderr, "frigg-serve: replica %s: %s\n", r->label, frigg_error());
             return 2;

@@ -103,6 +103,10 @@ int frigg_backend_check_rows(const frigg_backend *b, const frigg_row *rows, int 
                 frigg_set_error("step: row %d: prefix length %d outside [0, %d]", i, r->prefix_len, r->n);
                 return -1;
             }
+            if (r->prefill_layers < 0) {
+                frigg_set_error("step: row %d: %d prefill layers (0: the whole prompt)", i, r->prefill_layers);
+                return -1;
+            }
             for (int t = 0; t < r->n; t++)
                 if (r->ids[t] < 0 || r->ids[t] >= V) {
                     frigg_set_error("token id %d is outside the vocabulary [0, %d)", r->ids[t], V);

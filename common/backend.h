@@ -65,6 +65,12 @@ typedef struct {
     int n;                 /* prefill: prompt length; decode: 1 */
     int32_t token;         /* decode rows: the token when ids is NULL (an id, or FRIGG_TOKEN_LAST_GREEDY) */
     int prefix_len;        /* prefill: tokens [0, prefix_len) form the bidirectional prefix; decode: unused */
+    /* prefill: how many layer steps (of frigg_num_runs x layers_per_stack) of the prompt to run in this step;
+     * 0 runs the whole prompt. The PrefixLM prompt cannot be split by tokens, so a long prompt beside running
+     * decodes is split by layers instead: the same row (seq, ids, n, prefix_len), submitted again in later
+     * steps, continues where the last step stopped. An engine may run more layers than asked (the CPU engine
+     * always runs the whole prompt); at most one prompt per engine is part-way at a time. */
+    int prefill_layers;
     frigg_want want;
     int k;                 /* FRIGG_WANT_TOPK: how many */
     /* Outputs, owned by the caller, written by collect: */
@@ -73,6 +79,8 @@ typedef struct {
     int32_t *out_ids;      /* TOPK: k ids */
     float *out_lse;        /* TOPK (optional, may be NULL) */
     float *out_logits;     /* LOGITS / ALL_LOGITS */
+    int pending;           /* set by submit for a prefill row: 1 when layers remain after this step (its
+                              outputs are then not written), 0 when the prompt is done */
 } frigg_row;
 
 struct frigg_backend {

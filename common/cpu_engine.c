@@ -197,6 +197,7 @@ static int cpu_submit(frigg_backend *b, frigg_row *rows, int nrows) {
         float *all = r->want == FRIGG_WANT_ALL_LOGITS ? r->out_logits : NULL;
         float *lg = r->want == FRIGG_WANT_NONE ? NULL : r->want == FRIGG_WANT_LOGITS ? r->out_logits : last;
         if (r->prefill) {
+            r->pending = 0; /* the whole prompt, whatever prefill_layers asks (backend.h allows more) */
             im->len[r->seq] = 0;
             forward(b, r->seq, r->ids, r->n, r->prefix_len, lg, all);
         } else {

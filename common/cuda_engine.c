@@ -2,7 +2,7 @@
  * Weights are uploaded once as bf16 (the split layout is packed on upload, so the device always holds
  * gqkv [4D][D] and gate_up [2I][D]); every buffer, including a static KV slab per sequence
  * [slot][head][max_ctx][head_dim], is allocated at creation. Prefill: cuBLAS GEMMs + the tiled PrefixLM
- * attention. Decode: up to 8 rows, fused GEMVs (one pass over the weights); 9 to 64 rows, the prefill's
+ * attention, a whole prompt at once or a slice of its layers per step (frigg_row.prefill_layers). Decode: up to 8 rows, fused GEMVs (one pass over the weights); 9 to 64 rows, the prefill's
  * cuBLAS GEMMs with the per-row RoPE/KV write and the decode attention (a GEMM reads the weights once for all
  * rows, where chained 8-row GEMVs would read them B/8 times); with batch_invariant, 8-row GEMV passes at every
  * size, so a row's result never depends on its neighbours. Each batch size's step is replayed from its own
@@ -47,6 +47,13 @@ typedef struct {
     long long seq_stride, slot_stride;
     int rows; /* capacity of the activation buffers */
     uint16_t *zH, *zL, *x, *a, *gqkv, *q, *y, *t1, *gu, *m;
+    /* A prompt prefilled a slice of layers per step (frigg_row.prefill_layers; at most one at a time) keeps its
+     * states and residual in buffers of its own ([ctx][D] each), so decode steps and whole prefills can run
+     * between its slices; the scratch above is only used within a slice. */
+    uint16_t *pzH, *pzL, *px, *pa;
+    struct {
+        int active, seq, T, P, done; /* done: layer steps run so far */
+    } pf;
     int32_t *d_ids, *d_zero, *d_iota;
     /* [3][MAX_BATCH]: ids, seq, pos of a decode step. The step's last kernel overwrites the ids with its greedy
      * ids and adds one to the positions: the input of a next step whose rows take FRIGG_TOKEN_LAST_GREEDY. */
@@ -129,64 +136,98 @@ static int gemm(cuda_impl *im, const frigg_mat *W, const uint16_t *A, int T, uin
 static uint16_t *k_slot(cuda_impl *im, int slot) { return im->kc + (size_t)slot * im->slot_stride; }
 static uint16_t *v_slot(cuda_impl *im, int slot) { return im->vc + (size_t)slot * im->slot_stride; }
 
+/* The activations a prefill keeps from one layer to the next: the two states, the residual stream and its
+ * normed copy. */
+typedef struct {
+    uint16_t *zH, *zL, *x, *a;
+} act_bufs;
+static act_bufs main_bufs(cuda_impl *im) { return (act_bufs){im->zH, im->zL, im->x, im->a}; }
+
 /* End of run r: the final norm replaces z_L (L run) or z_H (H run); then the next run's injection. */
-static int run_end(cuda_impl *im, const frigg_config *c, int r, int T) {
+static int run_end(cuda_impl *im, const act_bufs *A, const frigg_config *c, int r, int T) {
     int last = r == frigg_num_runs(c) - 1, D = c->hidden_size;
     float eps = (float)c->rms_norm_eps;
-    if (frigg_run_stack(c, r) == FRIGG_STACK_L) return fk_run_end(im->kern, im->x, im->zL, im->zH, T, D, eps, im->stream);
-    return fk_run_end(im->kern, im->x, im->zH, last ? NULL : im->zL, T, D, eps, im->stream);
+    if (frigg_run_stack(c, r) == FRIGG_STACK_L) return fk_run_end(im->kern, A->x, A->zL, A->zH, T, D, eps, im->stream);
+    return fk_run_end(im->kern, A->x, A->zH, last ? NULL : A->zL, T, D, eps, im->stream);
 }
 
-/* A prompt into sequence `seq` (the step's checks were made): logits of the last row and/or of every row
- * to the host, either may be NULL. Synchronous. */
-static int run_prefill(frigg_backend *b, int seq, const int32_t *ids, int T, int prefix_len, float *logits_last,
-                       float *logits_all) {
+/* A prompt's prefill in three parts, so that it can run whole or a slice of layers per step: the embedding,
+ * layer steps [from, from + count) of the frigg_num_runs x layers_per_stack (each writing its slot's cache of
+ * sequence seq), and the lm_head of the last row and/or of every row to the host (either may be NULL; this
+ * part waits for the stream). */
+static int prefill_begin(frigg_backend *b, const act_bufs *A, const int32_t *ids, int T) {
     cuda_impl *im = b->impl;
     const frigg_config *c = &b->model->cfg;
-    int D = c->hidden_size, I = c->intermediate_size, V = c->vocab_size, H = c->num_heads, hd = c->head_dim;
+    CU(cudaMemcpyAsync(im->d_ids, ids, (size_t)T * 4, cudaMemcpyHostToDevice, im->stream));
+    return fk_embed(im->kern, &im->embed, im->zli, im->d_ids, T, c->hidden_size, (float)c->embedding_scale, A->zH, A->zL,
+                    A->x, im->stream);
+}
+
+static int prefill_layers(frigg_backend *b, const act_bufs *A, int seq, int T, int prefix_len, int from, int count) {
+    cuda_impl *im = b->impl;
+    const frigg_config *c = &b->model->cfg;
+    int D = c->hidden_size, I = c->intermediate_size, H = c->num_heads, hd = c->head_dim, Ls = c->layers_per_stack;
     float eps = (float)c->rms_norm_eps;
-    CU(cudaSetDevice(im->device));
-    im->len[seq] = 0;
     cudaStream_t s = im->stream;
-    CU(cudaMemcpyAsync(im->d_ids, ids, (size_t)T * 4, cudaMemcpyHostToDevice, s));
     const fk_ctx *kc = im->kern;
-    OK(fk_embed(kc, &im->embed, im->zli, im->d_ids, T, D, (float)c->embedding_scale, im->zH, im->zL, im->x, s));
     size_t seq_off = (size_t)seq * im->seq_stride;
-    for (int r = 0; r < frigg_num_runs(c); r++) {
-        const dev_layer *Ls = im->layers[frigg_run_stack(c, r)];
-        for (int i = 0; i < c->layers_per_stack; i++) {
-            int slot = frigg_slot(c, r, i);
-            uint16_t *ks = k_slot(im, slot) + seq_off, *vs = v_slot(im, slot) + seq_off;
-            if (i == 0) OK(fk_rmsnorm(kc, im->x, im->a, T, D, eps, s));
-            OK(gemm(im, &Ls[i].gqkv, im->a, T, im->gqkv));
-            OK(fk_rope_kv(kc, im->gqkv, T, H, hd, im->d_zero, im->d_iota, im->cos_t, im->sin_t, im->q, ks, vs, 0,
-                          b->max_ctx, s));
-            OK(fk_attn_prefill(kc, im->q, ks, vs, im->gqkv, T, H, hd, b->max_ctx, prefix_len, im->y, s));
-            OK(gemm(im, &Ls[i].o, im->y, T, im->t1));
-            OK(fk_add_rmsnorm(kc, im->x, im->t1, im->a, T, D, eps, s));
-            OK(gemm(im, &Ls[i].gu, im->a, T, im->gu));
-            OK(fk_swiglu(kc, im->gu, T, I, im->m, s));
-            OK(gemm(im, &Ls[i].down, im->m, T, im->t1));
-            /* The next layer's input norm comes for free; after the last layer it is simply unused. */
-            OK(fk_add_rmsnorm(kc, im->x, im->t1, im->a, T, D, eps, s));
-        }
-        OK(run_end(im, c, r, T));
+    for (int l = from; l < from + count; l++) {
+        int r = l / Ls, i = l % Ls, slot = frigg_slot(c, r, i);
+        const dev_layer *L = &im->layers[frigg_run_stack(c, r)][i];
+        uint16_t *ks = k_slot(im, slot) + seq_off, *vs = v_slot(im, slot) + seq_off;
+        if (i == 0) OK(fk_rmsnorm(kc, A->x, A->a, T, D, eps, s));
+        OK(gemm(im, &L->gqkv, A->a, T, im->gqkv));
+        OK(fk_rope_kv(kc, im->gqkv, T, H, hd, im->d_zero, im->d_iota, im->cos_t, im->sin_t, im->q, ks, vs, 0,
+                      b->max_ctx, s));
+        OK(fk_attn_prefill(kc, im->q, ks, vs, im->gqkv, T, H, hd, b->max_ctx, prefix_len, im->y, s));
+        OK(gemm(im, &L->o, im->y, T, im->t1));
+        OK(fk_add_rmsnorm(kc, A->x, im->t1, A->a, T, D, eps, s));
+        OK(gemm(im, &L->gu, A->a, T, im->gu));
+        OK(fk_swiglu(kc, im->gu, T, I, im->m, s));
+        OK(gemm(im, &L->down, im->m, T, im->t1));
+        /* The next layer's input norm comes for free; after the last layer it is simply unused. */
+        OK(fk_add_rmsnorm(kc, A->x, im->t1, A->a, T, D, eps, s));
+        if (i == Ls - 1) OK(run_end(im, A, c, r, T));
     }
+    return 0;
+}
+
+static int prefill_finish(frigg_backend *b, const act_bufs *A, int T, float *logits_last, float *logits_all) {
+    cuda_impl *im = b->impl;
+    const frigg_config *c = &b->model->cfg;
+    int D = c->hidden_size, V = c->vocab_size;
+    cudaStream_t s = im->stream;
+    const fk_ctx *kc = im->kern;
     if (logits_all) {
         for (int t0 = 0; t0 < T; t0 += LOGIT_CHUNK) {
             int n = T - t0 < LOGIT_CHUNK ? T - t0 : LOGIT_CHUNK;
-            OK(gemm(im, &im->lm_head, im->zH + (size_t)t0 * D, n, im->logits));
+            OK(gemm(im, &im->lm_head, A->zH + (size_t)t0 * D, n, im->logits));
             OK(fk_bf16_to_f32(kc, im->logits, (size_t)n * V, im->logits_f, s));
             CU(cudaMemcpyAsync(logits_all + (size_t)t0 * V, im->logits_f, (size_t)n * V * 4, cudaMemcpyDeviceToHost, s));
         }
         CU(cudaStreamSynchronize(s));
         if (logits_last) memcpy(logits_last, logits_all + (size_t)(T - 1) * V, (size_t)V * 4);
     } else if (logits_last) {
-        OK(fk_gemv(kc, &im->lm_head, im->zH + (size_t)(T - 1) * D, 1, 0, 0, FK_GEMV_STORE, im->logits, s));
+        OK(fk_gemv(kc, &im->lm_head, A->zH + (size_t)(T - 1) * D, 1, 0, 0, FK_GEMV_STORE, im->logits, s));
         OK(fk_bf16_to_f32(kc, im->logits, V, im->logits_f, s));
         CU(cudaMemcpyAsync(logits_last, im->logits_f, (size_t)V * 4, cudaMemcpyDeviceToHost, s));
     }
     CU(cudaStreamSynchronize(s));
+    return 0;
+}
+
+/* A whole prompt into sequence `seq` (the step's checks were made), in the engine's main buffers.
+ * Synchronous. */
+static int run_prefill(frigg_backend *b, int seq, const int32_t *ids, int T, int prefix_len, float *logits_last,
+                       float *logits_all) {
+    cuda_impl *im = b->impl;
+    const frigg_config *c = &b->model->cfg;
+    act_bufs A = main_bufs(im);
+    CU(cudaSetDevice(im->device));
+    im->len[seq] = 0;
+    OK(prefill_begin(b, &A, ids, T));
+    OK(prefill_layers(b, &A, seq, T, prefix_len, 0, frigg_num_runs(c) * c->layers_per_stack));
+    OK(prefill_finish(b, &A, T, logits_last, logits_all));
     im->len[seq] = T;
     return 0;
 }
@@ -211,6 +252,7 @@ static int enqueue_decode(frigg_backend *b, int B) {
  * would (kernels.h: a GEMV row's result does not depend on the other rows of its pass under one impl). */
 static int enqueue_decode_gemv(frigg_backend *b, int B) {
     cuda_impl *im = b->impl;
+    act_bufs A = main_bufs(im);
     const frigg_config *c = &b->model->cfg;
     int D = c->hidden_size, I = c->intermediate_size, H = c->num_heads, hd = c->head_dim;
     float eps = (float)c->rms_norm_eps;
@@ -240,7 +282,7 @@ static int enqueue_decode_gemv(frigg_backend *b, int B) {
                 OK(fk_gemv(kc, &Ls[i].down, im->m + (size_t)r0 * I, n, 0, eps, FK_GEMV_RESID, im->x + (size_t)r0 * D, s));
             }
         }
-        OK(run_end(im, c, r, B));
+        OK(run_end(im, &A, c, r, B));
     }
     for (int r0 = 0; r0 < B; r0 += GEMV_ROWS) {
         int n = B - r0 < GEMV_ROWS ? B - r0 : GEMV_ROWS;
@@ -255,6 +297,7 @@ static int enqueue_decode_gemv(frigg_backend *b, int B) {
  * in cuBLAS's order, so a row agrees with the GEMV step within rounding, not bit for bit. */
 static int enqueue_decode_gemm(frigg_backend *b, int B) {
     cuda_impl *im = b->impl;
+    act_bufs A = main_bufs(im);
     const frigg_config *c = &b->model->cfg;
     int I = c->intermediate_size, H = c->num_heads, hd = c->head_dim, D = c->hidden_size;
     float eps = (float)c->rms_norm_eps;
@@ -278,7 +321,7 @@ static int enqueue_decode_gemm(frigg_backend *b, int B) {
             OK(gemm(im, &Ls[i].down, im->m, B, im->t1));
             OK(fk_add_rmsnorm(kc, im->x, im->t1, im->a, B, D, eps, s));
         }
-        OK(run_end(im, c, r, B));
+        OK(run_end(im, &A, c, r, B));
     }
     return gemm(im, &im->lm_head, im->zH, B, im->logits);
 }
@@ -446,6 +489,44 @@ static int run_decode(frigg_backend *b, frigg_row **dr, int B, int qi) {
     return rc;
 }
 
+/* A prefill row: the whole prompt in the main buffers, or (prefill_layers short of the rest) the next slice of
+ * the part-way prompt in its own buffers. A row that is not the part-way prompt's (another seq, length or
+ * prefix) starts a prompt of its own; if that one is part-way too, it takes the buffers, and the abandoned
+ * sequence stays empty until its row starts it over. *done: the prompt's logits were written. */
+static int prefill_row(frigg_backend *b, const frigg_row *r, float *last, float *all, int *done) {
+    cuda_impl *im = b->impl;
+    const frigg_config *c = &b->model->cfg;
+    int total = frigg_num_runs(c) * c->layers_per_stack;
+    int cont = im->pf.active && im->pf.seq == r->seq && im->pf.T == r->n && im->pf.P == r->prefix_len;
+    if (im->pf.active && im->pf.seq == r->seq && !cont) im->pf.active = 0; /* the sequence takes another prompt */
+    int left = total - (cont ? im->pf.done : 0), n = r->prefill_layers && r->prefill_layers < left ? r->prefill_layers : left;
+    *done = 0;
+    if (!cont && n == total) {
+        OK(run_prefill(b, r->seq, r->ids, r->n, r->prefix_len, last, all));
+        *done = 1;
+        return 0;
+    }
+    act_bufs A = {im->pzH, im->pzL, im->px, im->pa};
+    CU(cudaSetDevice(im->device));
+    if (!cont) {
+        im->len[r->seq] = 0;
+        OK(prefill_begin(b, &A, r->ids, r->n));
+        im->pf.active = 1;
+        im->pf.seq = r->seq;
+        im->pf.T = r->n;
+        im->pf.P = r->prefix_len;
+        im->pf.done = 0;
+    }
+    OK(prefill_layers(b, &A, r->seq, r->n, r->prefix_len, im->pf.done, n));
+    im->pf.done += n;
+    if (im->pf.done < total) return 0;
+    im->pf.active = 0;
+    OK(prefill_finish(b, &A, r->n, last, all));
+    im->len[r->seq] = r->n;
+    *done = 1;
+    return 0;
+}
+
 static int cuda_submit(frigg_backend *b, frigg_row *rows, int nrows) {
     cuda_impl *im = b->impl;
     if (im->nq == 2) {
@@ -469,18 +550,22 @@ static int cuda_submit(frigg_backend *b, frigg_row *rows, int nrows) {
             dr[B++] = r;
             continue;
         }
-        /* prefill rows first, one at a time (a whole prompt each: PrefixLM) */
+        /* prefill rows first, one at a time (a whole prompt each, or a slice of its layers: PrefixLM) */
         for (int k = 0; k < im->nq; k++) OK(wait_step(im, k));
         float *all = r->want == FRIGG_WANT_ALL_LOGITS ? r->out_logits : NULL;
         float *last = r->want == FRIGG_WANT_NONE ? NULL : r->want == FRIGG_WANT_LOGITS ? r->out_logits : im->host_row;
-        if (run_prefill(b, r->seq, r->ids, r->n, r->prefix_len, last, all)) return -1;
+        int done;
+        if (prefill_row(b, r, last, all, &done)) return -1;
+        r->pending = !done;
+        if (!done) continue;
         outputs_from_row(r, last ? last : im->host_row, V);
         if (r->want == FRIGG_WANT_GREEDY) im->greedy[r->seq] = *r->out_id;
         im->last_B = 0; /* the prefill used d_step's neighbours: the next decode stages from the host */
     }
     if (B && run_decode(b, dr, B, qi)) return -1;
     memset(im->last_greedy, 0, (size_t)b->max_seqs);
-    for (int i = 0; i < nrows; i++) im->last_greedy[rows[i].seq] = rows[i].want == FRIGG_WANT_GREEDY;
+    for (int i = 0; i < nrows; i++)
+        im->last_greedy[rows[i].seq] = rows[i].want == FRIGG_WANT_GREEDY && !(rows[i].prefill && rows[i].pending);
     im->nq++;
     return 0;
 }
@@ -511,6 +596,7 @@ static int cuda_seq_reset(frigg_backend *b, int seq) {
     im->len[seq] = 0;
     im->last_greedy[seq] = 0;
     im->last_B = 0;
+    if (im->pf.active && im->pf.seq == seq) im->pf.active = 0;
     return 0;
 }
 
@@ -534,6 +620,7 @@ static int cuda_seq_fork(frigg_backend *b, int src, int dst, int n) {
     im->len[dst] = n;
     im->last_greedy[dst] = 0;
     im->last_B = 0;
+    if (im->pf.active && im->pf.seq == dst) im->pf.active = 0;
     return 0;
 }
 
@@ -679,7 +766,7 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     OK(dalloc(im, (void **)&im->vc, kv, "the V cache"));
     size_t R = ctx > MAX_BATCH ? ctx : MAX_BATCH;
     im->rows = (int)R;
-    uint16_t **bufs[] = {&im->zH, &im->zL, &im->x, &im->a, &im->q, &im->y, &im->t1};
+    uint16_t **bufs[] = {&im->zH, &im->zL, &im->x, &im->a, &im->q, &im->y, &im->t1, &im->pzH, &im->pzL, &im->px, &im->pa};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) OK(dalloc(im, (void **)bufs[i], R * D * 2, "activations"));
     OK(dalloc(im, (void **)&im->gqkv, R * 4 * D * 2, "activations"));
     OK(dalloc(im, (void **)&im->gu, R * 2 * I * 2, "activations"));

@@ -15,6 +15,7 @@ typedef struct req {
     int slot[FRIGG_SCHED_MAX_CHOICES];
     unsigned char finished[FRIGG_SCHED_MAX_CHOICES];
     int prefilled;
+    int pf_done;                 /* layer steps of its prompt run so far, while it is prefilled by slices */
     float *logits;               /* score requests: the prefill's n * vocab logits, from admission to on_logits */
     int scored;                  /* score requests: on_logits was called */
     double t_queued, t_admit;
@@ -45,6 +46,16 @@ struct frigg_sched {
     int32_t *gid[2];             /* GREEDY rows' ids */
     int nrows[2];
     int cur, queued;             /* buffer of the step queued on the engine; whether one is */
+    /* Prefill beside decode (frigg_sched_set_prefill_share): the prompt prefilled a slice of layers per step, and
+     * what a step costs, learnt from the time between collects: a decode step of each size (EMA, ms) and a
+     * prefill token-layer (EMA, ms). Each step's prompts and slice are chosen to add at most prefill_share x the
+     * decode step's time. */
+    double prefill_share;
+    req *slicing;
+    double t_prev, tl_ms;
+    double *decode_ms;           /* [max_running + 1]: a decode step of that many rows, 0 while unknown */
+    double step_tl[2];           /* prefill token-layers of the step in each row buffer */
+    int step_decode[2];          /* decode rows of the step in each row buffer */
     int *defer, ndefer;          /* slots of ended choices still in the queued step, freed after its collect */
     uint64_t steps, ahead;       /* steps run; of them queued behind another (frigg_sched_steps_ahead) */
 };
@@ -71,6 +82,7 @@ frigg_sched *frigg_sched_new(frigg_backend *b, const frigg_tokenizer *tok, int m
         s->gid[k] = frigg_xcalloc((size_t)s->max_running, sizeof *s->gid[k]);
     }
     s->defer = frigg_xcalloc((size_t)s->max_running, sizeof *s->defer);
+    s->decode_ms = frigg_xcalloc((size_t)s->max_running + 1, sizeof *s->decode_ms);
     return s;
 }
 
@@ -83,6 +95,7 @@ static void req_free(req *q) {
 
 /* The request's end: on_done, then it is gone. */
 static void req_end(frigg_sched *s, req *q, const char *error) {
+    if (s->slicing == q) s->slicing = NULL; /* the engine drops its part-way prompt when the slot is reused */
     const frigg_seqgen_result *res[FRIGG_SCHED_MAX_CHOICES];
     for (int c = 0; c < q->r.n_choices; c++) res[c] = q->g[c] ? frigg_seqgen_result_of(q->g[c]) : NULL;
     frigg_seqgen_result scored;
@@ -302,37 +315,94 @@ static void admit(frigg_sched *s) {
     }
 }
 
-/* The rows of the next step into buffer k: a prefill for each request admitted since the last step, a
- * decode row for every running choice that is not finished. */
-static int build_rows(frigg_sched *s, int k) {
-    int nrows = 0;
-    for (int i = 0; i < s->nrunning; i++) {
-        req *q = s->running[i];
-        for (int c = 0; c < (q->prefilled ? q->r.n_choices : 1); c++) {
-            if (q->finished[c]) continue;
-            frigg_row *r = &s->rows[k][nrows];
-            memset(r, 0, sizeof *r);
-            frigg_seqgen_row(q->g[c], r);
-            r->out_id = &s->gid[k][nrows];
-            if (q->r.score) {
-                r->want = FRIGG_WANT_ALL_LOGITS;
-                r->out_logits = q->logits;
-            }
-            r->seq = q->slot[c];
-            if (!q->prefilled) {
-                r->prefill = 1;
-                r->ids = q->ids;
-                r->n = q->r.n;
-                r->prefix_len = q->r.prefix_len;
-            } else {
-                r->n = 1;
-                r->token = frigg_seqgen_last(q->g[c]);
-            }
-            s->row_req[k][nrows] = q;
-            s->row_choice[k][nrows++] = c;
-        }
+/* How many layer steps of q's prompt the next step runs: 0 = the rest at once, -1 = none this step. Without
+ * a prefill share, or with no decode rows to protect, every prompt runs whole. Otherwise prompts run whole
+ * while their estimated cost fits the budget (prefill_share x a decode step), and one prompt, the part-way
+ * one first, takes a slice of what is left (at least one layer step, so every prompt moves). */
+static int plan_prefill(frigg_sched *s, const req *q, int decode_rows, double *budget, int *partial) {
+    const frigg_config *c = &s->b->model->cfg;
+    int total = frigg_num_runs(c) * c->layers_per_stack, rest = total - q->pf_done;
+    if (s->prefill_share <= 0 || !decode_rows) return 0;
+    if (!s->decode_ms[decode_rows]) return -1; /* this step learns what a decode step of this size costs */
+    double per_layer = s->tl_ms * q->r.n; /* ms per layer step of this prompt, 0 while unknown */
+    if (per_layer > 0 && per_layer * rest <= *budget) {
+        *budget -= per_layer * rest;
+        return 0;
     }
+    if (*partial) return -1;
+    *partial = 1;
+    int n = per_layer > 0 ? (int)(*budget / per_layer) : 1;
+    *budget = 0;
+    return n < 1 ? 1 : n >= rest ? 0 : n;
+}
+
+/* The rows of the next step into buffer k: a prefill (or a slice of one, plan_prefill) for each request
+ * admitted and not yet prefilled, a decode row for every running choice that is not finished. */
+static int build_rows(frigg_sched *s, int k) {
+    int nrows = 0, decode_rows = 0, partial = 0;
+    for (int i = 0; i < s->nrunning; i++)
+        if (s->running[i]->prefilled)
+            for (int c = 0; c < s->running[i]->r.n_choices; c++) decode_rows += !s->running[i]->finished[c];
+    double budget = s->prefill_share * s->decode_ms[decode_rows];
+    const frigg_config *cfg = &s->b->model->cfg;
+    int total = frigg_num_runs(cfg) * cfg->layers_per_stack;
+    s->step_tl[k] = 0;
+    s->step_decode[k] = decode_rows;
+    /* the part-way prompt first: it takes the slice, the others run whole or wait */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < s->nrunning; i++) {
+            req *q = s->running[i];
+            if ((q == s->slicing) != (pass == 0)) continue;
+            int layers = 0;
+            if (!q->prefilled) {
+                if (q->finished[0]) continue;
+                layers = plan_prefill(s, q, decode_rows, &budget, &partial);
+                if (layers < 0) continue;
+                s->step_tl[k] += (double)q->r.n * (layers ? layers : total - q->pf_done);
+            }
+            for (int c = 0; c < (q->prefilled ? q->r.n_choices : 1); c++) {
+                if (q->finished[c]) continue;
+                frigg_row *r = &s->rows[k][nrows];
+                memset(r, 0, sizeof *r);
+                frigg_seqgen_row(q->g[c], r);
+                r->out_id = &s->gid[k][nrows];
+                if (q->r.score) {
+                    r->want = FRIGG_WANT_ALL_LOGITS;
+                    r->out_logits = q->logits;
+                }
+                r->seq = q->slot[c];
+                if (!q->prefilled) {
+                    r->prefill = 1;
+                    r->ids = q->ids;
+                    r->n = q->r.n;
+                    r->prefix_len = q->r.prefix_len;
+                    r->prefill_layers = layers;
+                } else {
+                    r->n = 1;
+                    r->token = frigg_seqgen_last(q->g[c]);
+                }
+                s->row_req[k][nrows] = q;
+                s->row_choice[k][nrows++] = c;
+            }
+        }
     return nrows;
+}
+
+/* What the step just collected (row buffer k) says about costs: a step without prefill rows is a decode
+ * step; one with prefill rows costs its decode step plus its token-layers. */
+static void learn_costs(frigg_sched *s, int k, double now) {
+    double dt = s->t_prev > 0 ? now - s->t_prev : 0;
+    s->t_prev = now;
+    if (dt <= 0) return;
+    double *d = &s->decode_ms[s->step_decode[k]];
+    if (!s->step_tl[k]) {
+        if (s->step_decode[k]) *d = *d > 0 ? 0.8 * *d + 0.2 * dt : dt;
+        return;
+    }
+    double pf = dt - *d;
+    if (pf <= 0) return;
+    double tl = pf / s->step_tl[k];
+    s->tl_ms = s->tl_ms > 0 ? 0.7 * s->tl_ms + 0.3 * tl : tl;
 }
 
 /* Greedy decoding runs two deep when the engine can: every row of the queued step is a decode row that
@@ -391,7 +461,10 @@ static int sched_step(frigg_sched *s) {
         apply_cancels(s);
         admit(s);
         s->nrows[s->cur] = build_rows(s, s->cur);
-        if (!s->nrows[s->cur]) return frigg_sched_pending(s);
+        if (!s->nrows[s->cur]) {
+            s->t_prev = 0; /* idle: the next interval between collects is not a step's cost */
+            return frigg_sched_pending(s);
+        }
         if (b->submit(b, s->rows[s->cur], s->nrows[s->cur])) return fail_all(s);
         s->queued = 1;
     }
@@ -405,6 +478,8 @@ static int sched_step(frigg_sched *s) {
             s->row_choice[nx][i] = s->row_choice[k][i];
         }
         s->nrows[nx] = n;
+        s->step_tl[nx] = 0;
+        s->step_decode[nx] = n;
         if (b->submit(b, s->rows[nx], n)) {
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", frigg_error());
@@ -424,14 +499,21 @@ static int sched_step(frigg_sched *s) {
     s->cur = ahead ? k ^ 1 : k;
     s->queued = ahead;
     double now = frigg_now_ms();
+    learn_costs(s, k, now);
     for (int i = 0; i < s->nrows[k]; i++) {
         req *q = s->row_req[k][i];
         if (!q) continue; /* its choice ended while this step was queued */
         const frigg_row *r = &s->rows[k][i];
         const char *piece;
         size_t n;
+        if (r->prefill && r->pending) { /* a slice of its layers ran: the next step continues it */
+            q->pf_done += r->prefill_layers;
+            s->slicing = q;
+            continue;
+        }
         if (r->prefill) {
             q->prefilled = 1;
+            if (s->slicing == q) s->slicing = NULL;
             if (q->r.score) {
                 q->r.on_logits(q->r.ctx, q->logits, q->r.n, b->model->cfg.vocab_size);
                 q->scored = 1;
@@ -493,6 +575,8 @@ static int sched_step(frigg_sched *s) {
 
 uint64_t frigg_sched_steps_ahead(frigg_sched *s) { return s->ahead; }
 
+void frigg_sched_set_prefill_share(frigg_sched *s, double share) { s->prefill_share = share > 0 ? share : 0; }
+
 void frigg_sched_free(frigg_sched *s) {
     if (!s) return;
     if (s->queued) s->b->collect(s->b); /* its outputs are of no one now */
@@ -521,5 +605,6 @@ void frigg_sched_free(frigg_sched *s) {
         free(s->gid[k]);
     }
     free(s->defer);
+    free(s->decode_ms);
     free(s);
 }

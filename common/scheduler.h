@@ -62,6 +62,13 @@ typedef struct {
 frigg_sched *frigg_sched_new(frigg_backend *b, const frigg_tokenizer *tok, int max_running);
 /* Frees the scheduler; every request still queued or running ends as cancelled (on_done called). */
 void frigg_sched_free(frigg_sched *s);
+/* Prefill beside decode. 0 (the default): a prompt is prefilled whole in the step after its admission, so
+ * the sequences decoding meanwhile wait for it (the most tokens per second). share > 0: each step's prefill
+ * work is held to about share x the time of a decode step, as learnt from the steps so far; a prompt that
+ * does not fit is prefilled a slice of its layers per step (frigg_row.prefill_layers; a PrefixLM prompt
+ * cannot be split by tokens), so running sequences keep their time per token within about 1 + share of
+ * what it is without arrivals, and long prompts take longer to their first token. */
+void frigg_sched_set_prefill_share(frigg_sched *s, double share);
 
 /* Queue a request; returns its handle (> 0), or 0 with frigg_error() when it can never run (prompt +
  * max_tokens beyond a sequence's context, more choices than slots, bad parameters, a score request that

@@ -68,6 +68,7 @@ frigg_session *frigg_session_open(const frigg_session_opts *o) {
         frigg_session_close(s);
         return NULL;
     }
+    frigg_sched_set_prefill_share(s->sched, o->prefill_share);
     return s;
 }
 

@@ -5,7 +5,8 @@
  * the argmax of a LOGITS row and a TOPK row its k largest; greedy steps queued two deep equal greedy steps one by one; two engines on two devices (where present), run at the same time, each give
  * exactly the single-device result (random model and the tiny-packed fixture); two engines in one process with
  * different kernel choices (decode GEMV on CUDA cores in one, tensor cores in the other), stepped in turn, each
- * give exactly what they give alone; decode steps of 9 to 64 rows (test_wide_batch).
+ * give exactly what they give alone; decode steps of 9 to 64 rows (test_wide_batch); a prompt prefilled a slice of
+ * layers per step (test_sliced_prefill).
  *
  * Tolerances (two engines, both rounding to bf16 at HF's points, fp32 sums in different orders):
  *   last-row logits  |cuda - cpu| <= ABS_TOL + REL_TOL * max|cpu|
@@ -497,6 +498,81 @@ out:
     frigg_backend_destroy(cpu);
 }
 
+/* A prompt prefilled a slice of layers per step (frigg_row.prefill_layers), with decode steps of other
+ * sequences in the same steps: its logits, and its first decode step after, equal a whole prefill's bit for
+ * bit (the same kernels on the same shapes, in buffers of its own); the other sequences' decode rows equal
+ * those of steps without the slices; a decode row for the part-way sequence is an error; a second part-way
+ * prompt abandons the first, which then starts over. */
+static void test_sliced_prefill(const frigg_model *m) {
+    const frigg_config *c = &m->cfg;
+    int V = c->vocab_size, total = frigg_num_runs(c) * c->layers_per_stack;
+    frigg_backend_opts o = {.max_seqs = 4, .max_ctx = 96};
+    frigg_backend *b = frigg_backend_create("cuda", m, &o);
+    CHECK(b != NULL, "sliced: backend: %s", frigg_error());
+    if (!b) return;
+    int32_t prompt[40], shortp[2][9];
+    for (int i = 0; i < 40; i++) prompt[i] = 3 + (i * 131) % (V - 3);
+    for (int q = 0; q < 2; q++)
+        for (int i = 0; i < 9; i++) shortp[q][i] = 3 + (i * 17 + q * 5) % (V - 3);
+    float *ref = malloc(sizeof(float) * V), *got = malloc(sizeof(float) * V), *dref = malloc(sizeof(float) * V * 3),
+          *dgot = malloc(sizeof(float) * V * 3);
+    /* reference: whole prefill of seq 0, decode steps of seqs 1, 2 alone, then one decode step of all three */
+    int seqs[3] = {1, 2, 0};
+    int32_t tok[3] = {7, 8, 9};
+    CHECK(frigg_prefill(b, 0, prompt, 40, 20, ref, NULL) == 0, "%s", frigg_error());
+    for (int q = 0; q < 2; q++) CHECK(frigg_prefill(b, 1 + q, shortp[q], 9, 9, NULL, NULL) == 0, "%s", frigg_error());
+    float *dsteps = malloc(sizeof(float) * V * 2 * 3);
+    for (int st = 0; st < 3; st++) CHECK(frigg_decode(b, 2, seqs, tok, dsteps + (size_t)st * 2 * V) == 0, "%s", frigg_error());
+    CHECK(frigg_decode(b, 3, seqs, tok, dref) == 0, "%s", frigg_error());
+    /* sliced: 1, then 5 layer steps, then the rest, each step with the decode rows of seqs 1 and 2 */
+    for (int q = 0; q < 2; q++) CHECK(frigg_prefill(b, 1 + q, shortp[q], 9, 9, NULL, NULL) == 0, "%s", frigg_error());
+    static const int slices[3] = {1, 5, 0};
+    int same_decode = 1;
+    for (int st = 0; st < 3; st++) {
+        frigg_row rows[3] = {{.seq = 0, .prefill = 1, .ids = prompt, .n = 40, .prefix_len = 20, .prefill_layers = slices[st],
+                              .want = FRIGG_WANT_LOGITS, .out_logits = got}};
+        float dl[2][4096];
+        CHECK(V <= 4096, "sliced: vocabulary too large for the test's buffers");
+        for (int q = 0; q < 2; q++)
+            rows[1 + q] = (frigg_row){.seq = 1 + q, .n = 1, .ids = &tok[q], .want = FRIGG_WANT_LOGITS, .out_logits = dl[q]};
+        CHECK(frigg_step(b, rows, 3) == 0, "sliced step %d: %s", st, frigg_error());
+        CHECK(rows[0].pending == (st < 2), "sliced step %d: pending %d", st, rows[0].pending);
+        if (st < 2) CHECK(b->seq_len(b, 0) == 0, "sliced step %d: the part-way sequence holds %d tokens", st, b->seq_len(b, 0));
+        for (int q = 0; q < 2; q++) same_decode &= !memcmp(dl[q], dsteps + ((size_t)st * 2 + q) * V, sizeof(float) * V);
+        if (st == 0) {
+            int one = 0;
+            CHECK(frigg_decode(b, 1, &one, &tok[2], dgot) != 0, "sliced: a decode row of the part-way sequence ran");
+        }
+    }
+    CHECK(same_decode, "sliced: decode rows beside the slices differ from decode steps without them");
+    CHECK(!memcmp(got, ref, sizeof(float) * V), "sliced: a prompt prefilled by slices differs from the whole prefill");
+    CHECK(b->seq_len(b, 0) == 40, "sliced: %d tokens after the last slice", b->seq_len(b, 0));
+    CHECK(frigg_decode(b, 3, seqs, tok, dgot) == 0, "%s", frigg_error());
+    CHECK(!memcmp(dgot, dref, sizeof(float) * V * 3), "sliced: the decode step after the slices differs");
+    /* a slice of exactly the rest finishes; a second part-way prompt abandons the first, which starts over */
+    {
+        frigg_row r0 = {.seq = 0, .prefill = 1, .ids = prompt, .n = 40, .prefix_len = 20, .prefill_layers = 3,
+                        .want = FRIGG_WANT_LOGITS, .out_logits = got};
+        frigg_row r3 = {.seq = 3, .prefill = 1, .ids = shortp[0], .n = 9, .prefix_len = 9, .prefill_layers = 2,
+                        .want = FRIGG_WANT_NONE};
+        CHECK(frigg_step(b, &r0, 1) == 0 && r0.pending, "sliced: %s", frigg_error());
+        CHECK(frigg_step(b, &r3, 1) == 0 && r3.pending, "sliced: a second part-way prompt: %s", frigg_error());
+        r0.prefill_layers = total - 3;
+        CHECK(frigg_step(b, &r0, 1) == 0 && r0.pending, "sliced: the abandoned prompt did not start over");
+        r0.prefill_layers = 3;
+        CHECK(frigg_step(b, &r0, 1) == 0 && !r0.pending, "sliced: %s", frigg_error());
+        CHECK(!memcmp(got, ref, sizeof(float) * V), "sliced: the restarted prompt differs from the whole prefill");
+        r0.prefill_layers = -1;
+        CHECK(frigg_step(b, &r0, 1) != 0, "sliced: prefill_layers -1 was accepted");
+    }
+    free(ref);
+    free(got);
+    free(dref);
+    free(dgot);
+    free(dsteps);
+    frigg_backend_destroy(b);
+}
+
 static void test_two_devices(const char *label, const frigg_model *m);
 
 static void test_fixtures(void) {
@@ -601,6 +677,7 @@ int main(void) {
         test_two_devices("random hd128", m);
         test_two_settings(m);
         test_wide_batch(m);
+        test_sliced_prefill(m);
         frigg_model_free(m);
         frigg_config t;
         frigg_config_mimir(&t);

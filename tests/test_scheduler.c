@@ -3,7 +3,8 @@
  *  - batch invariance (the CPU engine; the CUDA engine too where a GPU is present): a mixed set (greedy, temperature + seed, top-k, top-p, repetition penalty, stop
  *    strings, logprobs, messages with tools, a prefix length, frequency/presence penalties, a logit_bias)
  *    submitted together to one session gives,
- *    request by request, exactly the response each gives alone in a session of one slot;
+ *    request by request, exactly the response each gives alone in a session of one slot (also with a prefill
+ *    share, where prompts joining running batches wait for a step or run by layer slices on the CUDA engine);
  *  - cancellation: a running and a queued request end as "cancelled" and their slots are free by the next
  *    step; a cancel of an unknown handle is an error;
  *  - greedy decoding two steps deep (the engine holds two) gives what one step at a time gives;
@@ -60,11 +61,13 @@ static char *canon(json_t *r) {
     return s;
 }
 
-static void test_batch_invariance(const char *dir, const char *backend, int batch_invariant) {
+static void test_batch_invariance(const char *dir, const char *backend, int batch_invariant, double prefill_share) {
     frigg_session_opts one = {.model_dir = dir, .backend = backend, .threads = 2, .default_max_tokens = 16, .slots = 1,
                               .batch_invariant = batch_invariant};
     frigg_session_opts many = one;
     many.slots = 6; /* fewer slots than requests: some wait in the queue and join running batches later */
+    many.prefill_share = prefill_share; /* > 0: prompts that join running batches wait, or run by layer slices */
+    fprintf(stderr, "batch invariance: %s engine, prefill share %g\n", backend, prefill_share);
     frigg_session *s1 = frigg_session_open(&one), *sn = frigg_session_open(&many);
     CHECK(s1 && sn, "session: %s", frigg_error());
     if (!s1 || !sn) return;
@@ -543,13 +546,17 @@ static void test_choices_bias(const char *dir) {
 int main(void) {
     TEST_MAIN_BEGIN("test_scheduler");
     char *dir = th_path(th_root(), "golden/default");
-    test_batch_invariance(dir, "cpu", 0);
+    test_batch_invariance(dir, "cpu", 0, 0);
+    test_batch_invariance(dir, "cpu", 0, 0.5);
     /* The same on the CUDA engine, created batch-invariant (one decode GEMV kernel at every batch size: under
      * the default choice per batch size, batched rows sum in other orders than single rows, and a request
      * can part from its lone run at a near-tie) */
 #ifdef FRIGG_CUDA
-    if (frigg_cuda_device_count() > 0) test_batch_invariance(dir, "cuda", 1);
-    else SKIP("batch invariance on the CUDA engine: no CUDA device present");
+    if (frigg_cuda_device_count() > 0) {
+        test_batch_invariance(dir, "cuda", 1, 0);
+        /* a tiny share: every prompt joining a running batch is prefilled by layer slices */
+        test_batch_invariance(dir, "cuda", 1, 1e-6);
+    } else SKIP("batch invariance on the CUDA engine: no CUDA device present");
 #else
     SKIP("batch invariance on the CUDA engine: built without CUDA");
 #endif
