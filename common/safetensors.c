@@ -41,6 +41,9 @@ static int cmp_span(const void *a, const void *b) {
     return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : (x->end < y->end ? -1 : x->end > y->end);
 }
 
+/* The most elements a tensor may have (and the largest dimension): 2^40. */
+#define ST_MAX_ELEMENTS (1ull << 40)
+
 int frigg_st_parse(frigg_st_set *set, const void *buf, size_t size, const char *path, int file_index) {
     const unsigned char *b = buf;
     if (size < 8) {
@@ -106,19 +109,29 @@ int frigg_st_parse(frigg_st_set *set, const void *buf, size_t size, const char *
             goto out;
         }
         t.ndim = (int)json_array_size(sh);
-        uint64_t count = 1;
+        int zero = 0;
         for (int i = 0; i < t.ndim; i++) {
             json_t *e = json_array_get(sh, i);
-            if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) > (1ll << 40)) {
-                frigg_set_error("%s: tensor \"%s\": bad shape entry", path, key);
+            if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) > (json_int_t)ST_MAX_ELEMENTS) {
+                frigg_set_error("%s: tensor \"%s\": shape entry %d must be an integer in [0, 2^40]", path, key, i);
                 goto out;
             }
             t.shape[i] = json_integer_value(e);
-            count *= (uint64_t)t.shape[i];
-            if (count > (1ull << 40)) {
-                frigg_set_error("%s: tensor \"%s\": shape too large", path, key);
+            zero |= t.shape[i] == 0;
+        }
+        /* The element count, checked before each multiplication: a product past 2^40 (4 TiB of BF16, more than any
+         * file here) is refused, where multiplying on would wrap around 2^64 to a small count, even 0. A zero
+         * dimension makes it 0 whatever the others are. */
+        uint64_t count = zero ? 0 : 1;
+        for (int i = 0; i < t.ndim && !zero; i++) {
+            if (count > ST_MAX_ELEMENTS / (uint64_t)t.shape[i]) {
+                char dims[200] = "", *p = dims;
+                for (int j = 0; j < t.ndim; j++)
+                    p += snprintf(p, (size_t)(dims + sizeof dims - p), "%s%lld", j ? ", " : "", (long long)t.shape[j]);
+                frigg_set_error("%s: tensor \"%s\": shape [%s] has more than 2^40 elements", path, key, dims);
                 goto out;
             }
+            count *= (uint64_t)t.shape[i];
         }
         json_t *ob = json_array_get(off, 0), *oe = json_array_get(off, 1);
         if (!json_is_integer(ob) || !json_is_integer(oe) || json_integer_value(ob) < 0 ||
