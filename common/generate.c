@@ -51,6 +51,10 @@ int frigg_generate(frigg_backend *b, int seq, const int32_t *prompt, int n, cons
         frigg_seqgen_row(g, &row);
         if (frigg_step(b, &row, 1)) goto out;
     }
+    if (frigg_seqgen_error(g)) { /* the model's row was not finite */
+        frigg_set_error("%s", frigg_seqgen_error(g));
+        goto out;
+    }
     frigg_seqgen_finish(g, 0, NULL, NULL);
     const frigg_seqgen_result *res = frigg_seqgen_result_of(g);
     size_t cap = (size_t)p->max_tokens + 1;

@@ -145,6 +145,16 @@ static void choice_end(frigg_sched *s, req *q, int c, int cancelled) {
     q->slot[c] = -1;
 }
 
+/* A choice whose accept said done: it ends; when it failed (its row was not finite), so does every other choice
+ * of the request, which then ends with that error. */
+static void accepted_end(frigg_sched *s, req *q, int c) {
+    if (!frigg_seqgen_error(q->g[c])) {
+        choice_end(s, q, c, 0);
+        return;
+    }
+    for (int j = 0; j < q->r.n_choices; j++) choice_end(s, q, j, 0);
+}
+
 static void release_deferred(frigg_sched *s) {
     for (int i = 0; i < s->ndefer; i++) release_slot(s, s->defer[i]);
     s->ndefer = 0;
@@ -154,6 +164,13 @@ static int all_finished(const req *q) {
     for (int c = 0; c < q->r.n_choices; c++)
         if (!q->finished[c]) return 0;
     return 1;
+}
+
+/* The error a choice of q ended with (frigg_seqgen_error: its logits were not finite), or NULL. */
+static const char *req_error(const req *q) {
+    for (int c = 0; c < q->r.n_choices; c++)
+        if (q->g[c] && frigg_seqgen_error(q->g[c])) return frigg_seqgen_error(q->g[c]);
+    return NULL;
 }
 
 static void remove_running(frigg_sched *s, int i) {
@@ -544,13 +561,13 @@ static int sched_step(frigg_sched *s) {
                 frigg_seqgen_mark(q->g[c], q->t_queued, q->t_admit, now);
                 int done = frigg_seqgen_accept(q->g[c], &rc, &piece, &n);
                 emit(q, c, piece, n);
-                if (done) choice_end(s, q, c, 0);
+                if (done) accepted_end(s, q, c);
             }
         } else {
             int c = s->row_choice[k][i];
             int done = frigg_seqgen_accept(q->g[c], r, &piece, &n);
             emit(q, c, piece, n);
-            if (done) choice_end(s, q, c, 0);
+            if (done) accepted_end(s, q, c);
         }
     next_row:;
     }
@@ -558,7 +575,7 @@ static int sched_step(frigg_sched *s) {
         if (all_finished(s->running[i])) {
             req *q = s->running[i];
             remove_running(s, i);
-            req_end(s, q, NULL);
+            req_end(s, q, req_error(q));
         }
     if (s->queued) { /* a step queued ahead whose every sequence ended: retire it, free their slots */
         int live = 0;

@@ -35,6 +35,7 @@ struct frigg_seqgen {
     float *token_logprob, *top_lps;
     int32_t *top_ids;
     char *tool_call_error;
+    char *error;             /* the model's row was not finite: the sequence ended with this error */
     json_t *tool_calls;
     double t_admit, t_prefill;
 };
@@ -134,6 +135,7 @@ void frigg_seqgen_free(frigg_seqgen *g) {
     free(g->top_ids);
     free(g->top_lps);
     free(g->tool_call_error);
+    free(g->error);
     json_decref(g->tool_calls);
     free(g);
 }
@@ -186,6 +188,38 @@ static int is_stop_id(const frigg_seqgen *g, int32_t id) {
     return 0;
 }
 
+/* The values the engine handed back for this step, checked where the host sees them: every one of a TOPK row's k
+ * values, and the whole row of a LOGITS row (one pass over what the sampler reads several times). A NaN or an
+ * infinity there means the model itself broke (non-finite weights, an overflow), and every id drawn from it would
+ * be arbitrary, so the sequence ends with an error instead. A GREEDY row brings only the engine's argmax id: the
+ * engine checks that one. 0 when finite, else -1 with g->error set. */
+static int check_finite(frigg_seqgen *g, const frigg_row *row) {
+    const float *v = NULL;
+    int n = 0;
+    if (g->want == FRIGG_WANT_TOPK) {
+        v = row->out_vals;
+        n = g->k;
+    } else if (g->want == FRIGG_WANT_LOGITS) {
+        v = row->out_logits;
+        n = g->vocab;
+    }
+    int bad = -1;
+    for (int i = 0; i < n && bad < 0; i++)
+        if (!isfinite(v[i])) bad = i;
+    if (bad < 0) return 0;
+    char msg[256];
+    int32_t id = g->want == FRIGG_WANT_TOPK ? row->out_ids[bad] : bad;
+    snprintf(msg, sizeof msg,
+             "the model's logits are not finite (%s at token id %d) at step %d (%s) of sequence %d: the weights or "
+             "the computation hold a NaN or an infinity",
+             isnan(v[bad]) ? "NaN" : v[bad] > 0 ? "+Inf" : "-Inf", (int)id, g->r.n,
+             row->prefill ? "the prefill" : "a decode step", row->seq);
+    g->error = frigg_xstrdup(msg);
+    return -1;
+}
+
+const char *frigg_seqgen_error(const frigg_seqgen *g) { return g->error; }
+
 int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piece, size_t *piece_len) {
     size_t plen = 0;
     if (!g->piece) g->piece = frigg_xmalloc(1);
@@ -194,6 +228,10 @@ int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piec
     *piece_len = 0;
     if (g->done) return 1;
     if (!row->prefill) g->r.decode_steps++;
+    if (check_finite(g, row)) {
+        g->done = 1;
+        return 1;
+    }
     int32_t next;
     int V = g->vocab, k = g->p.logprobs;
     if (g->want == FRIGG_WANT_GREEDY) {

@@ -77,6 +77,10 @@ int32_t frigg_seqgen_last(const frigg_seqgen *g);
  * text released by this id (owned by g, valid until the next call; empty when nothing is released yet).
  * Returns 1 when the sequence is finished (a stop id, a stop string, max_tokens), else 0. */
 int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piece, size_t *piece_len);
+/* After accept returned 1: NULL when the sequence finished normally, else why it failed (the engine's values for
+ * the row were not finite: NaN or an infinity in a TOPK row's values or a LOGITS row; the message names the step
+ * and the row's sequence slot). The caller ends the request with it. Owned by g. */
+const char *frigg_seqgen_error(const frigg_seqgen *g);
 /* The n choices of one request share one prefill: dst receives the step output src's row received (both
  * were made with the same parameters but the seed, so they want the same). */
 void frigg_seqgen_take_output(frigg_seqgen *dst, const frigg_seqgen *src);
