@@ -16,8 +16,34 @@
 #include "session.h"
 #include "util.h"
 
-/* A line longer than this is rejected (not truncated): 64 MiB holds any prompt that fits a context. */
-#define MAX_LINE (64u << 20)
+/* --max-line-bytes: a longer line is refused (not truncated) and read past without being held in memory. 16 MiB
+ * holds any prompt that fits DFM-Mimir's context many times over. */
+#define DEFAULT_MAX_LINE (16L << 20)
+#define MAX_MAX_LINE (1L << 30)
+
+/* One line of f (without its newline) into *buf, at most max bytes of it kept. Returns its full length (which is
+ * more than max when the line was too long: its bytes past max are read and dropped), or -1 at end of input. */
+static long read_line(FILE *f, char **buf, size_t *cap, long max) {
+    long len = 0;
+    int c, any = 0;
+    while ((c = getc_unlocked(f)) != EOF) {
+        any = 1;
+        if (c == '\n') break;
+        if (len < max) {
+            if ((size_t)len + 1 >= *cap) {
+                *cap = *cap ? *cap * 2 : 4096;
+                if (*cap > (size_t)max + 1) *cap = (size_t)max + 1;
+                *buf = frigg_xrealloc(*buf, *cap);
+            }
+            (*buf)[len] = (char)c;
+        }
+        len++;
+    }
+    if (!any) return -1;
+    if (!*buf) *buf = frigg_xmalloc(*cap = 1);
+    (*buf)[len < max ? len : max] = 0;
+    return len;
+}
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -38,9 +64,10 @@ static void usage(FILE *f) {
             "      --hf-regex        tokenize like transformers' fix_mistral_regex (default: like training)\n"
             "  -P, --parallel N      run up to N requests at once (default %d: the engine's sequence slots)\n"
             "      --unordered       print each response as it finishes, with its input \"line\" number\n"
+            "                        (default: in input order)\n"
+            "      --max-line-bytes N  refuse an input line longer than N bytes (default %ld: 16 MiB)\n"
             "      --batch-invariant each response's bits independent of what runs beside it on the CUDA engine too\n"
             "                        (one decode kernel at every batch size; the CPU engine always is)\n"
-            "                        (default: in input order)\n"
             "      --kv-dtype T      KV-cache elements: bf16 (default) or int8 (CPU engine: symmetric, one scale\n"
             "                        per position and head; about half a bf16 cache's bytes)\n"
             "  -h, --help            this help\n"
@@ -48,7 +75,7 @@ static void usage(FILE *f) {
             "\n"
             "Request fields: input_ids | prompt | messages (+tools), max_tokens, temperature, top_k, top_p,\n"
             "seed, repetition_penalty, stop_ids, stop, prefix_tokens, logprobs, id. See frigg-run(1).\n",
-            FRIGG_DEFAULT_MAX_TOKENS, FRIGG_SESSION_DEFAULT_SLOTS);
+            FRIGG_DEFAULT_MAX_TOKENS, FRIGG_SESSION_DEFAULT_SLOTS, DEFAULT_MAX_LINE);
 }
 
 static void print_json_line(json_t *o) {
@@ -129,6 +156,7 @@ int main(int argc, char **argv) {
         {"hf-regex", no_argument, 0, 'R'},      {"raw", no_argument, 0, 'W'},
         {"parallel", required_argument, 0, 'P'}, {"unordered", no_argument, 0, 'U'},
         {"batch-invariant", no_argument, 0, 'I'}, {"kv-dtype", required_argument, 0, 'K'},
+        {"max-line-bytes", required_argument, 0, 'L'},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, 'V'},       {0, 0, 0, 0}};
     frigg_session_opts so = {0};
@@ -136,6 +164,7 @@ int main(int argc, char **argv) {
     const char *prompt = NULL;
     int mode = 0; /* 0 generate, 'T' tokenize, 'D' detokenize */
     int raw = 0, unordered = 0, parallel = FRIGG_SESSION_DEFAULT_SLOTS;
+    long max_line = DEFAULT_MAX_LINE;
     int c;
     while ((c = getopt_long(argc, argv, "p:m:b:t:d:n:P:h", opts, NULL)) != -1) {
         switch (c) {
@@ -159,6 +188,12 @@ int main(int argc, char **argv) {
             double v;
             if (frigg_cli_number("frigg-run", "--parallel", optarg, 1, 256, 1, &v)) return 2;
             parallel = (int)v;
+            break;
+        }
+        case 'L': {
+            double v;
+            if (frigg_cli_number("frigg-run", "--max-line-bytes", optarg, 1, (double)MAX_MAX_LINE, 1, &v)) return 2;
+            max_line = (long)v;
             break;
         }
         case 'U': unordered = 1; break;
@@ -204,7 +239,7 @@ int main(int argc, char **argv) {
     } else {
         char *line = NULL;
         size_t cap = 0;
-        ssize_t len;
+        long len;
         long lineno = 0;
         runner rn = {.unordered = unordered, .cap = 4L * parallel + 64};
         rn.out = frigg_xcalloc((size_t)rn.cap, sizeof *rn.out);
@@ -214,21 +249,28 @@ int main(int argc, char **argv) {
         while (!eof || rn.head < rn.next) {
             /* read while the scheduler has room and the print window is not full */
             while (!eof && frigg_session_pending(s) < parallel && rn.next - rn.head < rn.cap) {
-                if ((len = getline(&line, &cap, stdin)) < 0) {
+                if ((len = read_line(stdin, &line, &cap, max_line)) < 0) {
                     eof = 1;
                     break;
                 }
                 lineno++;
-                while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
-                if (line[strspn(line, " \t")] == 0) continue; /* blank lines (spaces too) separate nothing: skipped */
-                long k = rn.next++;
-                rn.lineno[k % rn.cap] = lineno;
-                if ((size_t)len > MAX_LINE) {
-                    error_line(&rn, k, "line too long");
+                if (len > max_line) {
+                    long k = rn.next++;
+                    rn.lineno[k % rn.cap] = lineno;
+                    char msg[160];
+                    snprintf(msg, sizeof msg, "the line is %ld bytes long, more than --max-line-bytes %ld", len,
+                             max_line);
+                    error_line(&rn, k, msg);
                     continue;
                 }
+                while (len > 0 && line[len - 1] == '\r') line[--len] = 0;
+                /* blank lines (spaces too) separate nothing: skipped */
+                if (strspn(line, " \t") == (size_t)len) continue;
+                long k = rn.next++;
+                rn.lineno[k % rn.cap] = lineno;
                 json_error_t jerr;
-                json_t *req = json_loadb(line, (size_t)len, JSON_REJECT_DUPLICATES, &jerr);
+                /* JSON_ALLOW_NUL: "\u0000" is valid JSON; the strings are read with their lengths */
+                json_t *req = json_loadb(line, (size_t)len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
                 if (!req) {
                     char msg[256];
                     snprintf(msg, sizeof msg, "invalid JSON at column %d: %s", jerr.column, jerr.text);

@@ -44,6 +44,13 @@ static void put_strip_thinking(frigg_strbuf *b, const char *s, size_t n) {
 
 static const char *role_of(const json_t *m) { return json_string_value(json_object_get(m, "role")); }
 
+/* A string that names something (a role, a part type): its value, or NULL when v is not a string or holds a NUL
+ * byte, which no name the template compares with does. */
+static const char *plain_str(const json_t *v) {
+    const char *s = json_string_value(v);
+    return s && strlen(s) == json_string_length(v) ? s : NULL;
+}
+
 /* The system turn's content: a string, or a list of {text} parts each trimmed and followed by a
  * space. */
 static int put_system_content(frigg_strbuf *b, const json_t *content) {
@@ -71,8 +78,10 @@ static int put_system_content(frigg_strbuf *b, const json_t *content) {
 }
 
 /* format_tool_response_block(tool_name, response) */
-static int put_tool_response(frigg_strbuf *b, const char *name, const json_t *response) {
-    frigg_sb_printf(b, "<|tool_response>response:%s{", name);
+static int put_tool_response(frigg_strbuf *b, const char *name, size_t name_len, const json_t *response) {
+    frigg_sb_puts(b, "<|tool_response>response:");
+    frigg_sb_put(b, name, name_len);
+    frigg_sb_putc(b, '{');
     if (json_is_object(response)) {
         size_t n;
         chat_kv *kv = chat_dictsort(response, &n);
@@ -110,7 +119,9 @@ static int put_tool_calls(frigg_strbuf *b, const json_t *calls) {
             frigg_set_error(".tool_calls[%zu].function.name: must be a string", i);
             return -1;
         }
-        frigg_sb_printf(b, "<|tool_call>call:%s{", json_string_value(name));
+        frigg_sb_puts(b, "<|tool_call>call:");
+        frigg_sb_put(b, json_string_value(name), json_string_length(name));
+        frigg_sb_putc(b, '{');
         const json_t *args = json_object_get(fn, "arguments");
         if (json_is_object(args)) {
             size_t n;
@@ -149,7 +160,8 @@ static int put_embedded_tool_responses(render_state *st, const json_t *trs) {
                             "optional string \"name\"", i);
             return -1;
         }
-        if (put_tool_response(&st->out, name ? json_string_value(name) : "unknown", resp))
+        if (put_tool_response(&st->out, name ? json_string_value(name) : "unknown",
+                              name ? json_string_length(name) : strlen("unknown"), resp))
             return chat_error_prefix(".tool_responses[%zu].response", i), -1;
         st->prev = PREV_TOOL_RESPONSE;
     }
@@ -202,19 +214,19 @@ static int put_following_tool_messages(render_state *st, const json_t *msgs, siz
             rc = 0;
             json_array_foreach(body, p, part) {
                 const json_t *type = chat_get(part, "type"), *text = chat_get(part, "text");
-                if (!json_is_object(part) || (json_is_string(type) && !strcmp(json_string_value(type), "text") &&
+                if (!json_is_object(part) || (plain_str(type) && !strcmp(plain_str(type), "text") &&
                                               !json_is_string(text))) {
                     frigg_set_error("messages[%zu].content[%zu]: must be an object; a text part needs a "
                                     "string \"text\"", k + offset, p);
                     rc = -1;
                     break;
                 }
-                if (json_is_string(type) && !strcmp(json_string_value(type), "text"))
+                if (plain_str(type) && !strcmp(plain_str(type), "text"))
                     frigg_sb_put(&txt, json_string_value(text), json_string_length(text));
             }
             if (!rc) {
                 json_t *s = json_stringn(txt.p ? txt.p : "", txt.len);
-                rc = put_tool_response(&st->out, json_string_value(name), s);
+                rc = put_tool_response(&st->out, json_string_value(name), json_string_length(name), s);
                 json_decref(s);
             }
             frigg_sb_free(&txt);
@@ -224,7 +236,7 @@ static int put_following_tool_messages(render_state *st, const json_t *msgs, siz
             return -1;
         } else {
             json_t *none = body ? NULL : json_null();
-            rc = put_tool_response(&st->out, json_string_value(name), body ? body : none);
+            rc = put_tool_response(&st->out, json_string_value(name), json_string_length(name), body ? body : none);
             json_decref(none);
         }
         if (rc) return chat_error_prefix("messages[%zu].content", k + offset), -1;
@@ -248,7 +260,7 @@ static int put_content(render_state *st, frigg_strbuf *b, const json_t *content,
     size_t i;
     json_t *part;
     json_array_foreach(content, i, part) {
-        const char *type = json_string_value(chat_get(part, "type"));
+        const char *type = plain_str(chat_get(part, "type"));
         const json_t *text = chat_get(part, "text");
         if (!type) {
             frigg_set_error(".content[%zu]: must be an object with a string \"type\"", i);
@@ -300,7 +312,9 @@ static int render_message(render_state *st, const json_t *msgs, size_t i, size_t
             frigg_set_error("messages[%zu].reasoning: must be a string", i + offset);
             return -1;
         }
-        frigg_sb_printf(&st->out, "<|channel>thought\n%s\n<channel|>", json_string_value(thinking));
+        frigg_sb_puts(&st->out, "<|channel>thought\n");
+        frigg_sb_put(&st->out, json_string_value(thinking), json_string_length(thinking));
+        frigg_sb_puts(&st->out, "\n<channel|>");
     }
     if (chat_truthy(calls)) {
         if (put_tool_calls(&st->out, calls)) return chat_error_prefix("messages[%zu]", i + offset), -1;
@@ -341,8 +355,8 @@ static int validate_messages(const json_t *messages) {
     size_t i;
     json_t *m;
     json_array_foreach(messages, i, m) {
-        if (!json_is_object(m) || !json_is_string(json_object_get(m, "role"))) {
-            frigg_set_error("messages[%zu]: must be an object with a string \"role\"", i);
+        if (!json_is_object(m) || !plain_str(json_object_get(m, "role"))) {
+            frigg_set_error("messages[%zu]: must be an object with a string \"role\" (without NUL bytes)", i);
             return -1;
         }
     }
@@ -350,6 +364,11 @@ static int validate_messages(const json_t *messages) {
 }
 
 char *frigg_chat_render(const json_t *messages, const json_t *tools, int add_generation_prompt) {
+    return frigg_chat_render_n(messages, tools, add_generation_prompt, NULL);
+}
+
+char *frigg_chat_render_n(const json_t *messages, const json_t *tools, int add_generation_prompt, size_t *len) {
+    if (len) *len = 0;
     if (validate_messages(messages)) return NULL;
     if (tools && !json_is_array(tools) && !json_is_null(tools)) {
         frigg_set_error("tools: must be an array");
@@ -404,6 +423,7 @@ char *frigg_chat_render(const json_t *messages, const json_t *tools, int add_gen
 
     if (add_generation_prompt && st.prev != PREV_TOOL_RESPONSE && st.prev != PREV_TOOL_CALL)
         frigg_sb_puts(&st.out, "<|turn>model\n");
+    if (len) *len = st.out.len;
     return frigg_sb_take(&st.out);
 fail:
     frigg_sb_free(&st.out);

@@ -14,6 +14,9 @@
  * As in the template, a tool call's string `arguments` is inserted raw: requests should go through
  * frigg_chat_normalize_messages first, as training data did. */
 char *frigg_chat_render(const json_t *messages, const json_t *tools, int add_generation_prompt);
+/* The same, with the rendered length in *len (when not NULL): a string value holding a NUL byte (\u0000) is
+ * rendered whole, so the text may hold NUL bytes before its end. */
+char *frigg_chat_render_n(const json_t *messages, const json_t *tools, int add_generation_prompt, size_t *len);
 
 /* The training script's message normalisation (HRM-Text scripts/tokenize_chat_template.py
  * normalize_message), applied to every conversation before DFM-Mimir saw it rendered:

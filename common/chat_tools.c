@@ -99,6 +99,11 @@ static int format_items(frigg_strbuf *b, const json_t *items, int depth) {
     return rc;
 }
 
+/* The upper-cased type equals lit, by length too (a type string may hold a NUL byte). */
+static int type_is(const frigg_strbuf *type, const char *lit) {
+    return type->len == strlen(lit) && type->p && !memcmp(type->p, lit, type->len);
+}
+
 /* One property `name:{description…,enum…,items…,nullable…,properties…,required…,type…}`. */
 static int format_property(frigg_strbuf *b, const json_t *value, int depth) {
     int add_comma = 0;
@@ -116,14 +121,14 @@ static int format_property(frigg_strbuf *b, const json_t *value, int depth) {
     }
     const char *t = type.p ? type.p : "";
     int rc = 0;
-    if (!strcmp(t, "STRING")) {
+    if (type_is(&type, "STRING")) {
         const json_t *en = chat_get(value, "enum");
         if (chat_truthy(en)) {
             comma(b, &add_comma);
             frigg_sb_puts(b, "enum:");
             if ((rc = chat_format_argument(b, en, 1, depth + 1))) chat_error_prefix("enum");
         }
-    } else if (!strcmp(t, "ARRAY")) {
+    } else if (type_is(&type, "ARRAY")) {
         const json_t *items = chat_get(value, "items");
         if (json_is_object(items) && json_object_size(items)) {
             comma(b, &add_comma);
@@ -134,7 +139,7 @@ static int format_property(frigg_strbuf *b, const json_t *value, int depth) {
         comma(b, &add_comma);
         frigg_sb_puts(b, "nullable:true");
     }
-    if (!rc && !strcmp(t, "OBJECT")) {
+    if (!rc && type_is(&type, "OBJECT")) {
         const json_t *props = chat_get(value, "properties");
         comma(b, &add_comma); /* one of the two branches below always runs: value is a mapping */
         frigg_sb_puts(b, "properties:{");
@@ -154,7 +159,9 @@ static int format_property(frigg_strbuf *b, const json_t *value, int depth) {
     }
     if (!rc) {
         comma(b, &add_comma);
-        frigg_sb_printf(b, "type:" CHAT_Q "%s" CHAT_Q "}", t);
+        frigg_sb_puts(b, "type:" CHAT_Q);
+        frigg_sb_put(b, t, type.len);
+        frigg_sb_puts(b, CHAT_Q "}");
     }
     frigg_sb_free(&type);
     return rc;
@@ -187,7 +194,9 @@ static int format_declaration(frigg_strbuf *b, const json_t *fn) {
         frigg_set_error("name: must be a string");
         return -1;
     }
-    frigg_sb_printf(b, "declaration:%s{description:" CHAT_Q, json_string_value(name));
+    frigg_sb_puts(b, "declaration:");
+    frigg_sb_put(b, json_string_value(name), json_string_length(name));
+    frigg_sb_puts(b, "{description:" CHAT_Q);
     if (chat_py_str(b, chat_get(fn, "description"))) return chat_error_prefix("description"), -1;
     frigg_sb_puts(b, CHAT_Q);
     const json_t *params = chat_get(fn, "parameters");

@@ -112,6 +112,16 @@ static int get_num(const json_t *o, const char *k, double lo, double hi, double 
     *out = x;
     return 0;
 }
+/* A number in (lo, hi]: one rule with one message for a field whose low end is excluded (top_p 0 keeps nothing). */
+static int get_num_above(const json_t *o, const char *k, double lo, double hi, double *out, frigg_oai_error *e) {
+    json_t *v = json_object_get(o, k);
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_number(v)) return bad(e, k, "'%s' must be a number", k);
+    double x = json_number_value(v);
+    if (!(x > lo && x <= hi)) return bad(e, k, "'%s' = %g is out of range: it must be in (%g, %g]", k, x, lo, hi);
+    *out = x;
+    return 0;
+}
 static int get_int(const json_t *o, const char *k, long long lo, long long hi, long long *out, int *given,
                    frigg_oai_error *e) {
     json_t *v = json_object_get(o, k);
@@ -367,13 +377,11 @@ static int parse_sampling(frigg_oai_req *r, const json_t *o, const frigg_oai_env
     frigg_sampler_params *sp = &r->gen.sampling;
     double temp = 1.0, top_p = 1.0, rep = 1.0, fp = 0, pp = 0; /* OpenAI's defaults */
     long long top_k = 0, seed = 0;
-    if (get_num(o, "temperature", 0, 2, &temp, e) || get_num(o, "top_p", 0, 1, &top_p, e) ||
-        get_int(o, "top_k", -1, 1 << 20, &top_k, NULL, e) || get_num(o, "repetition_penalty", 0, 10, &rep, e) ||
+    if (get_num(o, "temperature", 0, 2, &temp, e) || get_num_above(o, "top_p", 0, 1, &top_p, e) ||
+        get_int(o, "top_k", -1, 1 << 20, &top_k, NULL, e) || get_num_above(o, "repetition_penalty", 0, 10, &rep, e) ||
         get_num(o, "frequency_penalty", -2, 2, &fp, e) || get_num(o, "presence_penalty", -2, 2, &pp, e) ||
         get_int(o, "seed", INT64_MIN, INT64_MAX, &seed, &r->seed_given, e))
         return -1;
-    if (top_p <= 0) return bad(e, "top_p", "'top_p' must be greater than 0");
-    if (rep <= 0) return bad(e, "repetition_penalty", "'repetition_penalty' must be greater than 0");
     sp->temperature = (float)temp;
     sp->top_p = (float)top_p;
     sp->top_k = top_k < 0 ? 0 : (int)top_k;

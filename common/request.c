@@ -112,6 +112,55 @@ int frigg_parse_logit_bias(const json_t *v, int vocab, frigg_sampler_params *sp)
     return 0;
 }
 
+/* A JSON string equal to `lit`, compared with its length so that "user\u0000x" is not "user". */
+static int jstr_is(const json_t *v, const char *lit) {
+    size_t n = strlen(lit);
+    return json_string_length(v) == n && !memcmp(json_string_value(v), lit, n);
+}
+
+/* The roles the chat template is given: system, developer (rendered as a system turn), user, assistant, tool. Every
+ * message needs "content", except an assistant message that makes tool calls. Returns the messages to render (a copy
+ * with each developer role renamed system when there is one), or NULL with frigg_error() naming the message. */
+static json_t *check_messages(const json_t *msgs) {
+    if (!json_is_array(msgs) || json_array_size(msgs) == 0) {
+        frigg_set_error("\"messages\" must be a non-empty array");
+        return NULL;
+    }
+    static const char *const roles[] = {"system", "developer", "user", "assistant", "tool", NULL};
+    int developer = 0;
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m) {
+        json_t *role = json_object_get(m, "role");
+        if (!json_is_object(m) || !json_is_string(role)) {
+            frigg_set_error("\"messages\"[%zu] must be an object with a string \"role\"", i);
+            return NULL;
+        }
+        int known = 0;
+        for (int k = 0; roles[k] && !known; k++) known = jstr_is(role, roles[k]);
+        if (!known) {
+            char *q = json_dumps(role, JSON_ENCODE_ANY); /* quoted and escaped, \u0000 included */
+            frigg_set_error("\"messages\"[%zu].role is %.60s: it must be system, developer, user, assistant or tool", i,
+                            q ? q : "?");
+            free(q);
+            return NULL;
+        }
+        developer |= jstr_is(role, "developer");
+        json_t *content = json_object_get(m, "content"), *calls = json_object_get(m, "tool_calls");
+        int calls_given = calls && !json_is_null(calls) && !(json_is_array(calls) && json_array_size(calls) == 0);
+        if ((!content || json_is_null(content)) && !(jstr_is(role, "assistant") && calls_given)) {
+            frigg_set_error("\"messages\"[%zu] (%s) has no \"content\"%s", i, json_string_value(role),
+                            jstr_is(role, "assistant") ? " and no \"tool_calls\"" : "");
+            return NULL;
+        }
+    }
+    if (!developer) return json_incref((json_t *)msgs);
+    json_t *out = json_deep_copy(msgs);
+    json_array_foreach(out, i, m)
+        if (jstr_is(json_object_get(m, "role"), "developer")) json_object_set_new(m, "role", json_string("system"));
+    return out;
+}
+
 int frigg_request_parse(frigg_request *r, const json_t *o, int vocab) {
     memset(r, 0, sizeof *r);
     r->prefix_tokens = -1;
@@ -153,14 +202,15 @@ int frigg_request_parse(frigg_request *r, const json_t *o, int vocab) {
             frigg_set_error("\"prompt\" must be a string");
             goto fail;
         }
-        r->prompt = frigg_xstrdup(json_string_value(prompt));
+        /* the string as JSON gave it, NUL bytes (\u0000) included */
+        r->prompt_len = json_string_length(prompt);
+        r->prompt = frigg_xmalloc(r->prompt_len + 1);
+        memcpy(r->prompt, json_string_value(prompt), r->prompt_len);
+        r->prompt[r->prompt_len] = 0;
     }
     if (msgs) {
-        if (!json_is_array(msgs) || json_array_size(msgs) == 0) {
-            frigg_set_error("\"messages\" must be a non-empty array");
-            goto fail;
-        }
-        r->messages = json_incref(msgs);
+        r->messages = check_messages(msgs);
+        if (!r->messages) goto fail;
     }
     if (tools) {
         if (!msgs) {
@@ -182,9 +232,11 @@ int frigg_request_parse(frigg_request *r, const json_t *o, int vocab) {
     r->sampling.temperature = (float)d;
     if (int_field(o, "top_k", 0, vocab, 0, &x)) goto fail;
     r->sampling.top_k = (int)x;
-    if (num_field(o, "top_p", 0, 1, 1, &d)) goto fail;
-    if (d == 0) {
-        frigg_set_error("\"top_p\" must be > 0");
+    /* top_p keeps the smallest head of the ranking whose mass reaches it: 0 would keep nothing, so the range is
+     * (0, 1], one rule with one message */
+    if (num_field(o, "top_p", -INFINITY, INFINITY, 1, &d)) goto fail;
+    if (!(d > 0 && d <= 1)) {
+        frigg_set_error("\"top_p\" = %g is out of range (0, 1]", d);
         goto fail;
     }
     r->sampling.top_p = (float)d;
@@ -237,6 +289,16 @@ int frigg_request_parse(frigg_request *r, const json_t *o, int vocab) {
                 frigg_set_error("\"stop\" strings must be non-empty");
                 goto fail;
             }
+        /* stop strings are matched as C strings: one holding a NUL byte is refused, not cut short */
+        json_t *one = json_is_string(stop) ? stop : NULL;
+        for (int i = 0; i < r->n_stop; i++) {
+            json_t *e = one ? one : json_array_get(stop, (size_t)i);
+            if (json_string_length(e) != strlen(r->stop[i])) {
+                if (one) frigg_set_error("\"stop\" holds a NUL byte (\\u0000), which a stop string cannot");
+                else frigg_set_error("\"stop\"[%d] holds a NUL byte (\\u0000), which a stop string cannot", i);
+                goto fail;
+            }
+        }
     }
     if (int_field(o, "prefix_tokens", 0, 1 << 24, -1, &x)) goto fail;
     r->prefix_tokens = (int)x;

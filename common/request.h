@@ -18,7 +18,8 @@ typedef struct {
     json_t *id;                 /* echoed back verbatim when given */
     int32_t *input_ids;         /* exactly one of input_ids / prompt / messages */
     int n_input;
-    char *prompt;
+    char *prompt;               /* NUL-terminated; may hold NUL bytes (\u0000): prompt_len is its length */
+    size_t prompt_len;
     json_t *messages, *tools;
     int max_tokens;
     bool max_tokens_given;
@@ -32,7 +33,8 @@ typedef struct {
     int logprobs;               /* 0: none; k: top-k log-probabilities per generated token */
 } frigg_request;
 
-/* Parse one request object. vocab bounds token ids. 0 ok; -1 with frigg_error() naming the field.
+/* Parse one request object. vocab bounds token ids. messages: roles system, developer (handed on as system), user,
+ * assistant, tool; each with "content" except an assistant message with "tool_calls". 0 ok; -1 with frigg_error() naming the field.
  * frequency_penalty, presence_penalty: numbers in [-2, 2] (FRIGG_PENALTY_LIMIT), 0 = off. logit_bias: an object
  * {"<token id>": bias} as OpenAI's, keys decimal ids in [0, vocab) (no sign, no leading zero), values numbers in
  * [-100, 100] (FRIGG_LOGIT_BIAS_LIMIT), at most FRIGG_MAX_LOGIT_BIAS entries; null = none. */

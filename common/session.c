@@ -95,9 +95,13 @@ static json_t *id_array(const int32_t *ids, int n) {
 }
 
 /* The prompt's token ids: given directly, or tokenized from `prompt`, or rendered from `messages`.
- * *rendered gets the rendered chat text when messages were given. */
-static int request_ids(frigg_session *s, const frigg_request *r, int32_t **ids, int *n, char **rendered) {
+ * *rendered gets the rendered chat text (*rendered_len its length) when messages were given. max_ids > 0: a prompt
+ * of more tokens is refused as soon as that is known (the context), without tokenizing the rest; empty_ok: a
+ * prompt of zero tokens is no error (--tokenize). */
+static int request_ids(frigg_session *s, const frigg_request *r, int32_t **ids, int *n, char **rendered,
+                       size_t *rendered_len, size_t max_ids, int empty_ok) {
     *rendered = NULL;
+    *rendered_len = 0;
     if (r->input_ids) {
         *ids = frigg_xmalloc((size_t)r->n_input * sizeof(int32_t));
         memcpy(*ids, r->input_ids, (size_t)r->n_input * sizeof(int32_t));
@@ -110,16 +114,28 @@ static int request_ids(frigg_session *s, const frigg_request *r, int32_t **ids, 
         return -1;
     }
     const char *text = r->prompt;
+    size_t text_len = r->prompt_len;
     if (r->messages) {
         /* Normalise as DFM-Mimir's training data was (JSON-string tool arguments → objects, …). */
         json_t *norm = frigg_chat_normalize_messages(r->messages);
-        *rendered = frigg_chat_render(norm, r->tools, 1);
+        *rendered = frigg_chat_render_n(norm, r->tools, 1, rendered_len);
         json_decref(norm);
         if (!*rendered) return -1;
         text = *rendered;
+        text_len = *rendered_len;
     }
     size_t nn = 0;
-    if (frigg_tokenizer_encode(s->tok, text, strlen(text), ids, &nn)) return -1;
+    int rc = frigg_tokenizer_encode_max(s->tok, text, text_len, max_ids, ids, &nn);
+    if (rc > 0) {
+        frigg_set_error("the prompt has more than %zu tokens: it exceeds the context limit of %zu tokens", max_ids,
+                        max_ids);
+        return -1;
+    }
+    if (rc) return -1;
+    if (nn == 0 && empty_ok) {
+        *n = 0;
+        return 0;
+    }
     if (nn == 0) {
         free(*ids);
         *ids = NULL;
@@ -135,11 +151,13 @@ static json_t *handle_tokenize(frigg_session *s, const json_t *req, const frigg_
     int32_t *ids = NULL;
     int n = 0;
     char *rendered = NULL;
-    if (request_ids(s, r, &ids, &n, &rendered)) return error_obj(r->id, frigg_error());
+    size_t rendered_len = 0;
+    if (request_ids(s, r, &ids, &n, &rendered, &rendered_len, 0, 1)) return error_obj(r->id, frigg_error());
     json_t *o = json_object();
     if (r->id) json_object_set(o, "id", r->id);
     json_object_set_new(o, "ids", id_array(ids, n));
-    json_object_set_new(o, "text", json_string(rendered ? rendered : r->prompt ? r->prompt : ""));
+    json_object_set_new(o, "text", rendered ? json_stringn(rendered, rendered_len)
+                                   : r->prompt ? json_stringn(r->prompt, r->prompt_len) : json_string(""));
     json_object_set_new(o, "tokenizer_mode", json_string(frigg_tokenizer_hf_regex(s->tok) ? "hf-regex" : "training"));
     free(ids);
     free(rendered);
@@ -239,7 +257,9 @@ static void submit_generate(frigg_session *s, const frigg_request *r, frigg_sess
     int32_t *ids = NULL;
     int n = 0;
     char *rendered = NULL;
-    if (request_ids(s, r, &ids, &n, &rendered)) {
+    size_t rendered_len = 0;
+    /* tokenized only as far as the context: a longer prompt is refused whatever max_tokens is */
+    if (request_ids(s, r, &ids, &n, &rendered, &rendered_len, (size_t)s->backend->max_ctx, 0)) {
         cb(cbctx, error_obj(r->id, frigg_error()));
         return;
     }

@@ -77,15 +77,40 @@ static int32_t char_id(const frigg_tokenizer *tk, const char *s, size_t n, uint3
     return tok_strmap_get(&tk->vocab, s, n);
 }
 
+/* Every final symbol of a word is a vocab token (a char, a byte-fallback byte, or a merge whose string is the
+ * concatenation of its parts), so it covers at most max_token_bytes of the word: the word makes at least
+ * ceil(bytes / max_token_bytes) tokens, bytes counting every character that makes a token. An unknown character
+ * that becomes unk is not bounded so (a fused unk covers any length): no bound then. */
+int tok_bpe_exceeds(const frigg_tokenizer *tk, const char *s, size_t n, size_t room) {
+    if (!tk->max_token_bytes || n / tk->max_token_bytes <= room) return 0; /* cannot pass: not worth the scan */
+    size_t bytes = 0;
+    for (size_t i = 0; i < n;) {
+        size_t adv;
+        uint32_t cp = tok_utf8_next(s + i, n - i, &adv);
+        if (char_id(tk, s + i, adv, cp) >= 0) {
+            bytes += adv;
+        } else {
+            int fb = tk->byte_fallback;
+            for (size_t k = 0; fb && k < adv; k++) fb = tk->byte_id[(unsigned char)s[i + k]] >= 0;
+            if (fb) bytes += adv;
+            else if (tk->unk_token) return 0; /* without an unk token the character is dropped: no token */
+        }
+        i += adv;
+    }
+    return (bytes + tk->max_token_bytes - 1) / tk->max_token_bytes > room;
+}
+
 int tok_bpe_word(const frigg_tokenizer *tk, const char *s, size_t n, tok_ivec *ids) {
     if (n == 0) return 0;
     if (tk->ignore_merges) {
         int32_t id = tok_strmap_get(&tk->vocab, s, n);
         if (id >= 0) {
             tok_ivec_push(ids, id);
-            return 0;
+            return ids->limit && ids->n > ids->limit ? TOK_OVER_LIMIT : 0;
         }
     }
+    if (ids->limit && tok_bpe_exceeds(tk, s, n, ids->limit >= ids->n ? ids->limit - ids->n : 0))
+        return TOK_OVER_LIMIT; /* the merges of a long word are most of its cost */
     word w = {NULL, 0, 0, -1, 0};
     int have_unk = 0;
     for (size_t i = 0; i < n;) {
@@ -176,5 +201,5 @@ int tok_bpe_word(const frigg_tokenizer *tk, const char *s, size_t n, tok_ivec *i
     for (size_t i = 0; i < ns; i++)
         if (sym[i].len) tok_ivec_push(ids, sym[i].c);
     free(sym);
-    return 0;
+    return ids->limit && ids->n > ids->limit ? TOK_OVER_LIMIT : 0;
 }

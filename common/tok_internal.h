@@ -24,11 +24,14 @@ static inline void tok_buf_putc(tok_buf *b, char c) { tok_buf_put(b, &c, 1); }
 void tok_buf_put_cp(tok_buf *b, uint32_t cp); /* UTF-8 of one code point */
 char *tok_buf_take(tok_buf *b, size_t *len); /* hands the (NUL-terminated) bytes to the caller */
 
-/* A growable int32 vector. */
+/* A growable int32 vector. limit (0 = none): the encoder stops once n passes it (tok_bpe_word and the
+ * pre-tokenizer steps return TOK_OVER_LIMIT), so a text far longer than a context is not encoded whole. */
 typedef struct {
     int32_t *v;
     size_t n, cap;
+    size_t limit;
 } tok_ivec;
+#define TOK_OVER_LIMIT 1
 void tok_ivec_push(tok_ivec *a, int32_t x);
 
 /* String → int32 map (open addressing). Keys are byte strings and may contain NUL; a put of an
@@ -144,6 +147,9 @@ struct frigg_tokenizer {
     int fuse_unk, byte_fallback, ignore_merges;
     int32_t byte_id[256];
     int32_t *bmp_id;     /* code point < 0x10000 → vocab id or -1: the per-char lookup, precomputed */
+    /* The longest vocab string in bytes, when every id has one string (0 otherwise): no BPE token covers more
+     * bytes of a word, which bounds a word's token count from below (tok_bpe_word's early stop). */
+    size_t max_token_bytes;
 
     tok_norm *norm;
     size_t n_norm;
@@ -177,14 +183,20 @@ void tok_added_find(const frigg_tokenizer *tk, const tok_trie *t, const char *s,
 /* tok_pretok.c */
 void tok_normalize(const frigg_tokenizer *tk, const char *s, size_t n, tok_buf *out);
 /* Encode one normalized text segment: pre-tokenize, then BPE each piece, appending ids.
- * at_origin: the segment starts at offset 0 of the original input (Metaspace "first"). */
+ * at_origin: the segment starts at offset 0 of the original input (Metaspace "first").
+ * 0, -1 on error, TOK_OVER_LIMIT when ids->limit is passed (no more pieces are encoded). */
 int tok_pretok_and_bpe(const frigg_tokenizer *tk, const char *s, size_t n, int at_origin,
                        pcre2_match_data **md, tok_ivec *ids);
 /* The number of pieces the pre-tokenizers alone make of s (no normalizer, no model); -1 on error. */
 long tok_pretok_count(const frigg_tokenizer *tk, const char *s, size_t n);
 
-/* tok_bpe.c: BPE one word (valid UTF-8, non-empty), appending ids. 0 ok, -1 error. */
+/* tok_bpe.c: BPE one word (valid UTF-8, non-empty), appending ids. 0 ok, -1 error, TOK_OVER_LIMIT when ids->limit
+ * is set and the word would take ids->n past it (the word's ids are then not all appended). */
 int tok_bpe_word(const frigg_tokenizer *tk, const char *s, size_t n, tok_ivec *ids);
+
+/* 1 when the BPE of the text s (valid UTF-8) surely makes more than room tokens, by the bound of a token's bytes
+ * (max_token_bytes); 0 when it may not (or there is no bound). Linear, with no allocation. */
+int tok_bpe_exceeds(const frigg_tokenizer *tk, const char *s, size_t n, size_t room);
 
 /* tok_decode.c */
 const char *tok_id_to_token(const frigg_tokenizer *tk, int32_t id, size_t *len);

@@ -241,6 +241,16 @@ static int run_step(const frigg_tokenizer *tk, size_t k, const char *s, size_t n
 
 int tok_pretok_and_bpe(const frigg_tokenizer *tk, const char *s, size_t n, int at_origin,
                        pcre2_match_data **md, tok_ivec *ids) {
+    if (ids->limit) {
+        /* Splits that keep every byte (all behaviours but Removed) hand the whole segment to BPE in pieces, so
+         * the bound of tok_bpe_exceeds holds for the segment: a segment far past the limit is refused before
+         * its pre-tokenization. Metaspace rewrites characters, so it is left to the per-word bound. */
+        int keeps_bytes = 1;
+        for (size_t k = 0; k < tk->n_pre; k++)
+            if (tk->pre[k].kind != TOK_PRE_SPLIT || tk->pre[k].behavior == TOK_SPLIT_REMOVED) keeps_bytes = 0;
+        if (keeps_bytes && tok_bpe_exceeds(tk, s, n, ids->limit >= ids->n ? ids->limit - ids->n : 0))
+            return TOK_OVER_LIMIT;
+    }
     return run_step(tk, 0, s, n, at_origin, md, ids, NULL);
 }
 

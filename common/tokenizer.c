@@ -40,8 +40,10 @@ static int encode_normalized(const frigg_tokenizer *tk, const char *s, size_t n,
     tok_added_find(tk, &tk->trie_norm, s, n, &sp, &ns, &cap);
     int rc = 0;
     for (size_t i = 0; i < ns && rc == 0; i++) {
-        if (sp[i].id >= 0) tok_ivec_push(ids, sp[i].id);
-        else if (sp[i].end > sp[i].start)
+        if (sp[i].id >= 0) {
+            tok_ivec_push(ids, sp[i].id);
+            if (ids->limit && ids->n > ids->limit) rc = TOK_OVER_LIMIT;
+        } else if (sp[i].end > sp[i].start)
             rc = tok_pretok_and_bpe(tk, s + sp[i].start, sp[i].end - sp[i].start, at_origin && sp[i].start == 0,
                                     md, ids);
     }
@@ -50,6 +52,11 @@ static int encode_normalized(const frigg_tokenizer *tk, const char *s, size_t n,
 }
 
 int frigg_tokenizer_encode(const frigg_tokenizer *tk, const char *text, size_t len, int32_t **ids_out, size_t *n_out) {
+    return frigg_tokenizer_encode_max(tk, text, len, 0, ids_out, n_out) ? -1 : 0;
+}
+
+int frigg_tokenizer_encode_max(const frigg_tokenizer *tk, const char *text, size_t len, size_t max_ids,
+                               int32_t **ids_out, size_t *n_out) {
     *ids_out = NULL;
     *n_out = 0;
     size_t bad = tok_utf8_valid(text, len);
@@ -60,13 +67,14 @@ int frigg_tokenizer_encode(const frigg_tokenizer *tk, const char *text, size_t l
     tok_span *sp = NULL;
     size_t ns = 0, cap = 0;
     tok_added_find(tk, &tk->trie_raw, text, len, &sp, &ns, &cap);
-    tok_ivec ids = {0};
+    tok_ivec ids = {.limit = max_ids};
     tok_buf norm = {0};
     pcre2_match_data *md = NULL;
     int rc = 0;
     for (size_t i = 0; i < ns && rc == 0; i++) {
         if (sp[i].id >= 0) {
             tok_ivec_push(&ids, sp[i].id);
+            if (max_ids && ids.n > max_ids) rc = TOK_OVER_LIMIT;
             continue;
         }
         if (sp[i].end <= sp[i].start) continue;
@@ -84,6 +92,10 @@ int frigg_tokenizer_encode(const frigg_tokenizer *tk, const char *text, size_t l
     if (md) pcre2_match_data_free(md);
     if (rc) {
         free(ids.v);
+        if (rc == TOK_OVER_LIMIT) {
+            *n_out = max_ids + 1;
+            return 1;
+        }
         return -1;
     }
     if (!ids.v) ids.v = frigg_xmalloc(sizeof *ids.v);

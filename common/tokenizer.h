@@ -22,6 +22,12 @@ int frigg_tokenizer_hf_regex(const frigg_tokenizer *);
 /* Encode text (no BOS added; added/special tokens matched like HF). *ids malloc'd. 0 ok, -1 error.
  * The text must be valid UTF-8 (an error names the first bad byte otherwise); NUL bytes are text. */
 int frigg_tokenizer_encode(const frigg_tokenizer *, const char *text, size_t len, int32_t **ids, size_t *n);
+/* The same, stopping once the text is known to encode to more than max_ids tokens (max_ids 0: no limit): then
+ * returns 1 with *ids NULL and *n = max_ids + 1, having encoded little more than max_ids tokens' worth of the
+ * text (a long BPE word is bounded below by its length and skipped). A prompt far longer than a context is so
+ * refused in time proportional to the context, not to the text. 0 ok, -1 error, 1 over the limit. */
+int frigg_tokenizer_encode_max(const frigg_tokenizer *, const char *text, size_t len, size_t max_ids, int32_t **ids,
+                               size_t *n);
 /* Decode like HF decode(skip_special_tokens=false): unknown ids are dropped, as HF does.
  * Returns malloc'd NUL-terminated UTF-8 (NULL + frigg_error() only on an internal error). */
 char *frigg_tokenizer_decode(const frigg_tokenizer *, const int32_t *ids, size_t n, size_t *len_out);

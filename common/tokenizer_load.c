@@ -99,6 +99,13 @@ static int load_model(const tok_ctx *c, frigg_tokenizer *tk, json_t *m, const to
     tk->id_entry = frigg_xmalloc((tk->id_cap ? tk->id_cap : 1) * sizeof *tk->id_entry);
     for (size_t i = 0; i < tk->id_cap; i++) tk->id_entry[i] = -1;
     for (size_t e = 0; e < tk->vocab.n; e++) tk->id_entry[tk->vocab.e[e].val] = (int64_t)e;
+    tk->max_token_bytes = 0;
+    int one_string_per_id = 1;
+    for (size_t e = 0; e < tk->vocab.n; e++) {
+        if (tk->vocab.e[e].len > tk->max_token_bytes) tk->max_token_bytes = tk->vocab.e[e].len;
+        if (tk->id_entry[tk->vocab.e[e].val] != (int64_t)e) one_string_per_id = 0;
+    }
+    if (!one_string_per_id) tk->max_token_bytes = 0; /* a token's bytes are then not its one string: no bound */
 
     tk->unk_id = tk->unk_token ? tok_strmap_get(&tk->vocab, tk->unk_token, strlen(tk->unk_token)) : -1;
     for (int b = 0; b < 256; b++) {

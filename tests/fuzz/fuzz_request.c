@@ -7,7 +7,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     json_error_t e;
-    json_t *o = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, &e);
+    json_t *o = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &e); /* as frigg-run reads a line */
     if (!o) return 0;
     frigg_request r;
     if (frigg_request_parse(&r, o, 512) == 0) frigg_request_free(&r);
