@@ -64,9 +64,9 @@ static inline float frigg_kv_dequant(int8_t q, float scale) { return (float)q * 
  * the PrefixLM mask (MODEL.md §4.1: causal, or both query and key inside [0, prefix_len)): fp32 scores
  * scaled by 1/sqrt(head_dim), fp32 softmax, P·V accumulated as (p/sum)·v in fp32, one bf16 rounding of the
  * output; then, with a gate, out = bf16(bf16(sigmoid(g)) · o) (the sigmoid output gate, before o_proj).
- * Strides are in elements (floats; int8 values for an int8 cache): row t, head h of q at q + t*q_stride + h*head_dim; position j, head h of k and v
- * at k + j*pos_stride + h*head_stride (so one op serves the CPU engine's [pos][D] cache and a device's
- * [head][ctx][hd] layout). The one CPU attention: the engine and every test that needs a reference. */
+ * Strides are in elements (floats; int8 values for an int8 cache): row t, head h of q at q + t*q_stride +
+ * h*head_dim; position j, head h of k and v at k + j*pos_stride + h*head_stride (so one op serves the CPU
+ * engine's [pos][D] cache and a device's [head][ctx][hd] layout). The one CPU attention: the engine and every test that needs a reference. */
 typedef struct {
     const float *q;
     size_t q_stride;
