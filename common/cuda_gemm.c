@@ -54,6 +54,7 @@ int frigg_cuda_gemm_dq(const fk_ctx *kc, cublasHandle_t h, const frigg_mat *W, c
         return -1;
     }
     int tile = fit < (size_t)O ? (int)fit : O;
+    if (tile < O && tile >= 8) tile -= tile % 8; /* every tile's columns of C start 16-byte aligned */
     cudaStream_t s = NULL;
     if (cublasGetStream(h, &s) != CUBLAS_STATUS_SUCCESS) {
         frigg_set_error("prefill GEMM: cannot read the cuBLAS handle's stream");

@@ -25,9 +25,10 @@ int frigg_cuda_gemm(cublasHandle_t h, const frigg_mat *W, const uint16_t *A, int
 /* The prefill GEMM for any weight dtype: BF16 W is frigg_cuda_gemm itself (scratch unused, may be NULL);
  * an INT8/INT4 W is dequantized into `scratch` (device memory the caller owns, 16-byte aligned) by
  * fk_dequant_bf16 — w = bf16(q * scale), frigg_mat_row's values bit for bit — and multiplied by the same
- * cuBLAS call as frigg_cuda_gemm, in tiles of rows: floor(scratch_bytes / (2 * cols)) rows of W at a time
- * (all of them when the scratch holds frigg_cuda_gemm_scratch_bytes(W)), each tile's GEMM writing its columns
- * of C (ldc = rows). With the whole matrix in one tile the result is bit for bit frigg_cuda_gemm on the
+ * cuBLAS call as frigg_cuda_gemm, in tiles of rows: floor(scratch_bytes / (2 * cols)) rows of W at a time,
+ * rounded down to a multiple of 8 where that leaves at least 8 (so each tile's part of C starts 16-byte
+ * aligned); all of them when the scratch holds frigg_cuda_gemm_scratch_bytes(W). Each tile's GEMM writes
+ * its columns of C (ldc = rows). With the whole matrix in one tile the result is bit for bit frigg_cuda_gemm on the
  * dequantized bf16 matrix; with smaller tiles cuBLAS may pick another kernel per tile shape, so a column can
  * differ from that within fp32 summation rounding. Less scratch than one row (2 * cols bytes) is an error.
  * Both kernels go on the handle's stream (cublasGetStream) with kc's launch settings: the dequantization

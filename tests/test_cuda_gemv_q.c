@@ -457,7 +457,7 @@ static void test_prefill(frigg_pool *pool, frigg_dtype dt, int O, int K, int gro
           K, T);
     snprintf(what, sizeof what, "prefill %s g%d %dx%d T=%d whole vs frigg_cpu_linear", dn, group, O, K, T);
     ct_expect_close(what, got, ref, (size_t)T * O, 0.03);
-    /* tiles of `tile` rows (the last one partial when tile does not divide O) */
+    /* tiles of `tile` rows, rounded down to a multiple of 8 (the last one partial when that does not divide O) */
     ct_poison(dC, (size_t)T * O);
     CHECK(frigg_cuda_gemm_dq(kc, hb, &dQ, dA, T, dC, scratch, (size_t)tile * K * 2 + 2 * K - 1) == 0, "%s", frigg_error());
     cudaStreamSynchronize(s);
