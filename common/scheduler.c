@@ -53,6 +53,7 @@ struct frigg_sched {
     double prefill_share;
     req *slicing;
     double t_prev, tl_ms;
+    int tl_pure;                 /* tl_ms was learnt from a step of prefill rows alone */
     double *decode_ms;           /* [max_running + 1]: a decode step of that many rows, 0 while unknown */
     double step_tl[2];           /* prefill token-layers of the step in each row buffer */
     int step_decode[2];          /* decode rows of the step in each row buffer */
@@ -419,6 +420,16 @@ static void learn_costs(frigg_sched *s, int k, double now) {
     double pf = dt - *d;
     if (pf <= 0) return;
     double tl = pf / s->step_tl[k];
+    /* A step with decode rows beside its prefill also pays for what the prefill row costs the decode rows
+     * (no step queued ahead, a round trip to the host), which a small slice would charge to its few
+     * token-layers, shrinking the next slice in turn: once a step of prefill alone was seen, only such steps
+     * teach the cost. */
+    if (s->step_decode[k] && s->tl_pure) return;
+    if (!s->step_decode[k] && !s->tl_pure) {
+        s->tl_pure = 1;
+        s->tl_ms = tl;
+        return;
+    }
     s->tl_ms = s->tl_ms > 0 ? 0.7 * s->tl_ms + 0.3 * tl : tl;
 }
 
