@@ -316,10 +316,26 @@ static void random_ids(int32_t *ids, int n, int V, unsigned long long *s) {
     }
 }
 
-/* Weight bytes one decode step streams: every layer of each run, plus lm_head (embedding rows ignored). */
-static double weight_bytes(const frigg_config *c) {
-    double D = c->hidden_size, I = c->intermediate_size;
-    return (double)frigg_num_runs(c) * c->layers_per_stack * (5 * D * D + 3 * I * D) * 2 + (double)c->vocab_size * D * 2;
+/* Bytes of one matrix as stored: its values (bf16, or packed int8 / int4) and its bf16 scales. */
+static double mat_bytes(const frigg_mat *w) {
+    double v = (double)frigg_mat_row_bytes(w) * w->rows;
+    return w->dtype == FRIGG_DT_BF16 ? v : v + 2.0 * w->rows * frigg_mat_ngroups(w);
+}
+
+/* Weight bytes one decode step streams: every layer of each run, plus lm_head (embedding rows ignored), as
+ * the model stores them (a quantized build counts its packed values and scales). */
+static double weight_bytes(const frigg_model *m) {
+    const frigg_config *c = &m->cfg;
+    double stack[2] = {0, 0};
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < c->layers_per_stack; i++) {
+            const frigg_layer *L = &m->stack[s][i];
+            const frigg_mat *all[] = {&L->gate, &L->q, &L->k, &L->v, &L->o, &L->mlp_gate, &L->up, &L->down};
+            for (int j = 0; j < 8; j++) stack[s] += mat_bytes(all[j]);
+        }
+    double b = mat_bytes(&m->lm_head);
+    for (int r = 0; r < frigg_num_runs(c); r++) b += stack[frigg_run_stack(c, r)];
+    return b;
 }
 
 /* Every cell asked for, checked against the model (and, on CUDA, the decode's KV cache against the device's
@@ -457,7 +473,7 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
             stat3 ms = stats(v, o->repeats);
             double avg_ctx = n0 + o->steps / 2.0;
             double kv_bytes = (double)B * c->num_slots * avg_ctx * c->hidden_size * 2 * 2;
-            double bytes = weight_bytes(c) + kv_bytes;
+            double bytes = weight_bytes(m) + kv_bytes;
             double gbs = bytes / (ms.med * 1e-3) / 1e9;
             char body[1024], roof[96] = "", smp_text[96] = "\"greedy\"", ktext[160];
             kernels_text(b, ktext, sizeof ktext);
@@ -468,11 +484,14 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
                 snprintf(roof, sizeof roof, ",\"read_gb_s\":%.1f,\"roofline_frac\":%.3f,\"roofline_tok_s\":%.1f", o->read_gbs,
                          gbs / o->read_gbs, B * o->read_gbs * 1e9 / bytes);
             int kps = -1;
-            char proj[32] = "";
+            char proj[96];
+            snprintf(proj, sizeof proj, ",\"weights\":\"%s\",\"lm_head\":\"%s\"", frigg_dtype_name(m->stack[0][0].q.dtype),
+                     frigg_dtype_name(m->lm_head.dtype));
 #ifdef FRIGG_CUDA
             if (!strcmp(b->name, "cuda")) {
                 kps = frigg_cuda_kernels_per_step(b, B);
-                snprintf(proj, sizeof proj, ",\"decode_proj\":\"%s\"", frigg_cuda_decode_proj(b, B));
+                size_t at = strlen(proj);
+                snprintf(proj + at, sizeof proj - at, ",\"decode_proj\":\"%s\"", frigg_cuda_decode_proj(b, B));
             }
 #endif
             snprintf(body, sizeof body,

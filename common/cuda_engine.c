@@ -1,6 +1,7 @@
 /* cuda_engine.c — the CUDA engine behind backend.h (MODEL.md §3, same rounding points as cpu_engine.c).
- * Weights are uploaded once as bf16 (the split layout is packed on upload, so the device always holds
- * gqkv [4D][D] and gate_up [2I][D]); every buffer, including a static KV slab per sequence
+ * Weights are uploaded once as they are stored, bf16 or int8/int4 with their scales (the split layout is
+ * packed on upload, so the device always holds gqkv [4D][D] and gate_up [2I][D]; a quantized embedding as
+ * the bf16 values it holds); every buffer, including a static KV slab per sequence
  * [slot][head][max_ctx][head_dim], is allocated at creation. Prefill: cuBLAS GEMMs + the tiled PrefixLM
  * attention, a whole prompt at once or a slice of its layers per step (frigg_row.prefill_layers). Decode: up to 8 rows, fused GEMVs (one pass over the weights); 9 to 64 rows, the prefill's
  * cuBLAS GEMMs with the per-row RoPE/KV write and the decode attention (a GEMM reads the weights once for all
@@ -39,6 +40,8 @@ typedef struct {
     cudaStream_t stream;
     cublasHandle_t blas;
     void *blas_ws; /* cuBLAS's workspace, ours so that GEMMs can be captured into the decode graphs */
+    uint16_t *dq_scratch; /* a quantized matrix dequantized for a GEMM (the largest layer matrix; lm_head in tiles) */
+    size_t dq_bytes;
     frigg_mat embed, lm_head; /* [V][D] */
     uint16_t *zli;
     dev_layer *layers[2];
@@ -128,9 +131,23 @@ static int upload(uint16_t *dst, const uint16_t *src, size_t elems) {
     return 0;
 }
 
-/* C[T][O] = A[T][K] · W[O][K]^T (cuda_gemm.h: one call shared with the prefill microbenchmark). */
+/* C[T][O] = A[T][K] · W[O][K]^T (cuda_gemm.h: one call shared with the prefill microbenchmark); a quantized W
+ * is dequantized into the engine's scratch first, in tiles where it does not fit (the lm_head). */
 static int gemm(cuda_impl *im, const frigg_mat *W, const uint16_t *A, int T, uint16_t *C) {
-    return frigg_cuda_gemm(im->blas, W, A, T, C);
+    if (W->dtype == FRIGG_DT_BF16) return frigg_cuda_gemm(im->blas, W, A, T, C);
+    return frigg_cuda_gemm_dq(im->kern, im->blas, W, A, T, C, im->dq_scratch, im->dq_bytes);
+}
+
+/* Whether a decode step of B > 8 rows runs its projections as GEMV passes of 8 rows (each pass reads the
+ * weights) rather than cuBLAS: always when batch-invariant; for quantized weights while the passes read
+ * fewer bytes than dequantizing into bf16 and reading that back (values + 4 bytes per weight), which on bytes
+ * alone is up to 40 rows for int8 and every batch for int4 (not yet measured on a GPU). */
+static int decode_by_passes(const cuda_impl *im, int B) {
+    if (B <= GEMV_ROWS || im->batch_invariant) return 1;
+    const frigg_mat *W = &im->layers[0][0].gqkv;
+    if (W->dtype == FRIGG_DT_BF16) return 0;
+    size_t rb = frigg_mat_row_bytes(W), passes = (size_t)(B + GEMV_ROWS - 1) / GEMV_ROWS;
+    return passes * rb <= rb + 4 * (size_t)W->cols;
 }
 
 static uint16_t *k_slot(cuda_impl *im, int slot) { return im->kc + (size_t)slot * im->slot_stride; }
@@ -242,7 +259,7 @@ static int enqueue_decode(frigg_backend *b, int B) {
     const int32_t *ids = im->d_step, *rpos = im->d_step + 2 * MAX_BATCH;
     OK(fk_embed(im->kern, &im->embed, im->zli, ids, B, c->hidden_size, (float)c->embedding_scale, im->zH, im->zL, im->x,
                 im->stream));
-    OK(B > GEMV_ROWS && !im->batch_invariant ? enqueue_decode_gemm(b, B) : enqueue_decode_gemv(b, B));
+    OK(decode_by_passes(im, B) ? enqueue_decode_gemv(b, B) : enqueue_decode_gemm(b, B));
     return fk_argmax_bf16(im->kern, im->logits, B, c->vocab_size, im->d_step, (int32_t *)rpos, im->argmax_work,
                           im->stream);
 }
@@ -651,58 +668,113 @@ static void cuda_destroy(frigg_backend *b) {
     free(b);
 }
 
-/* The device copy of a host matrix's values into dst (bf16: the only weight type the kernels read yet; any
- * other dtype is an error naming it, not a conversion). */
-static int upload_mat(uint16_t *dst, const frigg_mat *src, const char *what) {
-    const uint16_t *w = frigg_mat_bf16(src);
-    if (!w) {
-        frigg_set_error("backend \"cuda\": %s holds %s weights, which the CUDA engine has no kernels for yet", what,
-                        frigg_dtype_name(src->dtype));
-        return -1;
-    }
-    return upload(dst, w, (size_t)src->rows * src->cols);
-}
-
 static frigg_mat dev_mat(uint16_t *w, int rows, int cols) {
     return (frigg_mat){.w = w, .rows = rows, .cols = cols, .dtype = FRIGG_DT_BF16, .scales = NULL, .group = 0};
 }
 
+/* Device bytes of a matrix as the engine holds it: its values, then (quantized) its bf16 scales, each part
+ * rounded up to 16 bytes so the next matrix starts aligned for the kernels' 16-byte loads. */
+static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
+static size_t mat_dev_bytes(const frigg_mat *m) {
+    size_t v = align16(frigg_mat_row_bytes(m) * (size_t)m->rows);
+    return m->dtype == FRIGG_DT_BF16 ? v : v + align16((size_t)m->rows * frigg_mat_ngroups(m) * 2);
+}
+
+/* Row blocks parts[0..n) of one host matrix class (gate/q/k/v, or mlp gate/up) as one device matrix at dst:
+ * values concatenated, then scales concatenated (the layout frigg_mat describes). The parts must agree in
+ * dtype, columns and group; a difference is an error naming it. *out: the device descriptor. */
+static int upload_stacked(uint8_t *dst, const frigg_mat *const *parts, int n, const char *what, frigg_mat *out) {
+    const frigg_mat *p0 = parts[0];
+    int rows = 0;
+    for (int i = 0; i < n; i++) {
+        if (parts[i]->dtype != p0->dtype || parts[i]->cols != p0->cols || parts[i]->group != p0->group) {
+            frigg_set_error("backend \"cuda\": %s: its parts differ in dtype, width or group (%s/%d/%d against "
+                            "%s/%d/%d), which the CUDA engine's packed matrix cannot hold", what,
+                            frigg_dtype_name(parts[i]->dtype), parts[i]->cols, parts[i]->group,
+                            frigg_dtype_name(p0->dtype), p0->cols, p0->group);
+            return -1;
+        }
+        rows += parts[i]->rows;
+    }
+    *out = (frigg_mat){.w = dst, .rows = rows, .cols = p0->cols, .dtype = p0->dtype, .scales = NULL, .group = p0->group};
+    size_t rb = frigg_mat_row_bytes(p0), at = 0;
+    for (int i = 0; i < n; i++) {
+        CU(cudaMemcpy(dst + at, parts[i]->w, rb * parts[i]->rows, cudaMemcpyHostToDevice));
+        at += rb * parts[i]->rows;
+    }
+    if (p0->dtype == FRIGG_DT_BF16) return 0;
+    uint8_t *sc = dst + align16(rb * (size_t)rows);
+    out->scales = (const uint16_t *)sc;
+    size_t ng = (size_t)frigg_mat_ngroups(p0);
+    at = 0;
+    for (int i = 0; i < n; i++) {
+        CU(cudaMemcpy(sc + at, parts[i]->scales, ng * parts[i]->rows * 2, cudaMemcpyHostToDevice));
+        at += ng * parts[i]->rows * 2;
+    }
+    return 0;
+}
+
 static int upload_model(cuda_impl *im, const frigg_model *m) {
     const frigg_config *c = &m->cfg;
-    size_t D = c->hidden_size, I = c->intermediate_size, V = c->vocab_size;
-    uint16_t *embed, *lm_head;
+    size_t D = c->hidden_size, V = c->vocab_size;
+    uint16_t *embed;
     OK(dalloc(im, (void **)&embed, V * D * 2, "embed_tokens"));
-    OK(dalloc(im, (void **)&lm_head, V * D * 2, "lm_head"));
     OK(dalloc(im, (void **)&im->zli, D * 2, "z_L_init"));
     im->embed = dev_mat(embed, (int)V, (int)D);
-    im->lm_head = dev_mat(lm_head, (int)V, (int)D);
-    OK(upload_mat(embed, &m->embed, "embed_tokens"));
-    OK(upload_mat(lm_head, &m->lm_head, "lm_head"));
+    /* The embedding is read a row per token: a quantized one is uploaded as the bf16 values it holds
+     * (bf16(q * scale), frigg_mat_row), so the lookup kernel stays one. */
+    if (m->embed.dtype == FRIGG_DT_BF16) {
+        OK(upload(embed, frigg_mat_bf16(&m->embed), V * D));
+    } else {
+        uint16_t *h = frigg_xmalloc(V * D * 2);
+        float *row = frigg_xmalloc(D * 4);
+        int rc = 0;
+        for (size_t r = 0; r < V && !rc; r++) {
+            rc = frigg_mat_row(&m->embed, (int)r, row);
+            for (size_t i = 0; i < D && !rc; i++) h[r * D + i] = frigg_f32_to_bf16(row[i]);
+        }
+        if (!rc) rc = upload(embed, h, V * D);
+        free(h);
+        free(row);
+        if (rc) return -1;
+    }
+    uint8_t *lm;
+    OK(dalloc(im, (void **)&lm, mat_dev_bytes(&m->lm_head), "lm_head"));
+    const frigg_mat *lmp[] = {&m->lm_head};
+    OK(upload_stacked(lm, lmp, 1, "lm_head", &im->lm_head));
     OK(upload(im->zli, m->z_L_init, D));
     int n = c->layers_per_stack;
-    /* One allocation per stack keeps the allocation count small. */
-    size_t per_layer = 4 * D * D + D * D + 2 * I * D + D * I;
     for (int s = 0; s < 2; s++) {
-        uint16_t *base;
-        OK(dalloc(im, (void **)&base, per_layer * n * 2, s ? "H stack" : "L stack"));
+        /* One allocation per stack keeps the allocation count small; matrices in the order gqkv, o, gate_up,
+         * down, each layer after the last. */
+        size_t bytes = 0;
+        for (int i = 0; i < n; i++) {
+            const frigg_layer *L = &m->stack[s][i];
+            const frigg_mat *all[] = {&L->gate, &L->q, &L->k, &L->v, &L->o, &L->mlp_gate, &L->up, &L->down};
+            for (size_t j = 0; j < 8; j++) bytes += mat_dev_bytes(all[j]) + 16 * 3; /* + room for the merges' alignment */
+        }
+        uint8_t *base;
+        OK(dalloc(im, (void **)&base, bytes, s ? "H stack" : "L stack"));
         im->layers[s] = frigg_xcalloc(n, sizeof(dev_layer));
+        size_t at = 0;
         for (int i = 0; i < n; i++) {
             const frigg_layer *L = &m->stack[s][i];
             dev_layer *d = &im->layers[s][i];
-            uint16_t *gqkv = base + per_layer * i, *o = gqkv + 4 * D * D, *gu = o + D * D, *down = gu + 2 * I * D;
-            d->gqkv = dev_mat(gqkv, (int)(4 * D), (int)D);
-            d->o = dev_mat(o, (int)D, (int)D);
-            d->gu = dev_mat(gu, (int)(2 * I), (int)D);
-            d->down = dev_mat(down, (int)D, (int)I);
             /* Row blocks gate, q, k, v and gate, up, whatever the file layout (MODEL.md §2). */
-            OK(upload_mat(gqkv, &L->gate, "a layer's gate_proj"));
-            OK(upload_mat(gqkv + D * D, &L->q, "a layer's q_proj"));
-            OK(upload_mat(gqkv + 2 * D * D, &L->k, "a layer's k_proj"));
-            OK(upload_mat(gqkv + 3 * D * D, &L->v, "a layer's v_proj"));
-            OK(upload_mat(o, &L->o, "a layer's o_proj"));
-            OK(upload_mat(gu, &L->mlp_gate, "a layer's mlp gate_proj"));
-            OK(upload_mat(gu + I * D, &L->up, "a layer's up_proj"));
-            OK(upload_mat(down, &L->down, "a layer's down_proj"));
+            const frigg_mat *qkv[] = {&L->gate, &L->q, &L->k, &L->v}, *o[] = {&L->o}, *gu[] = {&L->mlp_gate, &L->up},
+                            *dn[] = {&L->down};
+            OK(upload_stacked(base + at, qkv, 4, "a layer's gate/q/k/v projections", &d->gqkv));
+            at += align16(mat_dev_bytes(&d->gqkv) + 16);
+            OK(upload_stacked(base + at, o, 1, "a layer's o_proj", &d->o));
+            at += align16(mat_dev_bytes(&d->o) + 16);
+            OK(upload_stacked(base + at, gu, 2, "a layer's mlp gate/up projections", &d->gu));
+            at += align16(mat_dev_bytes(&d->gu) + 16);
+            OK(upload_stacked(base + at, dn, 1, "a layer's down_proj", &d->down));
+            at += align16(mat_dev_bytes(&d->down) + 16);
+        }
+        if (at > bytes) {
+            frigg_set_error("backend \"cuda\": the %s stack's matrices overran their allocation", s ? "H" : "L");
+            return -1;
         }
     }
     return 0;
@@ -764,6 +836,17 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     size_t kv = (size_t)im->seq_stride * b->max_seqs * 2;
     OK(dalloc(im, (void **)&im->kc, kv, "the K cache"));
     OK(dalloc(im, (void **)&im->vc, kv, "the V cache"));
+    size_t dq = frigg_cuda_gemm_scratch_bytes(&im->layers[0][0].gqkv);
+    for (int st = 0; st < 2; st++) {
+        const dev_layer *L = &im->layers[st][0];
+        const frigg_mat *all[] = {&L->gqkv, &L->o, &L->gu, &L->down};
+        for (int j = 0; j < 4; j++) dq = frigg_cuda_gemm_scratch_bytes(all[j]) > dq ? frigg_cuda_gemm_scratch_bytes(all[j]) : dq;
+    }
+    if (im->lm_head.dtype != FRIGG_DT_BF16 && dq < 2 * D) dq = 2 * D; /* at least one lm_head row */
+    if (dq) {
+        OK(dalloc(im, (void **)&im->dq_scratch, dq, "the dequantization scratch"));
+        im->dq_bytes = dq;
+    }
     size_t R = ctx > MAX_BATCH ? ctx : MAX_BATCH;
     im->rows = (int)R;
     uint16_t **bufs[] = {&im->zH, &im->zL, &im->x, &im->a, &im->q, &im->y, &im->t1, &im->pzH, &im->pzL, &im->px, &im->pa};
@@ -852,7 +935,7 @@ int frigg_cuda_kernels_per_step(frigg_backend *b, int nseq) {
 }
 
 const char *frigg_cuda_decode_proj(const frigg_backend *b, int nseq) {
-    return nseq > GEMV_ROWS && !((const cuda_impl *)b->impl)->batch_invariant ? "gemm" : "gemv";
+    return decode_by_passes(b->impl, nseq) ? "gemv" : "gemm";
 }
 
 int frigg_cuda_mem_info(int device, size_t *free_bytes, size_t *total_bytes) {

@@ -6,7 +6,7 @@
  * exactly the single-device result (random model and the tiny-packed fixture); two engines in one process with
  * different kernel choices (decode GEMV on CUDA cores in one, tensor cores in the other), stepped in turn, each
  * give exactly what they give alone; decode steps of 9 to 64 rows (test_wide_batch); a prompt prefilled a slice of
- * layers per step (test_sliced_prefill).
+ * layers per step (test_sliced_prefill); int8 and int4 checkpoints against the CPU engine (test_quantized).
  *
  * Tolerances (two engines, both rounding to bf16 at HF's points, fp32 sums in different orders):
  *   last-row logits  |cuda - cpu| <= ABS_TOL + REL_TOL * max|cpu|
@@ -28,6 +28,7 @@
 #include "cpu_ops.h"
 #include "cuda_backend.h"
 #include "model_random.h"
+#include "model_writer.h"
 #include "../kernels/kernels.h"
 
 #define ABS_TOL 0.05
@@ -573,6 +574,47 @@ static void test_sliced_prefill(const frigg_model *m) {
     frigg_backend_destroy(b);
 }
 
+/* Quantized checkpoints (compressed-tensors pack-quantized, written by tests/model_writer.c): the CUDA engine
+ * reads the packed int8 / int4 values (decode GEMVs, the dequantizing prefill GEMM) and must agree with the
+ * CPU engine, the executable spec, as the bf16 model does (run_model), including decode steps beyond 8 rows
+ * (test_wide_batch: GEMV passes, and for int8 at 64 rows the dequantizing GEMM). */
+static void test_quantized(void) {
+    static const struct {
+        const char *name;
+        int bits, group, io_bits, io_group, split;
+    } cases[] = {{"int8 (lm_head, embed int8)", 8, 0, 8, 0, 0},
+                 {"int4 g32 (lm_head, embed int8)", 4, 32, 8, 0, 0},
+                 {"int4 g32 split (lm_head, embed bf16)", 4, 32, 0, 0, 1}};
+    char *tmp = tm_tempdir();
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        tm_spec sp = tm_default();
+        sp.hidden = 64;
+        sp.heads = 4;
+        sp.head_dim = 16;
+        sp.inter = 128;
+        sp.max_pos = 192;
+        sp.quant_bits = cases[k].bits;
+        sp.quant_group = cases[k].group;
+        sp.quant_io_bits = cases[k].io_bits;
+        sp.quant_io_group = cases[k].io_group;
+        sp.split = cases[k].split;
+        char name[16];
+        snprintf(name, sizeof name, "q%zu", k);
+        char *d = frigg_path_join(tmp, name);
+        CHECK(tm_write_model(d, &sp, NULL) == 0, "%s: write failed", cases[k].name);
+        frigg_model *m = frigg_model_load(d);
+        CHECK(m != NULL, "%s: load: %s", cases[k].name, frigg_error());
+        if (m) {
+            run_model(cases[k].name, m, 0);
+            test_wide_batch(m);
+        }
+        frigg_model_free(m);
+        free(d);
+    }
+    tm_rmrf(tmp);
+    free(tmp);
+}
+
 static void test_two_devices(const char *label, const frigg_model *m);
 
 static void test_fixtures(void) {
@@ -688,6 +730,7 @@ int main(void) {
         run_model("random hd16 H3/L1", m, 1);
         frigg_model_free(m);
         test_fixtures();
+        test_quantized();
     }
 #endif
     TEST_MAIN_END();
