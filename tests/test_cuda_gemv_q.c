@@ -422,8 +422,9 @@ static void test_qkv(frigg_pool *pool, frigg_dtype dt, int D, int hd, int group)
 }
 
 /* The prefill GEMM on a quantized matrix: whole (== frigg_cuda_gemm on the dequantized matrix), tiled
- * (`tile` rows per dequantization; tolerance against the CPU), too little scratch. On a stream of its own, so a
- * kernel put on another stream than the handle's would race (and show). */
+ * (`tile` rows per dequantization; tolerance against the CPU), too little scratch. On a non-blocking stream of
+ * its own, so a kernel put on another stream than the handle's would race (and show); the setup's copies and
+ * poisoning (legacy stream) are finished by a device synchronisation before each call. */
 static void test_prefill(frigg_pool *pool, frigg_dtype dt, int O, int K, int group, int T, int tile) {
     const char *dn = frigg_dtype_name(dt);
     qmat a = qmat_make(dt, O, K, group, 1.0f / sqrtf((float)K), SCALES_NORMAL);
@@ -445,10 +446,12 @@ static void test_prefill(frigg_pool *pool, frigg_dtype dt, int O, int K, int gro
     char what[128];
     /* bf16 on the dequantized matrix, then the quantized matrix in one tile: the same bits */
     ct_poison(dC, (size_t)T * O);
+    cudaDeviceSynchronize();
     CHECK(frigg_cuda_gemm_dq(kc, hb, &dB, dA, T, dC, NULL, 0) == 0, "%s", frigg_error());
     cudaStreamSynchronize(s);
     ct_from_dev(dC, (size_t)T * O, whole);
     ct_poison(dC, (size_t)T * O);
+    cudaDeviceSynchronize();
     CHECK(frigg_cuda_gemm_dq(kc, hb, &dQ, dA, T, dC, scratch, need) == 0, "%s", frigg_error());
     cudaStreamSynchronize(s);
     ct_from_dev(dC, (size_t)T * O, got);
@@ -459,6 +462,7 @@ static void test_prefill(frigg_pool *pool, frigg_dtype dt, int O, int K, int gro
     ct_expect_close(what, got, ref, (size_t)T * O, 0.03);
     /* tiles of `tile` rows, rounded down to a multiple of 8 (the last one partial when that does not divide O) */
     ct_poison(dC, (size_t)T * O);
+    cudaDeviceSynchronize();
     CHECK(frigg_cuda_gemm_dq(kc, hb, &dQ, dA, T, dC, scratch, (size_t)tile * K * 2 + 2 * K - 1) == 0, "%s", frigg_error());
     cudaStreamSynchronize(s);
     ct_from_dev(dC, (size_t)T * O, got);

@@ -159,6 +159,7 @@ static void poison(const Shape &sh, const Io &io, const uint16_t *h) {
     CK(cudaMemset(io.kc, 0xff, (size_t)8 * io.seq_stride * 2));
     CK(cudaMemset(io.vc, 0xff, (size_t)8 * io.seq_stride * 2));
     if (sh.epi == FK_GEMV_RESID) CK(cudaMemcpy(io.out, h, (size_t)8 * sh.O * 2, cudaMemcpyDeviceToDevice));
+    CK(cudaDeviceSynchronize()); /* the legacy stream's work done before the launch on the non-blocking stream */
 }
 
 int main(int argc, char **argv) {
@@ -207,6 +208,7 @@ int main(int argc, char **argv) {
     fill_bf16<<<64, 256>>>(io.cs, (size_t)MAX_CTX * HD, 11, 1.0f, 0);
     fill_bf16<<<64, 256>>>(io.sn, (size_t)MAX_CTX * HD, 12, 1.0f, 0);
     CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
 
     struct Row {
         const char *shape, *quant;
@@ -234,6 +236,7 @@ int main(int argc, char **argv) {
             fill_bf16<<<256, 256>>>(io.x, (size_t)8 * sh.K, 300 + si, sh.norm ? 2.0f : 1.0f, 0);
             fill_bf16<<<256, 256>>>(h, (size_t)8 * sh.O, 400 + si, 1.0f, 0);
             CK(cudaGetLastError());
+            CK(cudaDeviceSynchronize()); /* the fills (legacy stream) before anything on s reads them */
             std::vector<frigg_mat> mats(sh.copies, M), bmats;
             for (int c = 0; c < sh.copies; c++) {
                 mats[c].w = W + wbytes * c;
@@ -322,6 +325,7 @@ int main(int argc, char **argv) {
                 CK(cudaMalloc((void **)&scratch, frigg_cuda_gemm_scratch_bytes(&M)));
                 fill_bf16<<<1024, 256>>>(A, (size_t)4096 * sh.K, 500 + si, 1.0f, 0);
                 CK(cudaGetLastError());
+                CK(cudaDeviceSynchronize());
                 for (int ti = 0; ti < nT; ti++) {
                     int T = Ts[ti];
                     double tg = time_graph(s, 4, [&](int i, cudaStream_t) {
