@@ -23,7 +23,7 @@
  *
  * q from its offset-binary code u without an integer-to-float conversion: the float with bits
  * 0x4B000000 | u is 2^23 + u exactly, and subtracting 2^23 + 128 (int8) or 2^23 + 8 (int4) leaves q exactly
- * (two plain fp32 ops, full rate, where I2F is a quarter-rate instruction).
+ * (two plain fp32-pipe ops, where I2F runs at a fraction of the fp32 rate).
  *
  * NOT TUNED. Nothing here has been timed: the machine it was written on has no GPU. kernels/dev/gemv_q.cu
  * times it on DFM-Mimir's shapes (GB/s against the weight and scale bytes). What is likely to matter and was
