@@ -139,16 +139,10 @@ static int gemm(cuda_impl *im, const frigg_mat *W, const uint16_t *A, int T, uin
 }
 
 /* Whether a decode step of B > 8 rows runs its projections as GEMV passes of 8 rows (each pass reads the
- * weights) rather than cuBLAS: always when batch-invariant; for quantized weights while the passes read
- * fewer bytes than dequantizing into bf16 and reading that back (values + 4 bytes per weight), which on bytes
- * alone is up to 40 rows for int8 and every batch for int4 (not yet measured on a GPU). */
-static int decode_by_passes(const cuda_impl *im, int B) {
-    if (B <= GEMV_ROWS || im->batch_invariant) return 1;
-    const frigg_mat *W = &im->layers[0][0].gqkv;
-    if (W->dtype == FRIGG_DT_BF16) return 0;
-    size_t rb = frigg_mat_row_bytes(W), passes = (size_t)(B + GEMV_ROWS - 1) / GEMV_ROWS;
-    return passes * rb <= rb + 4 * (size_t)W->cols;
-}
+ * weights) rather than cuBLAS: only when batch-invariant. Quantized weights too take the GEMM (dequantized
+ * into the scratch): the quantized GEMV is compute-bound at 8 rows, and 64 rows by passes of an int4 build
+ * ran at 645.6 tok/s where the int8 build's dequantizing GEMM ran at 3,890.3 (benchmarks/h200-2026-12-02/quant/). */
+static int decode_by_passes(const cuda_impl *im, int B) { return B <= GEMV_ROWS || im->batch_invariant; }
 
 static uint16_t *k_slot(cuda_impl *im, int slot) { return im->kc + (size_t)slot * im->slot_stride; }
 static uint16_t *v_slot(cuda_impl *im, int slot) { return im->vc + (size_t)slot * im->slot_stride; }

@@ -57,6 +57,7 @@ struct frigg_sched {
     double *decode_ms;           /* [max_running + 1]: a decode step of that many rows, 0 while unknown */
     double step_tl[2];           /* prefill token-layers of the step in each row buffer */
     int step_decode[2];          /* decode rows of the step in each row buffer */
+    req **order;                 /* [max_running]: build_rows's order of the running requests */
     int *defer, ndefer;          /* slots of ended choices still in the queued step, freed after its collect */
     uint64_t steps, ahead;       /* steps run; of them queued behind another (frigg_sched_steps_ahead) */
 };
@@ -84,6 +85,7 @@ frigg_sched *frigg_sched_new(frigg_backend *b, const frigg_tokenizer *tok, int m
     }
     s->defer = frigg_xcalloc((size_t)s->max_running, sizeof *s->defer);
     s->decode_ms = frigg_xcalloc((size_t)s->max_running + 1, sizeof *s->decode_ms);
+    s->order = frigg_xcalloc((size_t)s->max_running, sizeof *s->order);
     return s;
 }
 
@@ -366,43 +368,59 @@ static int build_rows(frigg_sched *s, int k) {
     int total = frigg_num_runs(cfg) * cfg->layers_per_stack;
     s->step_tl[k] = 0;
     s->step_decode[k] = decode_rows;
-    /* the part-way prompt first: it takes the slice, the others run whole or wait */
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < s->nrunning; i++) {
+    /* The part-way prompt first: it takes the slice; then the other prompts oldest first (each runs whole
+     * if it fits, else the first of them takes the slice when there is none, else it waits), so a prompt
+     * is not passed over by later ones; then the decode rows. */
+    req **order = s->order;
+    int no = 0, nwait = 0;
+    if (s->slicing) order[no++] = s->slicing;
+    for (int i = 0; i < s->nrunning; i++)
+        if (!s->running[i]->prefilled && s->running[i] != s->slicing) {
             req *q = s->running[i];
-            if ((q == s->slicing) != (pass == 0)) continue;
-            int layers = 0;
-            if (!q->prefilled) {
-                if (q->finished[0]) continue;
-                layers = plan_prefill(s, q, decode_rows, &budget, &partial);
-                if (layers < 0) continue;
-                s->step_tl[k] += (double)q->r.n * (layers ? layers : total - q->pf_done);
+            int j = no + nwait++;
+            while (j > no && order[j - 1]->t_admit > q->t_admit) {
+                order[j] = order[j - 1];
+                j--;
             }
-            for (int c = 0; c < (q->prefilled ? q->r.n_choices : 1); c++) {
-                if (q->finished[c]) continue;
-                frigg_row *r = &s->rows[k][nrows];
-                memset(r, 0, sizeof *r);
-                frigg_seqgen_row(q->g[c], r);
-                r->out_id = &s->gid[k][nrows];
-                if (q->r.score) {
-                    r->want = FRIGG_WANT_ALL_LOGITS;
-                    r->out_logits = q->logits;
-                }
-                r->seq = q->slot[c];
-                if (!q->prefilled) {
-                    r->prefill = 1;
-                    r->ids = q->ids;
-                    r->n = q->r.n;
-                    r->prefix_len = q->r.prefix_len;
-                    r->prefill_layers = layers;
-                } else {
-                    r->n = 1;
-                    r->token = frigg_seqgen_last(q->g[c]);
-                }
-                s->row_req[k][nrows] = q;
-                s->row_choice[k][nrows++] = c;
-            }
+            order[j] = q;
         }
+    no += nwait;
+    for (int i = 0; i < s->nrunning; i++)
+        if (s->running[i]->prefilled) order[no++] = s->running[i];
+    for (int i = 0; i < no; i++) {
+        req *q = order[i];
+        int layers = 0;
+        if (!q->prefilled) {
+            if (q->finished[0]) continue;
+            layers = plan_prefill(s, q, decode_rows, &budget, &partial);
+            if (layers < 0) continue;
+            s->step_tl[k] += (double)q->r.n * (layers ? layers : total - q->pf_done);
+        }
+        for (int c = 0; c < (q->prefilled ? q->r.n_choices : 1); c++) {
+            if (q->finished[c]) continue;
+            frigg_row *r = &s->rows[k][nrows];
+            memset(r, 0, sizeof *r);
+            frigg_seqgen_row(q->g[c], r);
+            r->out_id = &s->gid[k][nrows];
+            if (q->r.score) {
+                r->want = FRIGG_WANT_ALL_LOGITS;
+                r->out_logits = q->logits;
+            }
+            r->seq = q->slot[c];
+            if (!q->prefilled) {
+                r->prefill = 1;
+                r->ids = q->ids;
+                r->n = q->r.n;
+                r->prefix_len = q->r.prefix_len;
+                r->prefill_layers = layers;
+            } else {
+                r->n = 1;
+                r->token = frigg_seqgen_last(q->g[c]);
+            }
+            s->row_req[k][nrows] = q;
+            s->row_choice[k][nrows++] = c;
+        }
+    }
     return nrows;
 }
 
@@ -634,5 +652,6 @@ void frigg_sched_free(frigg_sched *s) {
     }
     free(s->defer);
     free(s->decode_ms);
+    free(s->order);
     free(s);
 }
