@@ -2,7 +2,9 @@
  * name, clocks and temperature and the command line that produced it. Modes: vram (copy, pure read, the
  * lm_head GEMV), launch (per kernel launch, per graph node), decode (batch x context: tok/s, GB/s,
  * roofline fraction against the read bandwidth measured in the same run), prefill (tok/s, TFLOP/s),
- * matrix (all of them). Each figure is the median of --repeats runs, with min and max. And load: a load
+ * matrix (all of them; with --builds DIR,DIR,...: the decode cells of several builds, alternated cell by cell, each
+ * run after the GPU has cooled to --cooldown-c). Each figure is the median of --repeats runs, with min and max. And
+ * load: a load
  * generator against an OpenAI-compatible HTTP server (frigg-serve, vLLM, llama.cpp), N streams of streamed
  * requests back to back through libcurl's multi interface, TTFT / time per output token / end-to-end
  * latency percentiles and errors by kind in one row. */
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend.h"
 #include "cli.h"
@@ -33,6 +36,8 @@
 
 #define BENCH_MAX_BATCH 64 /* the CUDA engine's rows per step */
 #define MAXV 16
+#define MAX_BUILDS 8
+#define COOLDOWN_MAX_S 1800 /* --cooldown-c: a GPU still above C after this long is an error, not an endless wait */
 
 typedef struct {
     const char *model_dir;
@@ -46,6 +51,11 @@ typedef struct {
     int one_step;     /* --one-step: each step collected before the next is submitted */
     int batch_invariant; /* --batch-invariant: frigg_backend_opts.batch_invariant */
     frigg_sampler_params sampling; /* --temperature > 0: decode rows sample on the host from the step's logits */
+    frigg_dtype kvs[4];  /* --kv-dtypes: the decode cells' KV-cache element types (default bf16) */
+    int nkv;
+    const char *builds[MAX_BUILDS]; /* matrix --builds: model directories measured alternately */
+    int nbuilds;
+    double cooldown_c;   /* matrix --builds --cooldown-c C: wait for the GPU at or below C before each run (< 0: none) */
     /* load */
     int load;                     /* the load mode: rows measure a server, not an engine of this process */
     const char *url, *api_key, *served_model, *endpoint;
@@ -57,7 +67,8 @@ typedef struct {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: frigg-bench [options] MODE...\n"
-            "modes: vram launch decode prefill matrix (= all four); load (alone: an HTTP server, see below)\n"
+            "modes: vram launch decode prefill matrix (= all four; with --builds: decode of each build); load (alone: an HTTP\n"
+            "       server, see below)\n"
             "  -m, --model DIR        checkpoint directory\n"
             "      --random-mimir     a random model with DFM-Mimir's exact shapes, made in memory (no file)\n"
             "      --seed S           seed of --random-mimir (default 1)\n"
@@ -76,6 +87,12 @@ static void usage(FILE *f) {
             "                         (with top-k, only the k largest where the backend can), one sampler per sequence\n"
             "                         (default 0: greedy on the device)\n"
             "      --top-k K, --top-p P  the samplers' top-k (0 = off) and top-p (1 = off); need --temperature > 0\n"
+            "      --kv-dtype LIST, --kv-dtypes LIST  decode KV-cache types, bf16 and/or int8 (default bf16; int8: CPU\n"
+            "                         engine only)\n"
+            "      --builds DIR,DIR,...  with matrix: the decode cells (batch x ctx x kv dtype) of each build, the builds\n"
+            "                         alternated cell by cell; rows carry build, kv_dtype, temperatures, bytes_per_step\n"
+            "      --cooldown-c C     with matrix --builds: before each build's run of a cell wait until the GPU is at or\n"
+            "                         below C degrees C (an error where its temperature cannot be read)\n"
             "  -h, --help, --version\n"
             "load: frigg-bench load --url URL --streams N (--duration-s S | --requests R) --prompt-tokens P\n"
             "                       --max-tokens M [--api-key KEY] [--model NAME] [--endpoint completions|chat]\n"
@@ -150,6 +167,44 @@ static void gpu_state(const opts_t *o, char *out, size_t n) {
         snprintf(name, sizeof name, "cpu");
     }
     snprintf(out, n, "\"gpu\":\"%s\",\"sm_clock_mhz\":%d,\"mem_clock_mhz\":%d,\"temp_c\":%d", name, sm, mem, temp);
+}
+
+/* The GPU's temperature (C) now, read as gpu_state reads it (nvidia-smi); -1 where it cannot be read. */
+static int gpu_temp(const opts_t *o) {
+    char cmd[160], line[64] = "";
+    snprintf(cmd, sizeof cmd, "nvidia-smi --query-gpu=temperature.gpu --format=csv,noheader,nounits -i %d 2>/dev/null",
+             o->device);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    if (!fgets(line, sizeof line, p)) line[0] = 0;
+    pclose(p);
+    char *end;
+    long t = strtol(line, &end, 10);
+    return end == line || t < 0 || t > 200 ? -1 : (int)t;
+}
+
+/* --cooldown-c: wait until the GPU is at or below it (polled every second); *waited_s: how long that took.
+ * -1 when the temperature can no longer be read or the GPU stays hotter than C for COOLDOWN_MAX_S. */
+static int cool_down(const opts_t *o, double *waited_s) {
+    const double t0 = frigg_now_ms();
+    int t = gpu_temp(o), said = 0;
+    *waited_s = 0;
+    while (t < 0 || t > o->cooldown_c) {
+        if (t < 0) {
+            fprintf(stderr, "frigg-bench: --cooldown-c: the GPU's temperature can no longer be read (nvidia-smi)\n");
+            return -1;
+        }
+        if ((frigg_now_ms() - t0) / 1e3 > COOLDOWN_MAX_S) {
+            fprintf(stderr, "frigg-bench: --cooldown-c %g: the GPU is still at %d C after %d s\n", o->cooldown_c, t,
+                    COOLDOWN_MAX_S);
+            return -1;
+        }
+        if (!said++) fprintf(stderr, "cooldown: GPU at %d C, waiting for %g C\n", t, o->cooldown_c);
+        nanosleep(&(struct timespec){.tv_sec = 1}, NULL);
+        t = gpu_temp(o);
+    }
+    *waited_s = (frigg_now_ms() - t0) / 1e3;
+    return 0;
 }
 
 /* Which decode GEMV, decode attention merge and prefill attention the engine's kernels ran (its own kernel
@@ -302,8 +357,9 @@ static int bench_launch(opts_t *o) {
 }
 #endif
 
-static frigg_backend *make_backend(const opts_t *o, const frigg_model *m, int seqs, int ctx) {
-    frigg_backend_opts bo = {.device = o->device, .max_seqs = seqs, .max_ctx = ctx, .batch_invariant = o->batch_invariant};
+static frigg_backend *make_backend(const opts_t *o, const frigg_model *m, int seqs, int ctx, frigg_dtype kv) {
+    frigg_backend_opts bo = {.device = o->device, .max_seqs = seqs, .max_ctx = ctx, .kv_dtype = kv,
+                             .batch_invariant = o->batch_invariant};
     frigg_backend *b = frigg_backend_create(o->backend, m, &bo);
     if (!b) fprintf(stderr, "frigg-bench: backend %s: %s\n", o->backend, frigg_error());
     return b;
@@ -339,9 +395,14 @@ static double weight_bytes(const frigg_model *m) {
 }
 
 /* Every cell asked for, checked against the model (and, on CUDA, the decode's KV cache against the device's
- * free memory) before anything is measured: a bad cell is an error up front, not after the others ran. */
-static int check_cells(const opts_t *o, const frigg_model *m, int decode, int prefill) {
+ * free memory) before anything is measured: a bad cell is an error up front, not after the others ran. Each KV
+ * dtype is checked against the engine as frigg_backend_create checks it, so the engine's own error (the CUDA
+ * engine refuses an int8 KV cache) comes before any row. who: the build's directory, in the messages of matrix
+ * --builds (NULL: one model). */
+static int check_cells(const opts_t *o, const frigg_model *m, int decode, int prefill, const char *who) {
     const frigg_config *c = &m->cfg;
+    char pre[600] = "";
+    if (who) snprintf(pre, sizeof pre, "build %s: ", who);
     int maxb = 1;
     for (int i = 0; decode && i < o->nb; i++) {
         if (o->batches[i] < 1 || o->batches[i] > BENCH_MAX_BATCH) {
@@ -354,30 +415,157 @@ static int check_cells(const opts_t *o, const frigg_model *m, int decode, int pr
     for (int i = 0; decode && i < o->nc; i++) {
         int ctx = o->ctxs[i];
         if (ctx - o->steps < 1 || ctx > c->max_position_embeddings) {
-            fprintf(stderr, "frigg-bench: decode ctx %d does not fit %d steps within the model's max_position_embeddings "
-                            "%d\n", ctx, o->steps, c->max_position_embeddings);
+            fprintf(stderr, "frigg-bench: %sdecode ctx %d does not fit %d steps within the model's max_position_embeddings "
+                            "%d\n", pre, ctx, o->steps, c->max_position_embeddings);
             return -1;
         }
         maxctx = ctx > maxctx ? ctx : maxctx;
     }
     for (int i = 0; prefill && i < o->np; i++)
         if (o->plens[i] < 1 || o->plens[i] > c->max_position_embeddings) {
-            fprintf(stderr, "frigg-bench: prefill length %d is outside [1, max_position_embeddings %d]\n", o->plens[i],
-                    c->max_position_embeddings);
+            fprintf(stderr, "frigg-bench: %sprefill length %d is outside [1, max_position_embeddings %d]\n", pre,
+                    o->plens[i], c->max_position_embeddings);
             return -1;
         }
+    if (frigg_model_check_dtypes(m)) {
+        fprintf(stderr, "frigg-bench: %s%s\n", pre, frigg_error());
+        return -1;
+    }
+    double kv_max = 0; /* the largest KV cache a decode engine of these cells reserves */
+    for (int k = 0; decode && k < o->nkv; k++) {
+        frigg_backend_opts bo = {.max_seqs = 1, .max_ctx = 1, .kv_dtype = o->kvs[k]}, norm;
+        frigg_backend *t = frigg_backend_alloc(o->backend, m, &bo, &norm);
+        if (!t) {
+            fprintf(stderr, "frigg-bench: %skv dtype %s: %s\n", pre, frigg_dtype_name(o->kvs[k]), frigg_error());
+            return -1;
+        }
+        free(t); /* only the common part was made: no engine behind it */
+        double kv = maxb * frigg_kv_seq_bytes(c, o->backend, o->kvs[k], maxctx);
+        kv_max = kv > kv_max ? kv : kv_max;
+    }
 #ifdef FRIGG_CUDA
     size_t free_b = 0, total_b = 0;
     if (decode && !strcmp(o->backend, "cuda") && !frigg_cuda_mem_info(o->device, &free_b, &total_b)) {
-        /* K and V, bf16, every virtual layer, maxb sequences of maxctx positions; the weights beside them */
-        double kv = 4.0 * c->hidden_size * (double)maxctx * c->num_slots * maxb, w = 2.0 * (double)m->n_params;
-        if (kv + w > (double)free_b) {
-            fprintf(stderr, "frigg-bench: decode batch %d at ctx %d needs %.1f GB of KV cache beside %.1f GB of weights; "
-                            "device %d has %.1f GB free\n", maxb, maxctx, kv / 1e9, w / 1e9, o->device, free_b / 1e9);
+        /* K and V of every virtual layer, maxb sequences of maxctx positions; the weights as stored beside them */
+        double w = weight_bytes(m) + mat_bytes(&m->embed);
+        if (kv_max + w > (double)free_b) {
+            fprintf(stderr, "frigg-bench: %sdecode batch %d at ctx %d needs %.1f GB of KV cache beside %.1f GB of "
+                            "weights; device %d has %.1f GB free\n", pre, maxb, maxctx, kv_max / 1e9, w / 1e9, o->device,
+                    free_b / 1e9);
             return -1;
         }
     }
+#else
+    (void)kv_max;
 #endif
+    return 0;
+}
+
+/* One decode cell on engine b, whose sequences 0..B-1 hold n0 = ctx - steps tokens: --repeats timed runs of
+ * --steps steps (after a warm-up), one row. extra: more of the row (matrix --builds: the build, its temperature at
+ * the start); temps: also read the temperature at the end of the timed runs. *tok_s: the median. */
+static int decode_cell(opts_t *o, frigg_backend *b, const frigg_model *m, int B, int ctx, const char *extra, int temps,
+                       double *tok_s) {
+    const frigg_config *c = &m->cfg;
+    const int n0 = ctx - o->steps;
+    int32_t tok[BENCH_MAX_BATCH], out_id[2][BENCH_MAX_BATCH];
+    const int sampled = o->sampling.temperature > 0;
+    /* greedy: only ids come back; a top-k draw: only the k largest logits (as in frigg-run); else rows */
+    const int topk = sampled ? frigg_sampler_topk_only(&o->sampling, c->vocab_size) : 0;
+    float *logits = sampled && !topk ? frigg_xmalloc(sizeof(float) * B * c->vocab_size) : NULL;
+    float *vals = topk ? frigg_xmalloc(sizeof(float) * B * topk) : NULL;
+    int32_t *cand = topk ? frigg_xmalloc(sizeof(int32_t) * B * topk) : NULL;
+    /* greedy steps queued two deep where the engine can: step k+1 takes step k's ids on the device */
+    int pipelined = !sampled && !o->one_step && b->max_inflight >= 2;
+    frigg_sampler smp[BENCH_MAX_BATCH];
+    for (int i = 0; i < B && sampled; i++) {
+        frigg_sampler_params sp = o->sampling;
+        sp.seed = o->seed + (unsigned long long)i;
+        frigg_sampler_init(&smp[i], &sp, c->vocab_size);
+    }
+    for (int i = 0; i < B; i++) tok[i] = 5 + i;
+    frigg_row rows[2][BENCH_MAX_BATCH];
+    double v[32];
+    for (int r = -1; r < o->repeats; r++) { /* r = -1: warm-up (graph capture) */
+        for (int i = 0; i < B; i++) /* rewind: the same positions every repeat */
+            if (b->seq_fork(b, i, i, n0)) {
+                fprintf(stderr, "frigg-bench: rewind: %s\n", frigg_error());
+                return -1;
+            }
+        double t0 = frigg_now_ms();
+        for (int st = 0; st < o->steps; st++) {
+            frigg_row *row = rows[st & 1];
+            for (int i = 0; i < B; i++) {
+                row[i] = (frigg_row){.seq = i, .n = 1, .token = pipelined && st > 0 ? FRIGG_TOKEN_LAST_GREEDY : tok[i],
+                                     .want = !sampled ? FRIGG_WANT_GREEDY : topk ? FRIGG_WANT_TOPK : FRIGG_WANT_LOGITS,
+                                     .k = topk, .out_id = &out_id[st & 1][i],
+                                     .out_vals = vals ? vals + (size_t)i * topk : NULL,
+                                     .out_ids = cand ? cand + (size_t)i * topk : NULL,
+                                     .out_logits = logits ? logits + (size_t)i * c->vocab_size : NULL};
+            }
+            int rc = b->submit(b, row, B);
+            if (!rc && (!pipelined || st > 0)) rc = b->collect(b); /* pipelined: collects step st - 1 */
+            if (!rc && pipelined && st == o->steps - 1) rc = b->collect(b);
+            if (rc) {
+                fprintf(stderr, "frigg-bench: decode: %s\n", frigg_error());
+                return -1;
+            }
+            for (int i = 0; i < B && !pipelined; i++) {
+                if (!sampled) tok[i] = out_id[st & 1][i];
+                else if (topk) tok[i] = frigg_sample_topk(&smp[i], vals + (size_t)i * topk, cand + (size_t)i * topk, topk);
+                else tok[i] = frigg_sample(&smp[i], logits + (size_t)i * c->vocab_size, NULL, 0);
+            }
+        }
+        if (r >= 0) v[r] = (frigg_now_ms() - t0) / o->steps; /* ms per step */
+        if (r == -1 && b->seq_len(b, 0) != n0 + o->steps) {
+            fprintf(stderr, "frigg-bench: decode: sequence 0 holds %d tokens after the warm-up, expected %d\n",
+                    b->seq_len(b, 0), n0 + o->steps);
+            return -1;
+        }
+    }
+    const int temp_end = temps ? gpu_temp(o) : -1;
+    free(vals);
+    free(cand);
+    free(logits);
+    for (int i = 0; i < B && sampled; i++) frigg_sampler_free(&smp[i]);
+    stat3 ms = stats(v, o->repeats);
+    /* KV bytes read at the mean position, as the engine stores them (frigg_kv_seq_bytes is linear in ctx) */
+    double avg_ctx = n0 + o->steps / 2.0;
+    double kv_bytes = B * frigg_kv_seq_bytes(c, b->name, b->kv_dtype, ctx) * avg_ctx / ctx;
+    double w_bytes = weight_bytes(m), bytes = w_bytes + kv_bytes;
+    double gbs = bytes / (ms.med * 1e-3) / 1e9;
+    char body[2048], roof[96] = "", smp_text[96] = "\"greedy\"", ktext[160], tend[32] = "";
+    kernels_text(b, ktext, sizeof ktext);
+    if (temps) snprintf(tend, sizeof tend, ",\"temp_c_end\":%d", temp_end);
+    if (sampled)
+        snprintf(smp_text, sizeof smp_text, "{\"temperature\":%g,\"top_k\":%d,\"top_p\":%g,\"topk_on_device\":%s}",
+                 o->sampling.temperature, o->sampling.top_k, o->sampling.top_p, topk ? "true" : "false");
+    if (o->read_gbs > 0)
+        snprintf(roof, sizeof roof, ",\"read_gb_s\":%.1f,\"roofline_frac\":%.3f,\"roofline_tok_s\":%.1f", o->read_gbs,
+                 gbs / o->read_gbs, B * o->read_gbs * 1e9 / bytes);
+    int kps = -1;
+    char proj[96];
+    snprintf(proj, sizeof proj, ",\"weights\":\"%s\",\"lm_head\":\"%s\"", frigg_dtype_name(m->stack[0][0].q.dtype),
+             frigg_dtype_name(m->lm_head.dtype));
+#ifdef FRIGG_CUDA
+    if (!strcmp(b->name, "cuda")) {
+        kps = frigg_cuda_kernels_per_step(b, B);
+        size_t at = strlen(proj);
+        snprintf(proj + at, sizeof proj - at, ",\"decode_proj\":\"%s\"", frigg_cuda_decode_proj(b, B));
+    }
+#endif
+    snprintf(body, sizeof body,
+             "\"bench\":\"decode\",\"backend\":\"%s\",\"batch\":%d,\"ctx\":%d,\"steps\":%d,\"kv_dtype\":\"%s\",%s"
+             "\"tok_s\":%.1f,\"tok_s_min\":%.1f,\"tok_s_max\":%.1f,\"ms_per_step\":%.3f,\"bytes_per_step\":%.0f,"
+             "\"weight_bytes\":%.0f,\"kv_bytes\":%.0f,\"gb_s\":%.1f%s,\"kernels_per_step\":%d,\"pipelined\":%s,"
+             "\"sampling\":%s%s%s%s",
+             b->name, B, ctx, o->steps, frigg_dtype_name(b->kv_dtype), extra ? extra : "", B * 1e3 / ms.med,
+             B * 1e3 / ms.max, B * 1e3 / ms.min, ms.med, bytes, w_bytes, kv_bytes, gbs, roof, kps,
+             pipelined ? "true" : "false", smp_text, ktext, proj, tend);
+    emit(o, body);
+    fprintf(stderr, "decode batch %d ctx %d kv %s: %.1f tok/s (%.3f ms/step, %.0f GB/s%s)\n", B, ctx,
+            frigg_dtype_name(b->kv_dtype), B * 1e3 / ms.med, ms.med, gbs, o->read_gbs > 0 ? ", see roofline_frac" : "");
+    if (tok_s) *tok_s = B * 1e3 / ms.med;
     return 0;
 }
 
@@ -386,127 +574,89 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
     int maxb = 1;
     for (int i = 0; i < o->nb; i++) maxb = o->batches[i] > maxb ? o->batches[i] : maxb;
     unsigned long long rs = o->seed * 7919 + 1;
-    for (int ci = 0; ci < o->nc; ci++) {
-        int ctx = o->ctxs[ci], n0 = ctx - o->steps;
-        if (n0 < 1 || ctx > c->max_position_embeddings) {
-            fprintf(stderr, "frigg-bench: context %d does not fit %d steps within max_position_embeddings %d\n", ctx,
-                    o->steps, c->max_position_embeddings);
-            return -1;
-        }
-        frigg_backend *b = make_backend(o, m, maxb, ctx);
-        if (!b) return -1;
-        if (b->max_rows < maxb) {
-            fprintf(stderr, "frigg-bench: backend %s takes at most %d rows per step, not batch %d\n", b->name,
-                    b->max_rows, maxb);
-            frigg_backend_destroy(b);
-            return -1;
-        }
-        int32_t *ids = frigg_xmalloc(sizeof(int32_t) * n0);
-        for (int s = 0; s < maxb; s++) {
-            random_ids(ids, n0, c->vocab_size, &rs);
-            if (frigg_prefill(b, s, ids, n0, n0, NULL, NULL)) {
-                fprintf(stderr, "frigg-bench: prefill: %s\n", frigg_error());
+    for (int ki = 0; ki < o->nkv; ki++)
+        for (int ci = 0; ci < o->nc; ci++) {
+            int ctx = o->ctxs[ci], n0 = ctx - o->steps;
+            if (n0 < 1 || ctx > c->max_position_embeddings) {
+                fprintf(stderr, "frigg-bench: context %d does not fit %d steps within max_position_embeddings %d\n", ctx,
+                        o->steps, c->max_position_embeddings);
                 return -1;
             }
-        }
-        for (int bi = 0; bi < o->nb; bi++) {
-            int B = o->batches[bi];
-            int32_t tok[BENCH_MAX_BATCH], out_id[2][BENCH_MAX_BATCH];
-            const int sampled = o->sampling.temperature > 0;
-            /* greedy: only ids come back; a top-k draw: only the k largest logits (as in frigg-run); else rows */
-            const int topk = sampled ? frigg_sampler_topk_only(&o->sampling, c->vocab_size) : 0;
-            float *logits = sampled && !topk ? frigg_xmalloc(sizeof(float) * B * c->vocab_size) : NULL;
-            float *vals = topk ? frigg_xmalloc(sizeof(float) * B * topk) : NULL;
-            int32_t *cand = topk ? frigg_xmalloc(sizeof(int32_t) * B * topk) : NULL;
-            /* greedy steps queued two deep where the engine can: step k+1 takes step k's ids on the device */
-            int pipelined = !sampled && !o->one_step && b->max_inflight >= 2;
-            frigg_sampler smp[BENCH_MAX_BATCH];
-            for (int i = 0; i < B && sampled; i++) {
-                frigg_sampler_params sp = o->sampling;
-                sp.seed = o->seed + (unsigned long long)i;
-                frigg_sampler_init(&smp[i], &sp, c->vocab_size);
+            frigg_backend *b = make_backend(o, m, maxb, ctx, o->kvs[ki]);
+            if (!b) return -1;
+            if (b->max_rows < maxb) {
+                fprintf(stderr, "frigg-bench: backend %s takes at most %d rows per step, not batch %d\n", b->name,
+                        b->max_rows, maxb);
+                frigg_backend_destroy(b);
+                return -1;
             }
-            for (int i = 0; i < B; i++) tok[i] = 5 + i;
-            frigg_row rows[2][BENCH_MAX_BATCH];
-            double v[32];
-            for (int r = -1; r < o->repeats; r++) { /* r = -1: warm-up (graph capture) */
-                for (int i = 0; i < B; i++) /* rewind: the same positions every repeat */
-                    if (b->seq_fork(b, i, i, n0)) {
-                        fprintf(stderr, "frigg-bench: rewind: %s\n", frigg_error());
-                        return -1;
-                    }
-                double t0 = frigg_now_ms();
-                for (int st = 0; st < o->steps; st++) {
-                    frigg_row *row = rows[st & 1];
-                    for (int i = 0; i < B; i++) {
-                        row[i] = (frigg_row){.seq = i, .n = 1, .token = pipelined && st > 0 ? FRIGG_TOKEN_LAST_GREEDY : tok[i],
-                                             .want = !sampled ? FRIGG_WANT_GREEDY : topk ? FRIGG_WANT_TOPK : FRIGG_WANT_LOGITS,
-                                             .k = topk, .out_id = &out_id[st & 1][i],
-                                             .out_vals = vals ? vals + (size_t)i * topk : NULL,
-                                             .out_ids = cand ? cand + (size_t)i * topk : NULL,
-                                             .out_logits = logits ? logits + (size_t)i * c->vocab_size : NULL};
-                    }
-                    int rc = b->submit(b, row, B);
-                    if (!rc && (!pipelined || st > 0)) rc = b->collect(b); /* pipelined: collects step st - 1 */
-                    if (!rc && pipelined && st == o->steps - 1) rc = b->collect(b);
-                    if (rc) {
-                        fprintf(stderr, "frigg-bench: decode: %s\n", frigg_error());
-                        return -1;
-                    }
-                    for (int i = 0; i < B && !pipelined; i++) {
-                        if (!sampled) tok[i] = out_id[st & 1][i];
-                        else if (topk) tok[i] = frigg_sample_topk(&smp[i], vals + (size_t)i * topk, cand + (size_t)i * topk, topk);
-                        else tok[i] = frigg_sample(&smp[i], logits + (size_t)i * c->vocab_size, NULL, 0);
-                    }
-                }
-                if (r >= 0) v[r] = (frigg_now_ms() - t0) / o->steps; /* ms per step */
-                if (r == -1 && b->seq_len(b, 0) != n0 + o->steps) {
-                    fprintf(stderr, "frigg-bench: decode: sequence 0 holds %d tokens after the warm-up, expected %d\n",
-                            b->seq_len(b, 0), n0 + o->steps);
+            int32_t *ids = frigg_xmalloc(sizeof(int32_t) * n0);
+            for (int s = 0; s < maxb; s++) {
+                random_ids(ids, n0, c->vocab_size, &rs);
+                if (frigg_prefill(b, s, ids, n0, n0, NULL, NULL)) {
+                    fprintf(stderr, "frigg-bench: prefill: %s\n", frigg_error());
                     return -1;
                 }
             }
-            free(vals);
-            free(cand);
-            free(logits);
-            for (int i = 0; i < B && sampled; i++) frigg_sampler_free(&smp[i]);
-            stat3 ms = stats(v, o->repeats);
-            double avg_ctx = n0 + o->steps / 2.0;
-            double kv_bytes = (double)B * c->num_slots * avg_ctx * c->hidden_size * 2 * 2;
-            double bytes = weight_bytes(m) + kv_bytes;
-            double gbs = bytes / (ms.med * 1e-3) / 1e9;
-            char body[1024], roof[96] = "", smp_text[96] = "\"greedy\"", ktext[160];
-            kernels_text(b, ktext, sizeof ktext);
-            if (sampled)
-                snprintf(smp_text, sizeof smp_text, "{\"temperature\":%g,\"top_k\":%d,\"top_p\":%g,\"topk_on_device\":%s}",
-                         o->sampling.temperature, o->sampling.top_k, o->sampling.top_p, topk ? "true" : "false");
-            if (o->read_gbs > 0)
-                snprintf(roof, sizeof roof, ",\"read_gb_s\":%.1f,\"roofline_frac\":%.3f,\"roofline_tok_s\":%.1f", o->read_gbs,
-                         gbs / o->read_gbs, B * o->read_gbs * 1e9 / bytes);
-            int kps = -1;
-            char proj[96];
-            snprintf(proj, sizeof proj, ",\"weights\":\"%s\",\"lm_head\":\"%s\"", frigg_dtype_name(m->stack[0][0].q.dtype),
-                     frigg_dtype_name(m->lm_head.dtype));
-#ifdef FRIGG_CUDA
-            if (!strcmp(b->name, "cuda")) {
-                kps = frigg_cuda_kernels_per_step(b, B);
-                size_t at = strlen(proj);
-                snprintf(proj + at, sizeof proj - at, ",\"decode_proj\":\"%s\"", frigg_cuda_decode_proj(b, B));
-            }
-#endif
-            snprintf(body, sizeof body,
-                     "\"bench\":\"decode\",\"backend\":\"%s\",\"batch\":%d,\"ctx\":%d,\"steps\":%d,\"tok_s\":%.1f,"
-                     "\"tok_s_min\":%.1f,\"tok_s_max\":%.1f,\"ms_per_step\":%.3f,\"bytes_per_step\":%.0f,\"gb_s\":%.1f%s,"
-                     "\"kernels_per_step\":%d,\"pipelined\":%s,\"sampling\":%s%s%s",
-                     b->name, B, ctx, o->steps, B * 1e3 / ms.med, B * 1e3 / ms.max, B * 1e3 / ms.min, ms.med, bytes, gbs,
-                     roof, kps, pipelined ? "true" : "false", smp_text, ktext, proj);
-            emit(o, body);
-            fprintf(stderr, "decode batch %d ctx %d: %.1f tok/s (%.3f ms/step, %.0f GB/s%s)\n", B, ctx, B * 1e3 / ms.med,
-                    ms.med, gbs, o->read_gbs > 0 ? ", see roofline_frac" : "");
+            for (int bi = 0; bi < o->nb; bi++)
+                if (decode_cell(o, b, m, o->batches[bi], ctx, NULL, 0, NULL)) return -1;
+            free(ids);
+            frigg_backend_destroy(b);
         }
-        free(ids);
-        frigg_backend_destroy(b);
-    }
+    return 0;
+}
+
+/* matrix --builds: every (kv dtype, ctx, batch) cell, and in each cell every build in the order given, so that
+ * the builds alternate cell by cell (A B A B ...) and a drift of clocks or heat over the run reaches all of them
+ * alike. Each build's run of a cell gets its own engine (batch sequences of ctx tokens; the prompt, the same for
+ * every build of the cell, prefilled once and forked to the others), after waiting for --cooldown-c; its row
+ * carries the build's directory, its index, the cell's index and the temperature at its start and end. */
+static int bench_builds(opts_t *o, frigg_model **ms) {
+    int cell = 0;
+    for (int ki = 0; ki < o->nkv; ki++)
+        for (int ci = 0; ci < o->nc; ci++)
+            for (int bi = 0; bi < o->nb; bi++, cell++) {
+                const int B = o->batches[bi], ctx = o->ctxs[ci], n0 = ctx - o->steps;
+                double base = 0;
+                for (int j = 0; j < o->nbuilds; j++) {
+                    const frigg_model *m = ms[j];
+                    double waited = 0, t = 0;
+                    if (o->cooldown_c >= 0 && cool_down(o, &waited)) return -1;
+                    const int temp_start = gpu_temp(o);
+                    frigg_backend *b = make_backend(o, m, B, ctx, o->kvs[ki]);
+                    if (!b) return -1;
+                    if (b->max_rows < B) {
+                        fprintf(stderr, "frigg-bench: backend %s takes at most %d rows per step, not batch %d\n", b->name,
+                                b->max_rows, B);
+                        frigg_backend_destroy(b);
+                        return -1;
+                    }
+                    unsigned long long rs = o->seed * 7919 + 1 + (unsigned long long)cell;
+                    int32_t *ids = frigg_xmalloc(sizeof(int32_t) * n0);
+                    random_ids(ids, n0, m->cfg.vocab_size, &rs);
+                    int rc = frigg_prefill(b, 0, ids, n0, n0, NULL, NULL);
+                    for (int s = 1; s < B && !rc; s++) rc = b->seq_fork(b, 0, s, n0);
+                    free(ids);
+                    if (rc) {
+                        fprintf(stderr, "frigg-bench: build %s: prefill: %s\n", o->builds[j], frigg_error());
+                        frigg_backend_destroy(b);
+                        return -1;
+                    }
+                    json_t *js = json_string(o->builds[j]);
+                    char *lit = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
+                    json_decref(js);
+                    char extra[1400], cool[48] = "";
+                    if (o->cooldown_c >= 0) snprintf(cool, sizeof cool, ",\"cooldown_c\":%g,\"cooled_s\":%.1f", o->cooldown_c, waited);
+                    snprintf(extra, sizeof extra, "\"build\":%s,\"build_index\":%d,\"cell\":%d,\"temp_c_start\":%d%s,",
+                             lit ? lit : "null", j, cell, temp_start, cool);
+                    free(lit);
+                    rc = decode_cell(o, b, m, B, ctx, extra, 1, &t);
+                    frigg_backend_destroy(b);
+                    if (rc) return -1;
+                    if (j == 0) base = t;
+                    else fprintf(stderr, "  %s: %.3fx %s\n", o->builds[j], base > 0 ? t / base : 0.0, o->builds[0]);
+                }
+            }
     return 0;
 }
 
@@ -518,7 +668,7 @@ static int bench_prefill(opts_t *o, const frigg_model *m) {
         fprintf(stderr, "frigg-bench: prefill length %d > max_position_embeddings %d\n", maxT, c->max_position_embeddings);
         return -1;
     }
-    frigg_backend *b = make_backend(o, m, 1, maxT);
+    frigg_backend *b = make_backend(o, m, 1, maxT, FRIGG_DT_BF16);
     if (!b) return -1;
     unsigned long long rs = o->seed * 104729 + 3;
     int32_t *ids = frigg_xmalloc(sizeof(int32_t) * maxT);
@@ -1071,6 +1221,38 @@ static int bench_load(opts_t *o) {
     return failed ? 1 : 0;
 }
 
+/* matrix --builds: every build loaded and every cell checked against each before anything is measured (a bad
+ * directory or cell is an error before the first row); --cooldown-c checked to be readable; then, on CUDA, the
+ * vram probe for the rows' roofline; then the cells. */
+static int bench_matrix_builds(opts_t *o) {
+    if (o->cooldown_c >= 0 && gpu_temp(o) < 0) {
+        fprintf(stderr, "frigg-bench: --cooldown-c %g: the GPU's temperature cannot be read on this machine (nvidia-smi "
+                        "--query-gpu=temperature.gpu -i %d gave none): no GPU to cool down\n", o->cooldown_c, o->device);
+        return -1;
+    }
+    frigg_model *ms[MAX_BUILDS] = {0};
+    int rc = 0;
+    for (int j = 0; j < o->nbuilds && !rc; j++) {
+        double t0 = frigg_now_ms();
+        ms[j] = frigg_model_load(o->builds[j]);
+        if (!ms[j]) {
+            fprintf(stderr, "frigg-bench: build %s: %s\n", o->builds[j], frigg_error());
+            rc = -1;
+            break;
+        }
+        fprintf(stderr, "build %d: %s, %llu parameters, weights %s, ready in %.1f s\n", j, o->builds[j],
+                (unsigned long long)ms[j]->n_params, frigg_dtype_name(ms[j]->stack[0][0].q.dtype),
+                (frigg_now_ms() - t0) / 1e3);
+        rc = check_cells(o, ms[j], 1, 0, o->builds[j]);
+    }
+#ifdef FRIGG_CUDA
+    if (!rc && !strcmp(o->backend, "cuda")) rc = bench_vram(o); /* the rows' roofline */
+#endif
+    if (!rc) rc = bench_builds(o, ms);
+    for (int j = 0; j < o->nbuilds; j++) frigg_model_free(ms[j]);
+    return rc;
+}
+
 /* 1: ARG is --api-key or an abbreviation getopt takes for it (--a...), 2: the same with "=KEY", 0: neither. */
 static int key_option(const char *arg) {
     size_t n = strcspn(arg, "=");
@@ -1079,7 +1261,8 @@ static int key_option(const char *arg) {
 }
 
 int main(int argc, char **argv) {
-    opts_t o = {.seed = 1, .backend = "auto", .repeats = 3, .steps = 32, .sampling = {.top_p = 1, .repetition_penalty = 1}};
+    opts_t o = {.seed = 1, .backend = "auto", .repeats = 3, .steps = 32, .sampling = {.top_p = 1, .repetition_penalty = 1},
+                .nkv = 1, .kvs = {FRIGG_DT_BF16}, .cooldown_c = -1};
     o.nb = parse_list("1,4,8", o.batches, "batch");
     o.nc = parse_list("512,2048,4096", o.ctxs, "ctx");
     o.np = parse_list("1024,4096", o.plens, "prefill");
@@ -1095,7 +1278,8 @@ int main(int argc, char **argv) {
             o.command[at++] = (char)((unsigned char)*q < 32 ? ' ' : *q);
         }
     }
-    enum { O_URL = 256, O_STREAMS, O_DURATION, O_REQUESTS, O_PROMPT, O_MAXTOK, O_KEY, O_ENDPOINT, O_TIMEOUT };
+    enum { O_URL = 256, O_STREAMS, O_DURATION, O_REQUESTS, O_PROMPT, O_MAXTOK, O_KEY, O_ENDPOINT, O_TIMEOUT, O_KV, O_BUILDS,
+           O_COOL };
     static const struct option lo[] = {{"model", 1, 0, 'm'},   {"random-mimir", 0, 0, 'R'}, {"seed", 1, 0, 'S'},
                                        {"backend", 1, 0, 'b'}, {"device", 1, 0, 'd'},       {"repeats", 1, 0, 'r'},
                                        {"steps", 1, 0, 's'},   {"batch", 1, 0, 'B'},        {"ctx", 1, 0, 'C'},
@@ -1107,7 +1291,9 @@ int main(int argc, char **argv) {
                                        {"duration-s", 1, 0, O_DURATION}, {"requests", 1, 0, O_REQUESTS},
                                        {"prompt-tokens", 1, 0, O_PROMPT}, {"max-tokens", 1, 0, O_MAXTOK},
                                        {"api-key", 1, 0, O_KEY}, {"endpoint", 1, 0, O_ENDPOINT},
-                                       {"timeout-s", 1, 0, O_TIMEOUT}, {0, 0, 0, 0}};
+                                       {"timeout-s", 1, 0, O_TIMEOUT}, {"kv-dtype", 1, 0, O_KV},
+                                       {"kv-dtypes", 1, 0, O_KV}, {"builds", 1, 0, O_BUILDS},
+                                       {"cooldown-c", 1, 0, O_COOL}, {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "m:b:d:r:h", lo, NULL)) != -1) {
         switch (ch) {
@@ -1142,6 +1328,48 @@ int main(int argc, char **argv) {
             if (ch == 'T') o.sampling.temperature = (float)v;
             else if (ch == 'k') o.sampling.top_k = (int)v;
             else o.sampling.top_p = (float)v;
+            break;
+        }
+        case O_KV: {
+            o.nkv = 0;
+            char *dup = frigg_xstrdup(optarg), *save = NULL; /* kept: nothing points into it */
+            for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                frigg_dtype d;
+                if (frigg_cli_kv_dtype("frigg-bench", t, &d)) return 2;
+                for (int k = 0; k < o.nkv; k++)
+                    if (o.kvs[k] == d) {
+                        fprintf(stderr, "frigg-bench: --kv-dtypes names %s twice\n", t);
+                        return 2;
+                    }
+                o.kvs[o.nkv++] = d; /* two distinct types at most: bf16, int8 */
+            }
+            free(dup);
+            if (!o.nkv) {
+                fprintf(stderr, "frigg-bench: --kv-dtypes needs bf16 and/or int8\n");
+                return 2;
+            }
+            break;
+        }
+        case O_BUILDS: {
+            o.nbuilds = 0;
+            char *dup = frigg_xstrdup(optarg), *save = NULL; /* o.builds point into it until the end */
+            for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (o.nbuilds == MAX_BUILDS) {
+                    fprintf(stderr, "frigg-bench: --builds takes at most %d directories\n", MAX_BUILDS);
+                    return 2;
+                }
+                o.builds[o.nbuilds++] = t;
+            }
+            if (!o.nbuilds) {
+                fprintf(stderr, "frigg-bench: --builds needs DIR,DIR,...\n");
+                return 2;
+            }
+            break;
+        }
+        case O_COOL: {
+            double v;
+            if (frigg_cli_number("frigg-bench", "--cooldown-c", optarg, 1, 150, 0, &v)) return 2;
+            o.cooldown_c = v;
             break;
         }
         case O_URL: o.url = optarg; break;
@@ -1208,10 +1436,11 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    const int engine_opts = o.random_mimir || strcmp(o.backend, "auto") || o.one_step || o.batch_invariant;
+    const int engine_opts = o.random_mimir || strcmp(o.backend, "auto") || o.one_step || o.batch_invariant || o.nbuilds ||
+                            o.cooldown_c >= 0 || o.nkv != 1 || o.kvs[0] != FRIGG_DT_BF16;
     if (o.load && (want[0] || want[1] || want[2] || want[3] || engine_opts)) {
         fprintf(stderr, "frigg-bench: load runs alone: it measures a server, not an engine (no other mode, no "
-                        "--random-mimir, --backend, --one-step, --batch-invariant)\n");
+                        "--random-mimir, --backend, --one-step, --batch-invariant, --kv-dtypes, --builds, --cooldown-c)\n");
         return 2;
     }
     if (!o.load && (o.url || o.streams || o.duration_s > 0 || o.requests || o.prompt_tokens || o.max_tokens || o.api_key ||
@@ -1242,6 +1471,20 @@ int main(int argc, char **argv) {
 #else
     if (!strcmp(o.backend, "auto")) o.backend = "cpu";
 #endif
+    if (o.nbuilds) {
+        int matrix = 0;
+        for (int i = optind; i < argc; i++) matrix |= !strcmp(argv[i], "matrix");
+        if (!matrix || argc - optind != 1 || o.model_dir || o.random_mimir) {
+            fprintf(stderr, "frigg-bench: --builds is the form of the matrix mode over several builds: "
+                            "frigg-bench --builds DIR,DIR,... matrix (no other mode, no --model or --random-mimir)\n");
+            return 2;
+        }
+        return bench_matrix_builds(&o) ? 1 : 0;
+    }
+    if (o.cooldown_c >= 0) {
+        fprintf(stderr, "frigg-bench: --cooldown-c is an option of matrix --builds\n");
+        return 2;
+    }
     if ((want[0] || want[1]) && strcmp(o.backend, "cuda")) {
         fprintf(stderr, "frigg-bench: vram and launch measure a GPU: they need --backend cuda and a CUDA build\n");
         return 2;
@@ -1271,7 +1514,7 @@ int main(int argc, char **argv) {
         }
         fprintf(stderr, "model: %llu parameters (%s), ready in %.1f s\n", (unsigned long long)m->n_params,
                 o.random_mimir ? "random, DFM-Mimir shapes" : o.model_dir, (frigg_now_ms() - t0) / 1e3);
-        if (check_cells(&o, m, want[2], want[3])) {
+        if (check_cells(&o, m, want[2], want[3], NULL)) {
             frigg_model_free(m);
             return 1;
         }
