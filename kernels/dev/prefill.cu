@@ -195,7 +195,8 @@ static double time_graph(cudaStream_t s, int n, F f) {
 static void ref_attn_row(frigg_pool *pool, const float *q, const float *K, const float *V, const float *g, int max_ctx,
                          int P, int t, float *y, float *bnd) {
     frigg_attn_args a = {.q = q + (size_t)t * D, .q_stride = (size_t)D, .k = K, .v = V, .pos_stride = (size_t)HD,
-                         .head_stride = (size_t)max_ctx * HD, .gate = g + (size_t)t * 4 * D, .gate_stride = (size_t)4 * D,
+                         .head_stride = (size_t)max_ctx * HD, .k8 = NULL, .v8 = NULL, .k_scale = NULL, .v_scale = NULL,
+                         .scale_pos_stride = 0, .scale_head_stride = 0, .gate = g + (size_t)t * 4 * D, .gate_stride = (size_t)4 * D,
                          .T = 1, .p0 = t < P ? P - 1 : t, .prefix_len = P, .heads = H, .head_dim = HD, .out = y,
                          .out_stride = (size_t)D, .abs_out = bnd};
     frigg_cpu_attention(FRIGG_PREC_BF16, pool, &a);
