@@ -191,8 +191,9 @@ static int is_stop_id(const frigg_seqgen *g, int32_t id) {
 /* The values the engine handed back for this step, checked where the host sees them: every one of a TOPK row's k
  * values, and the whole row of a LOGITS row (one pass over what the sampler reads several times). A NaN or an
  * infinity there means the model itself broke (non-finite weights, an overflow), and every id drawn from it would
- * be arbitrary, so the sequence ends with an error instead. A GREEDY row brings only the engine's argmax id: the
- * engine checks that one. 0 when finite, else -1 with g->error set. */
+ * be arbitrary, so the sequence ends with an error instead. A GREEDY row brings only the engine's argmax id: an
+ * engine that checks its argmax value answers an id outside [0, vocab) when it is not finite, which ends the
+ * sequence the same way. 0 when finite, else -1 with g->error set. */
 static int check_finite(frigg_seqgen *g, const frigg_row *row) {
     const float *v = NULL;
     int n = 0;
@@ -203,11 +204,22 @@ static int check_finite(frigg_seqgen *g, const frigg_row *row) {
         v = row->out_logits;
         n = g->vocab;
     }
+    char msg[256];
+    if (g->want == FRIGG_WANT_GREEDY) {
+        /* an engine that finds its argmax value not finite answers an id outside the vocabulary */
+        int32_t id = *row->out_id;
+        if (id >= 0 && id < g->vocab) return 0;
+        snprintf(msg, sizeof msg,
+                 "the model's logits are not finite (the engine's greedy id is %d) at step %d (%s) of sequence %d: "
+                 "the weights or the computation hold a NaN or an infinity",
+                 (int)id, g->r.n, row->prefill ? "the prefill" : "a decode step", row->seq);
+        g->error = frigg_xstrdup(msg);
+        return -1;
+    }
     int bad = -1;
     for (int i = 0; i < n && bad < 0; i++)
         if (!isfinite(v[i])) bad = i;
     if (bad < 0) return 0;
-    char msg[256];
     int32_t id = g->want == FRIGG_WANT_TOPK ? row->out_ids[bad] : bad;
     snprintf(msg, sizeof msg,
              "the model's logits are not finite (%s at token id %d) at step %d (%s) of sequence %d: the weights or "
