@@ -300,24 +300,4 @@ int frigg_tokenizers_match(const frigg_tokenizer *a, const frigg_tokenizer *b) {
     return 0;
 }
 
-char *frigg_heldout_text_path(void) {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = 0;
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = 0; /* exe = .../bin */
-            static const char *const rel[] = {"/../golden/default", "/../share/frigg/default", "/../../golden/default"};
-            for (int i = 0; i < 3; i++) {
-                char buf[PATH_MAX + 64];
-                snprintf(buf, sizeof buf, "%s%s/heldout.txt", exe, rel[i]);
-                if (frigg_file_exists(buf)) {
-                    char *real = realpath(buf, NULL);
-                    return real ? real : frigg_xstrdup(buf);
-                }
-            }
-        }
-    }
-    return frigg_xstrdup("golden/default/heldout.txt");
-}
+char *frigg_heldout_text_path(void) { return frigg_bundled_path("heldout.txt"); }

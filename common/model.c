@@ -415,9 +415,7 @@ void frigg_model_free(frigg_model *m) {
     free(m);
 }
 
-char *frigg_default_model_dir(void) {
-    const char *env = getenv("FRIGG_MODEL");
-    if (env && *env) return frigg_xstrdup(env);
+char *frigg_bundled_path(const char *name) {
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) {
@@ -428,16 +426,23 @@ char *frigg_default_model_dir(void) {
             static const char *const rel[] = {"/../golden/default", "/../share/frigg/default", "/../../golden/default"};
             for (int i = 0; i < 3; i++) {
                 char buf[PATH_MAX + 64];
-                snprintf(buf, sizeof buf, "%s%s/config.json", exe, rel[i]);
+                snprintf(buf, sizeof buf, "%s%s/%s", exe, rel[i], name);
                 if (frigg_file_exists(buf)) {
-                    buf[strlen(buf) - strlen("/config.json")] = 0;
                     char *real = realpath(buf, NULL);
                     return real ? real : frigg_xstrdup(buf);
                 }
             }
         }
     }
-    return frigg_xstrdup("golden/default");
+    return frigg_path_join("golden/default", name);
+}
+
+char *frigg_default_model_dir(void) {
+    const char *env = getenv("FRIGG_MODEL");
+    if (env && *env) return frigg_xstrdup(env);
+    char *cfg = frigg_bundled_path("config.json");
+    cfg[strlen(cfg) - strlen("/config.json")] = 0;
+    return cfg;
 }
 
 const char *frigg_dtype_name(frigg_dtype t) {

@@ -111,8 +111,11 @@ static inline int frigg_run_stack(const frigg_config *c, int run) {
     return (run % (c->L_cycles + 1)) == c->L_cycles ? FRIGG_STACK_H : FRIGG_STACK_L;
 }
 
-/* Directory of the bundled default model: $FRIGG_MODEL, else golden/default next to the executable's
- * bin/, else the installed share/frigg/default. Returns a new string. */
+/* NAME in the bundled model's directory (golden/default beside or above the executable's bin/, or
+ * share/frigg/default of an install), else golden/default/NAME relative to the current directory: a new string. */
+char *frigg_bundled_path(const char *name);
+/* Directory of the bundled default model: $FRIGG_MODEL, else the directory frigg_bundled_path finds its
+ * config.json in. Returns a new string. */
 char *frigg_default_model_dir(void);
 
 #endif
