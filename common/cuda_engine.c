@@ -11,6 +11,7 @@
  * device and stream. */
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -383,7 +384,10 @@ static int wait_step(cuda_impl *im, int qi) {
 
 /* A row's outputs from its logits on the host (prefill rows, and rows wanting out_lse). */
 static void outputs_from_row(frigg_row *r, const float *row, int V) {
-    if (r->want == FRIGG_WANT_GREEDY) *r->out_id = frigg_argmax(row, V);
+    if (r->want == FRIGG_WANT_GREEDY) { /* seqgen: an id outside [0, V) is a non-finite row */
+        int32_t id = frigg_argmax(row, V);
+        *r->out_id = isfinite(row[id]) ? id : -1;
+    }
     if (r->want == FRIGG_WANT_TOPK) {
         frigg_topk(row, V, r->k, r->out_ids);
         for (int j = 0; j < r->k; j++) r->out_vals[j] = row[r->out_ids[j]];
@@ -570,7 +574,7 @@ static int cuda_submit(frigg_backend *b, frigg_row *rows, int nrows) {
         r->pending = !done;
         if (!done) continue;
         outputs_from_row(r, last ? last : im->host_row, V);
-        if (r->want == FRIGG_WANT_GREEDY) im->greedy[r->seq] = *r->out_id;
+        if (r->want == FRIGG_WANT_GREEDY) im->greedy[r->seq] = *r->out_id >= 0 ? *r->out_id : 0; /* a valid input id */
         im->last_B = 0; /* the prefill used d_step's neighbours: the next decode stages from the host */
     }
     if (B && run_decode(b, dr, B, qi)) return -1;
