@@ -63,6 +63,9 @@ static void usage(FILE *f) {
             "      --detokenize      map {\"ids\":[...]} lines to {\"text\":...}; no weights\n"
             "      --hf-regex        tokenize like transformers' fix_mistral_regex (default: like training)\n"
             "  -P, --parallel N      run up to N requests at once (default %d: the engine's sequence slots)\n"
+            "      --ctx N           tokens per sequence: prompt + output (default: the model's\n"
+            "                        max_position_embeddings); every slot's KV cache is allocated for N\n"
+            "                        tokens at start, so fewer fit more --parallel slots\n"
             "      --unordered       print each response as it finishes, with its input \"line\" number\n"
             "                        (default: in input order)\n"
             "      --max-line-bytes N  refuse an input line longer than N bytes (default %ld: 16 MiB)\n"
@@ -156,7 +159,7 @@ int main(int argc, char **argv) {
         {"hf-regex", no_argument, 0, 'R'},      {"raw", no_argument, 0, 'W'},
         {"parallel", required_argument, 0, 'P'}, {"unordered", no_argument, 0, 'U'},
         {"batch-invariant", no_argument, 0, 'I'}, {"kv-dtype", required_argument, 0, 'K'},
-        {"max-line-bytes", required_argument, 0, 'L'},
+        {"max-line-bytes", required_argument, 0, 'L'}, {"ctx", required_argument, 0, 'C'},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, 'V'},       {0, 0, 0, 0}};
     frigg_session_opts so = {0};
@@ -188,6 +191,12 @@ int main(int argc, char **argv) {
             double v;
             if (frigg_cli_number("frigg-run", "--parallel", optarg, 1, 256, 1, &v)) return 2;
             parallel = (int)v;
+            break;
+        }
+        case 'C': {
+            double v;
+            if (frigg_cli_number("frigg-run", "--ctx", optarg, 1, 1 << 24, 1, &v)) return 2;
+            so.ctx = (int)v;
             break;
         }
         case 'L': {

@@ -37,7 +37,12 @@ frigg_backend *frigg_backend_alloc(const char *name, const frigg_model *m, const
                                    frigg_backend_opts *o) {
     *o = opts ? *opts : (frigg_backend_opts){0};
     if (o->max_seqs < 1) o->max_seqs = 1;
-    if (o->max_ctx <= 0 || o->max_ctx > m->cfg.max_position_embeddings) o->max_ctx = m->cfg.max_position_embeddings;
+    if (o->max_ctx > m->cfg.max_position_embeddings) {
+        frigg_set_error("backend \"%s\": %d tokens per sequence > the model's max_position_embeddings %d", name,
+                        o->max_ctx, m->cfg.max_position_embeddings);
+        return NULL;
+    }
+    if (o->max_ctx <= 0) o->max_ctx = m->cfg.max_position_embeddings;
     if (o->threads < 0 || o->threads > FRIGG_MAX_THREADS) {
         frigg_set_error("backend \"%s\": %d threads (0: all cores, else 1..%d)", name, o->threads, FRIGG_MAX_THREADS);
         return NULL;

@@ -130,8 +130,8 @@ int frigg_prefill(frigg_backend *b, int seq, const int32_t *ids, int n, int pref
                   float *logits_all);
 int frigg_decode(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, float *logits);
 
-/* For backend implementations. alloc: the common part with the options normalised (max_seqs >= 1,
- * max_ctx in [1, max_position_embeddings]) and checked (kv_dtype); *o receives them. NULL with
+/* For backend implementations. alloc: the common part with the options normalised (max_seqs >= 1, max_ctx 0
+ * = max_position_embeddings) and checked (max_ctx beyond max_position_embeddings, kv_dtype); *o receives them. NULL with
  * frigg_error() on a bad option. check_rows: the checks every engine makes of a step before it runs
  * anything (slots, lengths against max_ctx given the lengths `len` now, token ids, wants and k, a
  * sequence at most once); `last_greedy[seq]` says whether the step before left a greedy id for seq. */

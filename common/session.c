@@ -56,7 +56,7 @@ frigg_session *frigg_session_open(const frigg_session_opts *o) {
         return NULL;
     }
     frigg_backend_opts bo = {.threads = o->threads, .device = o->device,
-                             .max_seqs = o->slots > 0 ? o->slots : FRIGG_SESSION_DEFAULT_SLOTS, .max_ctx = 0,
+                             .max_seqs = o->slots > 0 ? o->slots : FRIGG_SESSION_DEFAULT_SLOTS, .max_ctx = o->ctx,
                              .batch_invariant = o->batch_invariant, .kv_dtype = o->kv_dtype};
     s->backend = frigg_backend_create(o->backend, s->model, &bo);
     if (!s->backend) {

@@ -15,6 +15,7 @@ typedef struct {
     int hf_regex;
     int tokenizer_only;         /* --tokenize / --detokenize: do not load weights */
     int slots;                  /* sequence slots: requests run at once (0 = FRIGG_SESSION_DEFAULT_SLOTS) */
+    int ctx;                    /* tokens per sequence (0 = the model's max_position_embeddings) */
     int batch_invariant;        /* frigg_backend_opts.batch_invariant */
     frigg_dtype kv_dtype;       /* frigg_backend_opts.kv_dtype (0: bf16) */
     double prefill_share;       /* frigg_sched_set_prefill_share (0: whole prompts) */

@@ -199,6 +199,17 @@ int main(void) {
     rc = run(cmd, "{\"input_ids\":[5,6],\"max_tokens\":1}\n", &out);
     CHECK(rc == 2, "frigg-run --threads 100000: exit %d, want 2", rc);
     free(out);
+    /* --ctx: the sequences' length; a request beyond it is that line's error (exit 1: a request failed); beyond the model's
+     * max_position_embeddings it is a usage error at start, not a silent clamp */
+    snprintf(cmd, sizeof cmd, "%s/frigg-run --model '%s' --backend cpu --ctx 32", g_bin, dir);
+    rc = run(cmd, "{\"input_ids\":[5,6],\"max_tokens\":2}\n{\"input_ids\":[5,6],\"max_tokens\":40}\n", &out);
+    CHECK(rc == 1 && out && strstr(out, "\"output_ids\"") && strstr(out, "exceeds the context limit of 32 tokens"),
+          "frigg-run --ctx 32: exit %d, output '%s'", rc, out ? out : "");
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s/frigg-run --model '%s' --backend cpu --ctx 1000000", g_bin, dir);
+    rc = run(cmd, "{\"input_ids\":[5,6],\"max_tokens\":1}\n", &out);
+    CHECK(rc == 2, "frigg-run --ctx beyond max_position_embeddings: exit %d, want 2", rc);
+    free(out);
     snprintf(cmd, sizeof cmd, "%s/frigg-quantize --version", g_bin); /* implemented: tests/quantize.sh tests it */
     rc = run(cmd, "", &out);
     CHECK(rc == 0 && out && strstr(out, "frigg-quantize"), "frigg-quantize --version: exit %d", rc);
