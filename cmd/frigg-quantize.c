@@ -44,12 +44,13 @@ static void usage(FILE *f) {
             "                  of each group by a clipping search, or round-to-nearest with --int4-rtn);\n"
             "                  lm_head and the embedding int8 per row\n"
             "  --keep-embedding  copy the embedding unchanged (transformers 5.17 cannot load a quantized one)\n"
-            "  --threads N     quantize with N threads (default: every CPU)\n"
+            "  -t, --threads N quantize with N threads (default: every CPU)\n"
             "  --check         then score the build against SRC, teacher-forced on a held-out text (frigg-eval kl's\n"
             "                  code): mean and p99 KL(SRC || build) per token, top-1 agreement, both NLLs, written to\n"
             "                  OUT/quality.json and OUT/README.md; the text: --check-text (default: heldout.txt of the\n"
             "                  bundled default model), at most --check-limit sequences (default all), on\n"
-            "                  --check-backend (default: cuda when a GPU is present, else cpu)\n");
+            "                  --check-backend (default: cuda when a GPU is present, else cpu)\n"
+            "  -h, --help, --version\n");
 }
 
 /* ---- small I/O helpers ---- */
