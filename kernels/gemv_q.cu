@@ -113,7 +113,13 @@ struct qgeom {
     int ng, cpg, shift;
 };
 __device__ __forceinline__ int q_group(int c, const qgeom &g) { return g.shift >= 0 ? c >> g.shift : c / g.cpg; }
-__device__ __forceinline__ float ld_scale(const uint16_t *p) { return bf2f(__ldg((const unsigned short *)p)); }
+/* Scales are weights too (written once, at upload): read like the weight stream, the only non-coherent loads
+ * tests/nc-loads.sh allows. Not volatile, so that a row's repeated scale stays in a register. */
+__device__ __forceinline__ float ld_scale(const uint16_t *p) {
+    unsigned short v;
+    asm("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(p));
+    return bf2f(v);
+}
 
 template <int B, int R, bool NORM, int EPI, int DT>
 __global__ void __launch_bounds__(GQ_WARPS * 32)
