@@ -3,7 +3,7 @@
 and frigg-quantize --check.
 
 train_default.py cuts the public-domain / CC0 part of each corpus file (da.txt from line 1130, en.txt from
-line 4079) into units of whole sentences (units_of, copied here unchanged) and holds out the last 2 % of each
+line 4079) into units of whole sentences (units_of, in text_units.py, shared by both) and holds out the last 2 % of each
 file's units. This script takes the corpus lines all of whose units lie in that held-out block, in corpus
 order, Danish first, up to --bytes bytes of each language (whole lines), and writes them one per line. It
 checks the split against golden/default/reference.json: every held-out pair recorded there (prompt_text,
@@ -15,32 +15,9 @@ Standard library only; deterministic."""
 import argparse
 import json
 import os
-import re
 import sys
+from text_units import units_of  # train_default.py's units
 
-SENT_END = re.compile(r"(?<=[.!?»\"”])\s+")  # train_default.py's
-
-
-def units_of(lines, max_chars):  # train_default.py's, unchanged
-    out = []
-    for line in lines:
-        cur = ""
-        for sent in SENT_END.split(line.strip()):
-            while len(sent) > max_chars:
-                cut = sent.rfind(" ", 0, max_chars)
-                cut = cut if cut > 0 else max_chars
-                if cur:
-                    out.append(cur)
-                    cur = ""
-                out.append(sent[:cut].strip())
-                sent = sent[cut:].strip()
-            if cur and len(cur) + 1 + len(sent) > max_chars:
-                out.append(cur)
-                cur = ""
-            cur = (cur + " " + sent).strip()
-        if cur:
-            out.append(cur)
-    return [u for u in out if u]
 
 
 def main():

@@ -29,7 +29,6 @@ import json
 import math
 import os
 import random
-import re
 import sys
 import time
 
@@ -40,6 +39,7 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_fixtures as mf  # noqa: E402  (shared helpers: config, packing, HF loading, greedy loop)
+from text_units import units_of  # make_heldout_text.py cuts the same units
 
 GENERATOR = "scripts/oracle/train_default.py"
 VOCAB = 8192
@@ -76,31 +76,6 @@ def mimir_low_tokens():
 # --------------------------------------------------------------------------------------------
 # Corpus → text units → chat pairs
 
-SENT_END = re.compile(r"(?<=[.!?»\"”])\s+")
-
-
-def units_of(lines, max_chars):
-    """Cut paragraphs into units of whole sentences up to max_chars (a longer sentence is cut at
-    a space), so a chat pair is a short prompt and a short continuation."""
-    out = []
-    for line in lines:
-        cur = ""
-        for sent in SENT_END.split(line.strip()):
-            while len(sent) > max_chars:
-                cut = sent.rfind(" ", 0, max_chars)
-                cut = cut if cut > 0 else max_chars
-                if cur:
-                    out.append(cur)
-                    cur = ""
-                out.append(sent[:cut].strip())
-                sent = sent[cut:].strip()
-            if cur and len(cur) + 1 + len(sent) > max_chars:
-                out.append(cur)
-                cur = ""
-            cur = (cur + " " + sent).strip()
-        if cur:
-            out.append(cur)
-    return [u for u in out if u]
 
 
 def read_corpus(corpus_dir, max_chars):
