@@ -5,7 +5,7 @@ bundled model (CPU engine, port 0) and stops them with SIGTERM.
 
     python serve_test.py --bin BIN/frigg-serve --model golden/default [--quick]
 
---quick (FRIGG_QUICK=1, e.g. under the sanitizers): the long requests run 60 tokens instead of 120 and the tool
+--quick (FRIGG_QUICK=1, e.g. under the sanitizers): the long requests generate 60 tokens instead of 120 and the tool
 requests 8 instead of 24.
 
 Prints one "FAIL: ..." line per failed check, "NOTE: ..." lines for what it observed but cannot prove (the
