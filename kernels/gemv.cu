@@ -30,18 +30,6 @@
 #define GEMV_SHORT_UNROLL 3
 enum { GEMV_V_NORMAL = 0, GEMV_V_SHORT = 1, GEMV_NV = 2 };
 
-__device__ __forceinline__ float dot8(uint4 w, const float *x) {
-    float s = bf_lo(w.x) * x[0];
-    s = fmaf(bf_hi(w.x), x[1], s);
-    s = fmaf(bf_lo(w.y), x[2], s);
-    s = fmaf(bf_hi(w.y), x[3], s);
-    s = fmaf(bf_lo(w.z), x[4], s);
-    s = fmaf(bf_hi(w.z), x[5], s);
-    s = fmaf(bf_lo(w.w), x[6], s);
-    s = fmaf(bf_hi(w.w), x[7], s);
-    return s;
-}
-
 template <int B, int R, bool NORM, int EPI, int U>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
     gemv_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, float eps,

@@ -1,6 +1,6 @@
-/* gemv_common.cuh — what the two decode GEMV kernels (gemv.cu: one warp per row, CUDA cores; gemv_tc.cu:
- * 16-row tiles on tensor cores) share: the streaming weight load, the fused input RMSNorm staging, and the
- * epilogues, so both produce the same roundings at the same points. */
+/* gemv_common.cuh — what the decode GEMV kernels (gemv.cu: one warp per row, CUDA cores; gemv_tc.cu: 16-row
+ * tiles on tensor cores; gemv_q.cu: quantized weights) share: the 8-wide dot product, the streaming weight load,
+ * the fused input RMSNorm staging, and the epilogues, so all produce the same roundings at the same points. */
 #ifndef FRIGG_KERNELS_GEMV_COMMON_CUH
 #define FRIGG_KERNELS_GEMV_COMMON_CUH
 
@@ -16,6 +16,20 @@ __device__ __forceinline__ uint4 ld_stream(const uint4 *p) {
                  : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
                  : "l"(p));
     return r;
+}
+
+/* Eight bf16 weights times eight fp32 inputs, one fixed order: the SIMT GEMV (gemv.cu) and the quantized GEMV
+ * (gemv_q.cu, on the dequantized weights) both sum with it, which keeps them bit-identical. */
+__device__ __forceinline__ float dot8(uint4 w, const float *x) {
+    float s = bf_lo(w.x) * x[0];
+    s = fmaf(bf_hi(w.x), x[1], s);
+    s = fmaf(bf_lo(w.y), x[2], s);
+    s = fmaf(bf_hi(w.y), x[3], s);
+    s = fmaf(bf_lo(w.z), x[4], s);
+    s = fmaf(bf_hi(w.z), x[5], s);
+    s = fmaf(bf_lo(w.w), x[6], s);
+    s = fmaf(bf_hi(w.w), x[7], s);
+    return s;
 }
 
 /* x [B][K] (nch = K/8 16-byte chunks per row) -> xs = bf16(x * rsqrt(mean(x^2) + eps)) row by row, using the

@@ -94,19 +94,6 @@ __device__ __forceinline__ uint4 dq_chunk(uint32_t w, float s) {
     return bf16x8_pack(f);
 }
 
-/* gemv.cu's dot8, the same operations in the same order (the bit-identity above depends on it). */
-__device__ __forceinline__ float qdot8(uint4 w, const float *x) {
-    float s = bf_lo(w.x) * x[0];
-    s = fmaf(bf_hi(w.x), x[1], s);
-    s = fmaf(bf_lo(w.y), x[2], s);
-    s = fmaf(bf_hi(w.y), x[3], s);
-    s = fmaf(bf_lo(w.z), x[4], s);
-    s = fmaf(bf_hi(w.z), x[5], s);
-    s = fmaf(bf_lo(w.w), x[6], s);
-    s = fmaf(bf_hi(w.w), x[7], s);
-    return s;
-}
-
 /* Where a row's scales are: scale of chunk c (weights 8c..8c+7) is srow[c / cpg], cpg = chunks per group
  * (group / 8, or K / 8 for one scale per row); shift = log2(cpg) when cpg is a power of two, else -1. */
 struct qgeom {
@@ -185,7 +172,7 @@ __global__ void __launch_bounds__(GQ_WARPS * 32)
                     float xf[8] = {bf_lo(v.x), bf_hi(v.x), bf_lo(v.y), bf_hi(v.y),
                                    bf_lo(v.z), bf_hi(v.z), bf_lo(v.w), bf_hi(v.w)};
 #pragma unroll
-                    for (int r = 0; r < R; r++) acc[r][b] += qdot8(wb[r], xf);
+                    for (int r = 0; r < R; r++) acc[r][b] += dot8(wb[r], xf);
                 }
             }
         };
