@@ -86,6 +86,20 @@
  * [4D][D] matrix concatenates the four weight_packed (and weight_scale) tensors by rows, gate, q, k, v
  * (mlp: gate, up), as model.c does for the bf16 packed layout.
  *
+ * WHAT LLM-COMPRESSOR WRITES FOR A PACKED SOURCE (llmcompressor 0.14.0.1, compressed-tensors 0.19.0,
+ * transformers 5.17.0; golden/fixtures/tiny-llmc-*). oneshot quantizes HF's split in-memory modules, then
+ * save_pretrained reverses the load-time conversion, so the file has the packed names after all, each tensor
+ * the parts' tensors concatenated along dim 0: model.S.layers.N.attn.gqkv_proj.weight_packed [4D][words],
+ * .weight_scale [4D][ngroups], and .weight_shape I64 [8] = {D, D, D, D, D, D, D, D} (the four parts' {rows, cols}
+ * one after another; mlp.gate_up_proj: [4] = {I, D, I, D}); attn.o_proj and mlp.down_proj as usual. transformers
+ * loads it back (Chunk(dim=0) splits weight_shape [8] into four [2]), and so does frigg's loader: for a packed
+ * module it accepts weight_shape either [2] = {rows, cols} of the whole matrix or its parts' shapes, each
+ * {rows / parts, cols}. Its quantization_config targets the class "Linear" and ignores "lm_head" (the recipes of
+ * llm-compressor's examples), so the nn.Embedding and lm_head stay bf16; W8A16 is int8 with group_size 128
+ * (strategy "group", not "channel"), W4A16 int4 group 128; the weights args carry "observer":
+ * "memoryless_minmax", "observer_kwargs": {} and, from GPTQ, "actorder": "static" (no g_idx tensor), all
+ * accepted; version "0.19.0".
+ *
  * frigg-quantize's groups: --method int8: one group, int8 channel, targets {the decoder-layer regex,
  * "lm_head", "model.embed_tokens"}; --method int4: group_0 int4 group (g = --group, default 128) targeting
  * the decoder-layer linears (FRIGG_CT_CORE_REGEX), group_1 int8 channel targeting "lm_head" and

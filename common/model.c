@@ -142,8 +142,10 @@ static int has_tensor(frigg_model *m, const char *module, const char *suffix) {
     return frigg_st_find(&m->st, n) != NULL;
 }
 
-/* Read <module>.weight_packed / weight_scale / weight_shape of a [rows][cols] module of config group g. */
-static int bind_quant(frigg_model *m, frigg_mat *mat, const char *module, int rows, int cols, const frigg_quant_group *g) {
+/* Read <module>.weight_packed / weight_scale / weight_shape of a [rows][cols] module of config group g; nparts > 1
+ * for a packed module (gqkv_proj 4, gate_up_proj 2), whose weight_shape may list its parts (ctensors.h). */
+static int bind_quant(frigg_model *m, frigg_mat *mat, const char *module, int rows, int cols, int nparts,
+                      const frigg_quant_group *g) {
     char n[200];
     int bits = g->num_bits;
     if (g->group_size && cols % g->group_size) {
@@ -169,26 +171,36 @@ static int bind_quant(frigg_model *m, frigg_mat *mat, const char *module, int ro
                         frigg_st_dtype_name(ts->dtype));
         return -1;
     }
+    /* {rows, cols}, or for a packed module its nparts shapes {rows / nparts, cols} one after another (what
+     * transformers' save_pretrained writes for a compressed model loaded from the packed layout: ctensors.h). */
     snprintf(n, sizeof n, "%s.weight_shape", module);
-    frigg_tensor *tsh = find_shaped(m, n, 1, 2, 0);
-    if (!tsh) return -1;
-    int64_t shp[2];
-    if (tsh->dtype == FRIGG_ST_I64) {
-        memcpy(shp, tsh->data, 16);
-    } else if (tsh->dtype == FRIGG_ST_I32) {
-        int32_t s32[2];
-        memcpy(s32, tsh->data, 8);
-        shp[0] = s32[0];
-        shp[1] = s32[1];
-    } else {
-        frigg_set_error("%s: tensor \"%s\" is %s, expected I64", m->dir, n, frigg_st_dtype_name(tsh->dtype));
-        return -1;
+    frigg_tensor *tsh = frigg_st_find(&m->st, n);
+    int parts = nparts > 1 && nparts <= 4 && rows % nparts == 0 && tsh && tsh->ndim == 1 && tsh->shape[0] == 2 * nparts
+                    ? nparts : 1;
+    if (!(tsh = find_shaped(m, n, 1, 2 * parts, 0))) return -1;
+    int64_t shp[8];
+    for (int i = 0; i < 2 * parts; i++) {
+        if (tsh->dtype == FRIGG_ST_I64) {
+            memcpy(&shp[i], (const char *)tsh->data + 8 * i, 8);
+        } else if (tsh->dtype == FRIGG_ST_I32) {
+            int32_t v;
+            memcpy(&v, (const char *)tsh->data + 4 * i, 4);
+            shp[i] = v;
+        } else {
+            frigg_set_error("%s: tensor \"%s\" is %s, expected I64", m->dir, n, frigg_st_dtype_name(tsh->dtype));
+            return -1;
+        }
     }
-    if (shp[0] != rows || shp[1] != cols) {
-        frigg_set_error("%s: tensor \"%s\" says [%lld,%lld], expected [%d,%d]", m->dir, n, (long long)shp[0],
-                        (long long)shp[1], rows, cols);
-        return -1;
-    }
+    for (int i = 0; i < parts; i++)
+        if (shp[2 * i] != rows / parts || shp[2 * i + 1] != cols) {
+            if (parts == 1)
+                frigg_set_error("%s: tensor \"%s\" says [%lld,%lld], expected [%d,%d]", m->dir, n, (long long)shp[0],
+                                (long long)shp[1], rows, cols);
+            else
+                frigg_set_error("%s: tensor \"%s\" says [%lld,%lld] for part %d of %d, expected [%d,%d]", m->dir, n,
+                                (long long)shp[2 * i], (long long)shp[2 * i + 1], i, parts, rows / parts, cols);
+            return -1;
+        }
     *mat = (frigg_mat){.rows = rows, .cols = cols, .dtype = bits == 8 ? FRIGG_DT_INT8 : FRIGG_DT_INT4,
                        .group = g->group_size};
     /* The packed words' bytes are model.h's layout (little-endian host, as safetensors is); a row is used in
@@ -278,7 +290,7 @@ static int bind_module(frigg_model *m, frigg_mat *mat, const char *module, int r
                             "target of any config group, or ignored)", m->dir, module, module);
             return -1;
         }
-        return bind_quant(m, mat, module, rows, cols, &m->quant.groups[want_q]);
+        return bind_quant(m, mat, module, rows, cols, nalt > 1 ? nalt : 1, &m->quant.groups[want_q]);
     }
     if (want_q >= 0 && !any_none) {
         if (has_tensor(m, module, "weight"))
