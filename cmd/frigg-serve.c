@@ -842,6 +842,9 @@ static void usage(FILE *f) {
             "      --prefill-share F    prompts arriving beside running decodes add at most about F x a decode\n"
             "                           step's time to each step, long ones prefilled a slice of layers per step\n"
             "                           (default 0.5; 0: every prompt whole at once, the most tokens per second)\n"
+            "      --max-prefill-tokens N  prompt tokens one engine step prefills: prompts beyond wait for the next\n"
+            "                           step, so a burst's first tokens arrive as its prompts are prefilled, not\n"
+            "                           all after the last (default 2048; a longer prompt runs alone; 0: no limit)\n"
             "      --batch-invariant    each response's bits independent of what runs beside it (see frigg-run(1))\n"
             "      --kv-dtype T         KV-cache elements: bf16 (default) or int8 (CPU engine only; see frigg-run(1))\n"
             "      --hf-regex           tokenize with HF's regex instead of the training mode (see frigg-run(1))\n"
@@ -911,13 +914,14 @@ int main(int argc, char **argv) {
         {"replicas", 1, 0, 'R'},   {"threads", 1, 0, 't'},           {"api-key", 1, 0, 'K'},   {"api-key-file", 1, 0, 'F'},
         {"max-queue", 1, 0, 'Q'},  {"max-body-bytes", 1, 0, 'B'},    {"drain-s", 1, 0, 'd'},   {"timeout-s", 1, 0, 'T'},
         {"batch-invariant", 0, 0, 'I'}, {"hf-regex", 0, 0, 'X'},     {"help", 0, 0, 'h'},      {"version", 0, 0, 'V'},
-        {"kv-dtype", 1, 0, 'k'},   {"prefill-share", 1, 0, 'P'},
+        {"kv-dtype", 1, 0, 'k'},   {"prefill-share", 1, 0, 'P'},     {"max-prefill-tokens", 1, 0, 'L'},
         {0, 0, 0, 0}};
     server *s = frigg_xcalloc(1, sizeof *s);
     const char *dir = NULL, *backend = NULL, *host = "127.0.0.1", *name = NULL;
     int port = 8000, threads = 0, replicas = 0, devices[MAX_REPLICAS] = {0}, ndev = 0, batch_inv = 0, hf_regex = 0;
     frigg_dtype kv_dtype = FRIGG_DT_BF16;
     double drain_s = 30, timeout_s = 600, prefill_share = 0.5;
+    int prefill_tokens = 2048;
     s->slots = 8;
     s->max_queue = 256;
     s->max_body = 4u << 20;
@@ -947,6 +951,10 @@ int main(int argc, char **argv) {
         case 'P':
             if (frigg_cli_number("frigg-serve", "--prefill-share", optarg, 0, 100, 0, &v)) return 2;
             prefill_share = v;
+            break;
+        case 'L':
+            if (frigg_cli_number("frigg-serve", "--max-prefill-tokens", optarg, 0, 1 << 24, 1, &v)) return 2;
+            prefill_tokens = (int)v;
             break;
         case 'k':
             if (frigg_cli_kv_dtype("frigg-serve", optarg, &kv_dtype)) return 2;
@@ -1103,7 +1111,10 @@ int main(int argc, char **argv) {
             return 2;
         }
         r->sched = frigg_sched_new(r->b, s->tok, s->slots);
-        if (r->sched) frigg_sched_set_prefill_share(r->sched, prefill_share);
+        if (r->sched) {
+            frigg_sched_set_prefill_share(r->sched, prefill_share);
+            frigg_sched_set_prefill_tokens(r->sched, prefill_tokens);
+        }
         if (!r->sched) {
             fprintf(stderr, "frigg-serve: replica %s: %s\n", r->label, frigg_error());
             return 2;

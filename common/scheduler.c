@@ -51,6 +51,7 @@ struct frigg_sched {
      * prefill token-layer (EMA, ms). Each step's prompts and slice are chosen to add at most prefill_share x the
      * decode step's time. */
     double prefill_share;
+    int prefill_tokens;          /* frigg_sched_set_prefill_tokens: prompt tokens a step takes (0: no limit) */
     req *slicing;
     double t_prev, tl_ms;
     int tl_pure;                 /* tl_ms was learnt from a step of prefill rows alone */
@@ -359,7 +360,7 @@ static int plan_prefill(frigg_sched *s, const req *q, int decode_rows, double *b
 /* The rows of the next step into buffer k: a prefill (or a slice of one, plan_prefill) for each request
  * admitted and not yet prefilled, a decode row for every running choice that is not finished. */
 static int build_rows(frigg_sched *s, int k) {
-    int nrows = 0, decode_rows = 0, partial = 0;
+    int nrows = 0, decode_rows = 0, partial = 0, pf_rows = 0, pf_tokens = 0;
     for (int i = 0; i < s->nrunning; i++)
         if (s->running[i]->prefilled)
             for (int c = 0; c < s->running[i]->r.n_choices; c++) decode_rows += !s->running[i]->finished[c];
@@ -392,8 +393,13 @@ static int build_rows(frigg_sched *s, int k) {
         int layers = 0;
         if (!q->prefilled) {
             if (q->finished[0]) continue;
+            /* the token limit: the first prompt of a step always runs (a longer prompt alone); later ones
+             * wait for a step they fit, oldest first */
+            if (s->prefill_tokens > 0 && pf_rows > 0 && pf_tokens + q->r.n > s->prefill_tokens) continue;
             layers = plan_prefill(s, q, decode_rows, &budget, &partial);
             if (layers < 0) continue;
+            pf_rows++;
+            pf_tokens += q->r.n;
             s->step_tl[k] += (double)q->r.n * (layers ? layers : total - q->pf_done);
         }
         for (int c = 0; c < (q->prefilled ? q->r.n_choices : 1); c++) {
@@ -622,6 +628,7 @@ static int sched_step(frigg_sched *s) {
 uint64_t frigg_sched_steps_ahead(frigg_sched *s) { return s->ahead; }
 
 void frigg_sched_set_prefill_share(frigg_sched *s, double share) { s->prefill_share = share > 0 ? share : 0; }
+void frigg_sched_set_prefill_tokens(frigg_sched *s, int tokens) { s->prefill_tokens = tokens > 0 ? tokens : 0; }
 
 void frigg_sched_free(frigg_sched *s) {
     if (!s) return;

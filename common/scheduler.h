@@ -69,6 +69,13 @@ void frigg_sched_free(frigg_sched *s);
  * cannot be split by tokens), so running sequences keep their time per token within about 1 + share of
  * what it is without arrivals, and long prompts take longer to their first token. */
 void frigg_sched_set_prefill_share(frigg_sched *s, double share);
+/* Prompt tokens one step prefills. 0 (the default): no limit, every admitted prompt that the prefill share
+ * lets in runs in the same step. tokens > 0: prompts join a step, oldest first, while their tokens together
+ * stay within the limit (the first always runs, a longer one alone); the others wait for a later step. A
+ * step's rows are collected together, so without a limit a burst of prompts all reach their first token only
+ * when the last of them is prefilled, and sequences admitted together stay in step for their whole lives;
+ * with one, the first tokens of a burst arrive as its prompts are prefilled. */
+void frigg_sched_set_prefill_tokens(frigg_sched *s, int tokens);
 
 /* Queue a request; returns its handle (> 0), or 0 with frigg_error() when it can never run (prompt +
  * max_tokens beyond a sequence's context, more choices than slots, bad parameters, a score request that

@@ -69,6 +69,7 @@ frigg_session *frigg_session_open(const frigg_session_opts *o) {
         return NULL;
     }
     frigg_sched_set_prefill_share(s->sched, o->prefill_share);
+    frigg_sched_set_prefill_tokens(s->sched, o->prefill_tokens);
     return s;
 }
 

@@ -19,6 +19,7 @@ typedef struct {
     int batch_invariant;        /* frigg_backend_opts.batch_invariant */
     frigg_dtype kv_dtype;       /* frigg_backend_opts.kv_dtype (0: bf16) */
     double prefill_share;       /* frigg_sched_set_prefill_share (0: whole prompts) */
+    int prefill_tokens;         /* frigg_sched_set_prefill_tokens (0: no limit) */
 } frigg_session_opts;
 
 #define FRIGG_SESSION_DEFAULT_SLOTS 8

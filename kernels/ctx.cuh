@@ -17,8 +17,9 @@ struct fk_ctx {
     int gemv_impl;           /* FK_GEMV_IMPL_* */
     char gemv_auto[5][9];    /* the auto table: per shape class, a letter per batch size ('s' simt, 't' tc) */
     int tc_max_blocks;       /* 0: as many as fit */
-    /* gemv_tc.cu: blocks of each instantiation and warp count that fit on one SM, [batch 1][norm][epi][warps] */
-    int tc_fit[2][2][4][FK_TC_MAX_WARPS + 1];
+    /* gemv_tc.cu: blocks of each instantiation and warp count that fit on one SM,
+     * [weight dtype (frigg_dtype)][batch 1][norm][epi][warps] */
+    int tc_fit[3][2][2][4][FK_TC_MAX_WARPS + 1];
     /* attention.cu */
     int prefill_impl;        /* FK_PREFILL_* */
     /* attention_decode.cu */

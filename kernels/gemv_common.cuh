@@ -5,6 +5,7 @@
 #define FRIGG_KERNELS_GEMV_COMMON_CUH
 
 #include "common.cuh"
+#include "dequant.cuh"
 #include "kernels.h"
 
 #define GEMV_MAX_SMEM (64 * 1024) /* dynamic shared memory for the normalised x: 8 rows of K <= 4096 */
@@ -188,6 +189,10 @@ __device__ __forceinline__ void pair_rows(int unit, int O, int hd, int *row1, in
 /* 0, or -1 with frigg_error set (K beyond one round, a failed launch). */
 int gemv_tc_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps,
                    int epi, uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s);
+/* The same kernel on weights of dtype dt (frigg_dtype): INT8 / INT4 read as packed, with their scales S. */
+int gemv_tc_launch_dt(const fk_ctx *kc, int dt, const void *W, const uint16_t *S, qgeom geo, int O, int K,
+                      const uint16_t *x, int B, int norm_in, float eps, int epi, uint16_t *out, const fk_qkv_epi *qa,
+                      cudaStream_t s);
 
 /* gemv_q.cu: the INT8/INT4 kernels fk_gemv / fk_gemv_qkv hand quantized descriptors to (kernels.h). 0, or -1
  * with frigg_error set. */

@@ -4,116 +4,42 @@
  *
  * The rounding is frigg_cpu_linear's (cpu_ops.h): each weight is w = bf16(q * scale) — q * scale is exact in
  * fp32 (|q| <= 128 times a bf16 scale), then rounded once to bf16, as frigg_mat_row — and the products w * x
- * are summed in fp32, with one bf16 rounding of the result in the epilogue. One device function (dq_chunk)
- * makes those weights for both kernels, so fk_dequant_bf16's output, checked bit for bit against
- * frigg_mat_row by tests/test_cuda_gemv_q.c, is exactly what the GEMV multiplies by.
+ * are summed in fp32, with one bf16 rounding of the result in the epilogue. One device function
+ * (dequant.cuh: dq_chunk) makes those weights for every kernel, so fk_dequant_bf16's output, checked bit for
+ * bit against frigg_mat_row by tests/test_cuda_gemv_q.c, is exactly what the GEMVs multiply by.
  *
- * The GEMV kernel is gemv.cu's CUDA-core kernel with the weight load replaced: one warp per output row (two
- * for the fused SwiGLU: gate row i and up row I+i), lane l taking the 8-weight chunks l, l+32, l+64, ... in
- * increasing order, each chunk dequantized into the 8 bf16 values a bf16 matrix would hold there and
- * multiplied by the same dot8 (in the same order), then warp_sum and gemv_common.cuh's epilogues. So a
- * quantized GEMV gives bit for bit what the simt bf16 GEMV (FK_GEMV_IMPL_SIMT) gives on the dequantized
- * matrix, whatever the batch size: batched decode equals single-row decode bit for bit, as for simt. The
- * context's gemv implementation (simt / tc / auto) does not apply: quantized weights have this one kernel.
+ * Two GEMV implementations, as for bf16 weights, chosen by the context's gemv implementation:
+ * - tc and auto (the default): gemv_tc.cu's tensor-core kernel with the quantized weight load (K <= 4096,
+ *   every DFM-Mimir shape). The products are on the tensor cores, so a weight costs its load and dq_chunk
+ *   whatever the batch size. Bit for bit the tc bf16 GEMV on the dequantized matrix.
+ * - simt: this file's kernel, gemv.cu's CUDA-core kernel with the weight load replaced: one warp per output
+ *   row (two for the fused SwiGLU: gate row i and up row I+i), lane l taking the 8-weight chunks l, l+32,
+ *   l+64, ... in increasing order, each chunk dequantized and multiplied by the same dot8 (in the same order),
+ *   then warp_sum and gemv_common.cuh's epilogues. Bit for bit the simt bf16 GEMV on the dequantized matrix.
+ *   Its products are fp32 FMAs on the CUDA cores, 8 per weight at batch 8: it is bound by issue rate, not by
+ *   bandwidth (benchmarks/h200-2026-12-03/bringup/: 0.61x the bf16 engine at batch 1, 0.38x at batch 8).
+ *   It also serves K > 4096.
+ * Either way batched decode equals single-row decode bit for bit.
  *
  * A chunk is 8 weights because x comes in 16-byte chunks of 8 bf16: an int8 chunk is an 8-byte load per
- * lane (a warp reads 256 contiguous bytes of the row), an int4 chunk a 4-byte load (128 bytes). Row starts
- * are then aligned for any K % 8 == 0 (int8 rows start at r*K bytes, int4 at r*K/2). The scale of a chunk is
- * one bf16 load: the group (of G % 8 == 0 weights) holds the whole chunk.
- *
- * q from its offset-binary code u without an integer-to-float conversion: the float with bits
- * 0x4B000000 | u is 2^23 + u exactly, and subtracting 2^23 + 128 (int8) or 2^23 + 8 (int4) leaves q exactly
- * (two plain fp32-pipe ops, where I2F runs at a fraction of the fp32 rate).
- *
- * NOT TUNED. Nothing here has been timed: the machine it was written on has no GPU. kernels/dev/gemv_q.cu
- * times it on DFM-Mimir's shapes (GB/s against the weight and scale bytes). What is likely to matter and was
- * left at a guess: (1) chunks in flight per lane (GQ_UNROLL_I8 8, GQ_UNROLL_I4 16: the bf16 kernel's 128
- * bytes per lane in flight would be 16 int8 / 32 int4 chunks; K 1536 has only 6 chunks per lane, so the row
- * pairs at batch 1 are all in flight at once either way); (2) the dequantization arithmetic per weight (an
- * and/or, an fadd, an fmul, a cvt.rn.bf16 and a shift back), which at int4 batch 1 may bound the kernel by
- * issue rate rather than by bandwidth: a bf16x2 version (prmt to 0x4300|u, one HSUB2 and one HMUL2 per pair,
- * which rounds the exact product once, the same bits) halves it; (3) wider loads (16 bytes per lane: 2 int8
- * or 4 int4 chunks per lane) change which lane sums which chunk, so they would give up the bit-identity with
- * the simt bf16 kernel (not the match with the CPU op); (4) a tensor-core variant for batch >= 2, as
- * gemv_tc.cu is for bf16 (auto's table measured tc faster from batch 2 on every shape). */
+ * lane, an int4 chunk a 4-byte load. Row starts are then aligned for any K % 8 == 0 (int8 rows start at r*K
+ * bytes, int4 at r*K/2). The scale of a chunk is one bf16 load: the group (of G % 8 == 0 weights) holds the
+ * whole chunk. */
+#include "dequant.cuh"
 #include "gemv_common.cuh"
 
 #define GQ_WARPS 4
-#define GQ_UNROLL_I8 8  /* int8: 8-byte chunks per lane and row in flight */
-#define GQ_UNROLL_I4 16 /* int4: 4-byte chunks per lane and row in flight */
-
-/* Bytes of one 8-weight chunk, and the word type that holds it. */
-template <int DT> struct qword;
-template <> struct qword<FRIGG_DT_INT8> {
-    typedef uint2 T;
-    static constexpr int bytes = 8;
-    static constexpr int unroll = GQ_UNROLL_I8;
+/* chunks per lane and row in flight: int8 8 (8-byte chunks), int4 16 (4-byte chunks) */
+template <int DT> struct gq_unroll {
+    static constexpr int n = DT == FRIGG_DT_INT8 ? 8 : 16;
 };
-template <> struct qword<FRIGG_DT_INT4> {
-    typedef uint32_t T;
-    static constexpr int bytes = 4;
-    static constexpr int unroll = GQ_UNROLL_I4;
-};
-
-/* Weights are read once per pass: keep them out of L1 (as gemv_common.cuh's ld_stream). */
-__device__ __forceinline__ uint2 ld_stream_q(const uint2 *p) {
-    uint2 r;
-    asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];" : "=r"(r.x), "=r"(r.y) : "l"(p));
-    return r;
-}
-__device__ __forceinline__ uint32_t ld_stream_q(const uint32_t *p) {
-    uint32_t r;
-    asm volatile("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(r) : "l"(p));
-    return r;
-}
-__device__ __forceinline__ uint2 qzero(uint2) { return make_uint2(0, 0); }
-__device__ __forceinline__ uint32_t qzero(uint32_t) { return 0; }
-
-/* q from its stored code u: (2^23 + u) - (2^23 + offset), both steps exact. */
-__device__ __forceinline__ float q_of(uint32_t u, float magic) { return __uint_as_float(0x4B000000u | u) - magic; }
-#define Q8_MAGIC 8388736.0f /* 2^23 + 128 */
-#define Q4_MAGIC 8388616.0f /* 2^23 + 8 */
-
-/* The 8 weights of one chunk as bf16, memory order (value i of the chunk in bits 16*(i%2) of word i/2):
- * bf16(q_i * s), the fp32 product exact, rounded once to nearest even. int8: value i is byte i of the
- * 8 bytes (little-endian words); int4: value i is nibble i of the word (bits 4i..4i+3: the low nibble of
- * byte i/2 for even i, the high for odd). */
-__device__ __forceinline__ uint4 dq_chunk(uint2 w, float s) {
-    float f[8];
-#pragma unroll
-    for (int i = 0; i < 4; i++) {
-        f[i] = q_of((w.x >> (8 * i)) & 255u, Q8_MAGIC) * s;
-        f[4 + i] = q_of((w.y >> (8 * i)) & 255u, Q8_MAGIC) * s;
-    }
-    return bf16x8_pack(f);
-}
-__device__ __forceinline__ uint4 dq_chunk(uint32_t w, float s) {
-    float f[8];
-#pragma unroll
-    for (int i = 0; i < 8; i++) f[i] = q_of((w >> (4 * i)) & 15u, Q4_MAGIC) * s;
-    return bf16x8_pack(f);
-}
-
-/* Where a row's scales are: scale of chunk c (weights 8c..8c+7) is srow[c / cpg], cpg = chunks per group
- * (group / 8, or K / 8 for one scale per row); shift = log2(cpg) when cpg is a power of two, else -1. */
-struct qgeom {
-    int ng, cpg, shift;
-};
-__device__ __forceinline__ int q_group(int c, const qgeom &g) { return g.shift >= 0 ? c >> g.shift : c / g.cpg; }
-/* Scales are weights too (written once, at upload): read like the weight stream, the only non-coherent loads
- * tests/nc-loads.sh allows. Not volatile, so that a row's repeated scale stays in a register. */
-__device__ __forceinline__ float ld_scale(const uint16_t *p) {
-    unsigned short v;
-    asm("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(p));
-    return bf2f(v);
-}
 
 template <int B, int R, bool NORM, int EPI, int DT>
 __global__ void __launch_bounds__(GQ_WARPS * 32)
     gemv_q_kernel(const unsigned char *__restrict__ W, const uint16_t *__restrict__ S, int O, int K, qgeom geo,
                   const uint16_t *__restrict__ x, float eps, uint16_t *__restrict__ out) {
     typedef typename qword<DT>::T word;
-    constexpr int U = qword<DT>::unroll, CB = qword<DT>::bytes;
+    constexpr int U = gq_unroll<DT>::n, CB = qword<DT>::bytes;
     extern __shared__ uint4 xs[];
     __shared__ float scratch[B * 32]; /* stage_norm: 32 per batch row */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nch = K / 8;
@@ -130,7 +56,7 @@ __global__ void __launch_bounds__(GQ_WARPS * 32)
         srow[r] = S + (size_t)(valid ? row[r] : 0) * geo.ng;
     }
     word w[U][R];
-    float sc[U][R];
+    uint32_t sc[U][R];
     auto load = [&](int c0) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
@@ -139,7 +65,7 @@ __global__ void __launch_bounds__(GQ_WARPS * 32)
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 w[u][r] = ok ? ld_stream_q(wrow[r] + c) : qzero(word());
-                sc[u][r] = ok ? ld_scale(srow[r] + q_group(c, geo)) : 0.0f;
+                sc[u][r] = ok ? ld_scale2(srow[r] + q_group(c, geo)) : 0u;
             }
         }
     };
@@ -204,7 +130,7 @@ __global__ void dequant_kernel(const unsigned char *__restrict__ W, const uint16
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (size_t)gridDim.x * blockDim.x) {
         int r = (int)(i / nch), c = (int)(i % nch);
         word w = ld_stream_q((const word *)(W + (size_t)r * nch * CB) + c);
-        float s = ld_scale(S + (size_t)r * geo.ng + q_group(c, geo));
+        uint32_t s = ld_scale2(S + (size_t)r * geo.ng + q_group(c, geo));
         *(uint4 *)(out + (size_t)r * K + (size_t)c * 8) = dq_chunk(w, s);
     }
 }
@@ -290,6 +216,11 @@ static int q_check(const frigg_mat *W, const char *what, qgeom *g) {
     return 0;
 }
 
+/* The implementation a quantized GEMV of this shape takes: tc unless the context says simt, or K is past the
+ * tensor-core kernel's one round (the simt bf16 kernel's 3-8x slower products are why auto does not follow the
+ * bf16 table here). */
+static int q_use_tc(const fk_ctx *kc, int K) { return kc->gemv_impl != FK_GEMV_IMPL_SIMT && K <= GEMV_TC_MAX_K; }
+
 /* fk_gemv for an INT8/INT4 W (gemv.cu's fk_gemv hands these here; epi STORE, RESID or SWIGLU). */
 int gemv_q_launch(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, int norm_in, float eps, int epi,
                   uint16_t *out, cudaStream_t s) {
@@ -303,23 +234,38 @@ int gemv_q_launch(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B
                         frigg_dtype_name(W->dtype), B, O, K, epi, fk_aligned16(x) ? "" : ", x not 16-byte aligned");
         return -1;
     }
+    if (q_use_tc(kc, K)) {
+        fk_qkv_epi none = {};
+        none.hd = 2;
+        return gemv_tc_launch_dt(kc, W->dtype, W->w, W->scales, g, O, K, x, B, norm_in, eps, epi, out, &none, s);
+    }
     int units = epi == FK_GEMV_SWIGLU ? O / 2 : O;
     fk_launch(kc, pick_q_any(W->dtype, B, norm_in, epi), (units + GQ_WARPS - 1) / GQ_WARPS, GQ_WARPS * 32, smem, s,
               (const unsigned char *)W->w, W->scales, O, K, g, x, eps, out);
     return fk_check_launch("gemv_q");
 }
 
-/* fk_gemv_qkv for an INT8/INT4 gqkv: the normed quantized GEMV into the gqkv rows [B][4D] (all four
- * sections, bf16-rounded: the fused epilogue's x1 = bf16(acc)), then fk_rope_kv on those rows (q RoPE'd into
- * q_out, k RoPE'd and v into the cache). Two kernels where the bf16 path has one; the same bits as the fused
- * one on the dequantized matrix (rope.cu and gemv_store round RoPE identically). The extra 3D values per row
- * written to gqkv land in the rows the fused kernel leaves unwritten, which nothing reads. */
+/* fk_gemv_qkv for an INT8/INT4 gqkv. tc: the fused kernel, as for bf16 (RMSNorm, the four sections, RoPE of q
+ * and k, k and v into the cache, one kernel). simt: the normed quantized GEMV into the gqkv rows [B][4D] (all
+ * four sections, bf16-rounded: the fused epilogue's x1 = bf16(acc)), then fk_rope_kv on those rows (q RoPE'd
+ * into q_out, k RoPE'd and v into the cache): the same bits as the fused simt kernel on the dequantized matrix
+ * (rope.cu and gemv_store round RoPE identically). The extra 3D values per row written to gqkv land in the
+ * rows the fused kernel leaves unwritten, which nothing reads. */
 int gemv_q_qkv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, float eps, uint16_t *gqkv,
                const fk_qkv_epi *qa, cudaStream_t s) {
     const int D = W->cols;
     if (qa->hd < 2 || qa->hd % 2 || D % qa->hd) {
         frigg_set_error("gemv_qkv: head_dim %d does not divide the hidden size %d into heads", qa->hd, D);
         return -1;
+    }
+    if (q_use_tc(kc, D)) {
+        qgeom g;
+        if (q_check(W, "gemv_qkv", &g)) return -1;
+        if (B < 1 || B > 8 || (size_t)B * D * 2 > GEMV_MAX_SMEM || !fk_aligned16(x)) {
+            frigg_set_error("gemv_qkv: unsupported shape for %s weights (rows %d, in %d)", frigg_dtype_name(W->dtype), B, D);
+            return -1;
+        }
+        return gemv_tc_launch_dt(kc, W->dtype, W->w, W->scales, g, W->rows, D, x, B, 1, eps, FK_GEMV_QKV, gqkv, qa, s);
     }
     if (gemv_q_launch(kc, W, x, B, 1, eps, FK_GEMV_STORE, gqkv, s)) return -1;
     return fk_rope_kv(kc, gqkv, B, D / qa->hd, qa->hd, qa->row_seq, qa->row_pos, qa->cos_t, qa->sin_t, qa->q_out,

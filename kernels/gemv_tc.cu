@@ -30,6 +30,7 @@
  * in warp order), never by B, the grid size or which block takes the tile; the RMSNorm's sum of squares is
  * fixed by K too (slices and warp order). An mma output row depends only on its own A row, so batch row b's result does not depend
  * on the other rows: batched decode is bit-identical to single-row decode. */
+#include "dequant.cuh"
 #include "gemv_common.cuh"
 
 #define TC_MAX_WARPS FK_TC_MAX_WARPS /* K split over up to 16 warps: 16 warps x 8 steps x 4 chunks = K 4096 in one round */
@@ -60,6 +61,27 @@ __device__ __forceinline__ void mma_bf16_16816(float c[4], uint32_t a0, uint32_t
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+/* A tile row's 8-element chunk as it is stored: 16 bytes of bf16, or an int8 / int4 chunk (dequant.cuh). The
+ * register sets hold it as loaded; tc_dq turns it into the 8 bf16 weights the mma's take, for the quantized
+ * dtypes bf16(q * scale) (dq_chunk), the same bits as the dequantized matrix would hold. */
+template <int DT> struct tcw {
+    typedef typename qword<DT>::T T;
+    static constexpr int bytes = qword<DT>::bytes;
+};
+template <> struct tcw<FRIGG_DT_BF16> {
+    typedef uint4 T;
+    static constexpr int bytes = 16;
+};
+__device__ __forceinline__ uint4 tc_load(const uint4 *p) { return ld_stream(p); }
+__device__ __forceinline__ uint2 tc_load(const uint2 *p) { return ld_stream_q(p); }
+__device__ __forceinline__ uint32_t tc_load(const uint32_t *p) { return ld_stream_q(p); }
+__device__ __forceinline__ uint4 tc_zero(uint4) { return make_uint4(0, 0, 0, 0); }
+__device__ __forceinline__ uint2 tc_zero(uint2) { return make_uint2(0, 0); }
+__device__ __forceinline__ uint32_t tc_zero(uint32_t) { return 0; }
+__device__ __forceinline__ uint4 tc_dq(uint4 w, uint32_t) { return w; }
+__device__ __forceinline__ uint4 tc_dq(uint2 w, uint32_t s2) { return dq_chunk(w, s2); }
+__device__ __forceinline__ uint4 tc_dq(uint32_t w, uint32_t s2) { return dq_chunk(w, s2); }
+
 /* The weight row that tile row g (0..7) of `tile` streams; false when it lies past the matrix. */
 template <int EPI>
 __device__ __forceinline__ bool tile_row(int tile, int g, int O, int hd, int *row) {
@@ -77,10 +99,12 @@ __device__ __forceinline__ bool tile_row(int tile, int g, int O, int hd, int *ro
 /* Two weight tiles in flight per warp: tiles i+1 and i+2 stream while tile i is reduced, at up to 128
  * registers (one block of 16 warps per SM by registers). One tile in flight measured slower at every shape
  * and batch size (the kernels/dev/gemv timings in benchmarks/h200-2026-11-30/: gqkv B8 14.38 against 19.62 µs). */
-template <bool NORM, int EPI, bool ONE>
+template <bool NORM, int EPI, bool ONE, int DT>
 __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
-    gemv_tc_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, int B, float eps,
-                   uint16_t *__restrict__ out, fk_qkv_epi qa) {
+    gemv_tc_kernel(const void *__restrict__ W, const uint16_t *__restrict__ S, qgeom geo, int O, int K,
+                   const uint16_t *__restrict__ x, int B, float eps, uint16_t *__restrict__ out, fk_qkv_epi qa) {
+    typedef typename tcw<DT>::T word;
+    constexpr bool QUANT = DT != FRIGG_DT_BF16;
     constexpr int DEPTH = 2;
     constexpr bool PAIRED = EPI == FK_GEMV_SWIGLU || EPI == FK_GEMV_QKV;
     extern __shared__ uint4 xw[];                 /* [nw][TC_STEPS][32]: each lane's x fragment, normalised */
@@ -93,23 +117,35 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
     const int c_lo = (int)((long long)nch * warp / nw), n = (int)((long long)nch * (warp + 1) / nw) - c_lo;
     const uint4 zero = make_uint4(0, 0, 0, 0);
 
-    /* the two register sets of weights */
-    uint4 wa[TC_STEPS], wb[TC_STEPS];
-    /* Request tile row g of `tile` (this warp's slice of it) into set w. */
-    auto fetch = [&](uint4(&w)[TC_STEPS], int tile) {
+    /* the two register sets of weights (quantized: with each chunk's scale as a bf16 pair) */
+    word wa[TC_STEPS], wb[TC_STEPS];
+    uint32_t sa[TC_STEPS] = {}, sb[TC_STEPS] = {};
+    /* Request tile row g of `tile` (this warp's slice of it) into set w. A quantized chunk's scale is loaded
+     * only where its group differs from the previous step's (one scale per row: once per tile). */
+    auto fetch = [&](word(&w)[TC_STEPS], uint32_t(&sc)[TC_STEPS], int tile) {
         int row = 0;
         const bool wok = tile_row<EPI>(tile, g, O, qa.hd, &row);
-        const uint4 *wp = (const uint4 *)(W + (size_t)row * K) + c_lo;
+        const word *wp = (const word *)((const unsigned char *)W + (size_t)row * nch * tcw<DT>::bytes) + c_lo;
 #pragma unroll
         for (int s = 0; s < TC_STEPS; s++) {
             int c = 4 * s + t;
-            w[s] = wok && c < n ? ld_stream(wp + c) : zero;
+            w[s] = wok && c < n ? tc_load(wp + c) : tc_zero(word());
+        }
+        if (QUANT) {
+            const uint16_t *sp = S + (size_t)row * geo.ng;
+            int prev = -1;
+#pragma unroll
+            for (int s = 0; s < TC_STEPS; s++) {
+                int c = 4 * s + t, grp = q_group(c_lo + c, geo);
+                sc[s] = !(wok && c < n) ? 0u : grp == prev ? sc[s - (s > 0)] : ld_scale2(sp + grp);
+                prev = grp;
+            }
         }
     };
     int tile = blockIdx.x;
     /* weights do not depend on earlier kernels: stream them before the wait */
-    fetch(wa, tile);
-    if (tile + (int)gridDim.x < tiles) fetch(wb, tile + gridDim.x);
+    fetch(wa, sa, tile);
+    if (tile + (int)gridDim.x < tiles) fetch(wb, sb, tile + gridDim.x);
     pdl_wait();
     /* The block's first tile is reduced and stored by warp 0: its lanes load their epilogue
      * operands (gemv_pre) now, ahead of the x fragment and the mma's, not inside the epilogue. After the wait,
@@ -193,7 +229,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
     __syncwarp();
 
     /* One tile from register set w: its mma's, the set's next request, the reduction, the epilogue. */
-    auto run_tile = [&](uint4(&w)[TC_STEPS], int cur, int it) {
+    auto run_tile = [&](word(&w)[TC_STEPS], uint32_t(&sc)[TC_STEPS], int cur, int it) {
         /* A tile is a chain of dependent mma's, and at batch 8 the tile loop's latency, not only the weight
          * stream, sets the kernel's time (Nsight Compute, run 52, `ncu-stalls-run52.txt`: after waits on global
          * loads, fixed-latency dependencies such as the mma chain, and shared-memory loads such as x and the
@@ -208,10 +244,10 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
             float acc2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
             for (int s = 0; s < TC_STEPS; s++) {
-                const uint4 xx = xok ? xl[32 * s] : zero;
+                const uint4 xx = xok ? xl[32 * s] : zero, ws = tc_dq(w[s], sc[s]);
                 /* k-slots 2t,2t+1 <- elements 0,1 (then 4,5); 2t+8,2t+9 <- elements 2,3 (then 6,7) */
-                mma_bf16_16816(acc, xx.x, 0u, xx.y, 0u, w[s].x, w[s].y);
-                mma_bf16_16816(acc2, xx.z, 0u, xx.w, 0u, w[s].z, w[s].w);
+                mma_bf16_16816(acc, xx.x, 0u, xx.y, 0u, ws.x, ws.y);
+                mma_bf16_16816(acc2, xx.z, 0u, xx.w, 0u, ws.z, ws.w);
             }
             acc[0] += acc2[0];
             acc[1] += acc2[1];
@@ -219,13 +255,13 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
 #pragma unroll
             for (int s = 0; s < TC_STEPS; s++) {
                 if (4 * s >= n) break; /* warp-uniform: the mma needs every lane */
-                const uint4 xx = xok ? xl[32 * s] : zero;
-                mma_bf16_16816(acc, xx.x, 0u, xx.y, 0u, w[s].x, w[s].y);
-                mma_bf16_16816(acc, xx.z, 0u, xx.w, 0u, w[s].z, w[s].w);
+                const uint4 xx = xok ? xl[32 * s] : zero, ws = tc_dq(w[s], sc[s]);
+                mma_bf16_16816(acc, xx.x, 0u, xx.y, 0u, ws.x, ws.y);
+                mma_bf16_16816(acc, xx.z, 0u, xx.w, 0u, ws.z, ws.w);
             }
         }
         const int next = cur + DEPTH * (int)gridDim.x;
-        if (next < tiles) fetch(w, next); /* in flight during the reduction below */
+        if (next < tiles) fetch(w, sc, next); /* in flight during the reduction below */
         /* acc[0], acc[1] = batch row g, tile columns 2t, 2t+1 (acc[2], acc[3]: the zero rows 8..15) */
         if (nw > 1) {
             float2 *pt = part[it & 1];
@@ -265,30 +301,40 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
     };
     /* every warp of the block walks the same tiles, so the __syncthreads above match */
     for (int it = 0; tile < tiles;) {
-        run_tile(wa, tile, it);
+        run_tile(wa, sa, tile, it);
         tile += gridDim.x;
         it++;
         if (tile >= tiles) break;
-        run_tile(wb, tile, it);
+        run_tile(wb, sb, tile, it);
         tile += gridDim.x;
         it++;
     }
 }
 
-typedef void (*gemv_tc_fn)(const uint16_t *, int, int, const uint16_t *, int, float, uint16_t *, fk_qkv_epi);
+typedef void (*gemv_tc_fn)(const void *, const uint16_t *, qgeom, int, int, const uint16_t *, int, float, uint16_t *,
+                           fk_qkv_epi);
 
-template <bool ONE>
+template <bool ONE, int DT>
 static gemv_tc_fn pick_tc_one(int norm, int epi) {
     switch (epi) {
-    case FK_GEMV_STORE: return norm ? gemv_tc_kernel<true, FK_GEMV_STORE, ONE> : gemv_tc_kernel<false, FK_GEMV_STORE, ONE>;
-    case FK_GEMV_RESID: return norm ? gemv_tc_kernel<true, FK_GEMV_RESID, ONE> : gemv_tc_kernel<false, FK_GEMV_RESID, ONE>;
-    case FK_GEMV_SWIGLU: return norm ? gemv_tc_kernel<true, FK_GEMV_SWIGLU, ONE> : gemv_tc_kernel<false, FK_GEMV_SWIGLU, ONE>;
+    case FK_GEMV_STORE:
+        return norm ? gemv_tc_kernel<true, FK_GEMV_STORE, ONE, DT> : gemv_tc_kernel<false, FK_GEMV_STORE, ONE, DT>;
+    case FK_GEMV_RESID:
+        return norm ? gemv_tc_kernel<true, FK_GEMV_RESID, ONE, DT> : gemv_tc_kernel<false, FK_GEMV_RESID, ONE, DT>;
+    case FK_GEMV_SWIGLU:
+        return norm ? gemv_tc_kernel<true, FK_GEMV_SWIGLU, ONE, DT> : gemv_tc_kernel<false, FK_GEMV_SWIGLU, ONE, DT>;
     }
-    return norm ? gemv_tc_kernel<true, FK_GEMV_QKV, ONE> : gemv_tc_kernel<false, FK_GEMV_QKV, ONE>;
+    return norm ? gemv_tc_kernel<true, FK_GEMV_QKV, ONE, DT> : gemv_tc_kernel<false, FK_GEMV_QKV, ONE, DT>;
+}
+template <int DT>
+static gemv_tc_fn pick_tc_dt(int norm, int epi, int one) {
+    return one ? pick_tc_one<true, DT>(norm, epi) : pick_tc_one<false, DT>(norm, epi);
 }
 /* one: the batch-1 instantiation (its own x staging; the B > 1 one keeps the code batch 8 was measured with) */
-static gemv_tc_fn pick_tc(int norm, int epi, int one) {
-    return one ? pick_tc_one<true>(norm, epi) : pick_tc_one<false>(norm, epi);
+static gemv_tc_fn pick_tc(int dt, int norm, int epi, int one) {
+    return dt == FRIGG_DT_INT8   ? pick_tc_dt<FRIGG_DT_INT8>(norm, epi, one)
+           : dt == FRIGG_DT_INT4 ? pick_tc_dt<FRIGG_DT_INT4>(norm, epi, one)
+                                 : pick_tc_dt<FRIGG_DT_BF16>(norm, epi, one);
 }
 
 extern "C" void fk_ctx_set_gemv_tc_max_blocks(fk_ctx *kc, int blocks) { kc->tc_max_blocks = blocks > 0 ? blocks : 0; }
@@ -298,14 +344,17 @@ extern "C" void fk_ctx_set_gemv_tc_max_blocks(fk_ctx *kc, int blocks) { kc->tc_m
  * shared memory). */
 int fk_gemv_tc_ctx_init(fk_ctx *kc) {
     cudaError_t e = cudaSuccess;
-    for (int one = 0; one <= 1 && e == cudaSuccess; one++)
-        for (int norm = 0; norm <= 1 && e == cudaSuccess; norm++)
-            for (int epi = 0; epi < 4 && e == cudaSuccess; epi++) {
-                gemv_tc_fn fn = pick_tc(norm, epi, one);
-                e = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, TC_XW_BYTES(TC_MAX_WARPS));
-                for (int nw = 1; nw <= TC_MAX_WARPS && e == cudaSuccess; nw++)
-                    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&kc->tc_fit[one][norm][epi][nw], fn, nw * 32, TC_XW_BYTES(nw));
-            }
+    for (int dt = 0; dt < 3 && e == cudaSuccess; dt++)
+        for (int one = 0; one <= 1 && e == cudaSuccess; one++)
+            for (int norm = 0; norm <= 1 && e == cudaSuccess; norm++)
+                for (int epi = 0; epi < 4 && e == cudaSuccess; epi++) {
+                    gemv_tc_fn fn = pick_tc(dt, norm, epi, one);
+                    e = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             TC_XW_BYTES(TC_MAX_WARPS));
+                    for (int nw = 1; nw <= TC_MAX_WARPS && e == cudaSuccess; nw++)
+                        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&kc->tc_fit[dt][one][norm][epi][nw], fn, nw * 32,
+                                                                          TC_XW_BYTES(nw));
+                }
     if (e != cudaSuccess) {
         frigg_set_error("gemv_tc: cannot set up the kernels: %s", cudaGetErrorString(e));
         return -1;
@@ -313,9 +362,11 @@ int fk_gemv_tc_ctx_init(fk_ctx *kc) {
     return 0;
 }
 
-/* Shapes are validated by the caller (gemv.cu), which sends K > TC_MAX_K to the CUDA-core kernel. */
-int gemv_tc_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps,
-                   int epi, uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s) {
+/* Shapes are validated by the callers (gemv.cu, gemv_q.cu), which send K > TC_MAX_K to the CUDA-core kernels.
+ * dt FRIGG_DT_BF16: W is bf16 [O][K], S and geo unused; INT8 / INT4: W the packed values, S the scales. */
+int gemv_tc_launch_dt(const fk_ctx *kc, int dt, const void *W, const uint16_t *S, qgeom geo, int O, int K,
+                      const uint16_t *x, int B, int norm_in, float eps, int epi, uint16_t *out, const fk_qkv_epi *qa,
+                      cudaStream_t s) {
     int paired = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
     int tiles = paired ? (O / 2 + 3) / 4 : (O + 7) / 8;
     /* one warp per 32 chunks of K (one round of loads each), 1..TC_MAX_WARPS: a function of K only, which
@@ -327,15 +378,25 @@ int gemv_tc_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const uint
         return -1;
     }
     if (tiles == 0) return 0;
-    gemv_tc_fn fn = pick_tc(norm_in, epi, B == 1);
+    if (dt != FRIGG_DT_BF16 && dt != FRIGG_DT_INT8 && dt != FRIGG_DT_INT4) {
+        frigg_set_error("gemv_tc: dtype %d", dt);
+        return -1;
+    }
+    gemv_tc_fn fn = pick_tc(dt, norm_in, epi, B == 1);
     /* Persistent grid: every block resident at once (registers, threads and the kernel's static shared
      * memory, all in tc_fit); then the fewest blocks that keep the same number of rounds, so each block takes
      * the same number of tiles. The grid changes no result. */
-    int per_sm = kc->tc_fit[B == 1][norm_in != 0][epi][nw];
+    int per_sm = kc->tc_fit[dt][B == 1][norm_in != 0][epi][nw];
     long long cap = (long long)kc->sms * (per_sm > 0 ? per_sm : 1);
     if (kc->tc_max_blocks && cap > kc->tc_max_blocks) cap = kc->tc_max_blocks;
     int rounds = (int)((tiles + cap - 1) / cap);
     int grid = (tiles + rounds - 1) / rounds;
-    fk_launch(kc, fn, grid, nw * 32, TC_XW_BYTES(nw), s, W, O, K, x, B, eps, out, *qa);
+    fk_launch(kc, fn, grid, nw * 32, TC_XW_BYTES(nw), s, W, S, geo, O, K, x, B, eps, out, *qa);
     return fk_check_launch("gemv_tc");
+}
+
+int gemv_tc_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps,
+                   int epi, uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s) {
+    const qgeom none = {0, 1, 0};
+    return gemv_tc_launch_dt(kc, FRIGG_DT_BF16, W, (const uint16_t *)0, none, O, K, x, B, norm_in, eps, epi, out, qa, s);
 }

@@ -4,12 +4,14 @@
  *   - fk_dequant_bf16 equals frigg_mat_row's bf16(q * scale) bit for bit (whole matrices and row ranges;
  *     one scale per row and groups of 8, 32, 64, 128; negative, tiny and subnormal scales too);
  *   - fk_gemv on an INT8/INT4 descriptor, every batch size 1..8, epilogues STORE, RESID and SWIGLU, with and
- *     without the fused input RMSNorm: within the bf16 tolerance of frigg_cpu_linear on the same quantized
- *     host matrix, AND bit for bit the CUDA-core bf16 GEMV (FK_GEMV_IMPL_SIMT) on the bf16 matrix of the
- *     CPU's dequantized values (the kernel sums each row in that kernel's order); whatever implementation the
- *     context names (the quantized kernel is the only one); batch rows equal single-row passes bit for bit;
- *   - fk_gemv_qkv on a quantized gqkv: q, the cache's k and v and the gate rows bit for bit the bf16 fused
- *     kernel's on the dequantized matrix, and within tolerance of the CPU's rmsnorm + linear + RoPE;
+ *     without the fused input RMSNorm, under both implementations (simt: gemv_q.cu's CUDA-core kernel; tc:
+ *     gemv_tc.cu's tensor-core kernel reading the packed weights): within the bf16 tolerance of
+ *     frigg_cpu_linear on the same quantized host matrix, AND bit for bit the bf16 GEMV of the same
+ *     implementation on the bf16 matrix of the CPU's dequantized values; batch rows equal single-row passes
+ *     bit for bit, under simt, tc and auto (which is tc);
+ *   - fk_gemv_qkv on a quantized gqkv, under both implementations: q, the cache's k and v and the gate rows
+ *     bit for bit the bf16 fused kernel's of the same implementation on the dequantized matrix, and within
+ *     tolerance of the CPU's rmsnorm + linear + RoPE;
  *   - frigg_cuda_gemm_dq (the prefill GEMM): with the whole matrix in the scratch, bit for bit
  *     frigg_cuda_gemm on the dequantized bf16 matrix; in tiles, within tolerance of frigg_cpu_linear; too
  *     little scratch refused; a bf16 matrix passed through;
@@ -216,6 +218,7 @@ static void test_gemv(frigg_pool *pool, frigg_dtype dt, int O, int K, int group,
     float *x = malloc(sizeof(float) * 8 * K), *h = malloc(sizeof(float) * 8 * O), *xn = malloc(sizeof(float) * 8 * K);
     float *lin[2], *ref = malloc(sizeof(float) * 8 * O), *got = malloc(sizeof(float) * 8 * O);
     float *simt = malloc(sizeof(float) * 8 * O), *one = malloc(sizeof(float) * 8 * O);
+    static const int impls[] = {FK_GEMV_IMPL_SIMT, FK_GEMV_IMPL_TC, FK_GEMV_IMPL_AUTO};
     ct_fill(x, (size_t)8 * K, 2.0f);
     ct_fill(h, (size_t)8 * O, 1.0f);
     lin[0] = malloc(sizeof(float) * 8 * O);
@@ -233,8 +236,10 @@ static void test_gemv(frigg_pool *pool, frigg_dtype dt, int O, int K, int group,
         if (!(epis & (1 << epi))) continue;
         int cols = epi == FK_GEMV_SWIGLU ? I : O;
         const char *en = epi == FK_GEMV_STORE ? "store" : epi == FK_GEMV_RESID ? "resid" : "swiglu";
-        for (int norm = 0; norm <= 1; norm++) {
+        for (int norm = 0; norm <= 1; norm++)
+        for (int im = 0; im < 2; im++) { /* simt, tc */
             if (!(norms & (1 << norm))) continue;
+            const char *in = fk_gemv_impl_name(impls[im]);
             double frac = (norm ? 0.3 : 0.03) + (epi == FK_GEMV_SWIGLU ? 0.05 : 0.0);
             int same_as_simt = 1, same_as_one = 1;
             for (int B = 1; B <= 8; B++) {
@@ -243,12 +248,13 @@ static void test_gemv(frigg_pool *pool, frigg_dtype dt, int O, int K, int group,
                           K, B);
                     continue;
                 }
-                /* the quantized kernel, then the simt bf16 kernel on the dequantized matrix, same inputs */
+                /* the quantized kernel, then the bf16 kernel of the same implementation on the dequantized
+                 * matrix, same inputs */
                 for (int k = 0; k < 2; k++) {
                     uint16_t *o = epi == FK_GEMV_RESID ? dh : dout;
                     ct_poison(dout, (size_t)8 * O);
                     if (epi == FK_GEMV_RESID) upload_bf16(dh, h, (size_t)8 * O); /* RESID adds into it: fresh each run */
-                    fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_SIMT);
+                    fk_ctx_set_gemv_impl(kc, impls[im]);
                     CHECK(fk_gemv(kc, k ? &dB : &dQ, dx, B, norm, 1e-6f, epi, o, 0) == 0, "%s", frigg_error());
                     ct_from_dev(o, (size_t)B * cols, k ? simt : got);
                 }
@@ -260,38 +266,41 @@ static void test_gemv(frigg_pool *pool, frigg_dtype dt, int O, int K, int group,
                     for (int b = 0; b < B; b++)
                         frigg_cpu_swiglu(FRIGG_PREC_BF16, lin[norm] + (size_t)b * O, lin[norm] + (size_t)b * O + I, I,
                                          ref + (size_t)b * I);
-                snprintf(what, sizeof what, "gemv %s g%d %dx%d B=%d norm=%d %s vs frigg_cpu_linear", dn, group, O, K, B,
-                         norm, en);
+                snprintf(what, sizeof what, "gemv %s %s g%d %dx%d B=%d norm=%d %s vs frigg_cpu_linear", dn, in, group, O,
+                         K, B, norm, en);
                 ct_expect_close(what, got, ref, (size_t)B * cols, frac);
                 if (memcmp(got, simt, sizeof(float) * B * cols)) {
                     same_as_simt = 0;
                     for (int i = 0; i < B * cols; i++)
                         if (memcmp(&got[i], &simt[i], sizeof(float))) {
-                            fprintf(stderr, "  gemv %s %dx%d B=%d norm=%d %s: first difference from simt at %d: %g vs %g\n",
-                                    dn, O, K, B, norm, en, i, got[i], simt[i]);
+                            fprintf(stderr, "  gemv %s %s %dx%d B=%d norm=%d %s: first difference from bf16 at %d: %g vs %g\n",
+                                    dn, in, O, K, B, norm, en, i, got[i], simt[i]);
                             break;
                         }
                 }
                 if (B == 1) memcpy(one, got, sizeof(float) * cols); /* row 0 alone */
                 else same_as_one &= !memcmp(got, one, sizeof(float) * cols);
             }
-            CHECK(same_as_simt, "gemv %s g%d %dx%d norm=%d %s: not bit for bit the simt bf16 GEMV on the dequantized matrix",
-                  dn, group, O, K, norm, en);
-            CHECK(same_as_one, "gemv %s g%d %dx%d norm=%d %s: batch row 0 differs from its single-row pass", dn, group, O,
-                  K, norm, en);
+            CHECK(same_as_simt, "gemv %s %s g%d %dx%d norm=%d %s: not bit for bit the %s bf16 GEMV on the dequantized matrix",
+                  dn, in, group, O, K, norm, en, in);
+            CHECK(same_as_one, "gemv %s %s g%d %dx%d norm=%d %s: batch row 0 differs from its single-row pass", dn, in, group,
+                  O, K, norm, en);
         }
     }
-    /* Every batch row equals its own single-row pass, and the context's implementation choice changes no bit. */
+    /* Every batch row equals its own single-row pass of the same implementation; auto is tc. */
     {
         int epi = (epis & E_SWIGLU) ? FK_GEMV_SWIGLU : FK_GEMV_STORE, cols = epi == FK_GEMV_SWIGLU ? I : O;
         int norm = (norms & N_ON) && (size_t)8 * K * 2 <= 64 * 1024;
-        for (int b = 0; b < 8; b++)
-            CHECK(fk_gemv(kc, &dQ, dx + (size_t)b * K, 1, norm, 1e-6f, epi, dout + (size_t)b * cols, 0) == 0, "%s",
-                  frigg_error());
-        ct_from_dev(dout, (size_t)8 * cols, one);
-        static const int impls[] = {FK_GEMV_IMPL_SIMT, FK_GEMV_IMPL_TC, FK_GEMV_IMPL_AUTO};
         for (int k = 0; k < 3; k++) {
             fk_ctx_set_gemv_impl(kc, impls[k]);
+            for (int b = 0; b < 8; b++)
+                CHECK(fk_gemv(kc, &dQ, dx + (size_t)b * K, 1, norm, 1e-6f, epi, dout + (size_t)b * cols, 0) == 0, "%s",
+                      frigg_error());
+            ct_from_dev(dout, (size_t)8 * cols, one);
+            if (k == 1) memcpy(simt, one, sizeof(float) * 8 * cols); /* tc's single-row passes */
+            if (k == 2)
+                CHECK(!memcmp(one, simt, sizeof(float) * 8 * cols), "gemv %s g%d %dx%d: auto is not the tc kernel", dn,
+                      group, O, K);
             ct_poison(dout, (size_t)8 * O);
             CHECK(fk_gemv(kc, &dQ, dx, 8, norm, 1e-6f, epi, dout, 0) == 0, "%s", frigg_error());
             ct_from_dev(dout, (size_t)8 * cols, got);
@@ -352,14 +361,17 @@ static void test_qkv(frigg_pool *pool, frigg_dtype dt, int D, int hd, int group)
         hv[k] = malloc(cache * 2);
     }
     float *ref = malloc(sizeof(float) * 8 * D), *gotf = malloc(sizeof(float) * 8 * D);
+    for (int im = 0; im < 2; im++)
     for (int B = 1; B <= 8; B++) {
-        for (int k = 0; k < 2; k++) { /* k 0: quantized; 1: the fused simt bf16 kernel on the dequantized matrix */
+        const int impl = im ? FK_GEMV_IMPL_TC : FK_GEMV_IMPL_SIMT;
+        const char *in = fk_gemv_impl_name(impl);
+        for (int k = 0; k < 2; k++) { /* k 0: quantized; 1: the fused bf16 kernel of that implementation, dequantized */
             ct_poison(g[k], (size_t)8 * O);
             ct_poison(q[k], (size_t)8 * D);
             ct_poison(kcache[k], cache);
             ct_poison(vcache[k], cache);
             fk_qkv_epi qa = {dcs, dsn, dseq, dpos, q[k], kcache[k], vcache[k], seq_stride, max_ctx, hd};
-            fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_SIMT);
+            fk_ctx_set_gemv_impl(kc, impl);
             CHECK(fk_gemv_qkv(kc, k ? &dB : &dQ, dx, B, 1e-6f, g[k], &qa, 0) == 0, "%s", frigg_error());
             fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_AUTO);
             bits_from_dev(g[k], (size_t)8 * O, hg[k]);
@@ -369,11 +381,11 @@ static void test_qkv(frigg_pool *pool, frigg_dtype dt, int D, int hd, int group)
         }
         int gate_same = 1;
         for (int b = 0; b < B; b++) gate_same &= first_diff(hg[0] + (size_t)b * O, hg[1] + (size_t)b * O, D) < 0;
-        CHECK(gate_same, "gemv_qkv %s %d/%d B=%d: gate rows differ from the fused bf16 kernel's", dn, D, hd, B);
-        CHECK(first_diff(hq[0], hq[1], (size_t)8 * D) < 0, "gemv_qkv %s %d/%d B=%d: q differs from the fused bf16 kernel's",
-              dn, D, hd, B);
+        CHECK(gate_same, "gemv_qkv %s %s %d/%d B=%d: gate rows differ from the fused bf16 kernel's", dn, in, D, hd, B);
+        CHECK(first_diff(hq[0], hq[1], (size_t)8 * D) < 0,
+              "gemv_qkv %s %s %d/%d B=%d: q differs from the fused bf16 kernel's", dn, in, D, hd, B);
         CHECK(first_diff(hk[0], hk[1], cache) < 0 && first_diff(hv[0], hv[1], cache) < 0,
-              "gemv_qkv %s %d/%d B=%d: the K/V cache differs from the fused bf16 kernel's", dn, D, hd, B);
+              "gemv_qkv %s %s %d/%d B=%d: the K/V cache differs from the fused bf16 kernel's", dn, in, D, hd, B);
         /* against the CPU: gate, q (RoPE'd), k (RoPE'd, in the cache), v (in the cache) */
         for (int sec = 0; sec < 4; sec++) {
             for (int b = 0; b < B; b++) {
@@ -389,7 +401,7 @@ static void test_qkv(frigg_pool *pool, frigg_dtype dt, int D, int hd, int group)
                 }
             }
             char what[128];
-            snprintf(what, sizeof what, "gemv_qkv %s g%d %d/%d B=%d section %d vs the CPU", dn, group, D, hd, B, sec);
+            snprintf(what, sizeof what, "gemv_qkv %s %s g%d %d/%d B=%d section %d vs the CPU", dn, in, group, D, hd, B, sec);
             ct_expect_close(what, gotf, ref, (size_t)B * D, sec == 1 || sec == 2 ? 0.51 : 0.3);
         }
     }

@@ -245,6 +245,67 @@ static void test_cancel_and_fork(const char *dir) {
     frigg_model_free(m);
 }
 
+/* frigg_sched_set_prefill_tokens: four prompts submitted together, a limit of one prompt's tokens. Each step
+ * then prefills one of them, oldest first, so their first tokens, and their ends, come a step apart, where
+ * without the limit all four are prefilled in one step and end in the same step; the ids are the same either
+ * way (the CPU engine's rows do not depend on what runs beside them). */
+typedef struct {
+    result_box r;
+    const int *step;
+    int done_step;
+} step_box;
+
+static void on_done_step(void *ctx, const frigg_sched_result *r) {
+    step_box *b = ctx;
+    b->done_step = *b->step;
+    on_done(&b->r, r);
+}
+
+static void test_prefill_tokens(const char *dir) {
+    frigg_model *m = frigg_model_load(dir);
+    CHECK(m != NULL, "load: %s", frigg_error());
+    if (!m) return;
+    frigg_backend_opts bo = {.threads = 2, .max_seqs = 4, .max_ctx = 64};
+    frigg_backend *b = frigg_backend_create("cpu", m, &bo);
+    int32_t prompt[4][6] = {{2, 105, 2364, 107, 819, 1175}, {2, 105, 2364, 107, 4368, 107},
+                            {2, 818, 5279, 529, 7001, 563}, {2, 1602, 3103, 106, 107, 105}};
+    step_box box[2][4];
+    memset(box, 0, sizeof box);
+    for (int lim = 0; lim < 2; lim++) { /* 0: no limit; 1: 6 tokens, one prompt per step */
+        frigg_sched *s = frigg_sched_new(b, NULL, 0);
+        CHECK(s != NULL, "%s", frigg_error());
+        if (!s) break;
+        frigg_sched_set_prefill_tokens(s, lim ? 6 : 0);
+        int step = 0;
+        for (int i = 0; i < 4; i++) {
+            frigg_sched_req q = {.ids = prompt[i], .n = 6, .prefix_len = 6, .n_choices = 1, .on_done = on_done_step};
+            q.gen.max_tokens = 5;
+            box[lim][i].step = &step;
+            q.ctx = &box[lim][i];
+            CHECK(frigg_sched_submit(s, &q), "submit: %s", frigg_error());
+        }
+        int left;
+        while (++step, (left = frigg_sched_step(s)) > 0) {
+        }
+        CHECK(left == 0, "step: %s", frigg_error());
+        frigg_sched_free(s);
+    }
+    int same = 1, apart = 1, together = 1;
+    for (int i = 0; i < 4; i++) {
+        same &= box[0][i].r.done == 1 && box[1][i].r.done == 1 && box[0][i].r.n[0] == 5 && box[1][i].r.n[0] == 5 &&
+                !memcmp(box[0][i].r.ids[0], box[1][i].r.ids[0], sizeof(int32_t) * 5);
+        together &= box[0][i].done_step == box[0][0].done_step;
+        if (i) apart &= box[1][i].done_step == box[1][i - 1].done_step + 1;
+    }
+    CHECK(same, "the token limit changed what the requests generated");
+    CHECK(together, "without a limit the four requests did not end in one step (%d %d %d %d)", box[0][0].done_step,
+          box[0][1].done_step, box[0][2].done_step, box[0][3].done_step);
+    CHECK(apart, "with a limit of one prompt per step the requests did not end a step apart (%d %d %d %d)",
+          box[1][0].done_step, box[1][1].done_step, box[1][2].done_step, box[1][3].done_step);
+    frigg_backend_destroy(b);
+    frigg_model_free(m);
+}
+
 /* A score request's outcome: its logits (a copy), the nll from them, the order of the callbacks. */
 typedef struct {
     int vocab, n, prefix;
@@ -561,6 +622,7 @@ int main(void) {
     SKIP("batch invariance on the CUDA engine: built without CUDA");
 #endif
     test_cancel_and_fork(dir);
+    test_prefill_tokens(dir);
     test_score(dir);
     test_logit_bias(dir);
     test_choices_bias(dir);
