@@ -32,7 +32,6 @@
 #include <unistd.h>
 
 #include "backend.h"
-#include "chat.h"
 #include "cli.h"
 #include "model.h"
 #include "oai.h"
@@ -280,8 +279,9 @@ static void on_done(void *ctx, const frigg_sched_result *res) {
             int fi = finish_index(j->choices[i].finish_reason);
             if (j->req.tools && fi == 0) { /* a call found: reported as tool_calls */
                 char *content = NULL;
+                size_t content_len = 0;
                 json_t *calls = NULL;
-                frigg_oai_finish_tools(&j->req, &j->choices[i], &content, &calls, "m");
+                frigg_oai_finish_tools(&j->req, &j->choices[i], &content, &content_len, &calls, "m");
                 if (calls) fi = 2;
                 free(content);
                 json_decref(calls);
@@ -563,7 +563,8 @@ static enum MHD_Result handle_models(server *s, struct MHD_Connection *c, const 
 static enum MHD_Result handle_tokenize(server *s, struct MHD_Connection *c, conn *cn, int detok) {
     if (!s->tok) return send_err(s, c, 400, "invalid_request_error", NULL, "this model has no tokenizer");
     json_error_t je;
-    json_t *o = json_loadb(cn->body.p ? cn->body.p : "", cn->body.len, JSON_REJECT_DUPLICATES, &je);
+    /* JSON_ALLOW_NUL: "\u0000" is valid JSON; a prompt and message text are tokenized with their NUL bytes */
+    json_t *o = json_loadb(cn->body.p ? cn->body.p : "", cn->body.len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
     if (!json_is_object(o)) {
         json_decref(o);
         return send_err(s, c, 400, "invalid_request_error", NULL, "the body must be a JSON object");
@@ -584,6 +585,12 @@ static enum MHD_Result handle_tokenize(server *s, struct MHD_Connection *c, conn
         }
     }
     json_t *model = json_object_get(o, "model");
+    if (model && json_is_string(model) && memchr(json_string_value(model), 0, json_string_length(model))) {
+        json_decref(o);
+        frigg_oai_error e;
+        frigg_oai_error_set(&e, 400, "invalid_request_error", "model", NULL, "'model' must not hold a NUL byte (\\u0000)");
+        return send_error(s, c, &e);
+    }
     if (model && (!json_is_string(model) || strcmp(json_string_value(model), s->model_name))) {
         json_decref(o);
         return send_err(s, c, 404, "invalid_request_error", "model_not_found", "The model does not exist");
@@ -616,6 +623,7 @@ static enum MHD_Result handle_tokenize(server *s, struct MHD_Connection *c, conn
         return ok;
     }
     char *text = NULL;
+    size_t text_len = 0; /* text may hold NUL bytes */
     json_t *msgs = json_object_get(o, "messages"), *prompt = json_object_get(o, "prompt");
     if (!!msgs == !!prompt) {
         json_decref(o);
@@ -626,24 +634,24 @@ static enum MHD_Result handle_tokenize(server *s, struct MHD_Connection *c, conn
             json_decref(o);
             return send_err(s, c, 400, "invalid_request_error", NULL, "'prompt' must be a string");
         }
-        text = frigg_xstrdup(json_string_value(prompt));
+        text_len = json_string_length(prompt);
+        text = frigg_xmalloc(text_len + 1);
+        memcpy(text, json_string_value(prompt), text_len);
+        text[text_len] = 0;
     } else {
-        /* the same rendering as /v1/chat/completions: through a chat request of this server's model */
+        /* the same rendering as /v1/chat/completions: its checks of the messages, its template */
         json_t *agp = json_object_get(o, "add_generation_prompt");
-        json_t *norm = frigg_chat_normalize_messages(msgs);
-        text = frigg_chat_render(norm, NULL, agp ? json_is_true(agp) : 1);
-        json_decref(norm);
+        frigg_oai_error e;
+        text = frigg_oai_chat_prompt(msgs, NULL, agp ? json_is_true(agp) : 1, &text_len, &e);
         if (!text) {
-            char msg[600];
-            snprintf(msg, sizeof msg, "'messages': %.500s", frigg_error());
             json_decref(o);
-            return send_err(s, c, 400, "invalid_request_error", NULL, msg);
+            return send_error(s, c, &e);
         }
     }
     json_decref(o);
     int32_t *ids = NULL;
     size_t n = 0;
-    int rc = frigg_tokenizer_encode(s->tok, text, strlen(text), &ids, &n);
+    int rc = frigg_tokenizer_encode(s->tok, text, text_len, &ids, &n);
     free(text);
     if (rc) return send_err(s, c, 400, "invalid_request_error", NULL, frigg_error());
     json_t *a = json_array();

@@ -457,9 +457,12 @@ json_t *frigg_chat_normalize_messages(const json_t *messages) {
         if (!json_is_array(calls)) continue;
         json_array_foreach(calls, j, tc) {
             json_t *fn = json_object_get(tc, "function");
-            const char *args = json_string_value(json_object_get(fn, "arguments"));
-            if (!args) continue;
-            json_t *parsed = json_loads(args, JSON_DECODE_ANY, NULL);
+            json_t *sargs = json_object_get(fn, "arguments");
+            if (!json_is_string(sargs)) continue;
+            /* read with its length and \u0000 allowed, as Python's json.loads reads it (a raw NUL byte is no
+             * JSON to either) */
+            json_t *parsed = json_loadb(json_string_value(sargs), json_string_length(sargs),
+                                        JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
             if (json_is_object(parsed)) json_object_set(fn, "arguments", parsed);
             json_decref(parsed);
         }

@@ -49,6 +49,14 @@ static int bad(frigg_oai_error *e, const char *param, const char *fmt, ...) {
     return -1;
 }
 
+/* A string that names something (the model, a role, a part's type, a tool, an id, tool_choice) or is matched as a C
+ * string (a stop string): a NUL byte (\u0000) makes no sense there, and read as a C string the value would be cut at
+ * it. Refused with a 400 naming the field. Anything else, strings without NUL bytes included: 0. */
+static int no_nul(const json_t *v, const char *param, frigg_oai_error *e) {
+    if (!json_is_string(v) || !memchr(json_string_value(v), 0, json_string_length(v))) return 0;
+    return bad(e, param, "'%s' must not hold a NUL byte (\\u0000)", param);
+}
+
 char *frigg_oai_utf8_clean(const char *s, size_t n, size_t *out_len) {
     char *o = frigg_xmalloc(n * 3 + 1);
     size_t k = 0;
@@ -168,6 +176,12 @@ static json_t *message_content(const json_t *c, int i, int null_ok, frigg_oai_er
             bad(e, pp, "'%s' must be an object with a 'type'", pp);
             return NULL;
         }
+        char tp[112];
+        snprintf(tp, sizeof tp, "%s.type", pp);
+        if (no_nul(json_object_get(part, "type"), tp, e)) {
+            frigg_sb_free(&sb);
+            return NULL;
+        }
         if (strcmp(type, "text")) {
             frigg_sb_free(&sb);
             bad(e, pp, "'%s.type' is '%s': only 'text' content parts are supported (this model reads text)", pp, type);
@@ -188,6 +202,28 @@ static json_t *message_content(const json_t *c, int i, int null_ok, frigg_oai_er
     return s;
 }
 
+/* The strings of message p (msg) that name something: its role, name and tool_call_id, and its tool calls' id, type
+ * and function name. (Their text — content, arguments — may hold NUL bytes.) */
+static int names_without_nul(const json_t *msg, const char *p, frigg_oai_error *e) {
+    static const char *const keys[] = {"role", "name", "tool_call_id"};
+    char q[112];
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        snprintf(q, sizeof q, "%s.%s", p, keys[k]);
+        if (no_nul(json_object_get(msg, keys[k]), q, e)) return -1;
+    }
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(msg, "tool_calls"), i, c) {
+        snprintf(q, sizeof q, "%s.tool_calls[%zu].id", p, i);
+        if (no_nul(json_object_get(c, "id"), q, e)) return -1;
+        snprintf(q, sizeof q, "%s.tool_calls[%zu].type", p, i);
+        if (no_nul(json_object_get(c, "type"), q, e)) return -1;
+        snprintf(q, sizeof q, "%s.tool_calls[%zu].function.name", p, i);
+        if (no_nul(json_object_get(json_object_get(c, "function"), "name"), q, e)) return -1;
+    }
+    return 0;
+}
+
 /* The messages as the chat template takes them: roles checked, developer as system, content parts joined. */
 static json_t *check_messages(const json_t *m, frigg_oai_error *e) {
     if (!json_is_array(m) || json_array_size(m) == 0) {
@@ -204,6 +240,10 @@ static json_t *check_messages(const json_t *m, frigg_oai_error *e) {
         if (!json_is_object(msg) || !role) {
             json_decref(out);
             bad(e, p, "'%s' must be an object with a 'role'", p);
+            return NULL;
+        }
+        if (names_without_nul(msg, p, e)) {
+            json_decref(out);
             return NULL;
         }
         int is_asst = !strcmp(role, "assistant"), is_tool = !strcmp(role, "tool");
@@ -258,6 +298,11 @@ static int check_tools(const json_t *tools, frigg_oai_error *e) {
         snprintf(p, sizeof p, "tools[%zu]", i);
         const char *type = json_string_value(json_object_get(t, "type"));
         json_t *f = json_object_get(t, "function");
+        char q[72];
+        snprintf(q, sizeof q, "%s.type", p);
+        if (no_nul(json_object_get(t, "type"), q, e)) return -1;
+        snprintf(q, sizeof q, "%s.function.name", p);
+        if (no_nul(json_object_get(f, "name"), q, e)) return -1;
         if (!json_is_object(t) || !type || strcmp(type, "function"))
             return bad(e, p, "'%s' must be {\"type\": \"function\", \"function\": {...}}", p);
         if (!json_is_object(f) || !json_is_string(json_object_get(f, "name")) || !json_string_length(json_object_get(f, "name")))
@@ -344,6 +389,7 @@ static int parse_stop(frigg_oai_req *r, const json_t *v, frigg_oai_error *e) {
     if (!v || json_is_null(v)) return 0;
     if (json_is_string(v)) {
         if (!json_string_length(v)) return bad(e, "stop", "'stop' must not be an empty string");
+        if (no_nul(v, "stop", e)) return -1; /* stop strings are matched as C strings */
         r->gen.stop[0] = frigg_xstrdup(json_string_value(v));
         r->gen.n_stop = 1;
         return 0;
@@ -355,6 +401,9 @@ static int parse_stop(frigg_oai_req *r, const json_t *v, frigg_oai_error *e) {
     json_array_foreach(v, i, s) {
         if (!json_is_string(s) || !json_string_length(s))
             return bad(e, "stop", "'stop'[%zu] must be a non-empty string", i);
+        char q[32];
+        snprintf(q, sizeof q, "stop[%zu]", i);
+        if (no_nul(s, q, e)) return -1;
         r->gen.stop[r->gen.n_stop++] = frigg_xstrdup(json_string_value(s));
     }
     return 0;
@@ -406,6 +455,9 @@ static int parse_tool_choice(frigg_oai_req *r, const json_t *o, const json_t *to
     *render_tools = have;
     r->tools = have;
     if (!tc || json_is_null(tc)) return 0;
+    if (no_nul(tc, "tool_choice", e) || no_nul(json_object_get(tc, "type"), "tool_choice.type", e) ||
+        no_nul(json_object_get(json_object_get(tc, "function"), "name"), "tool_choice.function.name", e))
+        return -1;
     if (json_is_string(tc)) {
         const char *v = json_string_value(tc);
         if (!strcmp(v, "auto")) return 0;
@@ -433,6 +485,19 @@ static int parse_tool_choice(frigg_oai_req *r, const json_t *o, const json_t *to
     return 0;
 }
 
+char *frigg_oai_chat_prompt(const json_t *messages, const json_t *tools, int add_generation_prompt, size_t *len,
+                            frigg_oai_error *e) {
+    *len = 0;
+    json_t *msgs = check_messages(messages, e);
+    if (!msgs) return NULL;
+    json_t *norm = frigg_chat_normalize_messages(msgs);
+    json_decref(msgs);
+    char *text = frigg_chat_render_n(norm, tools, add_generation_prompt, len);
+    json_decref(norm);
+    if (!text) bad(e, "messages", "the messages cannot be rendered with the chat template: %s", frigg_error());
+    return text;
+}
+
 int frigg_oai_parse(frigg_oai_req *r, frigg_oai_kind kind, const char *body, size_t len, const frigg_oai_env *env,
                     frigg_oai_error *e) {
     memset(r, 0, sizeof *r);
@@ -440,10 +505,13 @@ int frigg_oai_parse(frigg_oai_req *r, frigg_oai_kind kind, const char *body, siz
     r->n = 1;
     r->parallel_tool_calls = 1;
     json_error_t je;
-    json_t *o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    /* JSON_ALLOW_NUL: "\u0000" is valid JSON; text is read with its length, names refuse it (no_nul) */
+    json_t *o = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+    if (!o && json_error_code(&je) == json_error_null_byte_in_key)
+        return bad(e, NULL, "an object key in the body holds a NUL byte (\\u0000): no field name or logit_bias token "
+                            "id has one, and frigg-serve cannot read such a key (at byte %d)", je.position);
     if (!o) return bad(e, NULL, "the body is not valid JSON: %s (at byte %d)", je.text, je.position);
     int rc = -1;
-    json_t *msgs = NULL;
     char *rendered = NULL;
     if (!json_is_object(o)) {
         bad(e, NULL, "the body must be a JSON object");
@@ -453,6 +521,7 @@ int frigg_oai_parse(frigg_oai_req *r, frigg_oai_kind kind, const char *body, siz
     json_t *v;
     json_object_foreach(o, k, v) {
         if (in_list(unsupported, k)) {
+            if (!strcmp(k, "response_format") && no_nul(json_object_get(v, "type"), "response_format.type", e)) goto out;
             if (!strcmp(k, "response_format") && json_is_object(v) &&
                 !strcmp(json_string_value(json_object_get(v, "type")) ? json_string_value(json_object_get(v, "type")) : "",
                         "text"))
@@ -471,6 +540,7 @@ int frigg_oai_parse(frigg_oai_req *r, frigg_oai_kind kind, const char *body, siz
         bad(e, "model", "'model' is required and must be a string");
         goto out;
     }
+    if (no_nul(model, "model", e)) goto out;
     if (strcmp(json_string_value(model), env->model_name)) {
         frigg_oai_error_set(e, 404, "invalid_request_error", "model", "model_not_found",
                             "The model '%s' does not exist (this server serves '%s')", json_string_value(model),
@@ -528,23 +598,18 @@ int frigg_oai_parse(frigg_oai_req *r, frigg_oai_kind kind, const char *body, siz
             bad(e, "messages", "this model has no tokenizer: use /v1/completions with token ids");
             goto out;
         }
-        msgs = check_messages(json_object_get(o, "messages"), e);
-        if (!msgs) goto out;
-        json_t *norm = frigg_chat_normalize_messages(msgs);
-        rendered = frigg_chat_render(norm, render_tools ? tools : NULL, 1);
-        json_decref(norm);
-        if (!rendered) {
-            bad(e, "messages", "the messages cannot be rendered with the chat template: %s", frigg_error());
-            goto out;
-        }
+        size_t rlen = 0; /* the rendered text's length: message text may hold NUL bytes */
+        rendered = frigg_oai_chat_prompt(json_object_get(o, "messages"), render_tools ? tools : NULL, 1, &rlen, e);
+        if (!rendered) goto out;
         if (r->forced) { /* the answer starts with the forced text: it is part of the prompt */
-            size_t a = strlen(rendered), b = strlen(r->forced);
-            rendered = frigg_xrealloc(rendered, a + b + 1);
-            memcpy(rendered + a, r->forced, b + 1);
+            size_t b = strlen(r->forced);
+            rendered = frigg_xrealloc(rendered, rlen + b + 1);
+            memcpy(rendered + rlen, r->forced, b + 1);
+            rlen += b;
         }
         r->prompts = frigg_xcalloc(1, sizeof *r->prompts);
         r->n_prompts = 1;
-        if (encode(env, rendered, strlen(rendered), &r->prompts[0], "messages", e)) goto out;
+        if (encode(env, rendered, rlen, &r->prompts[0], "messages", e)) goto out;
     } else {
         long long lp = -1, best_of = -1;
         int echo = 0;
@@ -598,7 +663,6 @@ int frigg_oai_parse(frigg_oai_req *r, frigg_oai_kind kind, const char *body, siz
     r->gen.n_stop_ids = frigg_default_stop_ids(env->cfg, r->tools, r->gen.stop_ids, FRIGG_SEQGEN_MAX_STOP_IDS);
     rc = 0;
 out:
-    json_decref(msgs);
     free(rendered);
     json_decref(o);
     if (rc) {
@@ -655,25 +719,32 @@ void frigg_oai_choice_free(frigg_oai_choice *c) {
     memset(c, 0, sizeof *c);
 }
 
-void frigg_oai_finish_tools(const frigg_oai_req *r, const frigg_oai_choice *c, char **content, json_t **calls,
-                            const char *call_id_prefix) {
+void frigg_oai_finish_tools(const frigg_oai_req *r, const frigg_oai_choice *c, char **content, size_t *content_len,
+                            json_t **calls, const char *call_id_prefix) {
     *calls = NULL;
-    if (!r->tools) {
-        *content = frigg_xstrdup(c->text);
+    if (!r->tools) { /* with its length: generated text may hold NUL bytes */
+        *content = frigg_xmalloc(c->text_len + 1);
+        memcpy(*content, c->text, c->text_len);
+        (*content)[c->text_len] = 0;
+        *content_len = c->text_len;
         return;
     }
     size_t fl = r->forced ? strlen(r->forced) : 0;
     char *full = frigg_xmalloc(fl + c->text_len + 1);
     if (fl) memcpy(full, r->forced, fl);
-    memcpy(full + fl, c->text, c->text_len + 1);
+    memcpy(full + fl, c->text, c->text_len);
+    full[fl + c->text_len] = 0;
     char *rest = NULL;
-    json_t *a = frigg_parse_tool_calls(full, &rest);
+    size_t rest_len = 0;
+    json_t *a = frigg_parse_tool_calls_n(full, fl + c->text_len, &rest, &rest_len);
     if (!a) { /* not a well-formed call: the text as the model wrote it */
         *content = full;
+        *content_len = fl + c->text_len;
         return;
     }
     free(full);
     *content = rest;
+    *content_len = rest_len;
     if (json_array_size(a) == 0) {
         json_decref(a);
         return;
@@ -746,7 +817,8 @@ static json_t *completion_logprobs(const frigg_oai_req *r, const frigg_oai_env *
         json_t *top = json_object();
         for (int j = 0; j < r->top_logprobs && j < k; j++) {
             json_t *t = token_entry(env, top_ids[(size_t)i * k + j], top_lps[(size_t)i * k + j]);
-            json_object_set(top, json_string_value(json_object_get(t, "token")), json_object_get(t, "logprob"));
+            json_t *tk = json_object_get(t, "token"); /* the key with its length: a token may be a NUL byte */
+            json_object_setn(top, json_string_value(tk), json_string_length(tk), json_object_get(t, "logprob"));
             json_decref(t);
         }
         json_array_append_new(tops, top);
@@ -776,11 +848,12 @@ json_t *frigg_oai_response(const frigg_oai_req *r, const frigg_oai_env *env, con
         const frigg_oai_choice *c = &choices[i];
         completion_tokens += c->n;
         char *content = NULL, pre[160];
+        size_t content_len = 0;
         json_t *calls = NULL;
         call_prefix(pre, sizeof pre, id, i);
-        frigg_oai_finish_tools(r, c, &content, &calls, pre);
+        frigg_oai_finish_tools(r, c, &content, &content_len, &calls, pre);
         size_t cl = 0;
-        char *clean = frigg_oai_utf8_clean(content, strlen(content), &cl);
+        char *clean = frigg_oai_utf8_clean(content, content_len, &cl);
         free(content);
         json_t *ch = json_object();
         json_object_set_new(ch, "index", json_integer(i));
@@ -872,7 +945,7 @@ static void role_chunk(frigg_oai_stream *s, const frigg_oai_req *r, const char *
 static size_t safe_len(const frigg_oai_stream *s, const frigg_oai_req *r) {
     if (!r->tools) return s->len;
     if (r->forced) return 0;
-    const char *m = s->text ? strstr(s->text, TOOL_MARK) : NULL;
+    const char *m = s->text ? memmem(s->text, s->len, TOOL_MARK, strlen(TOOL_MARK)) : NULL; /* past NUL bytes */
     if (m) return (size_t)(m - s->text);
     size_t ml = strlen(TOOL_MARK), keep = 0;
     for (size_t l = ml - 1; l > 0; l--)
@@ -915,9 +988,9 @@ json_t *frigg_oai_stream_finish(frigg_oai_stream *s, const frigg_oai_req *r, con
     json_t *out = json_array();
     role_chunk(s, r, id, created, model, out);
     char *content = NULL;
+    size_t cl = 0;
     json_t *calls = NULL;
-    frigg_oai_finish_tools(r, c, &content, &calls, call_id_prefix);
-    size_t cl = strlen(content);
+    frigg_oai_finish_tools(r, c, &content, &cl, &calls, call_id_prefix);
     /* What was sent is the start of the content (text before the first call); the rest goes now, so that the
      * streamed content equals the non-streamed one. */
     size_t from = s->sent <= cl && (s->sent == 0 || !memcmp(content, s->text, s->sent)) ? s->sent : cl;

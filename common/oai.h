@@ -65,10 +65,19 @@ typedef struct {
                                     function): appended to the rendered prompt, prepended to the generated text */
 } frigg_oai_req;
 
-/* Parse and check one body. 0, or -1 with *err filled (the request is then empty: free it anyway). */
+/* Parse and check one body. 0, or -1 with *err filled (the request is then empty: free it anyway). A string may
+ * hold NUL bytes (\u0000): prompts and message text are tokenized with them, as HF tokenizers does; a string that
+ * names something (model, role, name, tool_call_id, a part's type, a tool's or a call's name, id and type,
+ * tool_choice, response_format.type) or a stop string holding one is a 400 naming the field. */
 int frigg_oai_parse(frigg_oai_req *r, frigg_oai_kind kind, const char *body, size_t len, const frigg_oai_env *env,
                     frigg_oai_error *err);
 void frigg_oai_req_free(frigg_oai_req *r);
+
+/* The text a chat request prompts the model with: the messages checked as frigg_oai_parse checks them (roles, NUL
+ * bytes, content parts joined, developer as system), normalized (frigg_chat_normalize_messages) and rendered with
+ * tools (NULL: none). Returns it malloc'd, *len bytes that may hold NUL bytes, or NULL with *err filled. */
+char *frigg_oai_chat_prompt(const json_t *messages, const json_t *tools, int add_generation_prompt, size_t *len,
+                            frigg_oai_error *err);
 
 /* One finished choice, copied out of the scheduler's result (which is only valid during its callback). */
 typedef struct {
@@ -91,10 +100,10 @@ void frigg_oai_choice_take(frigg_oai_choice *c, const frigg_seqgen_result *g, in
 void frigg_oai_choice_free(frigg_oai_choice *c);
 
 /* With tools: the calls and the content left around them, from the forced prefix + the text. *content (new
- * malloc'd string) and *calls (a new array, or NULL when none). A text that looked like calls but did not
- * parse is kept as content. Without tools: the text, no calls. */
-void frigg_oai_finish_tools(const frigg_oai_req *r, const frigg_oai_choice *c, char **content, json_t **calls,
-                            const char *call_id_prefix);
+ * malloc'd string of *content_len bytes, NUL bytes of the text kept) and *calls (a new array, or NULL when none).
+ * A text that looked like calls but did not parse is kept as content. Without tools: the text, no calls. */
+void frigg_oai_finish_tools(const frigg_oai_req *r, const frigg_oai_choice *c, char **content, size_t *content_len,
+                            json_t **calls, const char *call_id_prefix);
 
 /* The whole non-streamed response: choices[n_prompts * n], index = prompt * n + j. */
 json_t *frigg_oai_response(const frigg_oai_req *r, const frigg_oai_env *env, const char *id, long long created,

@@ -75,7 +75,7 @@ static int parse_string(parser *p) {
 }
 
 static int is_delim(const parser *p) {
-    return p->pos >= p->n || strchr(",}] \t\r\n", p->s[p->pos]);
+    return p->pos >= p->n || (p->s[p->pos] && strchr(",}] \t\r\n", p->s[p->pos]));
 }
 
 /* A JSON-grammar number (Python's str() of an int or a finite float is one), copied verbatim. */
@@ -228,7 +228,7 @@ static int parse_call(parser *p, json_t *calls) {
     p->pos += strlen(CLOSE);
 
     json_error_t jerr; /* proves the rewrite is valid JSON (and catches out-of-range integers) */
-    json_t *check = json_loads(p->json.p, 0, &jerr);
+    json_t *check = json_loadb(p->json.p, p->json.len, JSON_ALLOW_NUL, &jerr);
     if (!check) return fail(p, jerr.text);
     json_decref(check);
 
@@ -246,12 +246,17 @@ static int parse_call(parser *p, json_t *calls) {
 }
 
 json_t *frigg_parse_tool_calls(const char *text, char **content_out) {
+    return frigg_parse_tool_calls_n(text, text ? strlen(text) : 0, content_out, NULL);
+}
+
+json_t *frigg_parse_tool_calls_n(const char *text, size_t n, char **content_out, size_t *content_len) {
     if (content_out) *content_out = NULL;
+    if (content_len) *content_len = 0;
     if (!text) {
         frigg_set_error("tool call parser: no text");
         return NULL;
     }
-    parser p = {text, strlen(text), 0, FRIGG_STRBUF_INIT, 0};
+    parser p = {text, n, 0, FRIGG_STRBUF_INIT, 0};
     json_t *calls = json_array();
     frigg_strbuf content = FRIGG_STRBUF_INIT;
     while (p.pos < p.n) {
@@ -270,6 +275,7 @@ json_t *frigg_parse_tool_calls(const char *text, char **content_out) {
         p.call_index++;
     }
     frigg_sb_free(&p.json);
+    if (content_len) *content_len = content.len;
     if (content_out) *content_out = frigg_sb_take(&content);
     frigg_sb_free(&content);
     return calls;

@@ -7,6 +7,7 @@
 #define FRIGG_TOOLCALL_H
 
 #include <jansson.h>
+#include <stddef.h>
 
 /* Returns a new JSON array of OpenAI tool_calls
  * ([{"id":"call_0","type":"function","function":{"name":..,"arguments":"<JSON string>"}}]),
@@ -16,5 +17,8 @@
  * arguments JSON keeps each number's digits as written (0.1 stays "0.1"). A string holding the
  * <|"|> token itself cannot be told apart from its end: the template has no escape for it. */
 json_t *frigg_parse_tool_calls(const char *text, char **content_out);
+/* The same on n bytes of text, which may hold NUL bytes (a string value keeps them, as \u0000 in the arguments
+ * JSON); *content_len (when not NULL) gets the content's length. */
+json_t *frigg_parse_tool_calls_n(const char *text, size_t n, char **content_out, size_t *content_len);
 
 #endif

@@ -5,7 +5,11 @@
  * (nothing of the call leaks out as content, even when the marker arrives split across pieces), then the
  * tool-call deltas in OpenAI's shape (id, type, name and empty arguments, then the arguments) and the finish
  * chunk. Also parallel_tool_calls false, a forced named function, a malformed call kept as content, chat and
- * completion logprobs shapes, the error body, and UTF-8 cleaning. */
+ * completion logprobs shapes, the error body, and UTF-8 cleaning. And NUL bytes (\u0000, valid JSON): prompts,
+ * message content, content parts, a tool call's arguments and result tokenized with them as HF tokenizers does
+ * (recorded ids); every string that names something (model, role, name, ids, types, tool names, tool_choice)
+ * and every stop string refused with a 400 naming the field; generated text holding them returned whole,
+ * streamed or not, around tool calls, and as logprobs tokens. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,21 +131,22 @@ static void test_tool_calls(void) {
     /* two calls: both, or with parallel_tool_calls false the first only */
     make_choice(&c, "<|tool_call>call:get_time{}<tool_call|><|tool_call>call:get_weather{city:<|\"|>Bergen<|\"|>}<tool_call|>");
     char *cont = NULL;
+    size_t cl = 0;
     json_t *cs = NULL;
-    frigg_oai_finish_tools(&r, &c, &cont, &cs, "a");
+    frigg_oai_finish_tools(&r, &c, &cont, &cl, &cs, "a");
     CHECK(json_array_size(cs) == 2, "two calls, got %zu", json_array_size(cs));
     free(cont);
     json_decref(cs);
     frigg_oai_req_free(&r);
     CHECK(parse(&r, ",\"parallel_tool_calls\":false") == 0, "parallel_tool_calls false");
-    frigg_oai_finish_tools(&r, &c, &cont, &cs, "b");
+    frigg_oai_finish_tools(&r, &c, &cont, &cl, &cs, "b");
     CHECK(json_array_size(cs) == 1, "parallel_tool_calls false keeps one call, got %zu", json_array_size(cs));
     free(cont);
     json_decref(cs);
     frigg_oai_choice_free(&c);
     /* a malformed call stays content, finish_reason as generated */
     make_choice(&c, "<|tool_call>call:get_weather{city:");
-    frigg_oai_finish_tools(&r, &c, &cont, &cs, "c");
+    frigg_oai_finish_tools(&r, &c, &cont, &cl, &cs, "c");
     CHECK(cs == NULL && cont && !strcmp(cont, c.text), "a malformed call is returned as content");
     free(cont);
     frigg_oai_choice_free(&c);
@@ -155,8 +160,9 @@ static void test_forced(void) {
     frigg_oai_choice c;
     make_choice(&c, "city:<|\"|>Aarhus<|\"|>}<tool_call|>"); /* what the model adds after the forced prefix */
     char *cont = NULL;
+    size_t cl = 0;
     json_t *cs = NULL;
-    frigg_oai_finish_tools(&r, &c, &cont, &cs, "f");
+    frigg_oai_finish_tools(&r, &c, &cont, &cl, &cs, "f");
     CHECK(json_array_size(cs) == 1 && !strcmp(json_string_value(json_object_get(json_object_get(json_array_get(cs, 0), "function"),
                                                                                   "name")) ?: "", "get_weather"),
           "a forced call parses with the forced prefix");
@@ -229,6 +235,325 @@ static void test_logprobs_and_utf8(void) {
     free(s);
 }
 
+/* ---- NUL bytes (\u0000): valid JSON, tokenized whole; refused where a string names something ---- */
+
+static int jstr_eq(const json_t *v, const char *s, size_t n) {
+    return json_is_string(v) && json_string_length(v) == n && !memcmp(json_string_value(v), s, n);
+}
+
+static int parse_body(frigg_oai_req *r, frigg_oai_kind kind, const char *body, frigg_oai_error *e) {
+    frigg_oai_env env = {.model_name = "default", .tok = tok, .cfg = &cfg, .max_ctx = 512};
+    memset(e, 0, sizeof *e);
+    return frigg_oai_parse(r, kind, body, strlen(body), &env, e);
+}
+
+static int ids_are(const frigg_oai_prompt *p, const int32_t *want, int n) {
+    return p->n == n && !memcmp(p->ids, want, sizeof(int32_t) * (size_t)n);
+}
+
+static void print_ids(const char *what, const frigg_oai_prompt *p) {
+    fprintf(stderr, "  %s: %d ids:", what, p->n);
+    for (int i = 0; i < p->n; i++) fprintf(stderr, " %d", p->ids[i]);
+    fputc('\n', stderr);
+}
+
+/* The ids below are HF tokenizers 0.23.2's (Tokenizer.from_file("golden/default/tokenizer.json").encode(text,
+ * add_special_tokens=False)), for chat of the text jinja2 3.1.6 renders with gemma4_native_chat.jinja from the
+ * messages as scripts/oracle/render_chat_golden.py normalizes them; the prompts are tests/run-input.sh's. */
+static void test_nul_prompts(void) {
+    frigg_oai_req r;
+    frigg_oai_error e;
+    static const int32_t a0b[] = {549, 238, 550}, hi[] = {556, 557, 613, 238, 1072}, nul[] = {238}, bos[] = {2, 238, 2};
+    int rc = parse_body(&r, FRIGG_OAI_COMPLETION, "{\"model\":\"default\",\"prompt\":\"a\\u0000b\"}", &e);
+    CHECK(rc == 0, "prompt \"a\\u0000b\": %s", e.message);
+    CHECK(rc == 0 && ids_are(&r.prompts[0], a0b, 3), "prompt \"a\\u0000b\": want ids 549 238 550");
+    if (rc == 0 && !ids_are(&r.prompts[0], a0b, 3)) print_ids("got", &r.prompts[0]);
+    frigg_oai_req_free(&r);
+    rc = parse_body(&r, FRIGG_OAI_COMPLETION,
+                    "{\"model\":\"default\",\"prompt\":[\"hi \\u0000 there\",\"\\u0000\",\"<bos>\\u0000<bos>\"]}", &e);
+    CHECK(rc == 0 && r.n_prompts == 3, "three prompts holding NUL bytes: %s", e.message);
+    if (rc == 0) {
+        CHECK(ids_are(&r.prompts[0], hi, 5), "prompt[0] \"hi \\u0000 there\"");
+        CHECK(ids_are(&r.prompts[1], nul, 1), "prompt[1] \"\\u0000\"");
+        CHECK(ids_are(&r.prompts[2], bos, 3), "prompt[2] \"<bos>\\u0000<bos>\"");
+    }
+    frigg_oai_req_free(&r);
+
+    /* chat: a content string, and the same text as content parts */
+    static const int32_t x0y[] = {2, 105, 783, 616, 107, 572, 238, 573, 106, 107, 105, 561, 563, 1152, 107};
+    const char *bodies[] = {
+        "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"x\\u0000y\"}]}",
+        "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"x\\u0000\"},"
+        "{\"type\":\"text\",\"text\":\"y\"}]}]}",
+    };
+    for (int i = 0; i < 2; i++) {
+        rc = parse_body(&r, FRIGG_OAI_CHAT, bodies[i], &e);
+        CHECK(rc == 0, "chat %d with a NUL byte in its content: %s", i, e.message);
+        CHECK(rc == 0 && ids_are(&r.prompts[0], x0y, 15), "chat %d: the content's NUL byte tokenized as HF does", i);
+        if (rc == 0 && !ids_are(&r.prompts[0], x0y, 15)) print_ids("got", &r.prompts[0]);
+        frigg_oai_req_free(&r);
+    }
+
+    /* a conversation: system, user, an assistant's tool call (arguments as the JSON string OpenAI clients send,
+     * holding the escape \u0000, and as an object), its result, a user turn that is only a NUL byte */
+    static const int32_t conv[] = {
+        2,   105,  567, 7371, 107, 567,  1825, 238,  653, 561, 106,  107, 105, 783, 616, 107, 572,  238, 106, 107, 105,
+        561, 563,  1152, 107, 48,  551,  943,  516,  1639, 333, 1780, 1204, 361, 551, 1324, 516, 52,  534, 238, 567,
+        1056, 52,  363, 49,  50,   917,  5713, 713,  516, 1639, 333,  1780, 1204, 361, 1619, 1936, 516, 52, 507, 508,
+        238, 522,  52,  363, 51,   4506, 238,  629,  106, 107, 105,  783, 616, 107, 238,  106, 107, 105, 561, 563,
+        1152, 107};
+    int nconv = (int)(sizeof conv / sizeof conv[0]);
+    for (int form = 0; form < 2; form++) {
+        json_t *args = form ? json_pack("{s:o}", "city", json_stringn("O\0slo", 5)) : json_string("{\"city\": \"O\\u0000slo\"}");
+        json_t *call = json_pack("{s:s,s:s,s:{s:s,s:o}}", "id", "c1", "type", "function", "function", "name", "get_weather",
+                                 "arguments", args);
+        json_t *msgs = json_pack("[{s:s,s:o},{s:s,s:o},{s:s,s:o,s:[o]},{s:s,s:s,s:s,s:o},{s:s,s:o}]", "role", "system",
+                                 "content", json_stringn("sys\0tem", 7), "role", "user", "content", json_stringn("x\0", 2),
+                                 "role", "assistant", "content", json_stringn("sv\0ar", 5), "tool_calls", call, "role",
+                                 "tool", "name", "get_weather", "tool_call_id", "c1", "content",
+                                 json_stringn("12\0C", 4), "role", "user", "content", json_stringn("\0", 1));
+        json_t *o = json_pack("{s:s,s:o}", "model", "default", "messages", msgs);
+        char *body = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        rc = parse_body(&r, FRIGG_OAI_CHAT, body, &e);
+        CHECK(rc == 0, "a conversation with NUL bytes (arguments as %s): %s", form ? "an object" : "a JSON string", e.message);
+        CHECK(rc == 0 && ids_are(&r.prompts[0], conv, nconv), "the conversation (arguments as %s) tokenized as HF does",
+              form ? "an object" : "a JSON string");
+        if (rc == 0 && !ids_are(&r.prompts[0], conv, nconv)) print_ids("got", &r.prompts[0]);
+        frigg_oai_req_free(&r);
+        free(body);
+    }
+    /* tool_choice none leaves the tools out; a named function's forced call follows the whole rendered prompt, NUL
+     * bytes and all */
+    char body[1024];
+    snprintf(body, sizeof body,
+             "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"x\\u0000y\"}],\"tools\":%s,"
+             "\"tool_choice\":\"none\"}", TOOLS);
+    rc = parse_body(&r, FRIGG_OAI_CHAT, body, &e);
+    CHECK(rc == 0 && ids_are(&r.prompts[0], x0y, 15), "tool_choice none: the tools stay out and the NUL byte in: %s", e.message);
+    frigg_oai_req_free(&r);
+    snprintf(body, sizeof body,
+             "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"x\\u0000y\"}],\"tools\":%s,"
+             "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_time\"}}}", TOOLS);
+    rc = parse_body(&r, FRIGG_OAI_CHAT, body, &e);
+    CHECK(rc == 0, "a forced call after a NUL byte: %s", e.message);
+    if (rc == 0) {
+        size_t n = 0;
+        char *text = frigg_tokenizer_decode(tok, r.prompts[0].ids, (size_t)r.prompts[0].n, &n);
+        static const char tail[] = "x\0y<turn|>\n<|turn>model\n<|tool_call>call:get_time{";
+        CHECK(text && n > sizeof tail && memmem(text, n, tail, sizeof tail - 1) &&
+                  !memcmp(text + n - (sizeof tail - 1), tail, sizeof tail - 1),
+              "the forced call is appended after the NUL byte, not cut: %zu bytes", n);
+        free(text);
+    }
+    frigg_oai_req_free(&r);
+}
+
+/* Fields where a NUL byte makes no sense: a 400 naming the field, never a silent cut at the NUL. */
+static void test_nul_refused(void) {
+    static const struct { frigg_oai_kind kind; const char *body, *param; } cases[] = {
+        {FRIGG_OAI_COMPLETION, "{\"model\":\"default\",\"prompt\":\"x\",\"stop\":\"a\\u0000\"}", "stop"},
+        {FRIGG_OAI_COMPLETION, "{\"model\":\"default\",\"prompt\":\"x\",\"stop\":[\"b\",\"\\u0000a\"]}", "stop[1]"},
+        {FRIGG_OAI_COMPLETION, "{\"model\":\"default\\u0000x\",\"prompt\":\"x\"}", "model"},
+        {FRIGG_OAI_CHAT, "{\"model\":\"default\",\"messages\":[{\"role\":\"user\\u0000x\",\"content\":\"q\"}]}",
+         "messages[0].role"},
+        {FRIGG_OAI_CHAT, "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"name\":\"b\\u0000\",\"content\":\"q\"}]}",
+         "messages[0].name"},
+        {FRIGG_OAI_CHAT,
+         "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\\u0000\",\"text\":\"q\"}]}]}",
+         "messages[0].content[0].type"},
+        {FRIGG_OAI_CHAT,
+         "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"},{\"role\":\"assistant\",\"content\":null,"
+         "\"tool_calls\":[{\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"f\\u0000g\",\"arguments\":\"{}\"}}]}]}",
+         "messages[1].tool_calls[0].function.name"},
+        {FRIGG_OAI_CHAT,
+         "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"},{\"role\":\"assistant\",\"content\":null,"
+         "\"tool_calls\":[{\"id\":\"c\\u0000\",\"type\":\"function\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}]}",
+         "messages[1].tool_calls[0].id"},
+        {FRIGG_OAI_CHAT,
+         "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"},{\"role\":\"assistant\",\"content\":null,"
+         "\"tool_calls\":[{\"id\":\"c\",\"type\":\"function\\u0000\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]}]}",
+         "messages[1].tool_calls[0].type"},
+        {FRIGG_OAI_CHAT,
+         "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"},{\"role\":\"tool\","
+         "\"tool_call_id\":\"c\\u0000\",\"content\":\"r\"}]}",
+         "messages[1].tool_call_id"},
+        {FRIGG_OAI_CHAT,
+         "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"tools\":[{\"type\":\"function\","
+         "\"function\":{\"name\":\"get_weather\\u0000x\"}}]}",
+         "tools[0].function.name"},
+        {FRIGG_OAI_CHAT,
+         "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"tools\":[{\"type\":\"function\\u0000\","
+         "\"function\":{\"name\":\"f\"}}]}",
+         "tools[0].type"},
+        {FRIGG_OAI_CHAT,
+         "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"tools\":[{\"type\":\"function\","
+         "\"function\":{\"name\":\"f\"}}],\"tool_choice\":\"auto\\u0000\"}",
+         "tool_choice"},
+        {FRIGG_OAI_CHAT,
+         "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"tools\":[{\"type\":\"function\","
+         "\"function\":{\"name\":\"f\"}}],\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\\u0000g\"}}}",
+         "tool_choice.function.name"},
+        {FRIGG_OAI_CHAT,
+         "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"response_format\":{\"type\":"
+         "\"text\\u0000\"}}",
+         "response_format.type"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        frigg_oai_req r;
+        frigg_oai_error e;
+        int rc = parse_body(&r, cases[i].kind, cases[i].body, &e);
+        CHECK(rc == -1 && e.status == 400 && !strcmp(e.param, cases[i].param) && strstr(e.message, "NUL") &&
+                  strstr(e.message, cases[i].param),
+              "%s: want a 400 naming '%s' and the NUL byte; got rc %d, %d, param '%s': %s", cases[i].body, cases[i].param,
+              rc, e.status, e.param, e.message);
+        frigg_oai_req_free(&r);
+    }
+    /* an object key holding a NUL byte: jansson cannot hold it, and says so (not "invalid JSON") */
+    frigg_oai_req r;
+    frigg_oai_error e;
+    int rc = parse_body(&r, FRIGG_OAI_COMPLETION, "{\"model\":\"default\",\"prompt\":\"x\",\"logit_bias\":{\"5\\u0000\":1}}", &e);
+    CHECK(rc == -1 && e.status == 400 && strstr(e.message, "NUL") && strstr(e.message, "key") &&
+              !strstr(e.message, "not valid JSON"),
+          "a NUL byte in an object key: %d '%s'", e.status, e.message);
+    frigg_oai_req_free(&r);
+}
+
+/* Generated text holding NUL bytes comes back whole, as \u0000 in the JSON: content, text, streamed deltas,
+ * around tool calls, and in logprobs' tokens. */
+static void make_choice_n(frigg_oai_choice *c, const char *text, size_t n) {
+    memset(c, 0, sizeof *c);
+    c->text = malloc(n + 1);
+    memcpy(c->text, text, n);
+    c->text[n] = 0;
+    c->text_len = n;
+    c->ids = calloc(1, sizeof(int32_t));
+    strcpy(c->finish_reason, "stop");
+}
+
+/* The content of every streamed chunk, joined, *len bytes; *all (when not NULL) gets the chunks. */
+static char *streamed_content(const frigg_oai_req *r, const frigg_oai_choice *c, size_t step, size_t *len, json_t **all) {
+    json_t *chunks = stream_all(r, c, step);
+    frigg_strbuf sb = FRIGG_STRBUF_INIT;
+    size_t i;
+    json_t *ch;
+    json_array_foreach(chunks, i, ch) {
+        json_t *c0 = json_array_get(json_object_get(ch, "choices"), 0);
+        json_t *t = r->kind == FRIGG_OAI_CHAT ? json_object_get(json_object_get(c0, "delta"), "content")
+                                              : json_object_get(c0, "text");
+        if (json_is_string(t)) frigg_sb_put(&sb, json_string_value(t), json_string_length(t));
+    }
+    *len = sb.len;
+    if (all) *all = chunks;
+    else json_decref(chunks);
+    char *s = frigg_sb_take(&sb);
+    return s ? s : frigg_xstrdup("");
+}
+
+static void test_nul_responses(void) {
+    frigg_oai_env env = {.model_name = "default", .tok = tok, .cfg = &cfg, .max_ctx = 512};
+    frigg_oai_req r;
+    frigg_oai_error e;
+    static const char txt[] = "a\0b\0";
+    size_t tn = sizeof txt - 1;
+    for (int kind = 0; kind < 2; kind++) {
+        const char *body = kind ? "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}]}"
+                                : "{\"model\":\"default\",\"prompt\":\"q\"}";
+        CHECK(parse_body(&r, kind ? FRIGG_OAI_CHAT : FRIGG_OAI_COMPLETION, body, &e) == 0, "%s", e.message);
+        frigg_oai_choice c;
+        make_choice_n(&c, txt, tn);
+        json_t *resp = frigg_oai_response(&r, &env, "x", 1, "default", &c);
+        json_t *ch = json_array_get(json_object_get(resp, "choices"), 0);
+        json_t *t = kind ? json_object_get(json_object_get(ch, "message"), "content") : json_object_get(ch, "text");
+        CHECK(jstr_eq(t, txt, tn), "%s: the text \"a\\0b\\0\" came back as %zu bytes", kind ? "chat" : "completion",
+              json_string_length(t));
+        char *dump = json_dumps(resp, JSON_COMPACT);
+        CHECK(dump && strstr(dump, "\"a\\u0000b\\u0000\""), "%s: the body writes \\u0000: %.300s", kind ? "chat" : "completion",
+              dump ? dump : "");
+        free(dump);
+        json_decref(resp);
+        for (size_t step = 1; step <= 3; step += 2) {
+            size_t sl = 0;
+            char *s = streamed_content(&r, &c, step, &sl, NULL);
+            CHECK(sl == tn && !memcmp(s, txt, tn), "%s streamed in pieces of %zu: %zu bytes", kind ? "chat" : "completion",
+                  step, sl);
+            free(s);
+        }
+        frigg_oai_choice_free(&c);
+        frigg_oai_req_free(&r);
+    }
+    /* with tools: the content around a call keeps its NUL bytes, the call's arguments too, and a call after a NUL
+     * byte is still a call (never streamed as content) */
+    CHECK(parse(&r, "") == 0, "a chat request with tools");
+    static const char withcall[] = "x\0y <|tool_call>call:get_weather{city:<|\"|>O\0slo<|\"|>}<tool_call|>";
+    frigg_oai_choice c;
+    make_choice_n(&c, withcall, sizeof withcall - 1);
+    json_t *resp = frigg_oai_response(&r, &env, "x", 1, "default", &c);
+    json_t *msg = json_object_get(json_array_get(json_object_get(resp, "choices"), 0), "message");
+    json_t *calls = json_object_get(msg, "tool_calls");
+    CHECK(jstr_eq(json_object_get(msg, "content"), "x\0y ", 4), "the content before the call: %zu bytes",
+          json_string_length(json_object_get(msg, "content")));
+    CHECK(json_array_size(calls) == 1, "the call after a NUL byte: %zu calls", json_array_size(calls));
+    const char *aj = json_string_value(json_object_get(json_object_get(json_array_get(calls, 0), "function"), "arguments"));
+    json_t *args = aj ? json_loads(aj, JSON_ALLOW_NUL, NULL) : NULL;
+    CHECK(args && jstr_eq(json_object_get(args, "city"), "O\0slo", 5), "the call's argument keeps its NUL byte: %s",
+          aj ? aj : "(none)");
+    json_decref(args);
+    json_decref(resp);
+    for (size_t step = 1; step <= 7; step += 3) {
+        size_t sl = 0;
+        json_t *chunks = NULL;
+        char *s = streamed_content(&r, &c, step, &sl, &chunks);
+        CHECK(sl == 4 && !memcmp(s, "x\0y ", 4), "streamed in pieces of %zu: the content is %zu bytes", step, sl);
+        int heads = 0;
+        size_t i;
+        json_t *ch;
+        json_array_foreach(chunks, i, ch) {
+            json_t *tc = json_object_get(json_object_get(json_array_get(json_object_get(ch, "choices"), 0), "delta"),
+                                         "tool_calls");
+            heads += tc && json_object_get(json_array_get(tc, 0), "id");
+        }
+        CHECK(heads == 1, "streamed in pieces of %zu: %d call heads", step, heads);
+        free(s);
+        json_decref(chunks);
+    }
+    frigg_oai_choice_free(&c);
+    frigg_oai_req_free(&r);
+
+    /* logprobs of the NUL byte's token (238): its token is "\u0000", its bytes [0], and it keys completions'
+     * top_logprobs as itself */
+    const char *b = "{\"model\":\"default\",\"prompt\":[5,6],\"max_tokens\":1,\"logprobs\":1}";
+    CHECK(parse_body(&r, FRIGG_OAI_COMPLETION, b, &e) == 0, "%s", e.message);
+    make_choice_n(&c, "\0", 1);
+    c.ids[0] = 238;
+    c.n = 1;
+    c.k = 1;
+    c.token_logprob = malloc(sizeof(float));
+    c.token_logprob[0] = -0.25f;
+    c.top_ids = malloc(sizeof(int32_t));
+    c.top_ids[0] = 238;
+    c.top_lps = malloc(sizeof(float));
+    c.top_lps[0] = -0.25f;
+    resp = frigg_oai_response(&r, &env, "x", 1, "default", &c);
+    json_t *lp = json_object_get(json_array_get(json_object_get(resp, "choices"), 0), "logprobs");
+    CHECK(jstr_eq(json_array_get(json_object_get(lp, "tokens"), 0), "\0", 1), "the NUL token's logprobs token");
+    json_t *top = json_array_get(json_object_get(lp, "top_logprobs"), 0);
+    CHECK(json_object_size(top) == 1 && json_object_getn(top, "\0", 1), "top_logprobs keyed by the NUL token itself");
+    json_decref(resp);
+    frigg_oai_req_free(&r);
+    b = "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"logprobs\":true,\"top_logprobs\":1}";
+    CHECK(parse_body(&r, FRIGG_OAI_CHAT, b, &e) == 0, "%s", e.message);
+    resp = frigg_oai_response(&r, &env, "x", 1, "default", &c);
+    json_t *ent = json_array_get(json_object_get(json_object_get(json_array_get(json_object_get(resp, "choices"), 0),
+                                                                  "logprobs"), "content"), 0);
+    CHECK(jstr_eq(json_object_get(ent, "token"), "\0", 1) && json_array_size(json_object_get(ent, "bytes")) == 1 &&
+              json_integer_value(json_array_get(json_object_get(ent, "bytes"), 0)) == 0,
+          "chat logprobs of the NUL token: token \"\\u0000\", bytes [0]");
+    json_decref(resp);
+    frigg_oai_choice_free(&c);
+    frigg_oai_req_free(&r);
+}
+
 int main(void) {
     TEST_MAIN_BEGIN("test_oai");
     char *tj = th_path(th_root(), "golden/default/tokenizer.json"), *cj = th_path(th_root(), "golden/default/config.json");
@@ -238,6 +563,9 @@ int main(void) {
         test_tool_calls();
         test_forced();
         test_logprobs_and_utf8();
+        test_nul_prompts();
+        test_nul_refused();
+        test_nul_responses();
         frigg_tokenizer_free(tok);
     }
     free(tj);
