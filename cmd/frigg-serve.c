@@ -1167,6 +1167,13 @@ int main(int argc, char **argv) {
     }
     MHD_stop_daemon(d);
     for (int i = 0; i < s->nrep; i++) {
+        uint64_t steps, whole, slices, layers;
+        double tl;
+        frigg_sched_prefill_stats(s->rep[i].sched, &steps, &whole, &slices, &layers, &tl);
+        fprintf(stderr,
+                "frigg-serve: replica %s: %" PRIu64 " steps; prompts prefilled whole %" PRIu64 ", by slices %" PRIu64
+                " slice(s) of %.1f layer steps on average; a prompt token-layer cost %.3g ms\n",
+                s->rep[i].label, steps, whole, slices, slices ? (double)layers / (double)slices : 0.0, tl);
         frigg_sched_free(s->rep[i].sched);
         frigg_backend_destroy(s->rep[i].b);
     }

@@ -61,6 +61,7 @@ struct frigg_sched {
     req **order;                 /* [max_running]: build_rows's order of the running requests */
     int *defer, ndefer;          /* slots of ended choices still in the queued step, freed after its collect */
     uint64_t steps, ahead;       /* steps run; of them queued behind another (frigg_sched_steps_ahead) */
+    uint64_t pf_whole, pf_slices, pf_slice_layers; /* frigg_sched_prefill_stats */
 };
 
 frigg_sched *frigg_sched_new(frigg_backend *b, const frigg_tokenizer *tok, int max_running) {
@@ -400,6 +401,11 @@ static int build_rows(frigg_sched *s, int k) {
             if (layers < 0) continue;
             pf_rows++;
             pf_tokens += q->r.n;
+            if (layers || q->pf_done) {
+                s->pf_slices++;
+                s->pf_slice_layers += (uint64_t)(layers ? layers : total - q->pf_done);
+            } else
+                s->pf_whole++;
             s->step_tl[k] += (double)q->r.n * (layers ? layers : total - q->pf_done);
         }
         for (int c = 0; c < (q->prefilled ? q->r.n_choices : 1); c++) {
@@ -518,6 +524,12 @@ static int sched_step(frigg_sched *s) {
             return frigg_sched_pending(s);
         }
         if (b->submit(b, s->rows[s->cur], s->nrows[s->cur])) return fail_all(s);
+        /* Out of idle, the step's cost runs from now: the first step of a burst, prefill alone, is the one that
+         * teaches learn_costs what a token-layer costs (tl_pure). Skipping it left the cost to be learnt from
+         * steps beside decode rows, whose small slices overcharge it, so that slices shrink in turn (the spiral
+         * learn_costs describes; benchmarks/h200-2026-12-03/tcq/: 64 streams of 512-token prompts, which never
+         * see a step of prefill alone after the first, had a TTFT p99 of 12.2 s). */
+        if (!s->t_prev) s->t_prev = frigg_now_ms();
         s->queued = 1;
     }
     int k = s->cur, ahead = can_run_ahead(s);
@@ -629,6 +641,14 @@ uint64_t frigg_sched_steps_ahead(frigg_sched *s) { return s->ahead; }
 
 void frigg_sched_set_prefill_share(frigg_sched *s, double share) { s->prefill_share = share > 0 ? share : 0; }
 void frigg_sched_set_prefill_tokens(frigg_sched *s, int tokens) { s->prefill_tokens = tokens > 0 ? tokens : 0; }
+void frigg_sched_prefill_stats(frigg_sched *s, uint64_t *steps, uint64_t *whole, uint64_t *slices, uint64_t *slice_layers,
+                               double *tl_ms) {
+    *steps = s->steps;
+    *whole = s->pf_whole;
+    *slices = s->pf_slices;
+    *slice_layers = s->pf_slice_layers;
+    *tl_ms = s->tl_ms;
+}
 
 void frigg_sched_free(frigg_sched *s) {
     if (!s) return;

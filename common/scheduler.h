@@ -104,6 +104,11 @@ int frigg_sched_pending(frigg_sched *s);
 void frigg_sched_counts(frigg_sched *s, int *waiting, int *running, int *slots);
 /* Sequence slots in use by running requests (driver thread only: for tests). */
 int frigg_sched_slots_in_use(frigg_sched *s);
+/* Driver thread, or after the last step: steps run, prompts prefilled whole in one step, prefill slices run
+ * (the last slice of a sliced prompt, which finishes it, counted as one) and their layer steps, and the
+ * learnt cost of a prompt token-layer in ms (0 while unknown). */
+void frigg_sched_prefill_stats(frigg_sched *s, uint64_t *steps, uint64_t *whole, uint64_t *slices, uint64_t *slice_layers,
+                               double *tl_ms);
 /* Engine steps queued behind another one so far: greedy decoding two deep (see frigg_sched_step). */
 uint64_t frigg_sched_steps_ahead(frigg_sched *s);
 

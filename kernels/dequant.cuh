@@ -56,6 +56,13 @@ __device__ __forceinline__ uint32_t ld_scale2(const uint16_t *p) {
     return (uint32_t)v * 0x10001u;
 }
 
+/* A scale's bf16 bits alone (gemv_tc.cu packs two steps' scales into one register). */
+__device__ __forceinline__ uint32_t ld_scale16(const uint16_t *p) {
+    unsigned short v;
+    asm("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(p));
+    return v;
+}
+
 /* a * b + c on bf16 pairs, rounded once to nearest even. */
 __device__ __forceinline__ uint32_t fma_bf16x2(uint32_t a, uint32_t b, uint32_t c) {
     uint32_t d;

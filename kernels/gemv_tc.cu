@@ -96,16 +96,23 @@ __device__ __forceinline__ bool tile_row(int tile, int g, int O, int hd, int *ro
     return *row < O;
 }
 
-/* Two weight tiles in flight per warp: tiles i+1 and i+2 stream while tile i is reduced, at up to 128
- * registers (one block of 16 warps per SM by registers). One tile in flight measured slower at every shape
- * and batch size (the kernels/dev/gemv timings in benchmarks/h200-2026-11-30/: gqkv B8 14.38 against 19.62 µs). */
+/* Weight tiles in flight per warp: with DEPTH sets, tiles i+1 .. i+DEPTH stream while tile i is reduced, at up
+ * to 128 registers (one block of 16 warps per SM by registers). bf16: two sets of 8 x 16 bytes per lane; one
+ * tile in flight measured slower at every shape and batch size (the kernels/dev/gemv timings in
+ * benchmarks/h200-2026-11-30/: gqkv B8 14.38 against 19.62 µs). A quantized chunk is 8 (int8) or 4 (int4)
+ * bytes, so two sets held half or a quarter of bf16's bytes in flight, and the int8 GEMV ran no faster than
+ * bf16 on half the bytes (benchmarks/h200-2026-12-03/tcq/: 213 against 296 tok/s at batch 1). So more
+ * sets, their scales packed two steps to a register: int8 three (four spill past 128 registers), int4 four. */
+template <int DT> struct tc_depth {
+    static constexpr int n = DT == FRIGG_DT_BF16 ? 2 : DT == FRIGG_DT_INT8 ? 3 : 4;
+};
 template <bool NORM, int EPI, bool ONE, int DT>
 __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
     gemv_tc_kernel(const void *__restrict__ W, const uint16_t *__restrict__ S, qgeom geo, int O, int K,
                    const uint16_t *__restrict__ x, int B, float eps, uint16_t *__restrict__ out, fk_qkv_epi qa) {
     typedef typename tcw<DT>::T word;
     constexpr bool QUANT = DT != FRIGG_DT_BF16;
-    constexpr int DEPTH = 2;
+    constexpr int DEPTH = tc_depth<DT>::n;
     constexpr bool PAIRED = EPI == FK_GEMV_SWIGLU || EPI == FK_GEMV_QKV;
     extern __shared__ uint4 xw[];                 /* [nw][TC_STEPS][32]: each lane's x fragment, normalised */
     __shared__ float2 part[2][TC_MAX_WARPS * 32]; /* per-warp tile partials, double-buffered by tile parity */
@@ -117,12 +124,12 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
     const int c_lo = (int)((long long)nch * warp / nw), n = (int)((long long)nch * (warp + 1) / nw) - c_lo;
     const uint4 zero = make_uint4(0, 0, 0, 0);
 
-    /* the two register sets of weights (quantized: with each chunk's scale as a bf16 pair) */
-    word wa[TC_STEPS], wb[TC_STEPS];
-    uint32_t sa[TC_STEPS] = {}, sb[TC_STEPS] = {};
+    /* the register sets of weights (quantized: with each chunk's bf16 scale, step s in half s % 2 of sc[s / 2]) */
+    word wset[DEPTH][TC_STEPS];
+    uint32_t sset[DEPTH][TC_STEPS / 2] = {};
     /* Request tile row g of `tile` (this warp's slice of it) into set w. A quantized chunk's scale is loaded
      * only where its group differs from the previous step's (one scale per row: once per tile). */
-    auto fetch = [&](word(&w)[TC_STEPS], uint32_t(&sc)[TC_STEPS], int tile) {
+    auto fetch = [&](word(&w)[TC_STEPS], uint32_t(&sc)[TC_STEPS / 2], int tile) {
         int row = 0;
         const bool wok = tile_row<EPI>(tile, g, O, qa.hd, &row);
         const word *wp = (const word *)((const unsigned char *)W + (size_t)row * nch * tcw<DT>::bytes) + c_lo;
@@ -134,18 +141,22 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
         if (QUANT) {
             const uint16_t *sp = S + (size_t)row * geo.ng;
             int prev = -1;
+            uint32_t v = 0;
 #pragma unroll
             for (int s = 0; s < TC_STEPS; s++) {
                 int c = 4 * s + t, grp = q_group(c_lo + c, geo);
-                sc[s] = !(wok && c < n) ? 0u : grp == prev ? sc[s - (s > 0)] : ld_scale2(sp + grp);
+                v = !(wok && c < n) ? 0u : grp == prev ? v : ld_scale16(sp + grp); /* zero past the slice */
                 prev = grp;
+                sc[s / 2] = s % 2 ? sc[s / 2] | v << 16 : v;
             }
         }
     };
     int tile = blockIdx.x;
     /* weights do not depend on earlier kernels: stream them before the wait */
-    fetch(wa, sa, tile);
-    if (tile + (int)gridDim.x < tiles) fetch(wb, sb, tile + gridDim.x);
+    fetch(wset[0], sset[0], tile);
+#pragma unroll
+    for (int d = 1; d < DEPTH; d++)
+        if (tile + d * (int)gridDim.x < tiles) fetch(wset[d], sset[d], tile + d * (int)gridDim.x);
     pdl_wait();
     /* The block's first tile is reduced and stored by warp 0: its lanes load their epilogue
      * operands (gemv_pre) now, ahead of the x fragment and the mma's, not inside the epilogue. After the wait,
@@ -229,7 +240,9 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
     __syncwarp();
 
     /* One tile from register set w: its mma's, the set's next request, the reduction, the epilogue. */
-    auto run_tile = [&](word(&w)[TC_STEPS], uint32_t(&sc)[TC_STEPS], int cur, int it) {
+    auto run_tile = [&](word(&w)[TC_STEPS], uint32_t(&sc)[TC_STEPS / 2], int cur, int it) {
+        /* step s's scale as a bf16 pair (s, s) */
+        auto scale2 = [&](int s) { return __byte_perm(sc[s / 2], 0, s % 2 ? 0x3232 : 0x1010); };
         /* A tile is a chain of dependent mma's, and at batch 8 the tile loop's latency, not only the weight
          * stream, sets the kernel's time (Nsight Compute, run 52, `ncu-stalls-run52.txt`: after waits on global
          * loads, fixed-latency dependencies such as the mma chain, and shared-memory loads such as x and the
@@ -244,7 +257,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
             float acc2[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
             for (int s = 0; s < TC_STEPS; s++) {
-                const uint4 xx = xok ? xl[32 * s] : zero, ws = tc_dq(w[s], sc[s]);
+                const uint4 xx = xok ? xl[32 * s] : zero, ws = tc_dq(w[s], scale2(s));
                 /* k-slots 2t,2t+1 <- elements 0,1 (then 4,5); 2t+8,2t+9 <- elements 2,3 (then 6,7) */
                 mma_bf16_16816(acc, xx.x, 0u, xx.y, 0u, ws.x, ws.y);
                 mma_bf16_16816(acc2, xx.z, 0u, xx.w, 0u, ws.z, ws.w);
@@ -255,7 +268,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
 #pragma unroll
             for (int s = 0; s < TC_STEPS; s++) {
                 if (4 * s >= n) break; /* warp-uniform: the mma needs every lane */
-                const uint4 xx = xok ? xl[32 * s] : zero, ws = tc_dq(w[s], sc[s]);
+                const uint4 xx = xok ? xl[32 * s] : zero, ws = tc_dq(w[s], scale2(s));
                 mma_bf16_16816(acc, xx.x, 0u, xx.y, 0u, ws.x, ws.y);
                 mma_bf16_16816(acc, xx.z, 0u, xx.w, 0u, ws.z, ws.w);
             }
@@ -301,13 +314,13 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
     };
     /* every warp of the block walks the same tiles, so the __syncthreads above match */
     for (int it = 0; tile < tiles;) {
-        run_tile(wa, sa, tile, it);
-        tile += gridDim.x;
-        it++;
-        if (tile >= tiles) break;
-        run_tile(wb, sb, tile, it);
-        tile += gridDim.x;
-        it++;
+#pragma unroll
+        for (int d = 0; d < DEPTH; d++) {
+            if (tile >= tiles) break;
+            run_tile(wset[d], sset[d], tile, it);
+            tile += gridDim.x;
+            it++;
+        }
     }
 }
 
