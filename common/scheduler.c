@@ -397,7 +397,14 @@ static int build_rows(frigg_sched *s, int k) {
             /* the token limit: the first prompt of a step always runs (a longer prompt alone); later ones
              * wait for a step they fit, oldest first */
             if (s->prefill_tokens > 0 && pf_rows > 0 && pf_tokens + q->r.n > s->prefill_tokens) continue;
-            layers = plan_prefill(s, q, decode_rows, &budget, &partial);
+            /* With a token limit, the prefill share holds back only prompts longer than it: those are what
+             * freeze running streams (114 ms for 4,096 tokens); shorter ones run whole. Under the share, 64
+             * streams of 512-token prompts, which fit no share of a decode step and were all sliced through
+             * the one part-way prompt at a time, waited up to 6 s for their first token (TTFT p95 5,955 ms,
+             * against 182 ms with share 0; benchmarks/h200-2026-12-03/load64/). */
+            layers = s->prefill_tokens > 0 && q->r.n <= s->prefill_tokens && !q->pf_done
+                         ? 0
+                         : plan_prefill(s, q, decode_rows, &budget, &partial);
             if (layers < 0) continue;
             pf_rows++;
             pf_tokens += q->r.n;

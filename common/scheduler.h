@@ -74,7 +74,8 @@ void frigg_sched_set_prefill_share(frigg_sched *s, double share);
  * stay within the limit (the first always runs, a longer one alone); the others wait for a later step. A
  * step's rows are collected together, so without a limit a burst of prompts all reach their first token only
  * when the last of them is prefilled, and sequences admitted together stay in step for their whole lives;
- * with one, the first tokens of a burst arrive as its prompts are prefilled. */
+ * with one, the first tokens of a burst arrive as its prompts are prefilled. With a limit, the prefill share
+ * applies only to prompts longer than the limit; shorter ones run whole. */
 void frigg_sched_set_prefill_tokens(frigg_sched *s, int tokens);
 
 /* Queue a request; returns its handle (> 0), or 0 with frigg_error() when it can never run (prompt +

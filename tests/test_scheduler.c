@@ -248,7 +248,9 @@ static void test_cancel_and_fork(const char *dir) {
 /* frigg_sched_set_prefill_tokens: four prompts submitted together, a limit of one prompt's tokens. Each step
  * then prefills one of them, oldest first, so their first tokens, and their ends, come a step apart, where
  * without the limit all four are prefilled in one step and end in the same step; the ids are the same either
- * way (the CPU engine's rows do not depend on what runs beside them). */
+ * way (the CPU engine's rows do not depend on what runs beside them). With a prefill share beside the limit,
+ * prompts within the limit are not held back by the share: the same steps as without it (the share alone
+ * would keep the later prompts out of the step that first meets a decode batch of a new size). */
 typedef struct {
     result_box r;
     const int *step;
@@ -269,13 +271,14 @@ static void test_prefill_tokens(const char *dir) {
     frigg_backend *b = frigg_backend_create("cpu", m, &bo);
     int32_t prompt[4][6] = {{2, 105, 2364, 107, 819, 1175}, {2, 105, 2364, 107, 4368, 107},
                             {2, 818, 5279, 529, 7001, 563}, {2, 1602, 3103, 106, 107, 105}};
-    step_box box[2][4];
+    step_box box[3][4];
     memset(box, 0, sizeof box);
-    for (int lim = 0; lim < 2; lim++) { /* 0: no limit; 1: 6 tokens, one prompt per step */
+    for (int lim = 0; lim < 3; lim++) { /* 0: no limit; 1: 6 tokens, one prompt per step; 2: the same, share 0.5 */
         frigg_sched *s = frigg_sched_new(b, NULL, 0);
         CHECK(s != NULL, "%s", frigg_error());
         if (!s) break;
         frigg_sched_set_prefill_tokens(s, lim ? 6 : 0);
+        frigg_sched_set_prefill_share(s, lim == 2 ? 0.5 : 0);
         int step = 0;
         for (int i = 0; i < 4; i++) {
             frigg_sched_req q = {.ids = prompt[i], .n = 6, .prefix_len = 6, .n_choices = 1, .on_done = on_done_step};
@@ -290,8 +293,10 @@ static void test_prefill_tokens(const char *dir) {
         CHECK(left == 0, "step: %s", frigg_error());
         frigg_sched_free(s);
     }
-    int same = 1, apart = 1, together = 1;
+    int same = 1, apart = 1, together = 1, share_same = 1;
     for (int i = 0; i < 4; i++) {
+        share_same &= box[2][i].done_step == box[1][i].done_step && box[2][i].r.n[0] == 5 &&
+                      !memcmp(box[2][i].r.ids[0], box[1][i].r.ids[0], sizeof(int32_t) * 5);
         same &= box[0][i].r.done == 1 && box[1][i].r.done == 1 && box[0][i].r.n[0] == 5 && box[1][i].r.n[0] == 5 &&
                 !memcmp(box[0][i].r.ids[0], box[1][i].r.ids[0], sizeof(int32_t) * 5);
         together &= box[0][i].done_step == box[0][0].done_step;
@@ -302,6 +307,9 @@ static void test_prefill_tokens(const char *dir) {
           box[0][1].done_step, box[0][2].done_step, box[0][3].done_step);
     CHECK(apart, "with a limit of one prompt per step the requests did not end a step apart (%d %d %d %d)",
           box[1][0].done_step, box[1][1].done_step, box[1][2].done_step, box[1][3].done_step);
+    CHECK(share_same, "a prefill share held back prompts within the token limit (ends %d %d %d %d, without it %d %d %d %d)",
+          box[2][0].done_step, box[2][1].done_step, box[2][2].done_step, box[2][3].done_step, box[1][0].done_step,
+          box[1][1].done_step, box[1][2].done_step, box[1][3].done_step);
     frigg_backend_destroy(b);
     frigg_model_free(m);
 }

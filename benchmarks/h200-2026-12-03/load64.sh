@@ -63,6 +63,8 @@ for l in open(sys.argv[2]):
               f" roof {r.get('roofline_frac')} {r.get('decode_proj')} {r['sm_clock_mhz']} MHz {r['temp_c']} C")
 PY
 cat $R/serve.log
-[ $(( $(date +%s) - T0 )) -lt 540 ] && FRIGG_ROOT=$S FRIGG_BIN=$S/b/bin timeout 50 b/tests/test_cuda_engine > /tmp/t.log 2>&1; echo "test_cuda_engine rc $?: $(grep -E 'passed, [0-9]+ failed' /tmp/t.log | tail -1)" | tee -a $R/tests.txt
-grep -E "^FAIL" /tmp/t.log | head -20 >> $R/tests.txt
+if [ $(( $(date +%s) - T0 )) -lt 540 ]; then
+  FRIGG_ROOT=$S FRIGG_BIN=$S/b/bin timeout 50 b/tests/test_cuda_engine > /tmp/t.log 2>&1; echo "test_cuda_engine rc $?: $(grep -E 'passed, [0-9]+ failed' /tmp/t.log | tail -1)" | tee -a $R/tests.txt
+  grep -E "^FAIL" /tmp/t.log | head -20 >> $R/tests.txt
+else echo "test_cuda_engine: not run (no time left in the call)" | tee -a $R/tests.txt; fi
 el done
