@@ -85,6 +85,21 @@ int fk_attn_decode(const fk_ctx *kc, const uint16_t *q, const uint16_t *k_slot, 
                    const int32_t *row_seq, const int32_t *row_pos, const uint16_t *gqkv, int B, int H, int hd,
                    int max_ctx, float *work, int *counters, uint16_t *y, cudaStream_t s);
 size_t fk_attn_decode_work_floats(int B, int H, int hd, int max_ctx);
+/* ---- attention_decode_i8.cu: the int8 KV cache ---- */
+/* The cache: int8 [seq][head][max_ctx][hd] (seq_stride elements per sequence) and one fp32 scale per (seq,
+ * head, position), [seq][head][max_ctx] (seq_stride / hd per sequence), for K and for V. head_dim a multiple
+ * of 32 up to 128.
+ * fk_kv_write_i8: row b's K and V (bf16, k + b * kv_stride and v + b * kv_stride, head h at h * hd; K after
+ * RoPE) into position row_pos[b] of sequence row_seq[b], each (row, head) quantized exactly as
+ * frigg_kv_quantize (cpu_ops.h) does, bit for bit.
+ * fk_attn_decode_i8: fk_attn_decode over that cache (q [B][H*hd], the gate in gqkv's first H*hd columns,
+ * y [B][H*hd]): row b attends to positions [0, row_pos[b]]; the CPU op's arithmetic within tolerance. */
+int fk_kv_write_i8(const fk_ctx *kc, const uint16_t *k, const uint16_t *v, int kv_stride, const int32_t *row_seq,
+                   const int32_t *row_pos, int B, int H, int hd, int max_ctx, long long seq_stride, int8_t *k8, int8_t *v8,
+                   float *k_scale, float *v_scale, cudaStream_t s);
+int fk_attn_decode_i8(const fk_ctx *kc, const uint16_t *q, const int8_t *k8, const int8_t *v8, const float *k_scale,
+                      const float *v_scale, long long seq_stride, const int32_t *row_seq, const int32_t *row_pos,
+                      const uint16_t *gqkv, int B, int H, int hd, int max_ctx, uint16_t *y, cudaStream_t s);
 /* How fk_attn_decode merges a row's split partials (attention_decode.cu says why): FK_ATTND_SPLIT through
  * `work` + an atomic counter, FK_ATTND_CLUSTER through a thread-block cluster's distributed shared memory
  * (sm_90; at most 16 splits per row), FK_ATTND_AUTO (the default): cluster wherever the device runs the

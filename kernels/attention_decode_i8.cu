@@ -1,0 +1,152 @@
+/* attention_decode_i8.cu — the int8 KV cache on the GPU (frigg_backend_opts.kv_dtype = FRIGG_DT_INT8): the write
+ * of new positions, quantized as cpu_ops.h's frigg_kv_quantize defines (bit for bit), and decode attention over
+ * the int8 keys and values.
+ *
+ * Layout: the bf16 cache's, [seq][head][max_ctx][hd] with int8 elements (seq_stride elements per sequence),
+ * and beside it one fp32 scale per (seq, head, position), [seq][head][max_ctx] (seq_stride / hd floats per
+ * sequence), for K and for V.
+ *
+ * The write: one warp per (row, head) for K and one for V. amax is a warp max (exact in any order), scale =
+ * __fdiv_rn(amax, 127), q = clamp(__float2int_rn(__fdiv_rn(x, scale)), -127, 127), 0 everywhere when the
+ * scale is 0: cpu_ops.h's rules in the operations it names, which the build keeps without flush-to-zero.
+ *
+ * The attention: one block of four warps per (row, head); warp w takes keys w, w + 4, ..., each key's
+ * elements spread over the lanes (element lane + 32e), an online softmax per warp, the four partials merged
+ * in warp order, then the output gate as fk_attn_decode: y = bf16(bf16(sigmoid(g)) * bf16(o)). A score is
+ * scale_k * sum(q * k8) / sqrt(hd) and a value row adds p * (v8 * scale_v): the CPU op's fp32 arithmetic in
+ * another order (it dequantizes each element first), so the two agree within the bf16 tolerance, not in bits.
+ * A row's result depends on its own keys only, never on the batch (one block per row and head). Every input is
+ * read after the PDL wait through the coherent path (no const __restrict__: tests/nc-loads.sh), the newest key
+ * having been written by the kernel in front.
+ *
+ * NOT TUNED: written for the CPU spec, not yet timed. It reads each key with byte loads of a warp (32
+ * contiguous bytes per instruction) and keeps no loads in flight across keys; attention_decode.cu's split-K
+ * design (16-byte loads, rounds in flight, splits over the SMs) is what a fast version would follow. */
+#include <math.h>
+
+#include "common.cuh"
+#include "kernels.h"
+
+#define I8_MAX_HD 128 /* head_dim: a multiple of 32, at most 128 (four elements per lane) */
+
+__global__ void __launch_bounds__(64)
+    kv_write_i8_kernel(const uint16_t *k, const uint16_t *v, int kv_stride,
+                       const int32_t *row_seq, const int32_t *row_pos, int hd, int max_ctx,
+                       long long seq_stride, int8_t *__restrict__ k8, int8_t *__restrict__ v8, float *__restrict__ ks,
+                       float *__restrict__ vs) {
+    pdl_wait();
+    const int h = blockIdx.x, b = blockIdx.y, w = threadIdx.x >> 5, lane = threadIdx.x & 31, E = hd / 32;
+    const uint16_t *src = (w ? v : k) + (size_t)b * kv_stride + (size_t)h * hd;
+    const long long seq = row_seq[b], pos = row_pos[b];
+    float x[I8_MAX_HD / 32], amax = 0.0f;
+#pragma unroll
+    for (int e = 0; e < I8_MAX_HD / 32; e++) {
+        x[e] = e < E ? bf2f(ld_act16(src + lane + 32 * e)) : 0.0f;
+        amax = fmaxf(amax, fabsf(x[e]));
+    }
+    amax = warp_max(amax);
+    const float scale = __fdiv_rn(amax, 127.0f);
+    int8_t *dst = (w ? v8 : k8) + seq * seq_stride + ((long long)h * max_ctx + pos) * hd;
+#pragma unroll
+    for (int e = 0; e < I8_MAX_HD / 32; e++) {
+        if (e >= E) break;
+        int q = 0;
+        if (scale != 0.0f) {
+            q = __float2int_rn(__fdiv_rn(x[e], scale));
+            q = q > 127 ? 127 : q < -127 ? -127 : q;
+        }
+        dst[lane + 32 * e] = (int8_t)q;
+    }
+    if (lane == 0) (w ? vs : ks)[seq * (seq_stride / hd) + (long long)h * max_ctx + pos] = scale;
+}
+
+__global__ void __launch_bounds__(128)
+    attn_decode_i8_kernel(const uint16_t *q, const int8_t *k8, const int8_t *v8,
+                          const float *ks, const float *vs, long long seq_stride,
+                          const int32_t *row_seq, const int32_t *row_pos,
+                          const uint16_t *gqkv, int H, int hd, int max_ctx, uint16_t *__restrict__ y) {
+    __shared__ float part_m[4], part_l[4], part_acc[4][I8_MAX_HD];
+    pdl_wait();
+    const int h = blockIdx.x, b = blockIdx.y, w = threadIdx.x >> 5, lane = threadIdx.x & 31, E = hd / 32;
+    const int D = H * hd, n = row_pos[b] + 1;
+    const long long seq = row_seq[b], head = (long long)h * max_ctx;
+    const int8_t *K = k8 + seq * seq_stride + head * hd, *V = v8 + seq * seq_stride + head * hd;
+    const float *KS = ks + seq * (seq_stride / hd) + head, *VS = vs + seq * (seq_stride / hd) + head;
+    const float rs = 1.0f / sqrtf((float)hd);
+    float qf[I8_MAX_HD / 32], acc[I8_MAX_HD / 32];
+#pragma unroll
+    for (int e = 0; e < I8_MAX_HD / 32; e++) {
+        qf[e] = e < E ? bf2f(ld_act16(q + (size_t)b * D + (size_t)h * hd + lane + 32 * e)) : 0.0f;
+        acc[e] = 0.0f;
+    }
+    float m = -INFINITY, l = 0.0f;
+    for (int j = w; j < n; j += 4) {
+        const int8_t *kr = K + (size_t)j * hd, *vr = V + (size_t)j * hd;
+        float d = 0.0f;
+#pragma unroll
+        for (int e = 0; e < I8_MAX_HD / 32; e++)
+            if (e < E) d = fmaf(qf[e], (float)kr[lane + 32 * e], d);
+        const float s = warp_sum(d) * KS[j] * rs;
+        const float mn = fmaxf(m, s), corr = expf(m - mn), p = expf(s - mn), sv = VS[j];
+        l = l * corr + p;
+#pragma unroll
+        for (int e = 0; e < I8_MAX_HD / 32; e++)
+            if (e < E) acc[e] = acc[e] * corr + p * ((float)vr[lane + 32 * e] * sv);
+        m = mn;
+    }
+    if (lane == 0) {
+        part_m[w] = m;
+        part_l[w] = l;
+    }
+#pragma unroll
+    for (int e = 0; e < I8_MAX_HD / 32; e++)
+        if (e < E) part_acc[w][lane + 32 * e] = acc[e];
+    __syncthreads();
+    const int t = threadIdx.x;
+    if (t >= hd) return;
+    float M = part_m[0];
+    for (int i = 1; i < 4; i++) M = fmaxf(M, part_m[i]);
+    float L = 0.0f, o = 0.0f;
+    for (int i = 0; i < 4; i++) { /* a warp without keys has m = -inf: its weight is 0 */
+        const float c = part_m[i] == -INFINITY ? 0.0f : expf(part_m[i] - M);
+        L += part_l[i] * c;
+        o += part_acc[i][t] * c;
+    }
+    const float ob = rbf(o / L), g = bf2f(ld_act16(gqkv + (size_t)b * 4 * D + (size_t)h * hd + t));
+    const float sg = rbf(1.0f / (1.0f + expf(-g)));
+    y[(size_t)b * D + (size_t)h * hd + t] = f2bf(sg * ob);
+}
+
+static int i8_shape(const char *what, int B, int H, int hd, int max_ctx, long long seq_stride) {
+    if (B < 1 || H < 1 || hd < 32 || hd > I8_MAX_HD || hd % 32 || max_ctx < 1 || seq_stride < (long long)H * max_ctx * hd ||
+        seq_stride % hd) {
+        frigg_set_error("%s: unsupported shape (rows %d, heads %d, head_dim %d: a multiple of 32 up to %d; context %d, "
+                        "sequence stride %lld)",
+                        what, B, H, hd, I8_MAX_HD, max_ctx, seq_stride);
+        return -1;
+    }
+    return 0;
+}
+
+extern "C" int fk_kv_write_i8(const fk_ctx *kc, const uint16_t *k, const uint16_t *v, int kv_stride, const int32_t *row_seq,
+                              const int32_t *row_pos, int B, int H, int hd, int max_ctx, long long seq_stride, int8_t *k8,
+                              int8_t *v8, float *k_scale, float *v_scale, cudaStream_t s) {
+    if (i8_shape("kv_write_i8", B, H, hd, max_ctx, seq_stride)) return -1;
+    if (kv_stride < H * hd) {
+        frigg_set_error("kv_write_i8: row stride %d is less than heads x head_dim (%d)", kv_stride, H * hd);
+        return -1;
+    }
+    fk_launch(kc, kv_write_i8_kernel, dim3(H, B), 64, 0, s, k, v, kv_stride, row_seq, row_pos, hd, max_ctx, seq_stride, k8, v8,
+              k_scale, v_scale);
+    return fk_check_launch("kv_write_i8");
+}
+
+extern "C" int fk_attn_decode_i8(const fk_ctx *kc, const uint16_t *q, const int8_t *k8, const int8_t *v8,
+                                 const float *k_scale, const float *v_scale, long long seq_stride, const int32_t *row_seq,
+                                 const int32_t *row_pos, const uint16_t *gqkv, int B, int H, int hd, int max_ctx, uint16_t *y,
+                                 cudaStream_t s) {
+    if (i8_shape("attn_decode_i8", B, H, hd, max_ctx, seq_stride)) return -1;
+    fk_launch(kc, attn_decode_i8_kernel, dim3(H, B), 128, 0, s, q, k8, v8, k_scale, v_scale, seq_stride, row_seq, row_pos,
+              gqkv, H, hd, max_ctx, y);
+    return fk_check_launch("attn_decode_i8");
+}

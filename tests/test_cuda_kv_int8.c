@@ -1,0 +1,257 @@
+/* test_cuda_kv_int8.c — the int8 KV cache kernels (kernels/attention_decode_i8.cu) against the CPU ops that define
+ * them (cpu_ops.h):
+ *   - fk_kv_write_i8 writes exactly frigg_kv_quantize's int8 values and fp32 scales, bit for bit, for every
+ *     (sequence, head, position) written: random heads, an all-zero head (scale 0, every value 0), a head of
+ *     bf16 subnormals (a scale that underflows to 0 or is subnormal itself), a head with one large value
+ *     among small ones; positions written in batches of 1..8 rows of different sequences;
+ *   - fk_attn_decode_i8 against frigg_cpu_attention on that same int8 cache (its k8/v8 arguments), with the
+ *     output gate, within attn_decode_ref.h's bf16 tolerance: head_dim 32, 64 and 128, rows of 1 to 700 keys,
+ *     batch sizes 1..8 over four sequences; a batched call equals single-row calls bit for bit;
+ *   - unsupported shapes (head_dim not a multiple of 32, or above 128) are refused.
+ * Without CUDA in the build, or without a GPU, everything is skipped (0 failed). */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "util.h"
+
+#ifdef FRIGG_CUDA
+#include <cuda_runtime_api.h>
+
+#include "attn_decode_ref.h"
+#include "backend.h"
+#include "cpu_ops.h"
+#include "../kernels/kernels.h"
+
+#define S 4 /* sequences */
+
+static fk_ctx *kc;
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static float frand(void) { /* uniform [-1, 1) */
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+static void *dev_alloc(size_t bytes) {
+    void *d = NULL;
+    cudaMalloc(&d, bytes);
+    return d;
+}
+static void *dev_copy(const void *h, size_t bytes) {
+    void *d = dev_alloc(bytes);
+    cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
+    return d;
+}
+
+/* One geometry: H heads of hd, max_ctx positions per sequence, the first len[s] positions of sequence s
+ * written. */
+static void test_geometry(int H, int hd, int max_ctx) {
+    const int D = H * hd, len[S] = {max_ctx, max_ctx / 2 + 1, 33, 1};
+    const long long stride = (long long)H * max_ctx * hd; /* elements per sequence */
+    const size_t cache = (size_t)S * stride, scales = (size_t)S * H * max_ctx;
+    /* the bf16 K and V each position would hold, [seq][pos][D] */
+    uint16_t *kh = malloc(sizeof(uint16_t) * (size_t)S * max_ctx * D), *vh = malloc(sizeof(uint16_t) * (size_t)S * max_ctx * D);
+    for (size_t i = 0; i < (size_t)S * max_ctx * D; i++) {
+        kh[i] = frigg_f32_to_bf16(frand() * 3.0f);
+        vh[i] = frigg_f32_to_bf16(frand() * 2.0f);
+    }
+    /* special heads at sequence 0: position 0 head 0 all zero; position 1 head 0 bf16 subnormals; position 2
+     * head 0 one value of 300 among small ones; the same in V */
+    for (int d = 0; d < hd; d++) {
+        kh[(size_t)0 * D + d] = vh[(size_t)0 * D + d] = 0;
+        kh[(size_t)1 * D + d] = vh[(size_t)1 * D + d] = (uint16_t)((d * 37 + 1) & 0x7f) | (d & 1 ? 0x8000 : 0);
+        kh[(size_t)2 * D + d] = vh[(size_t)2 * D + d] = frigg_f32_to_bf16(d == 5 ? 300.0f : frand() * 0.01f);
+    }
+    int8_t *k8 = dev_alloc(cache), *v8 = dev_alloc(cache);
+    float *ks = dev_alloc(sizeof(float) * scales), *vs = dev_alloc(sizeof(float) * scales);
+    cudaMemset(k8, 0x55, cache);
+    cudaMemset(v8, 0x55, cache);
+    cudaMemset(ks, 0xff, sizeof(float) * scales);
+    cudaMemset(vs, 0xff, sizeof(float) * scales);
+    /* write every position, rows taken round-robin over the sequences, batches of 1..8 rows */
+    uint16_t *rk = malloc(sizeof(uint16_t) * 8 * D), *rv = malloc(sizeof(uint16_t) * 8 * D);
+    uint16_t *drk = dev_alloc(sizeof(uint16_t) * 8 * D), *drv = dev_alloc(sizeof(uint16_t) * 8 * D);
+    int32_t *dseq = dev_alloc(sizeof(int32_t) * 8), *dpos = dev_alloc(sizeof(int32_t) * 8);
+    int next[S] = {0}, batch = 1, ok_calls = 1;
+    for (;;) {
+        int32_t seq[8], pos[8];
+        int B = 0;
+        for (int s = 0; s < S && B < batch; s++)
+            while (next[s] < len[s] && B < batch) {
+                seq[B] = s;
+                pos[B] = next[s]++;
+                memcpy(rk + (size_t)B * D, kh + ((size_t)s * max_ctx + pos[B]) * D, sizeof(uint16_t) * D);
+                memcpy(rv + (size_t)B * D, vh + ((size_t)s * max_ctx + pos[B]) * D, sizeof(uint16_t) * D);
+                B++;
+                if (s < S - 1) break; /* interleave the sequences */
+            }
+        if (!B) break;
+        cudaMemcpy(drk, rk, sizeof(uint16_t) * B * D, cudaMemcpyHostToDevice);
+        cudaMemcpy(drv, rv, sizeof(uint16_t) * B * D, cudaMemcpyHostToDevice);
+        cudaMemcpy(dseq, seq, sizeof(int32_t) * B, cudaMemcpyHostToDevice);
+        cudaMemcpy(dpos, pos, sizeof(int32_t) * B, cudaMemcpyHostToDevice);
+        ok_calls &= fk_kv_write_i8(kc, drk, drv, D, dseq, dpos, B, H, hd, max_ctx, stride, k8, v8, ks, vs, 0) == 0;
+        batch = batch % 8 + 1;
+    }
+    CHECK(ok_calls && cudaDeviceSynchronize() == cudaSuccess, "kv_write_i8 H=%d hd=%d: %s", H, hd, frigg_error());
+    int8_t *gk = malloc(cache), *gv = malloc(cache), *ck = malloc(cache), *cv = malloc(cache);
+    float *gks = malloc(sizeof(float) * scales), *gvs = malloc(sizeof(float) * scales);
+    float *cks = malloc(sizeof(float) * scales), *cvs = malloc(sizeof(float) * scales);
+    cudaMemcpy(gk, k8, cache, cudaMemcpyDeviceToHost);
+    cudaMemcpy(gv, v8, cache, cudaMemcpyDeviceToHost);
+    cudaMemcpy(gks, ks, sizeof(float) * scales, cudaMemcpyDeviceToHost);
+    cudaMemcpy(gvs, vs, sizeof(float) * scales, cudaMemcpyDeviceToHost);
+    /* the CPU's quantization of every written (seq, head, position); untouched positions keep the device's fill */
+    memcpy(ck, gk, cache);
+    memcpy(cv, gv, cache);
+    memcpy(cks, gks, sizeof(float) * scales);
+    memcpy(cvs, gvs, sizeof(float) * scales);
+    float *row = malloc(sizeof(float) * hd);
+    int zero_scale = 0, sub_scale = 0;
+    for (int s = 0; s < S; s++)
+        for (int j = 0; j < len[s]; j++)
+            for (int h = 0; h < H; h++)
+                for (int which = 0; which < 2; which++) {
+                    const uint16_t *src = (which ? vh : kh) + ((size_t)s * max_ctx + j) * D + (size_t)h * hd;
+                    for (int d = 0; d < hd; d++) row[d] = frigg_bf16_to_f32(src[d]);
+                    size_t at = (size_t)s * stride + ((size_t)h * max_ctx + j) * hd, sat = ((size_t)s * H + h) * max_ctx + j;
+                    frigg_kv_quantize(row, hd, (which ? cv : ck) + at, (which ? cvs : cks) + sat);
+                    float sc = (which ? cvs : cks)[sat];
+                    zero_scale += sc == 0;
+                    sub_scale += sc != 0 && fabsf(sc) < 1.17549435e-38f;
+                }
+    CHECK(!memcmp(gk, ck, cache) && !memcmp(gv, cv, cache), "kv_write_i8 H=%d hd=%d: int8 values differ from frigg_kv_quantize's",
+          H, hd);
+    CHECK(!memcmp(gks, cks, sizeof(float) * scales) && !memcmp(gvs, cvs, sizeof(float) * scales),
+          "kv_write_i8 H=%d hd=%d: scales differ from frigg_kv_quantize's", H, hd);
+    CHECK(zero_scale >= 2, "the all-zero head did not give scale 0 (%d zero scales)", zero_scale);
+    CHECK(sub_scale >= 2, "the head of bf16 subnormals did not give a subnormal scale (%d)", sub_scale);
+
+    /* attention: rows over the sequences, each at its last written position (or earlier ones) */
+    uint16_t *qh = malloc(sizeof(uint16_t) * 8 * D), *gh = malloc(sizeof(uint16_t) * 8 * 4 * D);
+    for (int i = 0; i < 8 * D; i++) qh[i] = frigg_f32_to_bf16(frand());
+    for (int i = 0; i < 8 * 4 * D; i++) gh[i] = frigg_f32_to_bf16(frand() * 2.0f);
+    uint16_t *dq = dev_copy(qh, sizeof(uint16_t) * 8 * D), *dg = dev_copy(gh, sizeof(uint16_t) * 8 * 4 * D);
+    uint16_t *dy = dev_alloc(sizeof(uint16_t) * 8 * D), *yb = malloc(sizeof(uint16_t) * 8 * D), *y1 = malloc(sizeof(uint16_t) * 8 * D);
+    float *ref = malloc(sizeof(float) * D), *got = malloc(sizeof(float) * D), *qf = malloc(sizeof(float) * D),
+          *gf = malloc(sizeof(float) * D);
+    for (int B = 1; B <= 8; B++) {
+        int32_t seq[8], pos[8];
+        for (int b = 0; b < B; b++) {
+            seq[b] = (b + B) % S;
+            pos[b] = len[seq[b]] - 1 - (b % 3 == 2 ? len[seq[b]] / 3 : 0);
+        }
+        cudaMemcpy(dseq, seq, sizeof(int32_t) * B, cudaMemcpyHostToDevice);
+        cudaMemcpy(dpos, pos, sizeof(int32_t) * B, cudaMemcpyHostToDevice);
+        cudaMemset(dy, 0xff, sizeof(uint16_t) * 8 * D);
+        CHECK(fk_attn_decode_i8(kc, dq, k8, v8, ks, vs, stride, dseq, dpos, dg, B, H, hd, max_ctx, dy, 0) == 0, "%s",
+              frigg_error());
+        cudaMemcpy(yb, dy, sizeof(uint16_t) * B * D, cudaMemcpyDeviceToHost);
+        /* each row alone */
+        int same = 1;
+        for (int b = 0; b < B; b++) {
+            CHECK(fk_attn_decode_i8(kc, dq + (size_t)b * D, k8, v8, ks, vs, stride, dseq + b, dpos + b, dg + (size_t)b * 4 * D, 1,
+                                    H, hd, max_ctx, dy + (size_t)b * D, 0) == 0,
+                  "%s", frigg_error());
+        }
+        cudaMemcpy(y1, dy, sizeof(uint16_t) * B * D, cudaMemcpyDeviceToHost);
+        same = !memcmp(yb, y1, sizeof(uint16_t) * B * D);
+        CHECK(same, "attn_decode_i8 H=%d hd=%d B=%d: a batched call differs from single-row calls", H, hd, B);
+        for (int b = 0; b < B; b++) {
+            for (int i = 0; i < D; i++) {
+                qf[i] = frigg_bf16_to_f32(qh[(size_t)b * D + i]);
+                gf[i] = frigg_bf16_to_f32(gh[(size_t)b * 4 * D + i]);
+                got[i] = frigg_bf16_to_f32(yb[(size_t)b * D + i]);
+            }
+            frigg_attn_args a;
+            memset(&a, 0, sizeof a);
+            a.q = qf;
+            a.q_stride = (size_t)D;
+            a.k8 = ck + (size_t)seq[b] * stride;
+            a.v8 = cv + (size_t)seq[b] * stride;
+            a.pos_stride = (size_t)hd;
+            a.head_stride = (size_t)max_ctx * hd;
+            a.k_scale = cks + (size_t)seq[b] * H * max_ctx;
+            a.v_scale = cvs + (size_t)seq[b] * H * max_ctx;
+            a.scale_pos_stride = 1;
+            a.scale_head_stride = (size_t)max_ctx;
+            a.gate = gf;
+            a.gate_stride = (size_t)D;
+            a.T = 1;
+            a.p0 = pos[b];
+            a.prefix_len = 0;
+            a.heads = H;
+            a.head_dim = hd;
+            a.out = ref;
+            a.out_stride = (size_t)D;
+            frigg_cpu_attention(FRIGG_PREC_BF16, NULL, &a);
+            size_t off, bad;
+            double worst;
+            int ok = attn_decode_close(got, ref, (size_t)D, 0.02, &off, &bad, &worst);
+            CHECK(ok, "attn_decode_i8 H=%d hd=%d B=%d row %d (seq %d, %d keys): %zu of %d beyond tolerance, %zu differ (worst %.3g)",
+                  H, hd, B, b, seq[b], pos[b] + 1, bad, D, off, worst);
+        }
+    }
+    /* refused shapes */
+    CHECK(fk_attn_decode_i8(kc, dq, k8, v8, ks, vs, stride, dseq, dpos, dg, 1, H, 48, max_ctx, dy, 0) != 0,
+          "head_dim 48 accepted");
+    CHECK(fk_kv_write_i8(kc, drk, drv, D, dseq, dpos, 1, 1, 256, max_ctx, stride, k8, v8, ks, vs, 0) != 0,
+          "head_dim 256 accepted");
+    cudaFree(k8);
+    cudaFree(v8);
+    cudaFree(ks);
+    cudaFree(vs);
+    cudaFree(drk);
+    cudaFree(drv);
+    cudaFree(dseq);
+    cudaFree(dpos);
+    cudaFree(dq);
+    cudaFree(dg);
+    cudaFree(dy);
+    free(kh);
+    free(vh);
+    free(rk);
+    free(rv);
+    free(gk);
+    free(gv);
+    free(ck);
+    free(cv);
+    free(gks);
+    free(gvs);
+    free(cks);
+    free(cvs);
+    free(row);
+    free(qh);
+    free(gh);
+    free(yb);
+    free(y1);
+    free(ref);
+    free(got);
+    free(qf);
+    free(gf);
+}
+#endif
+
+int main(void) {
+    TEST_MAIN_BEGIN("test_cuda_kv_int8");
+#ifndef FRIGG_CUDA
+    SKIP("built without CUDA (FRIGG_CUDA=0)");
+#else
+    if (frigg_cuda_device_count() < 1) {
+        SKIP("no CUDA device present");
+    } else {
+        kc = fk_ctx_create();
+        CHECK(kc != NULL, "fk_ctx_create: %s", frigg_error());
+        if (kc) {
+            test_geometry(12, 128, 700); /* DFM-Mimir's heads */
+            test_geometry(3, 64, 200);
+            test_geometry(2, 32, 97);
+            fk_ctx_free(kc);
+        }
+    }
+#endif
+    TEST_MAIN_END();
+}
