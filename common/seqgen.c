@@ -355,14 +355,16 @@ void frigg_seqgen_finish(frigg_seqgen *g, int cancelled, const char **piece, siz
     }
     if (!g->finished && g->p.parse_tools && g->ds) {
         char *content = NULL;
-        json_t *calls = frigg_parse_tool_calls(g->text ? g->text : "", &content);
+        size_t content_len = 0;
+        /* length-aware: generated text may hold NUL bytes (a call after one must still be found) */
+        json_t *calls = frigg_parse_tool_calls_n(g->text ? g->text : "", g->text ? g->len : 0, &content, &content_len);
         if (calls) {
             if (json_array_size(calls)) g->tool_calls = calls;
             else json_decref(calls);
             /* the text becomes the content outside the calls */
             free(g->text);
             g->text = content ? content : frigg_xstrdup("");
-            g->len = strlen(g->text);
+            g->len = content ? content_len : 0;
             g->cap = g->len + 1;
         } else {
             g->tool_call_error = frigg_xstrdup(frigg_error());

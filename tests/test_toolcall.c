@@ -9,6 +9,8 @@
 
 #include "chat.h"
 #include "harness.h"
+#include "seqgen.h"
+#include "tokenizer.h"
 #include "toolcall.h"
 #include "util.h"
 
@@ -191,9 +193,51 @@ static void test_parse_cases(void) {
     expect_error(deep, "nested too deeply");
 }
 
+/* Generated text is parsed for tool calls by its length, not as a C string: ids that decode to "hi", a NUL
+ * byte, then a call (golden/default's tokenizer: <0x00> and <|tool_call> are single tokens) give one call and
+ * the content "hi\0" (3 bytes) — read as a C string, the text ended at the NUL and the call was lost. */
+static void test_seqgen_nul_then_call(void) {
+    char *tp = th_path(th_root(), "golden/default/tokenizer.json");
+    frigg_tokenizer *tok = frigg_tokenizer_load(tp, 0);
+    free(tp);
+    CHECK(tok != NULL, "tokenizer: %s", frigg_error());
+    if (!tok) return;
+    static const char text[] = "hi\0<|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>}<tool_call|>";
+    int32_t *ids = NULL;
+    size_t n = 0;
+    CHECK(frigg_tokenizer_encode(tok, text, sizeof text - 1, &ids, &n) == 0 && n > 0, "encode: %s", frigg_error());
+    frigg_seqgen_params p = {.max_tokens = (int)n, .parse_tools = 1};
+    frigg_seqgen *g = frigg_seqgen_new(&p, 3, frigg_tokenizer_vocab_size(tok), tok);
+    CHECK(g != NULL, "seqgen: %s", frigg_error());
+    if (g) {
+        int done = 0;
+        for (size_t t = 0; t < n && !done; t++) {
+            int32_t id = ids[t];
+            frigg_row row = {.prefill = t == 0};
+            frigg_seqgen_row(g, &row);
+            row.out_id = &id;
+            const char *piece;
+            size_t pl;
+            done = frigg_seqgen_accept(g, &row, &piece, &pl);
+        }
+        const char *piece;
+        size_t pl;
+        frigg_seqgen_finish(g, 0, &piece, &pl);
+        const frigg_seqgen_result *r = frigg_seqgen_result_of(g);
+        CHECK(done && r->tool_calls && json_array_size(r->tool_calls) == 1 && !r->tool_call_error,
+              "a call after a NUL byte: %zu calls (%s)", r->tool_calls ? json_array_size(r->tool_calls) : 0,
+              r->tool_call_error ? r->tool_call_error : "no error");
+        CHECK(r->text_len == 3 && !memcmp(r->text, "hi\0", 3), "content after a NUL-holding call: %zu bytes", r->text_len);
+        frigg_seqgen_free(g);
+    }
+    free(ids);
+    frigg_tokenizer_free(tok);
+}
+
 int main(void) {
     TEST_MAIN_BEGIN("test_toolcall");
     test_golden_round_trips();
     test_parse_cases();
+    test_seqgen_nul_then_call();
     TEST_MAIN_END();
 }
