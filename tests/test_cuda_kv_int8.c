@@ -20,21 +20,17 @@
 #ifdef FRIGG_CUDA
 #include <cuda_runtime_api.h>
 
+#define CUDA_TEST_SEED 0x9E3779B97F4A7C15ull
 #include "attn_decode_ref.h"
 #include "backend.h"
+#include "cuda_test_util.h"
 #include "cpu_ops.h"
 #include "../kernels/kernels.h"
 
 #define S 4 /* sequences */
 
 static fk_ctx *kc;
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static float frand(void) { /* uniform [-1, 1) */
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
-}
+#define frand ct_frand
 static void *dev_alloc(size_t bytes) {
     void *d = NULL;
     cudaMalloc(&d, bytes);
