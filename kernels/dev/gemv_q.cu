@@ -5,14 +5,16 @@
  * prefill path (fk_dequant_bf16 alone, and frigg_cuda_gemm_dq: dequantization + cuBLAS) beside the bf16 ones.
  *
  * 1. Checks, outputs poisoned first (exit 1 on any FAIL): fk_dequant_bf16 of the first weight copy equals
- *    frigg_mat_row's bf16(q * scale) on the host bit for bit; each quantized GEMV (B 1, 2, 4, 8) equals bit for
- *    bit the CUDA-core bf16 GEMV (FK_GEMV_IMPL_SIMT) on that dequantized matrix, which is what gemv_q.cu
- *    promises (tests/test_cuda_gemv_q.c checks both against the CPU ops as well).
+ *    frigg_mat_row's bf16(q * scale) on the host bit for bit; each quantized GEMV (B 1, 2, 4, 8), under each
+ *    implementation (simt: gemv_q.cu's CUDA-core kernel; tc: gemv_tc.cu's tensor-core kernel, the default),
+ *    equals bit for bit the bf16 GEMV of the same implementation on that dequantized matrix, which is what
+ *    gemv_q.cu promises (tests/test_cuda_gemv_q.c checks both against the CPU ops as well).
  * 2. Timing: a CUDA graph of launches over distinct weight copies (128 per layer shape, far beyond the 60 MB
  *    L2, as in a decode step; lm_head: 4 copies), PDL on as the engine launches; median of the replays after
  *    warm-up. GB/s counts the bytes the launch must read from the weights: the packed values plus the scales
- *    (x, the residual and the outputs are not counted: at most 0.4 % of the bytes here). Beside it, the bf16
- *    GEMV (auto: the engine's default) on bf16 copies of the same shape, and the speed-up.
+ *    (x, the residual and the outputs are not counted: at most 0.4 % of the bytes here). The quantized GEMV
+ *    under tc (the default) and simt; beside them, the bf16 GEMV (auto: the engine's default) on bf16 copies
+ *    of the same shape, and tc's speed-up over it.
  * 3. Prefill: fk_dequant_bf16 of one matrix (GB/s over the bytes read plus the bf16 written) and
  *    frigg_cuda_gemm_dq with the whole matrix in the scratch at T = 512 and 4096, against frigg_cuda_gemm on
  *    the bf16 matrix: what the dequantization adds to a prefill GEMM.
@@ -213,7 +215,7 @@ int main(int argc, char **argv) {
     struct Row {
         const char *shape, *quant;
         int B;
-        double us, gbs, us_bf16;
+        double us, gbs, us_bf16, us_simt;
     };
     std::vector<Row> table;
     for (int qi = 0; qi < 2; qi++) {
@@ -270,22 +272,23 @@ int main(int argc, char **argv) {
                        sh.name, bad ? "FAIL" : "PASS", bad, got.size());
                 fails += bad != 0;
             }
-            /* ... and the GEMV against the simt bf16 GEMV on it */
-            for (int bi = 0; bi < 4; bi++) {
-                int B = Bs_full[bi];
-                poison(sh, io, h);
-                FK(launch(&mats[0], sh, io, B, s));
-                std::vector<uint16_t> gq = results(sh, io, B);
-                FK(fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_SIMT));
-                poison(sh, io, h);
-                FK(launch(&bmats[0], sh, io, B, s));
-                std::vector<uint16_t> gb = results(sh, io, B);
-                FK(fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_AUTO));
-                bool same = gq == gb;
-                printf("check %-9s %-8s B=%d gemv   %s%s\n", qz.name, sh.name, B, same ? "PASS" : "FAIL",
-                       same ? "" : " (not bit for bit the simt bf16 GEMV on the dequantized matrix)");
-                fails += !same;
-            }
+            /* ... and the GEMV, under each implementation, against the bf16 GEMV of that implementation on it */
+            for (int impl : {FK_GEMV_IMPL_SIMT, FK_GEMV_IMPL_TC})
+                for (int bi = 0; bi < 4; bi++) {
+                    int B = Bs_full[bi];
+                    FK(fk_ctx_set_gemv_impl(kc, impl));
+                    poison(sh, io, h);
+                    FK(launch(&mats[0], sh, io, B, s));
+                    std::vector<uint16_t> gq = results(sh, io, B);
+                    poison(sh, io, h);
+                    FK(launch(&bmats[0], sh, io, B, s));
+                    std::vector<uint16_t> gb = results(sh, io, B);
+                    FK(fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_AUTO));
+                    bool same = gq == gb;
+                    printf("check %-9s %-8s B=%d gemv %-4s %s%s\n", qz.name, sh.name, B, fk_gemv_impl_name(impl),
+                           same ? "PASS" : "FAIL", same ? "" : " (not bit for bit the bf16 GEMV on the dequantized matrix)");
+                    fails += !same;
+                }
             /* 2. timing */
             double bytes = (double)wbytes + (double)sn * 2;
             for (int bi = 0; bi < nB; bi++) {
@@ -293,13 +296,19 @@ int main(int argc, char **argv) {
                 double tq = time_graph(s, sh.launches, [&](int i, cudaStream_t st) {
                     return launch(&mats[i % sh.copies], sh, io, B, st);
                 });
+                FK(fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_SIMT));
+                double ts = time_graph(s, sh.launches, [&](int i, cudaStream_t st) {
+                    return launch(&mats[i % sh.copies], sh, io, B, st);
+                });
+                FK(fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_AUTO));
                 double tb = bf16 ? time_graph(s, sh.launches, [&](int i, cudaStream_t st) {
                     return launch(&bmats[i % sh.copies], sh, io, B, st);
                 }) : 0.0;
-                printf("time  %-9s %-8s B=%d %9.2f us/launch %8.1f GB/s", qz.name, sh.name, B, tq, bytes / (tq * 1e3));
+                printf("time  %-9s %-8s B=%d %9.2f us/launch %8.1f GB/s (simt %9.2f us)", qz.name, sh.name, B, tq,
+                       bytes / (tq * 1e3), ts);
                 if (bf16) printf("   bf16 %9.2f us (x%.2f)", tb, tb / tq);
                 printf("\n");
-                table.push_back({sh.name, qz.name, B, tq, bytes / (tq * 1e3), tb});
+                table.push_back({sh.name, qz.name, B, tq, bytes / (tq * 1e3), tb, ts});
             }
             /* 3. prefill: the dequantization alone, and the GEMM with it, beside the bf16 GEMM */
             if (prefill && sh.epi != FK_GEMV_STORE) {
@@ -350,10 +359,11 @@ int main(int argc, char **argv) {
             CK(cudaFree(h));
         }
     }
-    printf("\n%-9s %-8s %2s | %10s %8s | %10s %7s\n", "quant", "shape", "B", "us", "GB/s", "bf16 us", "speedup");
+    printf("\n%-9s %-8s %2s | %10s %8s | %10s | %10s %7s\n", "quant", "shape", "B", "tc us", "GB/s", "simt us", "bf16 us",
+           "speedup");
     for (const Row &r : table)
-        printf("%-9s %-8s %2d | %10.2f %8.1f | %10.2f %7.2f\n", r.quant, r.shape, r.B, r.us, r.gbs, r.us_bf16,
-               r.us_bf16 > 0 ? r.us_bf16 / r.us : 0.0);
+        printf("%-9s %-8s %2d | %10.2f %8.1f | %10.2f | %10.2f %7.2f\n", r.quant, r.shape, r.B, r.us, r.gbs, r.us_simt,
+               r.us_bf16, r.us_bf16 > 0 ? r.us_bf16 / r.us : 0.0);
     printf("%s: %d check(s) failed\n", fails ? "FAIL" : "PASS", fails);
     fk_ctx_free(kc);
     return fails ? 1 : 0;
