@@ -14,6 +14,10 @@
 # a failed install is a failure. FRIGG_QUICK=1 shortens the long requests.
 BIN=${FRIGG_BIN:-bin}
 ROOT=${FRIGG_ROOT:-.}
+SHARED=${FRIGG_SHARED:-$ROOT/../shared}
+# ../shared holds the chat template the live NUL comparison renders with (tests/no-shared.sh: a test that reads
+# it names it when it is missing)
+[ -d "$SHARED" ] || echo "SKIP serve: $SHARED is missing: the NUL checks use the recorded ids, not a live rendering of its chat template"
 if ! "$ROOT/scripts/pyenv" --have serve; then
     if [ -n "${FRIGG_NO_LIVE:-}" ]; then
         echo "SKIP serve: FRIGG_NO_LIVE is set and the serve set of scripts/pyenv is not installed (it needs PyPI)"
@@ -36,7 +40,6 @@ trap 'rm -rf "$T"' EXIT
 rc1=$?
 grep -v '^serve: [0-9]* passed, [0-9]* failed' "$T/main"
 
-SHARED=${FRIGG_SHARED:-$ROOT/../shared}
 "$py" - "$BIN/frigg-serve" "$ROOT" "$SHARED" > "$T/nul" 2>&1 <<'PY'
 import json, os, sys, traceback
 bin_, root, shared = sys.argv[1:4]
