@@ -1471,6 +1471,18 @@ int main(int argc, char **argv) {
 #else
     if (!strcmp(o.backend, "auto")) o.backend = "cpu";
 #endif
+    /* A GPU that is not there is said first, before the vram probe or any model is built. */
+#ifdef FRIGG_CUDA
+    if (!strcmp(o.backend, "cuda") && frigg_cuda_device_count() < 1) {
+        fprintf(stderr, "frigg-bench: backend \"cuda\": no CUDA device is present\n");
+        return 1;
+    }
+#else
+    if (!strcmp(o.backend, "cuda")) {
+        fprintf(stderr, "frigg-bench: backend \"cuda\": this build has no CUDA (built with FRIGG_CUDA=0)\n");
+        return 1;
+    }
+#endif
     if (o.nbuilds) {
         int matrix = 0;
         for (int i = optind; i < argc; i++) matrix |= !strcmp(argv[i], "matrix");

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "backend.h"
 #include "harness.h"
 #include "model_writer.h"
 #include "sampler.h"
@@ -199,6 +200,26 @@ int main(void) {
     rc = run(cmd, "{\"input_ids\":[5,6],\"max_tokens\":1}\n", &out);
     CHECK(rc == 2, "frigg-run --threads 100000: exit %d, want 2", rc);
     free(out);
+    /* frigg-bench --backend cuda without a GPU (or without CUDA in the build) says so on its first line, before a
+     * vram probe error or a model is built */
+#ifdef FRIGG_CUDA
+    int have_gpu = frigg_cuda_device_count() > 0;
+#else
+    int have_gpu = 0;
+#endif
+    if (!have_gpu) {
+        char *gd = th_path(th_root(), "golden/default");
+        snprintf(cmd, sizeof cmd, "%s/frigg-bench --backend cuda --model '%s' --ctx 256 --batch 1 decode 2>&1 >/dev/null", g_bin,
+                 gd);
+        free(gd);
+        FILE *p = popen(cmd, "r");
+        char first[512] = "";
+        if (p && !fgets(first, sizeof first, p)) first[0] = 0;
+        int st = p ? pclose(p) : -1;
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(first, "backend \"cuda\"") &&
+                  (strstr(first, "no CUDA device") || strstr(first, "no CUDA (")),
+              "frigg-bench --backend cuda without a GPU: exit %d, first line '%s'", WIFEXITED(st) ? WEXITSTATUS(st) : -1, first);
+    }
     /* --ctx: the sequences' length; a request beyond it is that line's error (exit 1: a request failed); beyond the model's
      * max_position_embeddings it is a usage error at start, not a silent clamp */
     snprintf(cmd, sizeof cmd, "%s/frigg-run --model '%s' --backend cpu --ctx 32", g_bin, dir);
