@@ -5,14 +5,24 @@
 BIN=${FRIGG_BIN:-bin}
 F=golden/fixtures
 pass=0; fail=0
-if "$BIN/frigg-parity" --backend cpu --threads 2 $F/tiny-packed $F/tiny-split $F/tiny-sharded >/dev/null 2>"${TMPDIR:-/tmp}/parity.$$"; then
+# The tiny fixtures' references hold no teacher-forced record: --allow-no-tf (without it the gate is not checked
+# and the run fails, below).
+if "$BIN/frigg-parity" --backend cpu --threads 2 --allow-no-tf $F/tiny-packed $F/tiny-split $F/tiny-sharded >/dev/null 2>"${TMPDIR:-/tmp}/parity.$$"; then
     pass=$((pass + 1))
 else
     fail=$((fail + 1)); echo "FAIL: frigg-parity on the fixtures"; cat "${TMPDIR:-/tmp}/parity.$$"
 fi
-"$BIN/frigg-parity" --backend cpu --threads 2 --force-causal $F/tiny-packed >/dev/null 2>&1
+"$BIN/frigg-parity" --backend cpu --threads 2 --allow-no-tf --force-causal $F/tiny-packed >/dev/null 2>&1
 rc=$?
 if [ "$rc" -eq 1 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: --force-causal exited $rc, want 1"; fi
+# A gate with nothing to check has not passed: without --allow-no-tf a run whose references hold no
+# teacher-forced step fails, and says the gate was not checked.
+"$BIN/frigg-parity" --backend cpu --threads 2 $F/tiny-packed >/dev/null 2>"${TMPDIR:-/tmp}/parity.$$"
+rc=$?
+if [ "$rc" -eq 1 ] && grep -q "teacher-forced gate NOT CHECKED" "${TMPDIR:-/tmp}/parity.$$"; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL: no teacher-forced data without --allow-no-tf: exit $rc, want 1 saying NOT CHECKED"
+    tail -2 "${TMPDIR:-/tmp}/parity.$$"
+fi
 
 # Builds written by llm-compressor itself (scripts/oracle/make_llmc_fixture.py; golden/fixtures/README.md): W8A16
 # round to nearest and W4A16 GPTQ, saved from a packed source (packed names, weight_shape of gqkv_proj/gate_up_proj
@@ -20,7 +30,7 @@ if [ "$rc" -eq 1 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL
 # the int8 build's reference must fail: the gate sees which quantized weights frigg ran (they differ from each
 # other by up to 6 in a logit, 25 times the tolerance).
 L8=$F/tiny-llmc-w8a16; L4=$F/tiny-llmc-w4a16
-if "$BIN/frigg-parity" --backend cpu --threads 2 $L8 $L4 >/dev/null 2>"${TMPDIR:-/tmp}/parity.$$"; then
+if "$BIN/frigg-parity" --backend cpu --threads 2 --allow-no-tf $L8 $L4 >/dev/null 2>"${TMPDIR:-/tmp}/parity.$$"; then
     pass=$((pass + 1))
 else
     fail=$((fail + 1)); echo "FAIL: frigg-parity on llm-compressor's builds"; cat "${TMPDIR:-/tmp}/parity.$$"
@@ -30,7 +40,7 @@ mkdir "$T/swap" "$T/shape"
 ln -s "$PWD/$L4/model.safetensors" "$T/swap/model.safetensors"
 cp "$L4/config.json" "$T/swap/"
 cp "$L8/reference.json" "$T/swap/"
-"$BIN/frigg-parity" --backend cpu --threads 2 "$T/swap" >/dev/null 2>&1
+"$BIN/frigg-parity" --backend cpu --threads 2 --allow-no-tf "$T/swap" >/dev/null 2>&1
 rc=$?
 if [ "$rc" -eq 1 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: int4 weights against the int8 reference exited $rc, want 1"; fi
 # One part's rows in a concatenated weight_shape wrong: refused, naming the tensor and the part.
@@ -46,7 +56,7 @@ at = 8 + n + e["data_offsets"][0] + 8 * 4  # part 2 (k_proj): its rows
 struct.pack_into("<q", b, at, struct.unpack_from("<q", b, at)[0] - 1)
 open(sys.argv[2], "wb").write(b)
 PY
-    "$BIN/frigg-parity" --backend cpu --threads 2 "$T/shape" >/dev/null 2>"$T/err"
+    "$BIN/frigg-parity" --backend cpu --threads 2 --allow-no-tf "$T/shape" >/dev/null 2>"$T/err"
     rc=$?
     want='gqkv_proj.weight_shape" says \[127,128\] for part 2 of 4, expected \[128,128\]'
     if [ "$rc" -eq 1 ] && grep -q "$want" "$T/err"; then
