@@ -1471,7 +1471,14 @@ int main(int argc, char **argv) {
 #else
     if (!strcmp(o.backend, "auto")) o.backend = "cpu";
 #endif
-    /* A GPU that is not there is said first, before the vram probe or any model is built. */
+    /* What cannot run anywhere is said first (an int8 KV cache on the CUDA engine, common/backend.c's rule), then a
+     * GPU that is not there, before the vram probe or any model is built. */
+    for (int k = 0; k < o.nkv && !strcmp(o.backend, "cuda"); k++)
+        if (o.kvs[k] == FRIGG_DT_INT8) {
+            fprintf(stderr, "frigg-bench: backend \"cuda\": an int8 KV cache is implemented in the CPU engine only "
+                            "(--backend cpu, or --kv-dtype bf16)\n");
+            return 1;
+        }
 #ifdef FRIGG_CUDA
     if (!strcmp(o.backend, "cuda") && frigg_cuda_device_count() < 1) {
         fprintf(stderr, "frigg-bench: backend \"cuda\": no CUDA device is present\n");
