@@ -1473,10 +1473,9 @@ int main(int argc, char **argv) {
 #endif
     /* What cannot run anywhere is said first (an int8 KV cache on the CUDA engine, common/backend.c's rule), then a
      * GPU that is not there, before the vram probe or any model is built. */
-    for (int k = 0; k < o.nkv && !strcmp(o.backend, "cuda"); k++)
-        if (o.kvs[k] == FRIGG_DT_INT8) {
-            fprintf(stderr, "frigg-bench: backend \"cuda\": an int8 KV cache is implemented in the CPU engine only "
-                            "(--backend cpu, or --kv-dtype bf16)\n");
+    for (int k = 0; k < o.nkv; k++)
+        if (frigg_backend_check_kv(o.backend, o.kvs[k])) {
+            fprintf(stderr, "frigg-bench: %s\n", frigg_error());
             return 1;
         }
 #ifdef FRIGG_CUDA

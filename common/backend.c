@@ -33,6 +33,20 @@ void frigg_backend_destroy(frigg_backend *b) {
     if (b) b->destroy(b);
 }
 
+int frigg_backend_check_kv(const char *name, frigg_dtype kv) {
+    if (kv == FRIGG_DT_INT8 && strcmp(name, "cpu")) {
+        frigg_set_error("backend \"%s\": an int8 KV cache is implemented in the CPU engine only (--backend cpu, "
+                        "or --kv-dtype bf16)", name);
+        return -1;
+    }
+    if (kv != FRIGG_DT_BF16 && kv != FRIGG_DT_INT8) {
+        frigg_set_error("backend \"%s\": a %s KV cache is not implemented (bf16, or int8 on the CPU engine)", name,
+                        frigg_dtype_name(kv));
+        return -1;
+    }
+    return 0;
+}
+
 frigg_backend *frigg_backend_alloc(const char *name, const frigg_model *m, const frigg_backend_opts *opts,
                                    frigg_backend_opts *o) {
     *o = opts ? *opts : (frigg_backend_opts){0};
@@ -47,17 +61,7 @@ frigg_backend *frigg_backend_alloc(const char *name, const frigg_model *m, const
         frigg_set_error("backend \"%s\": %d threads (0: all cores, else 1..%d)", name, o->threads, FRIGG_MAX_THREADS);
         return NULL;
     }
-    int cpu = !strcmp(name, "cpu");
-    if (o->kv_dtype == FRIGG_DT_INT8 && !cpu) {
-        frigg_set_error("backend \"%s\": an int8 KV cache is implemented in the CPU engine only (--backend cpu, "
-                        "or --kv-dtype bf16)", name);
-        return NULL;
-    }
-    if (o->kv_dtype != FRIGG_DT_BF16 && o->kv_dtype != FRIGG_DT_INT8) {
-        frigg_set_error("backend \"%s\": a %s KV cache is not implemented (bf16, or int8 on the CPU engine)", name,
-                        frigg_dtype_name(o->kv_dtype));
-        return NULL;
-    }
+    if (frigg_backend_check_kv(name, o->kv_dtype)) return NULL;
     frigg_backend *b = frigg_xcalloc(1, sizeof *b);
     b->name = name;
     b->model = m;

@@ -130,6 +130,9 @@ int frigg_prefill(frigg_backend *b, int seq, const int32_t *ids, int n, int pref
                   float *logits_all);
 int frigg_decode(frigg_backend *b, int nseq, const int *seqs, const int32_t *ids, float *logits);
 
+/* 0 when engine `name` ("cpu", "cuda") keeps a KV cache of dtype kv, else -1 with frigg_error() saying which
+ * engine keeps which (frigg_backend_alloc applies it; frigg-bench asks before it builds anything). */
+int frigg_backend_check_kv(const char *name, frigg_dtype kv);
 /* For backend implementations. alloc: the common part with the options normalised (max_seqs >= 1, max_ctx 0
  * = max_position_embeddings) and checked (max_ctx beyond max_position_embeddings, kv_dtype); *o receives them. NULL with
  * frigg_error() on a bad option. check_rows: the checks every engine makes of a step before it runs

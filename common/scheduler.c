@@ -338,13 +338,18 @@ static void admit(frigg_sched *s) {
 }
 
 /* How many layer steps of q's prompt the next step runs: 0 = the rest at once, -1 = none this step. Without
- * a prefill share, or with no decode rows to protect, every prompt runs whole. Otherwise prompts run whole
+ * a prefill share, with no decode rows to protect, or (with a token limit) for a prompt within the limit that
+ * has not begun by slices, the prompt runs whole: the prompts that freeze running streams are the long ones
+ * (114 ms for 4,096 tokens), while under the share 64 streams of 512-token prompts, none of which fits a share
+ * of a decode step, all queued through the one part-way prompt and waited up to 6 s for their first token
+ * (TTFT p95 5,955 ms against 182 ms with share 0; benchmarks/h200-2026-12-03/load64/). Otherwise prompts run whole
  * while their estimated cost fits the budget (prefill_share x a decode step), and one prompt, the part-way
  * one first, takes a slice of what is left (at least one layer step, so every prompt moves). */
 static int plan_prefill(frigg_sched *s, const req *q, int decode_rows, double *budget, int *partial) {
     const frigg_config *c = &s->b->model->cfg;
     int total = frigg_num_runs(c) * c->layers_per_stack, rest = total - q->pf_done;
     if (s->prefill_share <= 0 || !decode_rows) return 0;
+    if (s->prefill_tokens > 0 && q->r.n <= s->prefill_tokens && !q->pf_done) return 0;
     if (!s->decode_ms[decode_rows]) return -1; /* this step learns what a decode step of this size costs */
     double per_layer = s->tl_ms * q->r.n; /* ms per layer step of this prompt, 0 while unknown */
     if (per_layer > 0 && per_layer * rest <= *budget) {
@@ -397,14 +402,7 @@ static int build_rows(frigg_sched *s, int k) {
             /* the token limit: the first prompt of a step always runs (a longer prompt alone); later ones
              * wait for a step they fit, oldest first */
             if (s->prefill_tokens > 0 && pf_rows > 0 && pf_tokens + q->r.n > s->prefill_tokens) continue;
-            /* With a token limit, the prefill share holds back only prompts longer than it: those are what
-             * freeze running streams (114 ms for 4,096 tokens); shorter ones run whole. Under the share, 64
-             * streams of 512-token prompts, which fit no share of a decode step and were all sliced through
-             * the one part-way prompt at a time, waited up to 6 s for their first token (TTFT p95 5,955 ms,
-             * against 182 ms with share 0; benchmarks/h200-2026-12-03/load64/). */
-            layers = s->prefill_tokens > 0 && q->r.n <= s->prefill_tokens && !q->pf_done
-                         ? 0
-                         : plan_prefill(s, q, decode_rows, &budget, &partial);
+            layers = plan_prefill(s, q, decode_rows, &budget, &partial);
             if (layers < 0) continue;
             pf_rows++;
             pf_tokens += q->r.n;
