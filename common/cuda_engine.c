@@ -27,6 +27,10 @@
 #define MAX_BATCH 64 /* decode rows per step (the scheduler's cap, b->max_rows) */
 #define GEMV_ROWS 8  /* rows one GEMV pass takes (kernels.h); larger decode steps take the GEMM path */
 #define LOGIT_CHUNK 64 /* rows of the lm_head GEMM when all prompt logits are asked for */
+/* Whole prompts of one step prefilled together (run_prefill_group): at most PF_GROUP of them (the rows of one
+ * lm_head GEMV pass), at most PF_TOKENS tokens in all (the activation buffers hold that many rows). */
+#define PF_GROUP 8
+#define PF_TOKENS 4096
 _Static_assert(LOGIT_CHUNK >= MAX_BATCH, "the logits buffers hold a decode step's rows");
 
 /* A layer's weights on the device, as descriptors (w: device memory): gqkv [4D][D], o [D][D], gate_up [2I][D],
@@ -59,6 +63,8 @@ typedef struct {
         int active, seq, T, P, done; /* done: layer steps run so far */
     } pf;
     int32_t *d_ids, *d_zero, *d_iota;
+    int32_t *d_pseq, *d_ppos; /* [rows]: each token's sequence and position in a grouped prefill */
+    int32_t *h_pf;            /* [3][rows] pinned: a grouped prefill's ids, sequences and positions */
     /* [3][MAX_BATCH]: ids, seq, pos of a decode step. The step's last kernel overwrites the ids with its greedy
      * ids and adds one to the positions: the input of a next step whose rows take FRIGG_TOKEN_LAST_GREEDY. */
     int32_t *d_step;
@@ -87,7 +93,7 @@ typedef struct {
     } pend[2];
     int nq, next_slot;
     int last_B, last_seqs[MAX_BATCH]; /* the decode rows of the last launch: what d_step holds for the next */
-    float *host_row;           /* [V] staging for host-side reductions */
+    float *host_row;           /* [PF_GROUP][V] staging for host-side reductions */
     cudaGraphExec_t graph[MAX_BATCH + 1];
     int graph_nodes[MAX_BATCH + 1];
     int use_graphs;
@@ -241,6 +247,76 @@ static int run_prefill(frigg_backend *b, int seq, const int32_t *ids, int T, int
     OK(prefill_layers(b, &A, seq, T, prefix_len, 0, frigg_num_runs(c) * c->layers_per_stack));
     OK(prefill_finish(b, &A, T, logits_last, logits_all));
     im->len[seq] = T;
+    return 0;
+}
+
+/* Whole prompts g[0..n) (2 <= n <= PF_GROUP, at most im->rows tokens in all) prefilled as one: their tokens
+ * concatenated through the embedding, every projection GEMM and every row-wise kernel (norms, SwiGLU, the runs'
+ * ends), which is most of a prefill's time and runs at a far higher FLOP rate on more rows (a 512-token
+ * prompt's GEMMs have 512 rows); the RoPE/KV write with each token's own sequence and position, and the
+ * attention one prompt at a time over its own cache with its own PrefixLM mask. Row by row the math is
+ * run_prefill's; the GEMMs' sums may run in another order at another row count (cuBLAS picks its algorithm
+ * by shape), so a prompt's logits agree with its lone prefill within rounding, not bit for bit (which is why a
+ * batch-invariant engine prefills one prompt at a time). last[i]: the last row's logits of prompt i on the
+ * host, or NULL when not wanted. Synchronous. */
+static int run_prefill_group(frigg_backend *b, frigg_row *const *g, int n, float *const *last) {
+    cuda_impl *im = b->impl;
+    const frigg_config *c = &b->model->cfg;
+    int D = c->hidden_size, H = c->num_heads, hd = c->head_dim, Ls = c->layers_per_stack, V = c->vocab_size;
+    int I = c->intermediate_size;
+    float eps = (float)c->rms_norm_eps;
+    cudaStream_t s = im->stream;
+    const fk_ctx *kc = im->kern;
+    act_bufs A = main_bufs(im);
+    int T = 0, t0[PF_GROUP];
+    int32_t *hid = im->h_pf, *hseq = im->h_pf + im->rows, *hpos = im->h_pf + 2 * im->rows;
+    for (int i = 0; i < n; i++) {
+        t0[i] = T;
+        for (int t = 0; t < g[i]->n; t++) {
+            hid[T + t] = g[i]->ids[t];
+            hseq[T + t] = g[i]->seq;
+            hpos[T + t] = t;
+        }
+        T += g[i]->n;
+        im->len[g[i]->seq] = 0;
+    }
+    CU(cudaSetDevice(im->device));
+    CU(cudaMemcpyAsync(im->d_ids, hid, (size_t)T * 4, cudaMemcpyHostToDevice, s));
+    CU(cudaMemcpyAsync(im->d_pseq, hseq, (size_t)T * 4, cudaMemcpyHostToDevice, s));
+    CU(cudaMemcpyAsync(im->d_ppos, hpos, (size_t)T * 4, cudaMemcpyHostToDevice, s));
+    OK(fk_embed(kc, &im->embed, im->zli, im->d_ids, T, D, (float)c->embedding_scale, A.zH, A.zL, A.x, s));
+    for (int l = 0; l < frigg_num_runs(c) * Ls; l++) {
+        int r = l / Ls, i = l % Ls, slot = frigg_slot(c, r, i);
+        const dev_layer *L = &im->layers[frigg_run_stack(c, r)][i];
+        uint16_t *ks = k_slot(im, slot), *vs = v_slot(im, slot);
+        if (i == 0) OK(fk_rmsnorm(kc, A.x, A.a, T, D, eps, s));
+        OK(gemm(im, &L->gqkv, A.a, T, im->gqkv));
+        OK(fk_rope_kv(kc, im->gqkv, T, H, hd, im->d_pseq, im->d_ppos, im->cos_t, im->sin_t, im->q, ks, vs,
+                      im->seq_stride, b->max_ctx, s));
+        for (int p = 0; p < n; p++) {
+            size_t off = (size_t)g[p]->seq * im->seq_stride, r0 = (size_t)t0[p];
+            OK(fk_attn_prefill(kc, im->q + r0 * D, ks + off, vs + off, im->gqkv + r0 * 4 * D, g[p]->n, H, hd,
+                               b->max_ctx, g[p]->prefix_len, im->y + r0 * D, s));
+        }
+        OK(gemm(im, &L->o, im->y, T, im->t1));
+        OK(fk_add_rmsnorm(kc, A.x, im->t1, A.a, T, D, eps, s));
+        OK(gemm(im, &L->gu, A.a, T, im->gu));
+        OK(fk_swiglu(kc, im->gu, T, I, im->m, s));
+        OK(gemm(im, &L->down, im->m, T, im->t1));
+        OK(fk_add_rmsnorm(kc, A.x, im->t1, A.a, T, D, eps, s));
+        if (i == Ls - 1) OK(run_end(im, &A, c, r, T));
+    }
+    /* the prompts' last rows side by side (y is free now), then one lm_head pass for all of them */
+    for (int p = 0; p < n; p++)
+        CU(cudaMemcpyAsync(im->y + (size_t)p * D, A.zH + (size_t)(t0[p] + g[p]->n - 1) * D, (size_t)D * 2,
+                           cudaMemcpyDeviceToDevice, s));
+    OK(fk_gemv(kc, &im->lm_head, im->y, n, 0, 0, FK_GEMV_STORE, im->logits, s));
+    OK(fk_bf16_to_f32(kc, im->logits, (size_t)n * V, im->logits_f, s));
+    for (int p = 0; p < n; p++)
+        if (last[p])
+            CU(cudaMemcpyAsync(last[p], im->logits_f + (size_t)p * V, (size_t)V * 4, cudaMemcpyDeviceToHost, s));
+    CU(cudaStreamSynchronize(s));
+    for (int p = 0; p < n; p++) im->len[g[p]->seq] = g[p]->n;
     return 0;
 }
 
@@ -542,6 +618,15 @@ static int prefill_row(frigg_backend *b, const frigg_row *r, float *last, float 
     return 0;
 }
 
+/* Whether prefill row r can join a grouped prefill: a whole prompt (not a slice of its layers, not the next
+ * slice of the part-way prompt) wanting at most its last row's logits, on an engine that is not
+ * batch-invariant (run_prefill_group: a group's GEMMs may sum in another order than a lone prompt's). */
+static int groupable(const cuda_impl *im, const frigg_row *r, int total) {
+    int cont = im->pf.active && im->pf.seq == r->seq && im->pf.T == r->n && im->pf.P == r->prefix_len;
+    return !im->batch_invariant && r->want != FRIGG_WANT_ALL_LOGITS && !cont &&
+           (!r->prefill_layers || r->prefill_layers >= total);
+}
+
 static int cuda_submit(frigg_backend *b, frigg_row *rows, int nrows) {
     cuda_impl *im = b->impl;
     if (im->nq == 2) {
@@ -558,15 +643,45 @@ static int cuda_submit(frigg_backend *b, frigg_row *rows, int nrows) {
     im->pend[qi].nseq = 0;
     int V = b->model->cfg.vocab_size;
     frigg_row *dr[MAX_BATCH];
-    int B = 0;
+    unsigned char grouped[MAX_BATCH] = {0}; /* rows prefilled by a group already (nrows <= max_rows <= MAX_BATCH) */
+    int B = 0, total = frigg_num_runs(&b->model->cfg) * b->model->cfg.layers_per_stack;
     for (int i = 0; i < nrows; i++) {
         frigg_row *r = &rows[i];
         if (!r->prefill) {
             dr[B++] = r;
             continue;
         }
-        /* prefill rows first, one at a time (a whole prompt each, or a slice of its layers: PrefixLM) */
+        if (grouped[i]) continue;
+        /* prefill rows first: whole prompts in groups (run_prefill_group), the rest one at a time (a whole
+         * prompt, or a slice of its layers: PrefixLM) */
         for (int k = 0; k < im->nq; k++) OK(wait_step(im, k));
+        frigg_row *grp[PF_GROUP];
+        float *glast[PF_GROUP];
+        int gi[PF_GROUP], ng = 0, tok = 0;
+        for (int j = i; j < nrows && ng < PF_GROUP && groupable(im, r, total); j++) {
+            frigg_row *q = &rows[j];
+            if (!q->prefill || grouped[j] || !groupable(im, q, total) || tok + q->n > im->rows) continue;
+            tok += q->n;
+            glast[ng] = q->want == FRIGG_WANT_NONE ? NULL : q->want == FRIGG_WANT_LOGITS ? q->out_logits
+                                                                                        : im->host_row + (size_t)ng * V;
+            gi[ng] = j;
+            grp[ng++] = q;
+        }
+        if (ng > 1) {
+            for (int p = 0; p < ng; p++) {
+                if (im->pf.active && im->pf.seq == grp[p]->seq) im->pf.active = 0; /* it takes another prompt */
+                grouped[gi[p]] = 1;
+            }
+            if (run_prefill_group(b, grp, ng, glast)) return -1;
+            for (int p = 0; p < ng; p++) {
+                frigg_row *q = grp[p];
+                q->pending = 0;
+                outputs_from_row(q, glast[p] ? glast[p] : im->host_row, V);
+                if (q->want == FRIGG_WANT_GREEDY) im->greedy[q->seq] = *q->out_id >= 0 ? *q->out_id : 0; /* a valid input id */
+            }
+            im->last_B = 0; /* the prefill used d_step's neighbours: the next decode stages from the host */
+            continue;
+        }
         float *all = r->want == FRIGG_WANT_ALL_LOGITS ? r->out_logits : NULL;
         float *last = r->want == FRIGG_WANT_NONE ? NULL : r->want == FRIGG_WANT_LOGITS ? r->out_logits : im->host_row;
         int done;
@@ -650,6 +765,7 @@ static void cuda_destroy(frigg_backend *b) {
         for (int i = 0; i < im->nallocs; i++) cudaFree(im->allocs[i]);
         if (im->h_step) cudaFreeHost(im->h_step);
         if (im->h_out) cudaFreeHost(im->h_out);
+        if (im->h_pf) cudaFreeHost(im->h_pf);
         for (int i = 0; i < 2; i++)
             if (im->out_ready[i]) cudaEventDestroy(im->out_ready[i]);
         if (im->blas) cublasDestroy(im->blas);
@@ -845,16 +961,23 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
         OK(dalloc(im, (void **)&im->dq_scratch, dq, "the dequantization scratch"));
         im->dq_bytes = dq;
     }
-    size_t R = ctx > MAX_BATCH ? ctx : MAX_BATCH;
-    im->rows = (int)R;
-    uint16_t **bufs[] = {&im->zH, &im->zL, &im->x, &im->a, &im->q, &im->y, &im->t1, &im->pzH, &im->pzL, &im->px, &im->pa};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) OK(dalloc(im, (void **)bufs[i], R * D * 2, "activations"));
-    OK(dalloc(im, (void **)&im->gqkv, R * 4 * D * 2, "activations"));
-    OK(dalloc(im, (void **)&im->gu, R * 2 * I * 2, "activations"));
-    OK(dalloc(im, (void **)&im->m, R * I * 2, "activations"));
-    OK(dalloc(im, (void **)&im->d_ids, R * 4, "ids"));
+    /* R: the rows of one prompt (or a decode step); the main buffers hold RG, a grouped prefill's tokens too,
+     * while a part-way prompt's own buffers need one prompt's */
+    size_t R = ctx > MAX_BATCH ? ctx : MAX_BATCH, RG = R > PF_TOKENS ? R : PF_TOKENS;
+    im->rows = (int)RG;
+    uint16_t **bufs[] = {&im->zH, &im->zL, &im->x, &im->a, &im->q, &im->y, &im->t1};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) OK(dalloc(im, (void **)bufs[i], RG * D * 2, "activations"));
+    uint16_t **pbufs[] = {&im->pzH, &im->pzL, &im->px, &im->pa};
+    for (size_t i = 0; i < sizeof pbufs / sizeof pbufs[0]; i++) OK(dalloc(im, (void **)pbufs[i], R * D * 2, "activations"));
+    OK(dalloc(im, (void **)&im->gqkv, RG * 4 * D * 2, "activations"));
+    OK(dalloc(im, (void **)&im->gu, RG * 2 * I * 2, "activations"));
+    OK(dalloc(im, (void **)&im->m, RG * I * 2, "activations"));
+    OK(dalloc(im, (void **)&im->d_ids, RG * 4, "ids"));
     OK(dalloc(im, (void **)&im->d_zero, R * 4, "ids"));
     OK(dalloc(im, (void **)&im->d_iota, R * 4, "ids"));
+    OK(dalloc(im, (void **)&im->d_pseq, RG * 4, "ids"));
+    OK(dalloc(im, (void **)&im->d_ppos, RG * 4, "ids"));
+    CU(cudaMallocHost((void **)&im->h_pf, 3 * RG * 4));
     OK(dalloc(im, (void **)&im->d_step, 3 * MAX_BATCH * 4, "ids"));
     OK(dalloc(im, &im->argmax_work, fk_argmax_work_bytes(MAX_BATCH), "argmax partials"));
     OK(dalloc(im, &im->topk_work, fk_topk_work_bytes(MAX_BATCH), "top-k counts"));
@@ -903,7 +1026,7 @@ frigg_backend *frigg_backend_cuda_create(const frigg_model *m, const frigg_backe
     im->len = frigg_xcalloc((size_t)o.max_seqs, sizeof *im->len);
     im->greedy = frigg_xcalloc((size_t)o.max_seqs, sizeof *im->greedy);
     im->last_greedy = frigg_xcalloc((size_t)o.max_seqs, 1);
-    im->host_row = frigg_xmalloc(sizeof(float) * (size_t)m->cfg.vocab_size);
+    im->host_row = frigg_xmalloc(sizeof(float) * PF_GROUP * (size_t)m->cfg.vocab_size);
     im->device = o.device;
     im->use_graphs = 1;
     im->batch_invariant = o.batch_invariant;

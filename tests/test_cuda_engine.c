@@ -6,7 +6,7 @@
  * exactly the single-device result (random model and the tiny-packed fixture); two engines in one process with
  * different kernel choices (decode GEMV on CUDA cores in one, tensor cores in the other), stepped in turn, each
  * give exactly what they give alone; decode steps of 9 to 64 rows (test_wide_batch); a prompt prefilled a slice of
- * layers per step (test_sliced_prefill); int8 and int4 checkpoints against the CPU engine (test_quantized).
+ * layers per step (test_sliced_prefill); whole prompts of one step prefilled as a group (test_grouped_prefill); int8 and int4 checkpoints against the CPU engine (test_quantized).
  *
  * Tolerances (two engines, both rounding to bf16 at HF's points, fp32 sums in different orders):
  *   last-row logits  |cuda - cpu| <= ABS_TOL + REL_TOL * max|cpu|
@@ -574,6 +574,97 @@ static void test_sliced_prefill(const frigg_model *m) {
     frigg_backend_destroy(b);
 }
 
+/* Whole prompts of one step prefilled as a group (cuda_engine.c: run_prefill_group): ten prompts of other
+ * lengths and masks, wanting logits, greedy ids, top-k and nothing, beside a decode row of another sequence, in
+ * one step (a group of eight, then one of two). Each prompt's outputs, its cache (the decode step after) and its
+ * length agree with that prompt prefilled alone within the engines' tolerance, and the decode row equals the
+ * same step without the prompts bit for bit. A batch-invariant engine prefills them one at a time: there every
+ * output equals the lone prefill's bit for bit. The test fails if a token's RoPE position or cache row, or a
+ * prompt's mask or last row, came from another prompt of the group. */
+#define NGROUP 10
+static void grouped_prefill(const frigg_model *m, int invariant) {
+    const frigg_config *c = &m->cfg;
+    int V = c->vocab_size;
+    const char *label = invariant ? "grouped prefill, batch-invariant" : "grouped prefill";
+    frigg_backend_opts o = {.max_seqs = NGROUP + 1, .max_ctx = 96, .batch_invariant = invariant};
+    frigg_backend *b = frigg_backend_create("cuda", m, &o);
+    CHECK(b != NULL, "%s: backend: %s", label, frigg_error());
+    if (!b) return;
+    int32_t ids[NGROUP][48], tok[NGROUP + 1], seqs[NGROUP + 1];
+    int n[NGROUP], P[NGROUP];
+    for (int q = 0; q < NGROUP; q++) {
+        n[q] = 9 + (q * 13) % 40;
+        P[q] = q % 3 == 0 ? n[q] : q % 3 == 1 ? n[q] / 2 : 0;
+        for (int i = 0; i < n[q]; i++) ids[q][i] = 3 + (i * 131 + q * 37) % (V - 3);
+        tok[q] = 5 + q;
+        seqs[q] = q;
+    }
+    tok[NGROUP] = 4;
+    seqs[NGROUP] = NGROUP;
+    float *alone = malloc(sizeof(float) * V * NGROUP), *dalone = malloc(sizeof(float) * V * (NGROUP + 1));
+    float *got = malloc(sizeof(float) * V * NGROUP), *dgot = malloc(sizeof(float) * V * (NGROUP + 1));
+    float *side = malloc(sizeof(float) * V), *side_ref = malloc(sizeof(float) * V);
+    int32_t other[20];
+    for (int i = 0; i < 20; i++) other[i] = 3 + (i * 7) % (V - 3);
+    /* alone: each prompt its own prefill; the other sequence's decode step; then one decode step of all */
+    for (int q = 0; q < NGROUP; q++)
+        CHECK(frigg_prefill(b, q, ids[q], n[q], P[q], alone + (size_t)q * V, NULL) == 0, "%s: %s", label, frigg_error());
+    CHECK(frigg_prefill(b, NGROUP, other, 20, 20, NULL, NULL) == 0, "%s: %s", label, frigg_error());
+    CHECK(frigg_decode(b, 1, &seqs[NGROUP], &tok[NGROUP], side_ref) == 0, "%s: %s", label, frigg_error());
+    CHECK(frigg_decode(b, NGROUP + 1, seqs, tok, dalone) == 0, "%s: %s", label, frigg_error());
+    /* together: the other sequence back to 20 tokens, the ten prompts and its decode row in one step */
+    CHECK(b->seq_fork(b, NGROUP, NGROUP, 20) == 0, "%s: %s", label, frigg_error());
+    frigg_row rows[NGROUP + 1];
+    int32_t gid[NGROUP], kid[NGROUP][3];
+    float kval[NGROUP][3];
+    for (int q = 0; q < NGROUP; q++) {
+        int want = q % 4 == 0 ? FRIGG_WANT_LOGITS : q % 4 == 1 ? FRIGG_WANT_GREEDY : q % 4 == 2 ? FRIGG_WANT_TOPK : FRIGG_WANT_NONE;
+        rows[q] = (frigg_row){.seq = q, .prefill = 1, .ids = ids[q], .n = n[q], .prefix_len = P[q], .want = want,
+                              .out_logits = got + (size_t)q * V, .out_id = &gid[q], .k = 3, .out_ids = kid[q],
+                              .out_vals = kval[q]};
+    }
+    rows[NGROUP] = (frigg_row){.seq = NGROUP, .n = 1, .token = tok[NGROUP], .want = FRIGG_WANT_LOGITS, .out_logits = side};
+    CHECK(frigg_step(b, rows, NGROUP + 1) == 0, "%s: step: %s", label, frigg_error());
+    CHECK(!memcmp(side, side_ref, sizeof(float) * V), "%s: the decode row beside the prompts differs", label);
+    double worst = 0;
+    for (int q = 0; q < NGROUP; q++) {
+        const float *ref = alone + (size_t)q * V;
+        CHECK(!rows[q].pending && b->seq_len(b, q) == n[q], "%s: prompt %d: pending %d, %d tokens", label, q,
+              rows[q].pending, b->seq_len(b, q));
+        if (rows[q].want == FRIGG_WANT_LOGITS) {
+            double scale, d = max_abs_diff(got + (size_t)q * V, ref, V, &scale);
+            worst = fmax(worst, d);
+            CHECK(invariant ? !memcmp(got + (size_t)q * V, ref, sizeof(float) * V) : d <= ABS_TOL + REL_TOL * scale,
+                  "%s: prompt %d (n %d, P %d): logits max |d| %.4f (scale %.2f)", label, q, n[q], P[q], d, scale);
+        }
+        if (rows[q].want == FRIGG_WANT_GREEDY && (invariant || top2_margin(ref, V) >= MARGIN_TOL))
+            CHECK(gid[q] == frigg_argmax(ref, V), "%s: prompt %d: greedy %d, alone %d", label, q, gid[q], frigg_argmax(ref, V));
+        if (rows[q].want == FRIGG_WANT_TOPK && (invariant || top2_margin(ref, V) >= MARGIN_TOL))
+            CHECK(kid[q][0] == frigg_argmax(ref, V), "%s: prompt %d: top-1 %d, alone %d", label, q, kid[q][0],
+                  frigg_argmax(ref, V));
+    }
+    /* the caches: the same decode step of all eleven */
+    CHECK(frigg_decode(b, NGROUP + 1, seqs, tok, dgot) == 0, "%s: %s", label, frigg_error());
+    for (int q = 0; q <= NGROUP; q++) {
+        double scale, d = max_abs_diff(dgot + (size_t)q * V, dalone + (size_t)q * V, V, &scale);
+        CHECK(invariant || q == NGROUP ? !memcmp(dgot + (size_t)q * V, dalone + (size_t)q * V, sizeof(float) * V)
+                                       : d <= ABS_TOL + REL_TOL * scale,
+              "%s: decode after, sequence %d: max |d| %.4f (scale %.2f)", label, q, d, scale);
+    }
+    fprintf(stderr, "%s: worst prefill |d| %.4f\n", label, worst);
+    free(alone);
+    free(dalone);
+    free(got);
+    free(dgot);
+    free(side);
+    free(side_ref);
+    frigg_backend_destroy(b);
+}
+static void test_grouped_prefill(const frigg_model *m) {
+    grouped_prefill(m, 0);
+    grouped_prefill(m, 1);
+}
+
 /* Quantized checkpoints (compressed-tensors pack-quantized, written by tests/model_writer.c): the CUDA engine
  * reads the packed int8 / int4 values (decode GEMVs, the dequantizing prefill GEMM) and must agree with the
  * CPU engine, the executable spec, as the bf16 model does (run_model), including decode steps beyond 8 rows
@@ -720,6 +811,7 @@ int main(void) {
         test_two_settings(m);
         test_wide_batch(m);
         test_sliced_prefill(m);
+        test_grouped_prefill(m);
         frigg_model_free(m);
         frigg_config t;
         frigg_config_mimir(&t);
