@@ -9,13 +9,16 @@
 # 16, 64, ctx 512; frigg-serve with its defaults (--prefill-share 0.5, --max-prefill-tokens 2048; 64 slots of
 # 1,024 tokens) under frigg-bench load, 64 streams, 512-token prompts, 256 output tokens, 180 s, and each
 # replica's prefill counts as printed when stopped; test_cuda_engine last. Run on the GPU host from the project
-# root with .deps (../shared/gpu-host/pack-deps libcurl4-openssl-dev) and .devrun carried;
-# .devrun/mimir-tok.json.xz is ../shared/data/tokenizers/mimir-equivalent.tokenizer.json.
+# root with .deps (../shared/gpu-host/pack-deps libcurl4-openssl-dev) and .devrun carried: .devrun/snap.tar.xz is
+# `git archive <commit> -- . ':!benchmarks' ':!golden' | xz` of the commit measured (built in /tmp/s, golden/
+# linked from the tree), .devrun/mimir-tok.json.xz ../shared/data/tokenizers/mimir-equivalent.tokenizer.json.
 set -o pipefail
 export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=0
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a $OUT/log.txt; }
-R=$OUT; B=b; trap 'kill $spid 2>/dev/null' EXIT
+R=$OUT; B=b; S=/tmp/s; trap 'kill $spid 2>/dev/null' EXIT
+mkdir -p $S && tar xJf .devrun/snap.tar.xz -C $S && ln -s $PWD/golden $S/golden && ln -s $PWD/.deps $S/.deps || exit 1
 xz -dc .devrun/mimir-tok.json.xz > /tmp/tokenizer.json || exit 1
+cd $S
 echo '{"input_ids":[2,105,2364,107,9259,236764,1602,236888,106,107,105,4368,107]}' > /tmp/prompts.jsonl
 ( timeout 200 python3 scripts/oracle/make_fixtures.py --mimir-size --seed 1 --out /tmp/mimir --device cuda --prompts /tmp/prompts.jsonl \
     --greedy-steps 1 --tf-len 16 > /tmp/fixture.log 2>&1; echo "fixture rc $?" >> /tmp/fixture.log ) &
