@@ -19,6 +19,12 @@
  * read after the PDL wait through the coherent path (no const __restrict__: tests/nc-loads.sh), the newest key
  * having been written by the kernel in front.
  *
+ * The prefill's read (fk_kv_dequant_i8): positions [0, T) of one sequence dequantized into a bf16 copy in the bf16
+ * cache's layout, which fk_attn_prefill reads. One thread per 8 values of a (head, position): two 4-byte loads of
+ * int8, the scale, eight fp32 products q * scale (frigg_kv_dequant's, exact to fp32), each rounded once to bf16
+ * (one 16-byte store). The rounding to bf16 is the one difference from the CPU engine, which attends over the
+ * fp32 products: at most 2^-9 relative per value, the size of the bf16 rounding every other attention input has.
+ *
  * NOT TUNED: written for the CPU spec, not yet timed. It reads each key with byte loads of a warp (32
  * contiguous bytes per instruction) and keeps no loads in flight across keys; attention_decode.cu's split-K
  * design (16-byte loads, rounds in flight, splits over the SMs) is what a fast version would follow. */
@@ -117,6 +123,31 @@ __global__ void __launch_bounds__(128)
     y[(size_t)b * D + (size_t)h * hd + t] = f2bf(sg * ob);
 }
 
+__global__ void __launch_bounds__(256)
+    kv_dequant_i8_kernel(const int8_t *k8, const int8_t *v8, const float *ks, const float *vs, int T, int H, int hd,
+                         int max_ctx, uint16_t *__restrict__ k_out, uint16_t *__restrict__ v_out) {
+    pdl_wait();
+    const int cpp = hd / 8; /* 8-value chunks per (head, position) */
+    const size_t per_head = (size_t)T * cpp, n = (size_t)H * per_head;
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {
+        const size_t h = idx / per_head, r = idx % per_head, j = r / cpp, c = r % cpp;
+        const size_t si = h * max_ctx + j, at = si * hd + c * 8;
+#pragma unroll
+        for (int w = 0; w < 2; w++) {
+            const int8_t *src = (w ? v8 : k8) + at;
+            const uint32_t lo = ld_act32(src), hi = ld_act32(src + 4);
+            const float sc = __uint_as_float(ld_act32((w ? vs : ks) + si));
+            float f[8];
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                f[e] = __fmul_rn((float)(int8_t)(lo >> (8 * e)), sc);
+                f[4 + e] = __fmul_rn((float)(int8_t)(hi >> (8 * e)), sc);
+            }
+            *(uint4 *)((w ? v_out : k_out) + at) = bf16x8_pack(f);
+        }
+    }
+}
+
 static int i8_shape(const char *what, int B, int H, int hd, int max_ctx, long long seq_stride) {
     if (B < 1 || H < 1 || hd < 32 || hd > I8_MAX_HD || hd % 32 || max_ctx < 1 || seq_stride < (long long)H * max_ctx * hd ||
         seq_stride % hd) {
@@ -136,6 +167,10 @@ extern "C" int fk_kv_write_i8(const fk_ctx *kc, const uint16_t *k, const uint16_
         frigg_set_error("kv_write_i8: row stride %d is less than heads x head_dim (%d)", kv_stride, H * hd);
         return -1;
     }
+    if (B > 65535) { /* the grid's y dimension: a prefill's rows */
+        frigg_set_error("kv_write_i8: %d rows in one call (at most 65535)", B);
+        return -1;
+    }
     fk_launch(kc, kv_write_i8_kernel, dim3(H, B), 64, 0, s, k, v, kv_stride, row_seq, row_pos, hd, max_ctx, seq_stride, k8, v8,
               k_scale, v_scale);
     return fk_check_launch("kv_write_i8");
@@ -149,4 +184,25 @@ extern "C" int fk_attn_decode_i8(const fk_ctx *kc, const uint16_t *q, const int8
     fk_launch(kc, attn_decode_i8_kernel, dim3(H, B), 128, 0, s, q, k8, v8, k_scale, v_scale, seq_stride, row_seq, row_pos,
               gqkv, H, hd, max_ctx, y);
     return fk_check_launch("attn_decode_i8");
+}
+
+extern "C" int fk_kv_dequant_i8(const fk_ctx *kc, const int8_t *k8, const int8_t *v8, const float *k_scale,
+                                const float *v_scale, int T, int H, int hd, int max_ctx, uint16_t *k_out, uint16_t *v_out,
+                                cudaStream_t s) {
+    if (i8_shape("kv_dequant_i8", T, H, hd, max_ctx, (long long)H * max_ctx * hd)) return -1;
+    if (T > max_ctx) {
+        frigg_set_error("kv_dequant_i8: %d positions in a cache of %d", T, max_ctx);
+        return -1;
+    }
+    /* 4-byte int8 loads and 16-byte bf16 stores (cudaMalloc'd bases and slot offsets of whole heads satisfy both) */
+    if (((uintptr_t)k8 | (uintptr_t)v8 | (uintptr_t)k_scale | (uintptr_t)v_scale) & 3 || !fk_aligned16(k_out) ||
+        !fk_aligned16(v_out)) {
+        frigg_set_error("kv_dequant_i8: misaligned buffers (int8 and scales 4-byte, outputs 16-byte aligned)");
+        return -1;
+    }
+    size_t n = (size_t)H * T * (hd / 8), blocks = (n + 255) / 256;
+    if (blocks > (size_t)kc->sms * 16) blocks = (size_t)kc->sms * 16; /* grid-stride past resident blocks */
+    fk_launch(kc, kv_dequant_i8_kernel, (unsigned)(blocks ? blocks : 1), 256, 0, s, k8, v8, k_scale, v_scale, T, H, hd,
+              max_ctx, k_out, v_out);
+    return fk_check_launch("kv_dequant_i8");
 }

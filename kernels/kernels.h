@@ -50,6 +50,12 @@ void fk_ctx_set_eltwise_general(fk_ctx *kc, int on);
 int fk_rope_kv(const fk_ctx *kc, const uint16_t *gqkv, int T, int H, int hd, const int32_t *row_seq, const int32_t *row_pos,
                const uint16_t *cos_t, const uint16_t *sin_t, uint16_t *q_out, uint16_t *k_slot, uint16_t *v_slot,
                long long seq_stride, int max_ctx, cudaStream_t s);
+/* The same rotation (q and k at position row_pos[t], the same bits) with K and V written as rows instead of into
+ * the cache: row t's rope(k) at k_out + t * kv_stride and its v at v_out + t * kv_stride, heads side by side
+ * ([H][hd]). The bf16 staging that fk_kv_write_i8 quantizes into the int8 cache. q_out as fk_rope_kv. */
+int fk_rope_rows(const fk_ctx *kc, const uint16_t *gqkv, int T, int H, int hd, const int32_t *row_pos,
+                 const uint16_t *cos_t, const uint16_t *sin_t, uint16_t *q_out, uint16_t *k_out, uint16_t *v_out,
+                 int kv_stride, cudaStream_t s);
 
 /* ---- attention.cu ---- */
 /* Prefill attention over keys [0, T) of one sequence (cache slot pointers already offset to it), with the
@@ -100,6 +106,12 @@ int fk_kv_write_i8(const fk_ctx *kc, const uint16_t *k, const uint16_t *v, int k
 int fk_attn_decode_i8(const fk_ctx *kc, const uint16_t *q, const int8_t *k8, const int8_t *v8, const float *k_scale,
                       const float *v_scale, long long seq_stride, const int32_t *row_seq, const int32_t *row_pos,
                       const uint16_t *gqkv, int B, int H, int hd, int max_ctx, uint16_t *y, cudaStream_t s);
+/* fk_kv_dequant_i8: positions [0, T) of one sequence's int8 K and V (k8, v8 [H][max_ctx][hd] and their scales
+ * [H][max_ctx], pointers already offset to the sequence and slot) as bf16 into k_out and v_out, laid out as the
+ * bf16 cache ([H][max_ctx][hd]), each value bf16(q * scale): the fp32 product frigg_kv_dequant defines, rounded
+ * once to bf16, for fk_attn_prefill to read what the int8 cache holds (the prompt's own rows included). */
+int fk_kv_dequant_i8(const fk_ctx *kc, const int8_t *k8, const int8_t *v8, const float *k_scale, const float *v_scale,
+                     int T, int H, int hd, int max_ctx, uint16_t *k_out, uint16_t *v_out, cudaStream_t s);
 /* How fk_attn_decode merges a row's split partials (attention_decode.cu says why): FK_ATTND_SPLIT through
  * `work` + an atomic counter, FK_ATTND_CLUSTER through a thread-block cluster's distributed shared memory
  * (sm_90; at most 16 splits per row), FK_ATTND_AUTO (the default): cluster wherever the device runs the

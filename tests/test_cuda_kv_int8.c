@@ -7,6 +7,10 @@
  *   - fk_attn_decode_i8 against frigg_cpu_attention on that same int8 cache (its k8/v8 arguments), with the
  *     output gate, within attn_decode_ref.h's bf16 tolerance: head_dim 32, 64 and 128, rows of 1 to 700 keys,
  *     batch sizes 1..8 over four sequences; a batched call equals single-row calls bit for bit;
+ *   - fk_kv_dequant_i8 (the CUDA engine's prefill read of the cache) writes bf16(frigg_kv_dequant(q, scale)) for
+ *     every (head, position) below T of a sequence, bit for bit, in the bf16 cache's layout, and nothing else;
+ *   - fk_rope_rows (the bf16 staging the engine quantizes from) gives, row for row, the bits fk_rope_kv writes
+ *     into the cache at the row's position, and the same q, on both of its paths (16-byte and general);
  *   - unsupported shapes (head_dim not a multiple of 32, or above 128) are refused.
  * Without CUDA in the build, or without a GPU, everything is skipped (0 failed). */
 #include <math.h>
@@ -126,6 +130,41 @@ static void test_geometry(int H, int hd, int max_ctx) {
     CHECK(zero_scale >= 2, "the all-zero head did not give scale 0 (%d zero scales)", zero_scale);
     CHECK(sub_scale >= 2, "the head of bf16 subnormals did not give a subnormal scale (%d)", sub_scale);
 
+    /* the prefill's read: positions [0, len[s]) of sequences 0 and 2 back as bf16, the rest of the copy untouched */
+    {
+        size_t slab = (size_t)H * max_ctx * hd;
+        uint16_t *dko = dev_alloc(2 * slab), *dvo = dev_alloc(2 * slab);
+        uint16_t *hko = malloc(2 * slab), *hvo = malloc(2 * slab);
+        for (int s = 0; s < S; s += 2) {
+            cudaMemset(dko, 0xff, 2 * slab);
+            cudaMemset(dvo, 0xff, 2 * slab);
+            CHECK(fk_kv_dequant_i8(kc, k8 + (size_t)s * stride, v8 + (size_t)s * stride, ks + (size_t)s * H * max_ctx,
+                                   vs + (size_t)s * H * max_ctx, len[s], H, hd, max_ctx, dko, dvo, 0) == 0 &&
+                      cudaDeviceSynchronize() == cudaSuccess,
+                  "kv_dequant_i8: %s", frigg_error());
+            cudaMemcpy(hko, dko, 2 * slab, cudaMemcpyDeviceToHost);
+            cudaMemcpy(hvo, dvo, 2 * slab, cudaMemcpyDeviceToHost);
+            size_t bad = 0;
+            for (int h = 0; h < H; h++)
+                for (int j = 0; j < max_ctx; j++)
+                    for (int d = 0; d < hd; d++) {
+                        size_t at = ((size_t)h * max_ctx + j) * hd + d, sat = ((size_t)s * H + h) * max_ctx + j;
+                        size_t q = (size_t)s * stride + at;
+                        uint16_t wk = j < len[s] ? frigg_f32_to_bf16(frigg_kv_dequant(ck[q], cks[sat])) : 0xffff;
+                        uint16_t wv = j < len[s] ? frigg_f32_to_bf16(frigg_kv_dequant(cv[q], cvs[sat])) : 0xffff;
+                        bad += hko[at] != wk || hvo[at] != wv;
+                    }
+            CHECK(!bad, "kv_dequant_i8 H=%d hd=%d seq %d (%d positions): %zu values are not bf16(q * scale) or were "
+                  "written past the positions", H, hd, s, len[s], bad);
+        }
+        CHECK(fk_kv_dequant_i8(kc, k8, v8, ks, vs, max_ctx + 1, H, hd, max_ctx, dko, dvo, 0) != 0,
+              "kv_dequant_i8: more positions than the cache holds accepted");
+        cudaFree(dko);
+        cudaFree(dvo);
+        free(hko);
+        free(hvo);
+    }
+
     /* attention: rows over the sequences, each at its last written position (or earlier ones) */
     uint16_t *qh = malloc(sizeof(uint16_t) * 8 * D), *gh = malloc(sizeof(uint16_t) * 8 * 4 * D);
     for (int i = 0; i < 8 * D; i++) qh[i] = frigg_f32_to_bf16(frand());
@@ -229,6 +268,84 @@ static void test_geometry(int H, int hd, int max_ctx) {
     free(qf);
     free(gf);
 }
+
+/* fk_rope_rows against fk_rope_kv on the same gqkv rows: q identical, and row t's K and V rows identical to what
+ * fk_rope_kv put in the cache at (row_seq[t], row_pos[t]); the 16-byte path and the general one. */
+static void test_rope_rows(int H, int hd, int max_ctx) {
+    enum { T = 9 };
+    const int D = H * hd;
+    const long long stride = (long long)H * max_ctx * hd;
+    int32_t seq[T], pos[T];
+    for (int t = 0; t < T; t++) {
+        seq[t] = t % 2;
+        pos[t] = (t * 37 + 3) % max_ctx;
+    }
+    pos[T - 1] = max_ctx - 1;
+    uint16_t *g = malloc(sizeof(uint16_t) * T * 4 * D), *cs = malloc(sizeof(uint16_t) * (size_t)max_ctx * hd),
+             *sn = malloc(sizeof(uint16_t) * (size_t)max_ctx * hd);
+    for (int i = 0; i < T * 4 * D; i++) g[i] = frigg_f32_to_bf16(frand() * 2.0f);
+    for (int i = 0; i < max_ctx * hd; i++) {
+        cs[i] = frigg_f32_to_bf16(frand());
+        sn[i] = frigg_f32_to_bf16(frand());
+    }
+    uint16_t *dg = dev_copy(g, sizeof(uint16_t) * T * 4 * D), *dcs = dev_copy(cs, sizeof(uint16_t) * (size_t)max_ctx * hd),
+             *dsn = dev_copy(sn, sizeof(uint16_t) * (size_t)max_ctx * hd);
+    int32_t *dseq = dev_copy(seq, sizeof seq), *dpos = dev_copy(pos, sizeof pos);
+    uint16_t *dq1 = dev_alloc(sizeof(uint16_t) * T * D), *dq2 = dev_alloc(sizeof(uint16_t) * T * D);
+    uint16_t *dkc = dev_alloc(sizeof(uint16_t) * 2 * stride), *dvc = dev_alloc(sizeof(uint16_t) * 2 * stride);
+    uint16_t *drows = dev_alloc(sizeof(uint16_t) * T * 2 * D);
+    uint16_t *q1 = malloc(sizeof(uint16_t) * T * D), *q2 = malloc(sizeof(uint16_t) * T * D);
+    uint16_t *kc_h = malloc(sizeof(uint16_t) * 2 * stride), *vc_h = malloc(sizeof(uint16_t) * 2 * stride);
+    uint16_t *rows = malloc(sizeof(uint16_t) * T * 2 * D);
+    for (int general = 0; general < 2; general++) {
+        fk_ctx_set_eltwise_general(kc, general);
+        cudaMemset(dq1, 0xff, sizeof(uint16_t) * T * D);
+        cudaMemset(dq2, 0x7f, sizeof(uint16_t) * T * D);
+        cudaMemset(drows, 0xff, sizeof(uint16_t) * T * 2 * D);
+        CHECK(fk_rope_kv(kc, dg, T, H, hd, dseq, dpos, dcs, dsn, dq1, dkc, dvc, stride, max_ctx, 0) == 0 &&
+                  fk_rope_rows(kc, dg, T, H, hd, dpos, dcs, dsn, dq2, drows, drows + D, 2 * D, 0) == 0 &&
+                  cudaDeviceSynchronize() == cudaSuccess,
+              "rope_rows: %s", frigg_error());
+        cudaMemcpy(q1, dq1, sizeof(uint16_t) * T * D, cudaMemcpyDeviceToHost);
+        cudaMemcpy(q2, dq2, sizeof(uint16_t) * T * D, cudaMemcpyDeviceToHost);
+        cudaMemcpy(kc_h, dkc, sizeof(uint16_t) * 2 * stride, cudaMemcpyDeviceToHost);
+        cudaMemcpy(vc_h, dvc, sizeof(uint16_t) * 2 * stride, cudaMemcpyDeviceToHost);
+        cudaMemcpy(rows, drows, sizeof(uint16_t) * T * 2 * D, cudaMemcpyDeviceToHost);
+        size_t bad = 0;
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < H; h++)
+                for (int d = 0; d < hd; d++) {
+                    size_t at = (size_t)seq[t] * stride + ((size_t)h * max_ctx + pos[t]) * hd + d;
+                    size_t r = (size_t)t * 2 * D + (size_t)h * hd + d;
+                    bad += rows[r] != kc_h[at] || rows[r + D] != vc_h[at];
+                }
+        CHECK(!memcmp(q1, q2, sizeof(uint16_t) * T * D), "rope_rows H=%d hd=%d (%s path): q differs from fk_rope_kv's", H,
+              hd, general ? "general" : "16-byte");
+        CHECK(!bad, "rope_rows H=%d hd=%d (%s path): %zu K/V row values differ from fk_rope_kv's cache entries", H, hd,
+              general ? "general" : "16-byte", bad);
+    }
+    fk_ctx_set_eltwise_general(kc, 0);
+    CHECK(fk_rope_rows(kc, dg, T, H, hd, dpos, dcs, dsn, dq2, drows, drows + D, D - 1, 0) != 0,
+          "rope_rows: a row stride below heads x head_dim accepted");
+    cudaFree(dg);
+    cudaFree(dcs);
+    cudaFree(dsn);
+    cudaFree(dseq);
+    cudaFree(dpos);
+    cudaFree(dq1);
+    cudaFree(dq2);
+    cudaFree(dkc);
+    cudaFree(dvc);
+    cudaFree(drows);
+    free(g);
+    free(cs);
+    free(sn);
+    free(q1);
+    free(q2);
+    free(kc_h);
+    free(vc_h);
+    free(rows);
+}
 #endif
 
 int main(void) {
@@ -245,6 +362,8 @@ int main(void) {
             test_geometry(12, 128, 700); /* DFM-Mimir's heads */
             test_geometry(3, 64, 200);
             test_geometry(2, 32, 97);
+            test_rope_rows(12, 128, 64);
+            test_rope_rows(3, 64, 40);
             fk_ctx_free(kc);
         }
     }
