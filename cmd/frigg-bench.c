@@ -87,8 +87,7 @@ static void usage(FILE *f) {
             "                         (with top-k, only the k largest where the backend can), one sampler per sequence\n"
             "                         (default 0: greedy on the device)\n"
             "      --top-k K, --top-p P  the samplers' top-k (0 = off) and top-p (1 = off); need --temperature > 0\n"
-            "      --kv-dtype LIST, --kv-dtypes LIST  decode KV-cache types, bf16 and/or int8 (default bf16; int8: CPU\n"
-            "                         engine only)\n"
+            "      --kv-dtype LIST, --kv-dtypes LIST  decode KV-cache types, bf16 and/or int8 (default bf16)\n"
             "      --builds DIR,DIR,...  with matrix: the decode cells (batch x ctx x kv dtype) of each build, the builds\n"
             "                         alternated cell by cell; rows carry build, kv_dtype, temperatures, bytes_per_step\n"
             "      --cooldown-c C     with matrix --builds: before each build's run of a cell wait until the GPU is at or\n"
@@ -396,8 +395,8 @@ static double weight_bytes(const frigg_model *m) {
 
 /* Every cell asked for, checked against the model (and, on CUDA, the decode's KV cache against the device's
  * free memory) before anything is measured: a bad cell is an error up front, not after the others ran. Each KV
- * dtype is checked against the engine as frigg_backend_create checks it, so the engine's own error (the CUDA
- * engine refuses an int8 KV cache) comes before any row. who: the build's directory, in the messages of matrix
+ * dtype is checked against the engine as frigg_backend_create checks it, so the engine's own error (a KV dtype
+ * the backend does not keep) comes before any row. who: the build's directory, in the messages of matrix
  * --builds (NULL: one model). */
 static int check_cells(const opts_t *o, const frigg_model *m, int decode, int prefill, const char *who) {
     const frigg_config *c = &m->cfg;
@@ -1471,7 +1470,7 @@ int main(int argc, char **argv) {
 #else
     if (!strcmp(o.backend, "auto")) o.backend = "cpu";
 #endif
-    /* What cannot run anywhere is said first (an int8 KV cache on the CUDA engine, common/backend.c's rule), then a
+    /* What cannot run anywhere is said first (a KV dtype the backend does not keep, common/backend.c's rule), then a
      * GPU that is not there, before the vram probe or any model is built. */
     for (int k = 0; k < o.nkv; k++)
         if (frigg_backend_check_kv(o.backend, o.kvs[k])) {

@@ -34,14 +34,13 @@ void frigg_backend_destroy(frigg_backend *b) {
 }
 
 int frigg_backend_check_kv(const char *name, frigg_dtype kv) {
-    if (kv == FRIGG_DT_INT8 && strcmp(name, "cpu")) {
-        frigg_set_error("backend \"%s\": an int8 KV cache is implemented in the CPU engine only (--backend cpu, "
-                        "or --kv-dtype bf16)", name);
+    if (kv == FRIGG_DT_INT8 && strcmp(name, "cpu") && strcmp(name, "cuda")) {
+        frigg_set_error("backend \"%s\": an int8 KV cache is implemented in the CPU and CUDA engines only (--backend "
+                        "cpu or cuda, or --kv-dtype bf16)", name);
         return -1;
     }
     if (kv != FRIGG_DT_BF16 && kv != FRIGG_DT_INT8) {
-        frigg_set_error("backend \"%s\": a %s KV cache is not implemented (bf16, or int8 on the CPU engine)", name,
-                        frigg_dtype_name(kv));
+        frigg_set_error("backend \"%s\": a %s KV cache is not implemented (bf16 or int8)", name, frigg_dtype_name(kv));
         return -1;
     }
     return 0;

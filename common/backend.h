@@ -33,9 +33,10 @@ typedef struct {
     int device;           /* CUDA device ordinal */
     int max_seqs;         /* sequence slots, each with its own static KV cache (>= 1) */
     int max_ctx;          /* tokens per sequence (0 = max_position_embeddings) */
-    frigg_dtype kv_dtype; /* KV-cache element type: FRIGG_DT_BF16 (the default, 0), or FRIGG_DT_INT8 on the CPU
-                             engine (symmetric int8, one fp32 scale per position and head for K and for V:
-                             frigg_kv_quantize in cpu_ops.h); the CUDA engine refuses INT8, both refuse INT4 */
+    frigg_dtype kv_dtype; /* KV-cache element type: FRIGG_DT_BF16 (the default, 0), or FRIGG_DT_INT8 (symmetric
+                             int8, one fp32 scale per position and head for K and for V: frigg_kv_quantize in
+                             cpu_ops.h; the CUDA engine's needs head_dim a multiple of 32 up to 128); both
+                             engines refuse INT4 */
     int fp32_reference;   /* CPU engine: round nowhere (HF's model in float32 on the same bf16-valued weights,
                              MODEL.md T17) instead of at every bf16 rounding point; the CUDA engine refuses it */
     int batch_invariant;  /* a sequence's output bits do not depend on which others share its steps. The CPU
@@ -118,8 +119,8 @@ void frigg_backend_destroy(frigg_backend *b);
 
 /* Bytes of KV cache one sequence of ctx tokens takes in engine `name` ("cpu" or "cuda") with elements of
  * type kv: K and V of every virtual layer (num_slots x ctx x hidden_size each). BF16: 2 bytes an element on
- * the CUDA engine, 4 on the CPU engine (which holds the bf16 values as floats); INT8: 1 byte an element plus
- * one 4-byte scale per (slot, position, head). What frigg-serve budgets with. */
+ * the CUDA engine, 4 on the CPU engine (which holds the bf16 values as floats); INT8, on either engine: 1 byte an
+ * element plus one 4-byte scale per (slot, position, head). What frigg-serve budgets with. */
 double frigg_kv_seq_bytes(const frigg_config *c, const char *name, frigg_dtype kv, int ctx);
 
 /* submit + collect: one step, its outputs written before it returns. */

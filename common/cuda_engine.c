@@ -2,8 +2,9 @@
  * Weights are uploaded once as they are stored, bf16 or int8/int4 with their scales (the split layout is
  * packed on upload, so the device always holds gqkv [4D][D] and gate_up [2I][D]; a quantized embedding as
  * the bf16 values it holds); every buffer, including a static KV slab per sequence
- * [slot][head][max_ctx][head_dim], is allocated at creation. Prefill: cuBLAS GEMMs + the tiled PrefixLM
- * attention, a whole prompt at once or a slice of its layers per step (frigg_row.prefill_layers). Decode: up to 8 rows, fused GEMVs (one pass over the weights); 9 to 64 rows, the prefill's
+ * [slot][head][max_ctx][head_dim] (bf16, or with kv_dtype INT8 int8 values and one fp32 scale per (slot, head,
+ * position), quantized when written as the CPU engine quantizes them: frigg_kv_quantize), is allocated at
+ * creation. Prefill: cuBLAS GEMMs + the tiled PrefixLM attention, a whole prompt at once or a slice of its layers per step (frigg_row.prefill_layers). Decode: up to 8 rows, fused GEMVs (one pass over the weights); 9 to 64 rows, the prefill's
  * cuBLAS GEMMs with the per-row RoPE/KV write and the decode attention (a GEMM reads the weights once for all
  * rows, where chained 8-row GEMVs would read them B/8 times); with batch_invariant, 8-row GEMV passes at every
  * size, so a row's result never depends on its neighbours. Each batch size's step is replayed from its own
@@ -51,8 +52,19 @@ typedef struct {
     uint16_t *zli;
     dev_layer *layers[2];
     uint16_t *cos_t, *sin_t;
+    /* The KV cache, [seq][slot][head][max_ctx][head_dim] elements (seq_stride per sequence, slot_stride per slot):
+     * bf16 (kc, vc); or, with kv_dtype INT8 (int8 set), int8 values (k8, v8) and their fp32 scales (ks, vs:
+     * [seq][slot][head][max_ctx], sc_seq_stride and sc_slot_stride), and no bf16 cache at all. An int8 step
+     * stages its rows' RoPE'd K and V as bf16 rows (kv_rows, [rows][2D]: K in columns [0, D), V in [D, 2D)),
+     * which fk_kv_write_i8 quantizes into the cache; a prefill layer reads its slot's int8 K and V back as bf16
+     * (kd, vd: [head][max_ctx][head_dim] each, one slot of one sequence) for the prefill attention. */
     uint16_t *kc, *vc;
     long long seq_stride, slot_stride;
+    int int8;
+    int8_t *k8, *v8;
+    float *ks, *vs;
+    long long sc_seq_stride, sc_slot_stride;
+    uint16_t *kv_rows, *kd, *vd;
     int rows; /* capacity of the activation buffers */
     uint16_t *zH, *zL, *x, *a, *gqkv, *q, *y, *t1, *gu, *m;
     /* A prompt prefilled a slice of layers per step (frigg_row.prefill_layers; at most one at a time) keeps its
@@ -153,6 +165,57 @@ static int decode_by_passes(const cuda_impl *im, int B) { return B <= GEMV_ROWS 
 
 static uint16_t *k_slot(cuda_impl *im, int slot) { return im->kc + (size_t)slot * im->slot_stride; }
 static uint16_t *v_slot(cuda_impl *im, int slot) { return im->vc + (size_t)slot * im->slot_stride; }
+/* The int8 cache of one slot (sequence 0; sequence q at q * seq_stride values, q * sc_seq_stride scales). */
+static int8_t *k8_slot(cuda_impl *im, int slot) { return im->k8 + (size_t)slot * im->slot_stride; }
+static int8_t *v8_slot(cuda_impl *im, int slot) { return im->v8 + (size_t)slot * im->slot_stride; }
+static float *ks_slot(cuda_impl *im, int slot) { return im->ks + (size_t)slot * im->sc_slot_stride; }
+static float *vs_slot(cuda_impl *im, int slot) { return im->vs + (size_t)slot * im->sc_slot_stride; }
+
+/* A decode step's K/V write and attention on the int8 cache, from the step's gqkv rows [B][4D] as projected
+ * (not yet rotated): q and K rotated at each row's own position, K and V as rows into the staging
+ * (fk_rope_rows), quantized into position row_pos of sequence row_seq of the slot (fk_kv_write_i8), then the
+ * attention over the cache with the output gate (fk_attn_decode_i8) into y. The CPU engine's order: a position
+ * is quantized when written, and attention reads what the cache holds, the new position included. No host
+ * sync, no allocation (the decode graphs capture it). */
+static int decode_attn_i8(frigg_backend *b, int slot, int B) {
+    cuda_impl *im = b->impl;
+    const frigg_config *c = &b->model->cfg;
+    int D = c->hidden_size, H = c->num_heads, hd = c->head_dim;
+    cudaStream_t s = im->stream;
+    const fk_ctx *kc = im->kern;
+    const int32_t *rseq = im->d_step + MAX_BATCH, *rpos = im->d_step + 2 * MAX_BATCH;
+    uint16_t *kr = im->kv_rows, *vr = im->kv_rows + D;
+    OK(fk_rope_rows(kc, im->gqkv, B, H, hd, rpos, im->cos_t, im->sin_t, im->q, kr, vr, 2 * D, s));
+    OK(fk_kv_write_i8(kc, kr, vr, 2 * D, rseq, rpos, B, H, hd, b->max_ctx, im->seq_stride, k8_slot(im, slot),
+                      v8_slot(im, slot), ks_slot(im, slot), vs_slot(im, slot), s));
+    return fk_attn_decode_i8(kc, im->q, k8_slot(im, slot), v8_slot(im, slot), ks_slot(im, slot), vs_slot(im, slot),
+                             im->seq_stride, rseq, rpos, im->gqkv, B, H, hd, b->max_ctx, im->y, s);
+}
+
+/* A prompt's K/V write and attention on the int8 cache (one layer of sequence seq, slot `slot`, from gqkv rows
+ * [T][4D]): q and the RoPE'd K, V rows at positions 0..T-1 (fk_rope_rows), quantized into positions [0, T) as
+ * the CPU engine writes them (fk_kv_write_i8), then read back as bf16 (fk_kv_dequant_i8, into kd/vd) for the
+ * PrefixLM attention (fk_attn_prefill, whose max_ctx is kd/vd's row stride), so the prompt's rows attend to the
+ * values the cache holds, as every later decode step does (cpu_engine.c: a row attends to the same values
+ * whether its keys were written by this prefill or by earlier steps). kd/vd hold bf16(q * scale), where the CPU
+ * engine attends over the fp32 q * scale: one bf16 rounding more (at most 2^-9 relative per value), the rounding
+ * a bf16 cache gives every key and value, within the engines' tolerance of each other. */
+static int prefill_attn_i8(frigg_backend *b, int seq, int slot, int T, int prefix_len) {
+    cuda_impl *im = b->impl;
+    const frigg_config *c = &b->model->cfg;
+    int D = c->hidden_size, H = c->num_heads, hd = c->head_dim;
+    cudaStream_t s = im->stream;
+    const fk_ctx *kc = im->kern;
+    size_t so = (size_t)seq * im->seq_stride, sso = (size_t)seq * im->sc_seq_stride;
+    int8_t *k8 = k8_slot(im, slot) + so, *v8 = v8_slot(im, slot) + so;
+    float *ks = ks_slot(im, slot) + sso, *vs = vs_slot(im, slot) + sso;
+    uint16_t *kr = im->kv_rows, *vr = im->kv_rows + D;
+    OK(fk_rope_rows(kc, im->gqkv, T, H, hd, im->d_iota, im->cos_t, im->sin_t, im->q, kr, vr, 2 * D, s));
+    /* rows of sequence 0 of caches that start at sequence seq (d_zero), at positions 0..T-1 (d_iota) */
+    OK(fk_kv_write_i8(kc, kr, vr, 2 * D, im->d_zero, im->d_iota, T, H, hd, b->max_ctx, im->seq_stride, k8, v8, ks, vs, s));
+    OK(fk_kv_dequant_i8(kc, k8, v8, ks, vs, T, H, hd, b->max_ctx, im->kd, im->vd, s));
+    return fk_attn_prefill(kc, im->q, im->kd, im->vd, im->gqkv, T, H, hd, b->max_ctx, prefix_len, im->y, s);
+}
 
 /* The activations a prefill keeps from one layer to the next: the two states, the residual stream and its
  * normed copy. */
@@ -192,12 +255,16 @@ static int prefill_layers(frigg_backend *b, const act_bufs *A, int seq, int T, i
     for (int l = from; l < from + count; l++) {
         int r = l / Ls, i = l % Ls, slot = frigg_slot(c, r, i);
         const dev_layer *L = &im->layers[frigg_run_stack(c, r)][i];
-        uint16_t *ks = k_slot(im, slot) + seq_off, *vs = v_slot(im, slot) + seq_off;
         if (i == 0) OK(fk_rmsnorm(kc, A->x, A->a, T, D, eps, s));
         OK(gemm(im, &L->gqkv, A->a, T, im->gqkv));
-        OK(fk_rope_kv(kc, im->gqkv, T, H, hd, im->d_zero, im->d_iota, im->cos_t, im->sin_t, im->q, ks, vs, 0,
-                      b->max_ctx, s));
-        OK(fk_attn_prefill(kc, im->q, ks, vs, im->gqkv, T, H, hd, b->max_ctx, prefix_len, im->y, s));
+        if (im->int8) {
+            OK(prefill_attn_i8(b, seq, slot, T, prefix_len));
+        } else {
+            uint16_t *ks = k_slot(im, slot) + seq_off, *vs = v_slot(im, slot) + seq_off;
+            OK(fk_rope_kv(kc, im->gqkv, T, H, hd, im->d_zero, im->d_iota, im->cos_t, im->sin_t, im->q, ks, vs, 0,
+                          b->max_ctx, s));
+            OK(fk_attn_prefill(kc, im->q, ks, vs, im->gqkv, T, H, hd, b->max_ctx, prefix_len, im->y, s));
+        }
         OK(gemm(im, &L->o, im->y, T, im->t1));
         OK(fk_add_rmsnorm(kc, A->x, im->t1, A->a, T, D, eps, s));
         OK(gemm(im, &L->gu, A->a, T, im->gu));
@@ -351,15 +418,26 @@ static int enqueue_decode_gemv(frigg_backend *b, int B) {
         const dev_layer *Ls = im->layers[frigg_run_stack(c, r)];
         for (int i = 0; i < c->layers_per_stack; i++) {
             int slot = frigg_slot(c, r, i);
-            for (int r0 = 0; r0 < B; r0 += GEMV_ROWS) {
-                int n = B - r0 < GEMV_ROWS ? B - r0 : GEMV_ROWS;
-                fk_qkv_epi qa = {im->cos_t, im->sin_t, rseq + r0, rpos + r0, im->q + (size_t)r0 * D, k_slot(im, slot),
-                                 v_slot(im, slot), im->seq_stride, b->max_ctx, hd};
-                /* norm + gqkv + RoPE + KV write */
-                OK(fk_gemv_qkv(kc, &Ls[i].gqkv, im->x + (size_t)r0 * D, n, eps, im->gqkv + (size_t)r0 * 4 * D, &qa, s));
+            if (im->int8) {
+                /* norm + gqkv into the gqkv rows (all four sections), then RoPE, the int8 write and attention:
+                 * the fused epilogue below writes K and V only into a bf16 cache */
+                for (int r0 = 0; r0 < B; r0 += GEMV_ROWS) {
+                    int n = B - r0 < GEMV_ROWS ? B - r0 : GEMV_ROWS;
+                    OK(fk_gemv(kc, &Ls[i].gqkv, im->x + (size_t)r0 * D, n, 1, eps, FK_GEMV_STORE,
+                               im->gqkv + (size_t)r0 * 4 * D, s));
+                }
+                OK(decode_attn_i8(b, slot, B));
+            } else {
+                for (int r0 = 0; r0 < B; r0 += GEMV_ROWS) {
+                    int n = B - r0 < GEMV_ROWS ? B - r0 : GEMV_ROWS;
+                    fk_qkv_epi qa = {im->cos_t, im->sin_t, rseq + r0, rpos + r0, im->q + (size_t)r0 * D, k_slot(im, slot),
+                                     v_slot(im, slot), im->seq_stride, b->max_ctx, hd};
+                    /* norm + gqkv + RoPE + KV write */
+                    OK(fk_gemv_qkv(kc, &Ls[i].gqkv, im->x + (size_t)r0 * D, n, eps, im->gqkv + (size_t)r0 * 4 * D, &qa, s));
+                }
+                OK(fk_attn_decode(kc, im->q, k_slot(im, slot), v_slot(im, slot), im->seq_stride, rseq, rpos, im->gqkv, B,
+                                  H, hd, b->max_ctx, im->attn_work, im->attn_counters, im->y, s));
             }
-            OK(fk_attn_decode(kc, im->q, k_slot(im, slot), v_slot(im, slot), im->seq_stride, rseq, rpos, im->gqkv, B, H,
-                              hd, b->max_ctx, im->attn_work, im->attn_counters, im->y, s));
             for (int r0 = 0; r0 < B; r0 += GEMV_ROWS) {
                 int n = B - r0 < GEMV_ROWS ? B - r0 : GEMV_ROWS;
                 OK(fk_gemv(kc, &Ls[i].o, im->y + (size_t)r0 * D, n, 0, eps, FK_GEMV_RESID, im->x + (size_t)r0 * D, s));
@@ -398,10 +476,14 @@ static int enqueue_decode_gemm(frigg_backend *b, int B) {
             int slot = frigg_slot(c, r, i);
             if (i == 0) OK(fk_rmsnorm(kc, im->x, im->a, B, D, eps, s));
             OK(gemm(im, &Ls[i].gqkv, im->a, B, im->gqkv));
-            OK(fk_rope_kv(kc, im->gqkv, B, H, hd, rseq, rpos, im->cos_t, im->sin_t, im->q, k_slot(im, slot),
-                          v_slot(im, slot), im->seq_stride, b->max_ctx, s));
-            OK(fk_attn_decode(kc, im->q, k_slot(im, slot), v_slot(im, slot), im->seq_stride, rseq, rpos, im->gqkv, B, H,
-                              hd, b->max_ctx, im->attn_work, im->attn_counters, im->y, s));
+            if (im->int8) {
+                OK(decode_attn_i8(b, slot, B));
+            } else {
+                OK(fk_rope_kv(kc, im->gqkv, B, H, hd, rseq, rpos, im->cos_t, im->sin_t, im->q, k_slot(im, slot),
+                              v_slot(im, slot), im->seq_stride, b->max_ctx, s));
+                OK(fk_attn_decode(kc, im->q, k_slot(im, slot), v_slot(im, slot), im->seq_stride, rseq, rpos, im->gqkv, B,
+                                  H, hd, b->max_ctx, im->attn_work, im->attn_counters, im->y, s));
+            }
             OK(gemm(im, &Ls[i].o, im->y, B, im->t1));
             OK(fk_add_rmsnorm(kc, im->x, im->t1, im->a, B, D, eps, s));
             OK(gemm(im, &Ls[i].gu, im->a, B, im->gu));
@@ -620,10 +702,12 @@ static int prefill_row(frigg_backend *b, const frigg_row *r, float *last, float 
 
 /* Whether prefill row r can join a grouped prefill: a whole prompt (not a slice of its layers, not the next
  * slice of the part-way prompt) wanting at most its last row's logits, on an engine that is not
- * batch-invariant (run_prefill_group: a group's GEMMs may sum in another order than a lone prompt's). */
+ * batch-invariant (run_prefill_group: a group's GEMMs may sum in another order than a lone prompt's) and keeps
+ * a bf16 KV cache (run_prefill_group writes and attends over the bf16 cache; with an int8 one every prompt takes
+ * run_prefill, whose layers quantize its K/V and attend over the values the cache holds). */
 static int groupable(const cuda_impl *im, const frigg_row *r, int total) {
     int cont = im->pf.active && im->pf.seq == r->seq && im->pf.T == r->n && im->pf.P == r->prefix_len;
-    return !im->batch_invariant && r->want != FRIGG_WANT_ALL_LOGITS && !cont &&
+    return !im->batch_invariant && !im->int8 && r->want != FRIGG_WANT_ALL_LOGITS && !cont &&
            (!r->prefill_layers || r->prefill_layers >= total);
 }
 
@@ -731,7 +815,7 @@ static int cuda_seq_reset(frigg_backend *b, int seq) {
 }
 
 /* The cache of a sequence is [slot][head][max_ctx][head_dim]: positions [0, n) of every (slot, head) row are
- * one 2-D copy, for K and for V. */
+ * one 2-D copy, for K and for V (an int8 cache: its values, then its scales [slot][head][max_ctx] likewise). */
 static int cuda_seq_fork(frigg_backend *b, int src, int dst, int n) {
     if (frigg_backend_bad_seq(b, src, "seq_fork") || frigg_backend_bad_seq(b, dst, "seq_fork")) return -1;
     cuda_impl *im = b->impl;
@@ -739,11 +823,19 @@ static int cuda_seq_fork(frigg_backend *b, int src, int dst, int n) {
     const frigg_config *c = &b->model->cfg;
     if (src != dst && n > 0) {
         CU(cudaSetDevice(im->device));
-        size_t hd = (size_t)c->head_dim, pitch = (size_t)b->max_ctx * hd * 2, rows = (size_t)c->num_slots * c->num_heads;
-        for (int kv = 0; kv < 2; kv++) {
+        size_t hd = (size_t)c->head_dim, ctx = (size_t)b->max_ctx, rows = (size_t)c->num_slots * c->num_heads;
+        for (int kv = 0; kv < 2 && !im->int8; kv++) {
             uint16_t *base = kv ? im->vc : im->kc;
-            CU(cudaMemcpy2DAsync(base + (size_t)dst * im->seq_stride, pitch, base + (size_t)src * im->seq_stride, pitch,
-                                 (size_t)n * hd * 2, rows, cudaMemcpyDeviceToDevice, im->stream));
+            CU(cudaMemcpy2DAsync(base + (size_t)dst * im->seq_stride, ctx * hd * 2, base + (size_t)src * im->seq_stride,
+                                 ctx * hd * 2, (size_t)n * hd * 2, rows, cudaMemcpyDeviceToDevice, im->stream));
+        }
+        for (int kv = 0; kv < 2 && im->int8; kv++) {
+            int8_t *base = kv ? im->v8 : im->k8;
+            float *sc = kv ? im->vs : im->ks;
+            CU(cudaMemcpy2DAsync(base + (size_t)dst * im->seq_stride, ctx * hd, base + (size_t)src * im->seq_stride,
+                                 ctx * hd, (size_t)n * hd, rows, cudaMemcpyDeviceToDevice, im->stream));
+            CU(cudaMemcpy2DAsync(sc + (size_t)dst * im->sc_seq_stride, ctx * 4, sc + (size_t)src * im->sc_seq_stride,
+                                 ctx * 4, (size_t)n * 4, rows, cudaMemcpyDeviceToDevice, im->stream));
         }
         CU(cudaStreamSynchronize(im->stream));
     }
@@ -913,6 +1005,11 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
                         c->intermediate_size);
         return -1;
     }
+    if (im->int8 && (hd % 32 || hd > 128)) {
+        frigg_set_error("backend \"cuda\": an int8 KV cache needs head_dim a multiple of 32 up to 128 (the model's is "
+                        "%d; --kv-dtype bf16 runs it)", hd);
+        return -1;
+    }
     CU(cudaSetDevice(im->device));
     if (!(im->kern = fk_ctx_create())) return -1;
     /* one GEMV kernel for every batch size: its summation order is fixed by K alone (kernels.h) */
@@ -947,9 +1044,19 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     if (rc) return -1;
     im->slot_stride = (long long)D * ctx;
     im->seq_stride = im->slot_stride * c->num_slots;
-    size_t kv = (size_t)im->seq_stride * b->max_seqs * 2;
-    OK(dalloc(im, (void **)&im->kc, kv, "the K cache"));
-    OK(dalloc(im, (void **)&im->vc, kv, "the V cache"));
+    size_t elems = (size_t)im->seq_stride * b->max_seqs; /* of K, and again of V */
+    if (im->int8) {
+        /* frigg_kv_seq_bytes's INT8 figure: a byte per element, a 4-byte scale per (slot, head, position) */
+        im->sc_slot_stride = im->slot_stride / hd;
+        im->sc_seq_stride = im->seq_stride / hd;
+        OK(dalloc(im, (void **)&im->k8, elems, "the int8 K cache"));
+        OK(dalloc(im, (void **)&im->v8, elems, "the int8 V cache"));
+        OK(dalloc(im, (void **)&im->ks, elems / hd * 4, "the K cache's scales"));
+        OK(dalloc(im, (void **)&im->vs, elems / hd * 4, "the V cache's scales"));
+    } else {
+        OK(dalloc(im, (void **)&im->kc, elems * 2, "the K cache"));
+        OK(dalloc(im, (void **)&im->vc, elems * 2, "the V cache"));
+    }
     size_t dq = frigg_cuda_gemm_scratch_bytes(&im->layers[0][0].gqkv);
     for (int st = 0; st < 2; st++) {
         const dev_layer *L = &im->layers[st][0];
@@ -970,6 +1077,11 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     uint16_t **pbufs[] = {&im->pzH, &im->pzL, &im->px, &im->pa};
     for (size_t i = 0; i < sizeof pbufs / sizeof pbufs[0]; i++) OK(dalloc(im, (void **)pbufs[i], R * D * 2, "activations"));
     OK(dalloc(im, (void **)&im->gqkv, RG * 4 * D * 2, "activations"));
+    if (im->int8) { /* a prompt's rows or a decode step's (never a group: groupable), and one slot's K and V */
+        OK(dalloc(im, (void **)&im->kv_rows, R * 2 * D * 2, "the int8 cache's K/V staging"));
+        OK(dalloc(im, (void **)&im->kd, ctx * D * 2, "the int8 cache's prefill K"));
+        OK(dalloc(im, (void **)&im->vd, ctx * D * 2, "the int8 cache's prefill V"));
+    }
     OK(dalloc(im, (void **)&im->gu, RG * 2 * I * 2, "activations"));
     OK(dalloc(im, (void **)&im->m, RG * I * 2, "activations"));
     OK(dalloc(im, (void **)&im->d_ids, RG * 4, "ids"));
@@ -1030,6 +1142,7 @@ frigg_backend *frigg_backend_cuda_create(const frigg_model *m, const frigg_backe
     im->device = o.device;
     im->use_graphs = 1;
     im->batch_invariant = o.batch_invariant;
+    im->int8 = o.kv_dtype == FRIGG_DT_INT8; /* frigg_backend_alloc let only BF16 and INT8 through */
     if (setup(b, im, m)) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", frigg_error());

@@ -219,6 +219,33 @@ int main(void) {
         CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(first, "backend \"cuda\"") &&
                   (strstr(first, "no CUDA device") || strstr(first, "no CUDA (")),
               "frigg-bench --backend cuda without a GPU: exit %d, first line '%s'", WIFEXITED(st) ? WEXITSTATUS(st) : -1, first);
+        /* the CUDA engine keeps an int8 KV cache: with --kv-dtype int8 the missing GPU is still the first complaint */
+        gd = th_path(th_root(), "golden/default");
+        snprintf(cmd, sizeof cmd, "%s/frigg-bench --backend cuda --model '%s' --ctx 256 --batch 1 --kv-dtype int8 decode "
+                 "2>&1 >/dev/null", g_bin, gd);
+        free(gd);
+        p = popen(cmd, "r");
+        first[0] = 0;
+        if (p && !fgets(first, sizeof first, p)) first[0] = 0;
+        st = p ? pclose(p) : -1;
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(first, "backend \"cuda\"") && !strstr(first, "int8") &&
+                  (strstr(first, "no CUDA device") || strstr(first, "no CUDA (")),
+              "frigg-bench --backend cuda --kv-dtype int8 without a GPU: exit %d, first line '%s'",
+              WIFEXITED(st) ? WEXITSTATUS(st) : -1, first);
+    }
+    /* a backend without an int8 KV cache refuses it by name, before any model is built */
+    {
+        char *gd = th_path(th_root(), "golden/default");
+        snprintf(cmd, sizeof cmd, "%s/frigg-bench --backend metal --model '%s' --ctx 64 --steps 4 --batch 1 --kv-dtype int8 "
+                 "decode 2>&1 >/dev/null", g_bin, gd);
+        free(gd);
+        FILE *p = popen(cmd, "r");
+        char first[512] = "";
+        if (p && !fgets(first, sizeof first, p)) first[0] = 0;
+        int st = p ? pclose(p) : -1;
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(first, "backend \"metal\"") && strstr(first, "int8 KV cache"),
+              "frigg-bench --backend metal --kv-dtype int8: exit %d, first line '%s'", WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+              first);
     }
     /* --ctx: the sequences' length; a request beyond it is that line's error (exit 1: a request failed); beyond the model's
      * max_position_embeddings it is a usage error at start, not a silent clamp */

@@ -6,7 +6,8 @@
  * exactly the single-device result (random model and the tiny-packed fixture); two engines in one process with
  * different kernel choices (decode GEMV on CUDA cores in one, tensor cores in the other), stepped in turn, each
  * give exactly what they give alone; decode steps of 9 to 64 rows (test_wide_batch); a prompt prefilled a slice of
- * layers per step (test_sliced_prefill); whole prompts of one step prefilled as a group (test_grouped_prefill); int8 and int4 checkpoints against the CPU engine (test_quantized).
+ * layers per step (test_sliced_prefill); whole prompts of one step prefilled as a group (test_grouped_prefill); int8 and int4 checkpoints against the CPU engine (test_quantized);
+ * the int8 KV cache against the CPU engine's (test_kv_int8).
  *
  * Tolerances (two engines, both rounding to bf16 at HF's points, fp32 sums in different orders):
  *   last-row logits  |cuda - cpu| <= ABS_TOL + REL_TOL * max|cpu|
@@ -706,6 +707,167 @@ static void test_quantized(void) {
     free(tmp);
 }
 
+/* The int8 KV cache on the CUDA engine (kv_dtype INT8: cuda_engine.c quantizes K/V with fk_kv_write_i8 when
+ * written and attends over what the cache holds) against the CPU engine's int8 cache, the executable spec:
+ *   - prefill logits within the tolerances for the three masks (prefix n, n/2, 0), greedy decode agreeing up to
+ *     the first near-tie (compare_engines);
+ *   - a decode step of KV_SEQS sequences at 5 rows (GEMV passes) and KV_SEQS rows (> 8: the GEMM path), each row
+ *     against the CPU engine and against the same row decoded alone; graph replay equal to eager launches; with
+ *     batch_invariant, a KV_SEQS-row step equal to single-row steps bit for bit;
+ *   - a prompt prefilled a slice of layers per step equal to its whole prefill bit for bit, and its next decode
+ *     step too; a forked sequence (int8 values and scales copied) decoding exactly as its source;
+ *   - the device memory: the int8 engine holds less than the bf16 engine by the two caches' difference
+ *     (frigg_kv_seq_bytes), less its staging and its prefill's bf16 copy of one slot.
+ * Can it fail? The CPU int8 engine's prefill logits are also compared with a causal CUDA int8 run, which must break
+ * the tolerance, and the CUDA int8 engine must give other logits than the CUDA bf16-KV engine (so the int8 cache is
+ * what it attends over). The distance to the CPU bf16-KV engine is printed beside the one to the CPU int8 engine:
+ * the int8 quantization error is about as large as the engines' bf16 differences, which is why the comparison is
+ * with the CPU int8 engine and not with a bf16 one. */
+#define KV_SEQS 12
+static void test_kv_int8(const frigg_model *m) {
+    const frigg_config *c = &m->cfg;
+    int V = c->vocab_size, D = c->hidden_size, ctx = 96;
+    frigg_backend_opts o8 = {.max_seqs = KV_SEQS, .max_ctx = ctx, .kv_dtype = FRIGG_DT_INT8};
+    frigg_backend_opts oi = {.max_seqs = KV_SEQS, .max_ctx = ctx, .kv_dtype = FRIGG_DT_INT8, .batch_invariant = 1};
+    frigg_backend_opts o16 = {.max_seqs = KV_SEQS, .max_ctx = ctx};
+    frigg_backend *gpu = frigg_backend_create("cuda", m, &o8), *cpu = frigg_backend_create("cpu", m, &o8);
+    frigg_backend *inv = frigg_backend_create("cuda", m, &oi), *g16 = frigg_backend_create("cuda", m, &o16);
+    frigg_backend *c16 = frigg_backend_create("cpu", m, &o16);
+    CHECK(gpu && cpu && inv && g16 && c16, "int8 KV: backend creation: %s", frigg_error());
+    float *a = malloc(sizeof(float) * V * KV_SEQS), *b = malloc(sizeof(float) * V * KV_SEQS),
+          *r = malloc(sizeof(float) * V * KV_SEQS);
+    if (!gpu || !cpu || !inv || !g16 || !c16) goto out;
+    CHECK(gpu->kv_dtype == FRIGG_DT_INT8 && gpu->kv_bytes == KV_SEQS * frigg_kv_seq_bytes(c, "cuda", FRIGG_DT_INT8, ctx),
+          "int8 KV: kv_bytes %.0f, want %.0f", gpu->kv_bytes, KV_SEQS * frigg_kv_seq_bytes(c, "cuda", FRIGG_DT_INT8, ctx));
+    /* memory: the bf16 engine's bytes less the int8 engine's are the caches' difference less what only the int8
+     * engine holds, its K/V staging ([rows][2D], rows = max(ctx, 64)) and one slot's bf16 K and V for the prefill */
+    {
+        double kvdiff = g16->kv_bytes - gpu->kv_bytes, diff = (double)frigg_cuda_bytes(g16) - (double)frigg_cuda_bytes(gpu);
+        double extra = 2.0 * (ctx > 64 ? ctx : 64) * 2 * D + 2.0 * ctx * D * 2;
+        CHECK(kvdiff > 0 && diff <= kvdiff && diff >= kvdiff - extra,
+              "int8 KV: the engine holds %.0f bytes less than the bf16 one, the caches differ by %.0f (int8 extras at "
+              "most %.0f)", diff, kvdiff, extra);
+        fprintf(stderr, "int8 KV: device bytes %zu (bf16 KV: %zu); KV cache %.0f against %.0f\n", frigg_cuda_bytes(gpu),
+                frigg_cuda_bytes(g16), gpu->kv_bytes, g16->kv_bytes);
+    }
+    /* prefill + greedy, three masks and three lengths */
+    uint64_t s = 4242;
+    static const int lens[] = {5, 29, 90};
+    for (int li = 0; li < 3; li++) {
+        int n = lens[li];
+        int32_t ids[90];
+        for (int i = 0; i < n; i++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            ids[i] = 3 + (int)((s >> 33) % (uint64_t)(V - 3));
+        }
+        char what[64];
+        snprintf(what, sizeof what, "int8 KV len %d", n);
+        compare_engines(what, cpu, gpu, ids, n, n);
+        compare_engines(what, cpu, gpu, ids, n, n / 2);
+        compare_engines(what, cpu, gpu, ids, n, 0);
+        if (li != 1) continue;
+        double sc, d8, d16, dg;
+        CHECK(frigg_prefill(cpu, 0, ids, n, n, r, NULL) == 0 && frigg_prefill(gpu, 0, ids, n, 0, a, NULL) == 0, "%s",
+              frigg_error());
+        d8 = max_abs_diff(a, r, V, &sc);
+        CHECK(d8 > ABS_TOL + REL_TOL * sc, "%s: a causal CUDA run passed the prefix comparison (|d| %.4f)", what, d8);
+        CHECK(frigg_prefill(gpu, 0, ids, n, n, a, NULL) == 0 && frigg_prefill(g16, 0, ids, n, n, b, NULL) == 0 &&
+                  frigg_prefill(c16, 0, ids, n, n, r + V, NULL) == 0,
+              "%s", frigg_error());
+        CHECK(memcmp(a, b, sizeof(float) * V) != 0, "%s: the int8-KV CUDA engine gave the bf16-KV engine's logits", what);
+        d8 = max_abs_diff(a, r, V, &sc);
+        d16 = max_abs_diff(a, r + V, V, &sc);
+        dg = max_abs_diff(b, r + V, V, &sc);
+        fprintf(stderr, "%s: CUDA int8 vs CPU int8 |d| %.4f, vs CPU bf16 KV %.4f; CUDA bf16 vs CPU bf16 %.4f (scale %.2f)\n",
+                what, d8, d16, dg, sc);
+    }
+    /* batched decode: 5 rows (GEMV passes) and KV_SEQS rows (GEMM), against the CPU engine and single rows */
+    int seqs[KV_SEQS];
+    int32_t tok[KV_SEQS];
+    for (int i = 0; i < KV_SEQS; i++) seqs[i] = i, tok[i] = 3 + (i * 53) % (V - 3);
+    static const int Bs[] = {5, KV_SEQS};
+    for (int bi = 0; bi < 2; bi++) {
+        int B = Bs[bi];
+        wide_prefill(gpu, B, V);
+        wide_prefill(cpu, B, V);
+        CHECK(frigg_decode(gpu, B, seqs, tok, a) == 0 && frigg_decode(cpu, B, seqs, tok, r) == 0, "int8 KV B %d: %s", B,
+              frigg_error());
+        wide_prefill(gpu, B, V);
+        for (int i = 0; i < B; i++) CHECK(frigg_decode(gpu, 1, &seqs[i], &tok[i], b + (size_t)i * V) == 0, "%s", frigg_error());
+        int bad = 0, bad1 = 0;
+        double worst = 0, worst1 = 0;
+        for (int i = 0; i < B; i++) {
+            double sc, d = max_abs_diff(a + (size_t)i * V, r + (size_t)i * V, V, &sc);
+            bad += d > ABS_TOL + REL_TOL * sc;
+            worst = fmax(worst, d);
+            d = max_abs_diff(a + (size_t)i * V, b + (size_t)i * V, V, &sc);
+            bad1 += d > ABS_TOL + REL_TOL * sc;
+            worst1 = fmax(worst1, d);
+        }
+        CHECK(!bad, "int8 KV B %d (%s): %d rows differ from the CPU engine beyond tolerance (max |d| %.4f)", B,
+              frigg_cuda_decode_proj(gpu, B), bad, worst);
+        CHECK(!bad1, "int8 KV B %d (%s): %d rows differ from single-row decode beyond tolerance (max |d| %.4f)", B,
+              frigg_cuda_decode_proj(gpu, B), bad1, worst1);
+        fprintf(stderr, "int8 KV B %d (%s): max |d| %.4f vs CPU, %.4f vs single rows\n", B, frigg_cuda_decode_proj(gpu, B),
+                worst, worst1);
+        /* graph replay vs eager launches */
+        frigg_cuda_set_graphs(gpu, 0);
+        wide_prefill(gpu, B, V);
+        CHECK(frigg_decode(gpu, B, seqs, tok, b) == 0, "%s", frigg_error());
+        frigg_cuda_set_graphs(gpu, 1);
+        CHECK(!memcmp(a, b, sizeof(float) * V * B), "int8 KV B %d: graph replay differs from eager launches", B);
+    }
+    /* batch_invariant: a KV_SEQS-row step (GEMV passes) equals single-row steps bit for bit */
+    wide_prefill(inv, KV_SEQS, V);
+    CHECK(frigg_decode(inv, KV_SEQS, seqs, tok, a) == 0, "%s", frigg_error());
+    wide_prefill(inv, KV_SEQS, V);
+    for (int i = 0; i < KV_SEQS; i++) CHECK(frigg_decode(inv, 1, &seqs[i], &tok[i], b + (size_t)i * V) == 0, "%s", frigg_error());
+    CHECK(!memcmp(a, b, sizeof(float) * V * KV_SEQS), "int8 KV, batch_invariant: a %d-row step differs from single-row steps",
+          KV_SEQS);
+    /* sliced prefill (1, 5, then the rest of the layers per step) equals the whole prefill, and so does the decode
+     * step after; then seq_fork: the fork decodes exactly as its source */
+    {
+        int32_t prompt[40], t0 = 7;
+        for (int i = 0; i < 40; i++) prompt[i] = 3 + (i * 131) % (V - 3);
+        int one = 0, two = 1;
+        CHECK(frigg_prefill(gpu, 0, prompt, 40, 20, a, NULL) == 0 && frigg_decode(gpu, 1, &one, &t0, a + V) == 0, "%s",
+              frigg_error());
+        CHECK(frigg_prefill(cpu, 0, prompt, 40, 20, r, NULL) == 0, "%s", frigg_error());
+        static const int slices[3] = {1, 5, 0};
+        for (int st = 0; st < 3; st++) {
+            frigg_row row = {.seq = 0, .prefill = 1, .ids = prompt, .n = 40, .prefix_len = 20, .prefill_layers = slices[st],
+                             .want = FRIGG_WANT_LOGITS, .out_logits = b};
+            CHECK(frigg_step(gpu, &row, 1) == 0 && row.pending == (st < 2), "int8 KV sliced step %d: %s", st, frigg_error());
+        }
+        CHECK(!memcmp(a, b, sizeof(float) * V), "int8 KV: a prompt prefilled by slices differs from the whole prefill");
+        double sc, d = max_abs_diff(b, r, V, &sc);
+        CHECK(d <= ABS_TOL + REL_TOL * sc, "int8 KV sliced: logits vs CPU max |d| %.4f (scale %.2f)", d, sc);
+        CHECK(gpu->seq_fork(gpu, 0, 1, 40) == 0 && gpu->seq_len(gpu, 1) == 40, "int8 KV fork: %s", frigg_error());
+        CHECK(frigg_decode(gpu, 1, &one, &t0, b) == 0 && frigg_decode(gpu, 1, &two, &t0, b + V) == 0, "%s", frigg_error());
+        CHECK(!memcmp(a + V, b, sizeof(float) * V), "int8 KV: the decode step after a sliced prefill differs");
+        CHECK(!memcmp(b, b + V, sizeof(float) * V), "int8 KV: a forked sequence decodes differently from its source");
+    }
+out:
+    free(a);
+    free(b);
+    free(r);
+    frigg_backend_destroy(gpu);
+    frigg_backend_destroy(cpu);
+    frigg_backend_destroy(inv);
+    frigg_backend_destroy(g16);
+    frigg_backend_destroy(c16);
+}
+
+/* An int8 KV cache on a model whose head_dim the int8 kernels do not take (a multiple of 32 up to 128) is an error
+ * that says so, at creation. */
+static void test_kv_int8_shape(const frigg_model *m) {
+    frigg_backend_opts o = {.max_seqs = 1, .max_ctx = 32, .kv_dtype = FRIGG_DT_INT8};
+    frigg_backend *b = frigg_backend_create("cuda", m, &o);
+    CHECK(!b && strstr(frigg_error(), "int8") && strstr(frigg_error(), "head_dim"), "int8 KV at head_dim %d: %s",
+          m->cfg.head_dim, b ? "accepted" : frigg_error());
+    frigg_backend_destroy(b);
+}
+
 static void test_two_devices(const char *label, const frigg_model *m);
 
 static void test_fixtures(void) {
@@ -812,6 +974,7 @@ int main(void) {
         test_wide_batch(m);
         test_sliced_prefill(m);
         test_grouped_prefill(m);
+        test_kv_int8(m);
         frigg_model_free(m);
         frigg_config t;
         frigg_config_mimir(&t);
@@ -820,6 +983,7 @@ int main(void) {
         t.num_slots = 3 * t.H_cycles * (t.L_cycles + 1);
         m = frigg_model_random(&t, 8, 8.0f);
         run_model("random hd16 H3/L1", m, 1);
+        test_kv_int8_shape(m);
         frigg_model_free(m);
         test_fixtures();
         test_quantized();

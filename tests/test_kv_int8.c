@@ -387,12 +387,17 @@ static void test_memory(const frigg_model *m) {
             b8->kv_bytes / b16->kv_bytes);
     frigg_backend_destroy(b16);
     frigg_backend_destroy(b8);
-    /* the CUDA engine refuses an int8 cache (the check frigg_backend_alloc makes for every engine), both int4 */
+    /* the CUDA engine keeps an int8 cache too (the check frigg_backend_alloc makes for every engine), of the bytes
+     * frigg_kv_seq_bytes gives; a backend without one refuses it by name; both refuse int4 */
     frigg_backend_opts o = {.max_seqs = 1, .kv_dtype = FRIGG_DT_INT8}, got;
     frigg_backend *x = frigg_backend_alloc("cuda", m, &o, &got);
-    CHECK(!x && strstr(frigg_error(), "int8") && strstr(frigg_error(), "CPU engine only"), "cuda + int8 KV: %s",
-          x ? "accepted" : frigg_error());
+    CHECK(x && x->kv_bytes == frigg_kv_seq_bytes(c, "cuda", FRIGG_DT_INT8, got.max_ctx) &&
+              frigg_kv_seq_bytes(c, "cuda", FRIGG_DT_INT8, ctx) == frigg_kv_seq_bytes(c, "cpu", FRIGG_DT_INT8, ctx),
+          "cuda + int8 KV: %s", x ? "the bytes disagree" : frigg_error());
     free(x);
+    CHECK(frigg_backend_check_kv("metal", FRIGG_DT_INT8) != 0 && strstr(frigg_error(), "int8") &&
+              strstr(frigg_error(), "\"metal\""),
+          "int8 KV on a backend without one: %s", frigg_error());
     o.kv_dtype = FRIGG_DT_INT4;
     x = frigg_backend_alloc("cpu", m, &o, &got);
     CHECK(!x && strstr(frigg_error(), "int4"), "cpu + int4 KV: %s", x ? "accepted" : frigg_error());
