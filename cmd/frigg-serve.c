@@ -855,7 +855,7 @@ static void usage(FILE *f) {
             "                           all after the last; prompts within it run whole (default 2048; a longer\n"
             "                           prompt runs alone or, beside decodes, by --prefill-share; 0: no limit)\n"
             "      --batch-invariant    each response's bits independent of what runs beside it (see frigg-run(1))\n"
-            "      --kv-dtype T         KV-cache elements: bf16 (default) or int8 (CPU engine only; see frigg-run(1))\n"
+            "      --kv-dtype T         KV-cache elements: bf16 (default) or int8 (see frigg-run(1))\n"
             "      --hf-regex           tokenize with HF's regex instead of the training mode (see frigg-run(1))\n"
             "  -h, --help, --version\n");
 }

@@ -11,7 +11,7 @@ int frigg_not_implemented_main(int argc, char **argv, const char *prog, const ch
  * Otherwise prints "PROG: bad number for OPT: "ARG" (...)" on stderr and returns -1, so a typo is an error and
  * never a silent 0. */
 int frigg_cli_number(const char *prog, const char *opt, const char *arg, double lo, double hi, int integer, double *out);
-/* A --kv-dtype value: "bf16" (FRIGG_DT_BF16) or "int8" (FRIGG_DT_INT8, the CPU engine's int8 KV cache).
+/* A --kv-dtype value: "bf16" (FRIGG_DT_BF16) or "int8" (FRIGG_DT_INT8, the engines' int8 KV cache).
  * Otherwise prints "PROG: --kv-dtype takes bf16 or int8, not "ARG"" on stderr and returns -1. */
 int frigg_cli_kv_dtype(const char *prog, const char *arg, frigg_dtype *out);
 
