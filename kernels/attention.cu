@@ -29,6 +29,17 @@ __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+/* 16-byte global -> shared copy that does not stall the thread; src_ok false writes zeros instead. */
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool src_ok) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    int n = src_ok ? 16 : 0;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(n) : "memory");
+}
+__device__ __forceinline__ void cp_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_wait(void) {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
 
 /* Two floats to a bf16x2 word (low element first), one cvt instruction, round to nearest even. */
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {

@@ -43,24 +43,6 @@ __device__ __forceinline__ void pdl_wait(void) {
 #endif
 }
 
-/* Global -> shared copies that do not stall the thread (cp.async, sm_80 and later), committed in groups and
- * waited for by count (at most N groups still pending). cp_async16: src_ok false writes zeros instead;
- * .cg: L2 only. cp_async4: 4 bytes, for rows whose alignment 16-byte copies cannot follow. */
-__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool src_ok) {
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    int n = src_ok ? 16 : 0;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(n) : "memory");
-}
-__device__ __forceinline__ void cp_async4(void *smem, const void *gmem) {
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(s), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_wait(void) {
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
 /* Reading what another kernel of the step wrote (activations, logits, the previous kernel's output): ld_act,
  * a coherent load (ld.global, L1-cached), never the non-coherent path. Under PDL a kernel starts while the
  * kernel in front of it is still writing; griddepcontrol.wait makes those writes visible to coherent loads, but

@@ -19,8 +19,7 @@ struct fk_ctx {
     int tc_max_blocks;       /* 0: as many as fit */
     /* gemv_tc.cu: blocks of each instantiation and warp count that fit on one SM,
      * [weight dtype (frigg_dtype)][batch 1][norm][epi][warps] */
-    int tc_smem;             /* bf16 tensor-core GEMV weights through shared memory (fk_ctx_set_gemv_tc_smem) */
-    int tc_fit[3][2][2][2][4][FK_TC_MAX_WARPS + 1]; /* [dtype][through shared memory][batch 1][norm][epi][warps] */
+    int tc_fit[3][2][2][4][FK_TC_MAX_WARPS + 1];
     /* attention.cu */
     int prefill_impl;        /* FK_PREFILL_* */
     /* attention_decode.cu */

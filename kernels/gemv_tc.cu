@@ -102,41 +102,19 @@ __device__ __forceinline__ bool tile_row(int tile, int g, int O, int hd, int *ro
  * benchmarks/h200-2026-11-30/: gqkv B8 14.38 against 19.62 µs). A quantized chunk is 8 (int8) or 4 (int4)
  * bytes, so two sets held half or a quarter of bf16's bytes in flight, and the int8 GEMV ran no faster than
  * bf16 on half the bytes (benchmarks/h200-2026-12-03/tcq/: 213 against 296 tok/s at batch 1). So more
- * sets, their scales packed two steps to a register: int8 three (four spill past 128 registers), int4 four. */
+ * sets, their scales packed two steps to a register: int8 three (four spill past 128 registers), int4 four.
+ * Staging the weights through shared memory instead (cp.async of whole 128-byte lines into per-warp stages, 4
+ * int8 / 6 int4 stages deep, the same sums) was slower at every shape, bf16 too: int8 gqkv at batch 1 15.23
+ * against 9.33 us, lm_head 292.6 against 238.8 (benchmarks/h200-2026-12-02/smemq/gemv_q.txt beside probe/). */
 template <int DT> struct tc_depth {
-    static constexpr int n = DT == FRIGG_DT_BF16 ? 2 : DT == FRIGG_DT_INT8 ? 4 : 6;
+    static constexpr int n = DT == FRIGG_DT_BF16 ? 2 : DT == FRIGG_DT_INT8 ? 3 : 4;
 };
-/* Quantized weights reach the mma's through shared memory. Loaded straight into the mma's register layout,
- * each load instruction of a warp takes 8 tile rows x 4 lanes x one chunk: 32 bytes of each of 8 rows for
- * int8, 16 for int4 (bf16: 64), and the kernel ran at the same time per tile whatever the bytes of a tile:
- * kernels/dev/gemv_q at the gqkv shape, batch 1, tc 9.33 us for int8 and 9.80 for int4, where bf16 takes 5.91
- * on twice int8's bytes (benchmarks/h200-2026-12-02/probe/gemv_q.txt): the number of requests in flight, not
- * their bytes, was the limit. So each warp copies its K slice of the tile's 8 rows with cp.async, consecutive
- * lanes on consecutive 16 bytes of a row (whole 128-byte lines per request), into a stage of its own, and
- * reads its fragments back from there: the same chunks into the same k-slots as before, so the sums are
- * unchanged bit for bit. A stage row holds 4 x TC_STEPS chunks and 4 more of padding, which puts the rows of
- * a fragment read on distinct banks (int8: 8-byte reads, half a warp = 4 rows of 8 words; int4: 8 rows of 4
- * words). With no weights in registers, more tiles are in flight: DEPTH stages per warp. */
-template <int DT> struct tc_qstage {
-    static constexpr int row = (4 * TC_STEPS + 4) * tcw<DT>::bytes; /* bytes of a stage row */
-    static constexpr int warp = 8 * row;                             /* one warp's stage */
-};
-/* Dynamic shared memory of a launch: the x fragments, and where weights go through shared memory (always for
- * quantized weights; bf16 with fk_ctx_set_gemv_tc_smem) the warps' stages. */
-static size_t tc_smem_bytes(int dt, int smw, int nw) {
-    size_t b = TC_XW_BYTES(nw);
-    if (dt == FRIGG_DT_INT8) b += (size_t)tc_depth<FRIGG_DT_INT8>::n * nw * tc_qstage<FRIGG_DT_INT8>::warp;
-    if (dt == FRIGG_DT_INT4) b += (size_t)tc_depth<FRIGG_DT_INT4>::n * nw * tc_qstage<FRIGG_DT_INT4>::warp;
-    if (dt == FRIGG_DT_BF16 && smw) b += (size_t)tc_depth<FRIGG_DT_BF16>::n * nw * tc_qstage<FRIGG_DT_BF16>::warp;
-    return b;
-}
-template <bool NORM, int EPI, bool ONE, int DT, bool SMW>
+template <bool NORM, int EPI, bool ONE, int DT>
 __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
     gemv_tc_kernel(const void *__restrict__ W, const uint16_t *__restrict__ S, qgeom geo, int O, int K,
-                   const uint16_t *__restrict__ x, int B, float eps, uint16_t *__restrict__ out, fk_qkv_epi qa, int u16) {
+                   const uint16_t *__restrict__ x, int B, float eps, uint16_t *__restrict__ out, fk_qkv_epi qa) {
     typedef typename tcw<DT>::T word;
     constexpr bool QUANT = DT != FRIGG_DT_BF16;
-    static_assert(SMW || !QUANT, "quantized weights go through shared memory");
     constexpr int DEPTH = tc_depth<DT>::n;
     constexpr bool PAIRED = EPI == FK_GEMV_SWIGLU || EPI == FK_GEMV_QKV;
     extern __shared__ uint4 xw[];                 /* [nw][TC_STEPS][32]: each lane's x fragment, normalised */
@@ -149,38 +127,19 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
     const int c_lo = (int)((long long)nch * warp / nw), n = (int)((long long)nch * (warp + 1) / nw) - c_lo;
     const uint4 zero = make_uint4(0, 0, 0, 0);
 
-    /* the register sets of the weights, or (SMW) the stages in shared memory (tc_qstage); quantized: in
-     * registers each chunk's bf16 scale, step s in half s % 2 of sc[s / 2] */
-    constexpr int CB = tcw<DT>::bytes, QROW = tc_qstage<DT>::row;
-    word wset[SMW ? 1 : DEPTH][TC_STEPS];
+    /* the register sets of weights (quantized: with each chunk's bf16 scale, step s in half s % 2 of sc[s / 2]) */
+    word wset[DEPTH][TC_STEPS];
     uint32_t sset[DEPTH][TC_STEPS / 2] = {};
-    unsigned char *wq = (unsigned char *)(xw + (size_t)nw * TC_STEPS * 32); /* [DEPTH][nw][8][QROW] */
-    /* Request tile row g of `tile` (this warp's slice of it) into set d. Quantized: the warp's slice of all 8
-     * tile rows into stage d, one cp.async group per call whatever it copies (none past the last tile), so that
-     * run_tile's wait for DEPTH - 1 pending groups always means its own stage has landed. A quantized chunk's
-     * scale is loaded only where its group differs from the previous step's (one scale per row: once per tile). */
-    auto fetch = [&](int d, uint32_t(&sc)[TC_STEPS / 2], int tile) {
+    /* Request tile row g of `tile` (this warp's slice of it) into set w. A quantized chunk's scale is loaded
+     * only where its group differs from the previous step's (one scale per row: once per tile). */
+    auto fetch = [&](word(&w)[TC_STEPS], uint32_t(&sc)[TC_STEPS / 2], int tile) {
         int row = 0;
-        const bool wok = tile < tiles && tile_row<EPI>(tile, g, O, qa.hd, &row);
-        if constexpr (!SMW) {
-            const word *wp = (const word *)((const unsigned char *)W + (size_t)row * nch * CB) + c_lo;
+        const bool wok = tile_row<EPI>(tile, g, O, qa.hd, &row);
+        const word *wp = (const word *)((const unsigned char *)W + (size_t)row * nch * tcw<DT>::bytes) + c_lo;
 #pragma unroll
-            for (int s = 0; s < TC_STEPS; s++) {
-                int c = 4 * s + t;
-                wset[d][s] = wok && c < n ? tc_load(wp + c) : tc_zero(word());
-            }
-        } else {
-            unsigned char *st = wq + ((size_t)d * nw + warp) * tc_qstage<DT>::warp;
-            const int rb = n * CB, ush = u16 ? 4 : 2, upr = rb >> ush; /* copy units (16 or 4 bytes) per row */
-            if (tile < tiles)
-                for (int u = lane; u < 8 * upr; u += 32) {
-                    int r8 = u / upr, off = (u - r8 * upr) << ush, wr;
-                    if (!tile_row<EPI>(tile, r8, O, qa.hd, &wr)) continue;
-                    const unsigned char *src = (const unsigned char *)W + ((size_t)wr * nch + c_lo) * CB + off;
-                    if (u16) cp_async16(st + r8 * QROW + off, src, true);
-                    else cp_async4(st + r8 * QROW + off, src);
-                }
-            cp_commit();
+        for (int s = 0; s < TC_STEPS; s++) {
+            int c = 4 * s + t;
+            w[s] = wok && c < n ? tc_load(wp + c) : tc_zero(word());
         }
         if (QUANT) {
             const uint16_t *sp = S + (size_t)row * geo.ng;
@@ -197,9 +156,10 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
     };
     int tile = blockIdx.x;
     /* weights do not depend on earlier kernels: stream them before the wait */
+    fetch(wset[0], sset[0], tile);
 #pragma unroll
-    for (int d = 0; d < DEPTH; d++)
-        if (SMW || tile + d * (int)gridDim.x < tiles) fetch(d, sset[d], tile + d * (int)gridDim.x);
+    for (int d = 1; d < DEPTH; d++)
+        if (tile + d * (int)gridDim.x < tiles) fetch(wset[d], sset[d], tile + d * (int)gridDim.x);
     pdl_wait();
     /* The block's first tile is reduced and stored by warp 0: its lanes load their epilogue
      * operands (gemv_pre) now, ahead of the x fragment and the mma's, not inside the epilogue. After the wait,
@@ -283,23 +243,9 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
     __syncwarp();
 
     /* One tile from register set w: its mma's, the set's next request, the reduction, the epilogue. */
-    auto run_tile = [&](int d, uint32_t(&sc)[TC_STEPS / 2], int cur, int it) {
+    auto run_tile = [&](word(&w)[TC_STEPS], uint32_t(&sc)[TC_STEPS / 2], int cur, int it) {
         /* step s's scale as a bf16 pair (s, s) */
         auto scale2 = [&](int s) { return __byte_perm(sc[s / 2], 0, s % 2 ? 0x3232 : 0x1010); };
-        /* the tile's chunks, from set d or (quantized) from stage d once it has landed: the chunks past the
-         * slice or the matrix are whatever the stage holds, finite codes that a zero scale turns into zero */
-        word w[TC_STEPS];
-        if constexpr (SMW) {
-            cp_wait<DEPTH - 1>();
-            __syncwarp();
-            const unsigned char *st = wq + ((size_t)d * nw + warp) * tc_qstage<DT>::warp + g * QROW + t * CB;
-#pragma unroll
-            for (int s = 0; s < TC_STEPS; s++) w[s] = *(const word *)(st + 4 * s * CB);
-            __syncwarp(); /* every lane has read the stage before the next copy into it */
-        } else {
-#pragma unroll
-            for (int s = 0; s < TC_STEPS; s++) w[s] = wset[d][s];
-        }
         /* A tile is a chain of dependent mma's, and at batch 8 the tile loop's latency, not only the weight
          * stream, sets the kernel's time (Nsight Compute, run 52, `ncu-stalls-run52.txt`: after waits on global
          * loads, fixed-latency dependencies such as the mma chain, and shared-memory loads such as x and the
@@ -331,7 +277,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
             }
         }
         const int next = cur + DEPTH * (int)gridDim.x;
-        if (SMW || next < tiles) fetch(d, sc, next); /* in flight during the reduction below */
+        if (next < tiles) fetch(w, sc, next); /* in flight during the reduction below */
         /* acc[0], acc[1] = batch row g, tile columns 2t, 2t+1 (acc[2], acc[3]: the zero rows 8..15) */
         if (nw > 1) {
             float2 *pt = part[it & 1];
@@ -374,7 +320,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
 #pragma unroll
         for (int d = 0; d < DEPTH; d++) {
             if (tile >= tiles) break;
-            run_tile(d, sset[d], tile, it);
+            run_tile(wset[d], sset[d], tile, it);
             tile += gridDim.x;
             it++;
         }
@@ -382,35 +328,32 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
 }
 
 typedef void (*gemv_tc_fn)(const void *, const uint16_t *, qgeom, int, int, const uint16_t *, int, float, uint16_t *,
-                           fk_qkv_epi, int);
+                           fk_qkv_epi);
 
-template <bool ONE, int DT, bool SMW>
+template <bool ONE, int DT>
 static gemv_tc_fn pick_tc_one(int norm, int epi) {
     switch (epi) {
     case FK_GEMV_STORE:
-        return norm ? gemv_tc_kernel<true, FK_GEMV_STORE, ONE, DT, SMW> : gemv_tc_kernel<false, FK_GEMV_STORE, ONE, DT, SMW>;
+        return norm ? gemv_tc_kernel<true, FK_GEMV_STORE, ONE, DT> : gemv_tc_kernel<false, FK_GEMV_STORE, ONE, DT>;
     case FK_GEMV_RESID:
-        return norm ? gemv_tc_kernel<true, FK_GEMV_RESID, ONE, DT, SMW> : gemv_tc_kernel<false, FK_GEMV_RESID, ONE, DT, SMW>;
+        return norm ? gemv_tc_kernel<true, FK_GEMV_RESID, ONE, DT> : gemv_tc_kernel<false, FK_GEMV_RESID, ONE, DT>;
     case FK_GEMV_SWIGLU:
-        return norm ? gemv_tc_kernel<true, FK_GEMV_SWIGLU, ONE, DT, SMW> : gemv_tc_kernel<false, FK_GEMV_SWIGLU, ONE, DT, SMW>;
+        return norm ? gemv_tc_kernel<true, FK_GEMV_SWIGLU, ONE, DT> : gemv_tc_kernel<false, FK_GEMV_SWIGLU, ONE, DT>;
     }
-    return norm ? gemv_tc_kernel<true, FK_GEMV_QKV, ONE, DT, SMW> : gemv_tc_kernel<false, FK_GEMV_QKV, ONE, DT, SMW>;
+    return norm ? gemv_tc_kernel<true, FK_GEMV_QKV, ONE, DT> : gemv_tc_kernel<false, FK_GEMV_QKV, ONE, DT>;
 }
-template <int DT, bool SMW>
+template <int DT>
 static gemv_tc_fn pick_tc_dt(int norm, int epi, int one) {
-    return one ? pick_tc_one<true, DT, SMW>(norm, epi) : pick_tc_one<false, DT, SMW>(norm, epi);
+    return one ? pick_tc_one<true, DT>(norm, epi) : pick_tc_one<false, DT>(norm, epi);
 }
-/* one: the batch-1 instantiation (its own x staging; the B > 1 one keeps the code batch 8 was measured with);
- * smw: bf16 weights through shared memory too (quantized ones always are) */
-static gemv_tc_fn pick_tc(int dt, int norm, int epi, int one, int smw) {
-    return dt == FRIGG_DT_INT8   ? pick_tc_dt<FRIGG_DT_INT8, true>(norm, epi, one)
-           : dt == FRIGG_DT_INT4 ? pick_tc_dt<FRIGG_DT_INT4, true>(norm, epi, one)
-           : smw                 ? pick_tc_dt<FRIGG_DT_BF16, true>(norm, epi, one)
-                                 : pick_tc_dt<FRIGG_DT_BF16, false>(norm, epi, one);
+/* one: the batch-1 instantiation (its own x staging; the B > 1 one keeps the code batch 8 was measured with) */
+static gemv_tc_fn pick_tc(int dt, int norm, int epi, int one) {
+    return dt == FRIGG_DT_INT8   ? pick_tc_dt<FRIGG_DT_INT8>(norm, epi, one)
+           : dt == FRIGG_DT_INT4 ? pick_tc_dt<FRIGG_DT_INT4>(norm, epi, one)
+                                 : pick_tc_dt<FRIGG_DT_BF16>(norm, epi, one);
 }
 
 extern "C" void fk_ctx_set_gemv_tc_max_blocks(fk_ctx *kc, int blocks) { kc->tc_max_blocks = blocks > 0 ? blocks : 0; }
-extern "C" void fk_ctx_set_gemv_tc_smem(fk_ctx *kc, int on) { kc->tc_smem = on != 0; }
 
 /* Measured once per context, on its device (the launcher runs inside graph capture, where device queries
  * are best avoided): how many blocks of each kernel and warp count fit on one SM (registers, threads,
@@ -418,17 +361,16 @@ extern "C" void fk_ctx_set_gemv_tc_smem(fk_ctx *kc, int on) { kc->tc_smem = on !
 int fk_gemv_tc_ctx_init(fk_ctx *kc) {
     cudaError_t e = cudaSuccess;
     for (int dt = 0; dt < 3 && e == cudaSuccess; dt++)
-        for (int smw = 0; smw <= 1 && e == cudaSuccess; smw++)
-            for (int one = 0; one <= 1 && e == cudaSuccess; one++)
-                for (int norm = 0; norm <= 1 && e == cudaSuccess; norm++)
-                    for (int epi = 0; epi < 4 && e == cudaSuccess; epi++) {
-                        gemv_tc_fn fn = pick_tc(dt, norm, epi, one, smw);
-                        e = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                 (int)tc_smem_bytes(dt, smw, TC_MAX_WARPS));
-                        for (int nw = 1; nw <= TC_MAX_WARPS && e == cudaSuccess; nw++)
-                            e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&kc->tc_fit[dt][smw][one][norm][epi][nw], fn,
-                                                                              nw * 32, tc_smem_bytes(dt, smw, nw));
-                    }
+        for (int one = 0; one <= 1 && e == cudaSuccess; one++)
+            for (int norm = 0; norm <= 1 && e == cudaSuccess; norm++)
+                for (int epi = 0; epi < 4 && e == cudaSuccess; epi++) {
+                    gemv_tc_fn fn = pick_tc(dt, norm, epi, one);
+                    e = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             TC_XW_BYTES(TC_MAX_WARPS));
+                    for (int nw = 1; nw <= TC_MAX_WARPS && e == cudaSuccess; nw++)
+                        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&kc->tc_fit[dt][one][norm][epi][nw], fn, nw * 32,
+                                                                          TC_XW_BYTES(nw));
+                }
     if (e != cudaSuccess) {
         frigg_set_error("gemv_tc: cannot set up the kernels: %s", cudaGetErrorString(e));
         return -1;
@@ -456,28 +398,16 @@ int gemv_tc_launch_dt(const fk_ctx *kc, int dt, const void *W, const uint16_t *S
         frigg_set_error("gemv_tc: dtype %d", dt);
         return -1;
     }
-    const int smw = dt != FRIGG_DT_BF16 || kc->tc_smem;
-    gemv_tc_fn fn = pick_tc(dt, norm_in, epi, B == 1, smw);
+    gemv_tc_fn fn = pick_tc(dt, norm_in, epi, B == 1);
     /* Persistent grid: every block resident at once (registers, threads and the kernel's static shared
      * memory, all in tc_fit); then the fewest blocks that keep the same number of rounds, so each block takes
      * the same number of tiles. The grid changes no result. */
-    int per_sm = kc->tc_fit[dt][smw][B == 1][norm_in != 0][epi][nw];
+    int per_sm = kc->tc_fit[dt][B == 1][norm_in != 0][epi][nw];
     long long cap = (long long)kc->sms * (per_sm > 0 ? per_sm : 1);
     if (kc->tc_max_blocks && cap > kc->tc_max_blocks) cap = kc->tc_max_blocks;
     int rounds = (int)((tiles + cap - 1) / cap);
     int grid = (tiles + rounds - 1) / rounds;
-    /* through shared memory: 16-byte copies where every warp's slice of every row starts and ends 16-byte
-     * aligned (bf16 rows always do) */
-    int u16 = (uintptr_t)W % 16 == 0;
-    if (dt != FRIGG_DT_BF16) {
-        const int cb = dt == FRIGG_DT_INT8 ? 8 : 4;
-        u16 = u16 && (size_t)nch * cb % 16 == 0;
-        for (int w = 0; w < nw && u16; w++) {
-            long long lo = (long long)nch * w / nw, hi = (long long)nch * (w + 1) / nw;
-            u16 = lo * cb % 16 == 0 && (hi - lo) * cb % 16 == 0;
-        }
-    }
-    fk_launch(kc, fn, grid, nw * 32, tc_smem_bytes(dt, smw, nw), s, W, S, geo, O, K, x, B, eps, out, *qa, u16);
+    fk_launch(kc, fn, grid, nw * 32, TC_XW_BYTES(nw), s, W, S, geo, O, K, x, B, eps, out, *qa);
     return fk_check_launch("gemv_tc");
 }
 

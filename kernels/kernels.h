@@ -155,9 +155,6 @@ int fk_gemv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, int 
 /* The tensor-core kernel runs a persistent grid (each block walks tiles); this caps its number of blocks
  * (0: as many as fit on the GPU at once). A tuning and test hook: results do not depend on it. */
 void fk_ctx_set_gemv_tc_max_blocks(fk_ctx *kc, int blocks);
-/* on != 0: the bf16 tensor-core GEMV reads its weights through shared memory, as the quantized one always does
- * (gemv_tc.cu: whole-line copies into per-warp stages; the same sums bit for bit). Off by default. */
-void fk_ctx_set_gemv_tc_smem(fk_ctx *kc, int on);
 
 /* Where the fused gqkv projection puts its rows (decode): RoPE'd q into q_out [B][D], RoPE'd k and v into the
  * slot's cache at (row_seq[b], row_pos[b]) (layout as fk_rope_kv), the gate rows into gqkv [B][4D]. */

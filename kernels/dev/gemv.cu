@@ -1,8 +1,7 @@
 /* dev/gemv.cu — microbenchmark of the decode GEMV on DFM-Mimir's five per-token shapes: the shipped kernels
  * through fk_gemv / fk_gemv_qkv with the implementation set on the program's kernel context — the CUDA-core
  * kernel (gemv.cu, "simt"), the tensor-core kernel (gemv_tc.cu, "tc"), its grid capped at 1, 2 and 3 blocks
- * per SM (fk_ctx_set_gemv_tc_max_blocks: "tc-1sm", "tc-2sm", "tc-3sm"), with its weights through shared memory
- * (fk_ctx_set_gemv_tc_smem: "tc-smem"), and "auto" (the per-batch-size,
+ * per SM (fk_ctx_set_gemv_tc_max_blocks: "tc-1sm", "tc-2sm", "tc-3sm"), and "auto" (the per-batch-size,
  * per-shape dispatch of gemv.cu's table; --auto replaces rows of it) — beside "tc-old", the first tensor-core
  * design (16-row tiles with the weights as the mma A operand, one tile per block), a separate kernel kept
  * below so that the two designs can be compared.
@@ -167,18 +166,16 @@ static int old_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const u
 
 /* ---------------- the harness ---------------- */
 
-/* The versions: the implementation set on the context (or -1: tc-old), tc's grid cap, and whether tc reads
- * its weights through shared memory (fk_ctx_set_gemv_tc_smem). */
+/* The versions: the implementation set on the context (or -1: tc-old) and tc's grid cap. */
 struct Version {
     const char *name;
     int impl;   /* FK_GEMV_IMPL_*, or -1: tc-old */
     int per_sm; /* tc grid cap in blocks per SM (0: as many as fit, or --max-blocks) */
-    int smem;
 };
 static const Version versions[] = {
-    {"simt", FK_GEMV_IMPL_SIMT, 0, 0}, {"tc-old", -1, 0, 0},           {"tc", FK_GEMV_IMPL_TC, 0, 0},
-    {"tc-1sm", FK_GEMV_IMPL_TC, 1, 0}, {"tc-2sm", FK_GEMV_IMPL_TC, 2, 0}, {"tc-3sm", FK_GEMV_IMPL_TC, 3, 0},
-    {"auto", FK_GEMV_IMPL_AUTO, 0, 0}, {"tc-smem", FK_GEMV_IMPL_TC, 0, 1},
+    {"simt", FK_GEMV_IMPL_SIMT, 0}, {"tc-old", -1, 0},           {"tc", FK_GEMV_IMPL_TC, 0},
+    {"tc-1sm", FK_GEMV_IMPL_TC, 1}, {"tc-2sm", FK_GEMV_IMPL_TC, 2}, {"tc-3sm", FK_GEMV_IMPL_TC, 3},
+    {"auto", FK_GEMV_IMPL_AUTO, 0},
 };
 #define NV (int)(sizeof versions / sizeof versions[0])
 enum { V_SIMT = 0, V_TC = 2 }; /* the versions the capped ones and auto must equal bit for bit */
@@ -252,7 +249,6 @@ static int launch(int v, const Shape &sh, const uint16_t *W, const Io &io, int B
     if (ver.impl < 0) return old_launch(kc, W, sh.O, sh.K, io.x, B, sh.norm, EPS, sh.epi, io.out, &qa, s);
     if (fk_ctx_set_gemv_impl(kc, ver.impl)) return -1;
     fk_ctx_set_gemv_tc_max_blocks(kc, ver.per_sm ? ver.per_sm * sm_count : max_blocks);
-    fk_ctx_set_gemv_tc_smem(kc, ver.smem);
     const frigg_mat M = {.w = W, .rows = sh.O, .cols = sh.K, .dtype = FRIGG_DT_BF16, .scales = NULL, .group = 0};
     if (sh.epi == FK_GEMV_QKV) return fk_gemv_qkv(kc, &M, io.x, B, EPS, io.out, &qa, s);
     return fk_gemv(kc, &M, io.x, B, sh.norm, EPS, sh.epi, io.out, s);
