@@ -720,13 +720,13 @@ static void test_quantized(void) {
  *     (frigg_kv_seq_bytes), less its staging and its prefill's bf16 copy of one slot.
  * Can it fail? The CPU int8 engine's prefill logits are also compared with a causal CUDA int8 run, which must break
  * the tolerance, and the CUDA int8 engine must give other logits than the CUDA bf16-KV engine (so the int8 cache is
- * what it attends over). The distance to the CPU bf16-KV engine is printed beside the one to the CPU int8 engine:
- * the int8 quantization error is about as large as the engines' bf16 differences, which is why the comparison is
- * with the CPU int8 engine and not with a bf16 one. */
+ * what it attends over). The distance to the CPU bf16-KV engine is printed beside the one to the CPU int8 engine,
+ * for the record only: the int8 cache's own error is small (test_kv_int8.c: mean KL 2e-4 against a bf16 cache on
+ * the CPU engine), possibly within these tolerances, so a bf16-KV reference is not what shows the test fails. */
 #define KV_SEQS 12
 static void test_kv_int8(const frigg_model *m) {
     const frigg_config *c = &m->cfg;
-    int V = c->vocab_size, D = c->hidden_size, ctx = 96;
+    int V = c->vocab_size, D = c->hidden_size, ctx = 160; /* the longest prompt and its STEPS greedy steps */
     frigg_backend_opts o8 = {.max_seqs = KV_SEQS, .max_ctx = ctx, .kv_dtype = FRIGG_DT_INT8};
     frigg_backend_opts oi = {.max_seqs = KV_SEQS, .max_ctx = ctx, .kv_dtype = FRIGG_DT_INT8, .batch_invariant = 1};
     frigg_backend_opts o16 = {.max_seqs = KV_SEQS, .max_ctx = ctx};
@@ -752,10 +752,10 @@ static void test_kv_int8(const frigg_model *m) {
     }
     /* prefill + greedy, three masks and three lengths */
     uint64_t s = 4242;
-    static const int lens[] = {5, 29, 90};
+    static const int lens[] = {5, 29, 100};
     for (int li = 0; li < 3; li++) {
         int n = lens[li];
-        int32_t ids[90];
+        int32_t ids[100];
         for (int i = 0; i < n; i++) {
             s = s * 6364136223846793005ull + 1442695040888963407ull;
             ids[i] = 3 + (int)((s >> 33) % (uint64_t)(V - 3));
