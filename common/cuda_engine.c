@@ -189,7 +189,7 @@ static int decode_attn_i8(frigg_backend *b, int slot, int B) {
     OK(fk_kv_write_i8(kc, kr, vr, 2 * D, rseq, rpos, B, H, hd, b->max_ctx, im->seq_stride, k8_slot(im, slot),
                       v8_slot(im, slot), ks_slot(im, slot), vs_slot(im, slot), s));
     return fk_attn_decode_i8(kc, im->q, k8_slot(im, slot), v8_slot(im, slot), ks_slot(im, slot), vs_slot(im, slot),
-                             im->seq_stride, rseq, rpos, im->gqkv, B, H, hd, b->max_ctx, im->y, s);
+                             im->seq_stride, rseq, rpos, im->gqkv, B, H, hd, b->max_ctx, im->attn_work, im->y, s);
 }
 
 /* A prompt's K/V write and attention on the int8 cache (one layer of sequence seq, slot `slot`, from gqkv rows
@@ -1097,7 +1097,11 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     OK(dalloc(im, (void **)&im->topk_ids, (size_t)MAX_BATCH * FRIGG_TOPK_MAX * 4, "top-k ids"));
     OK(dalloc(im, (void **)&im->logits, (size_t)LOGIT_CHUNK * V * 2, "logits"));
     OK(dalloc(im, (void **)&im->logits_f, (size_t)LOGIT_CHUNK * V * 4, "logits"));
-    OK(dalloc(im, (void **)&im->attn_work, fk_attn_decode_work_floats(MAX_BATCH, c->num_heads, hd, (int)ctx) * 4,
+    /* the decode attention's split partials: the bf16 kernel's, or the int8 one's (decode_attn_i8) */
+    size_t attn_floats = fk_attn_decode_work_floats(MAX_BATCH, c->num_heads, hd, (int)ctx);
+    if (fk_attn_decode_i8_work_floats(MAX_BATCH, c->num_heads, hd, (int)ctx) > attn_floats)
+        attn_floats = fk_attn_decode_i8_work_floats(MAX_BATCH, c->num_heads, hd, (int)ctx);
+    OK(dalloc(im, (void **)&im->attn_work, attn_floats * 4,
               "attention partials"));
     OK(dalloc(im, (void **)&im->attn_counters, (size_t)MAX_BATCH * c->num_heads * 4, "attention counters"));
     CU(cudaMemset(im->attn_counters, 0, (size_t)MAX_BATCH * c->num_heads * 4));

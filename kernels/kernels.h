@@ -105,7 +105,9 @@ int fk_kv_write_i8(const fk_ctx *kc, const uint16_t *k, const uint16_t *v, int k
                    float *k_scale, float *v_scale, cudaStream_t s);
 int fk_attn_decode_i8(const fk_ctx *kc, const uint16_t *q, const int8_t *k8, const int8_t *v8, const float *k_scale,
                       const float *v_scale, long long seq_stride, const int32_t *row_seq, const int32_t *row_pos,
-                      const uint16_t *gqkv, int B, int H, int hd, int max_ctx, uint16_t *y, cudaStream_t s);
+                      const uint16_t *gqkv, int B, int H, int hd, int max_ctx, float *work, uint16_t *y, cudaStream_t s);
+/* Floats of fk_attn_decode_i8's `work` (the splits' partials) for B rows. */
+size_t fk_attn_decode_i8_work_floats(int B, int H, int hd, int max_ctx);
 /* fk_kv_dequant_i8: positions [0, T) of one sequence's int8 K and V (k8, v8 [H][max_ctx][hd] and their scales
  * [H][max_ctx], pointers already offset to the sequence and slot) as bf16 into k_out and v_out, laid out as the
  * bf16 cache ([H][max_ctx][hd]), each value bf16(q * scale): the fp32 product frigg_kv_dequant defines, rounded

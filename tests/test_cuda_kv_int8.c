@@ -170,6 +170,7 @@ static void test_geometry(int H, int hd, int max_ctx) {
     for (int i = 0; i < 8 * D; i++) qh[i] = frigg_f32_to_bf16(frand());
     for (int i = 0; i < 8 * 4 * D; i++) gh[i] = frigg_f32_to_bf16(frand() * 2.0f);
     uint16_t *dq = dev_copy(qh, sizeof(uint16_t) * 8 * D), *dg = dev_copy(gh, sizeof(uint16_t) * 8 * 4 * D);
+    float *dw = dev_alloc(sizeof(float) * fk_attn_decode_i8_work_floats(8, H, hd, max_ctx));
     uint16_t *dy = dev_alloc(sizeof(uint16_t) * 8 * D), *yb = malloc(sizeof(uint16_t) * 8 * D), *y1 = malloc(sizeof(uint16_t) * 8 * D);
     float *ref = malloc(sizeof(float) * D), *got = malloc(sizeof(float) * D), *qf = malloc(sizeof(float) * D),
           *gf = malloc(sizeof(float) * D);
@@ -182,14 +183,14 @@ static void test_geometry(int H, int hd, int max_ctx) {
         cudaMemcpy(dseq, seq, sizeof(int32_t) * B, cudaMemcpyHostToDevice);
         cudaMemcpy(dpos, pos, sizeof(int32_t) * B, cudaMemcpyHostToDevice);
         cudaMemset(dy, 0xff, sizeof(uint16_t) * 8 * D);
-        CHECK(fk_attn_decode_i8(kc, dq, k8, v8, ks, vs, stride, dseq, dpos, dg, B, H, hd, max_ctx, dy, 0) == 0, "%s",
+        CHECK(fk_attn_decode_i8(kc, dq, k8, v8, ks, vs, stride, dseq, dpos, dg, B, H, hd, max_ctx, dw, dy, 0) == 0, "%s",
               frigg_error());
         cudaMemcpy(yb, dy, sizeof(uint16_t) * B * D, cudaMemcpyDeviceToHost);
         /* each row alone */
         int same = 1;
         for (int b = 0; b < B; b++) {
             CHECK(fk_attn_decode_i8(kc, dq + (size_t)b * D, k8, v8, ks, vs, stride, dseq + b, dpos + b, dg + (size_t)b * 4 * D, 1,
-                                    H, hd, max_ctx, dy + (size_t)b * D, 0) == 0,
+                                    H, hd, max_ctx, dw, dy + (size_t)b * D, 0) == 0,
                   "%s", frigg_error());
         }
         cudaMemcpy(y1, dy, sizeof(uint16_t) * B * D, cudaMemcpyDeviceToHost);
@@ -231,10 +232,11 @@ static void test_geometry(int H, int hd, int max_ctx) {
         }
     }
     /* refused shapes */
-    CHECK(fk_attn_decode_i8(kc, dq, k8, v8, ks, vs, stride, dseq, dpos, dg, 1, H, 48, max_ctx, dy, 0) != 0,
+    CHECK(fk_attn_decode_i8(kc, dq, k8, v8, ks, vs, stride, dseq, dpos, dg, 1, H, 48, max_ctx, dw, dy, 0) != 0,
           "head_dim 48 accepted");
     CHECK(fk_kv_write_i8(kc, drk, drv, D, dseq, dpos, 1, 1, 256, max_ctx, stride, k8, v8, ks, vs, 0) != 0,
           "head_dim 256 accepted");
+    cudaFree(dw);
     cudaFree(k8);
     cudaFree(v8);
     cudaFree(ks);
