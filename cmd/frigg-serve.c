@@ -893,7 +893,11 @@ static void budget(const frigg_config *c, int ctx, int cuda, frigg_dtype kv_dtyp
     double per_layer = 4 * D * D + D * D + 2 * I * D + D * I;
     *weights = 2.0 * (2 * V * D + 2.0 * c->layers_per_stack * per_layer);
     *kv_slot = frigg_kv_seq_bytes(c, cuda ? "cuda" : "cpu", kv_dtype, ctx);
-    *work = (double)ctx * (10 * D + 3 * I) * (cuda ? 2 : 4) + 64.0 * V * 6 + (64 << 20);
+    *work = (double)ctx * (10 * D + 3 * I) * 4 + 64.0 * V * 6 + (64 << 20);
+#ifdef FRIGG_CUDA
+    /* the CUDA engine's own count of its buffers (a grouped prefill's rows included), and the same slack */
+    if (cuda) *work = (double)frigg_cuda_work_bytes(c, ctx, kv_dtype) + (64 << 20);
+#endif
 }
 
 /* Memory the budget is checked against: the device's free memory, or the host's MemAvailable. */

@@ -23,6 +23,9 @@ struct fk_ctx *frigg_cuda_kernels(frigg_backend *b);
 int frigg_cuda_mem_info(int device, size_t *free_bytes, size_t *total_bytes);
 /* Device memory the engine holds (weights, KV slabs, work buffers), in bytes. */
 size_t frigg_cuda_bytes(const frigg_backend *b);
+/* Device memory an engine for max_ctx tokens per sequence allocates beside its weights and KV cache (activations,
+ * the grouped prefill's rows, logits, workspaces), in bytes: for a budget before the engine is created. */
+size_t frigg_cuda_work_bytes(const frigg_config *c, int max_ctx, frigg_dtype kv_dtype);
 #endif
 
 #endif

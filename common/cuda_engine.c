@@ -1119,6 +1119,26 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     return 0;
 }
 
+/* What setup() allocates beside the weights and the KV cache, in bytes, for a server's budget before any engine
+ * exists: the same buffers at the same sizes (keep the two in step). A quantized checkpoint's dequantization
+ * scratch (at most its largest layer matrix in bf16) is left to the weights' share, which a budget counts at bf16. */
+size_t frigg_cuda_work_bytes(const frigg_config *c, int max_ctx, frigg_dtype kv_dtype) {
+    size_t D = c->hidden_size, I = c->intermediate_size, V = c->vocab_size, hd = c->head_dim, H = c->num_heads;
+    size_t ctx = max_ctx > 0 ? (size_t)max_ctx : 1, R = ctx > MAX_BATCH ? ctx : MAX_BATCH, RG = R > PF_TOKENS ? R : PF_TOKENS;
+    size_t attn = fk_attn_decode_work_floats(MAX_BATCH, (int)H, (int)hd, (int)ctx);
+    if (fk_attn_decode_i8_work_floats(MAX_BATCH, (int)H, (int)hd, (int)ctx) > attn)
+        attn = fk_attn_decode_i8_work_floats(MAX_BATCH, (int)H, (int)hd, (int)ctx);
+    size_t b = (size_t)32 << 20;                          /* the cuBLAS workspace */
+    b += 2 * ctx * hd * 2 + D * 2;                        /* RoPE tables, z_L_init */
+    b += RG * (11 * D + 3 * I) * 2 + R * 4 * D * 2;       /* activations; the part-way prompt's own */
+    if (kv_dtype == FRIGG_DT_INT8) b += R * 2 * D * 2 + 2 * ctx * D * 2; /* the int8 cache's staging and prefill copy */
+    b += RG * 4 * 3 + R * 4 * 2 + 3 * MAX_BATCH * 4;      /* ids */
+    b += fk_argmax_work_bytes(MAX_BATCH) + fk_topk_work_bytes(MAX_BATCH) + (size_t)MAX_BATCH * FRIGG_TOPK_MAX * 8;
+    b += (size_t)LOGIT_CHUNK * V * 6;                     /* logits, bf16 and fp32 */
+    b += attn * 4 + (size_t)MAX_BATCH * H * 4;            /* attention partials and counters */
+    return b;
+}
+
 frigg_backend *frigg_backend_cuda_create(const frigg_model *m, const frigg_backend_opts *opts) {
     frigg_backend_opts o;
     frigg_backend *b = frigg_backend_alloc("cuda", m, opts, &o);
