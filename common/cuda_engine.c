@@ -217,6 +217,22 @@ static int prefill_attn_i8(frigg_backend *b, int seq, int slot, int T, int prefi
     return fk_attn_prefill(kc, im->q, im->kd, im->vd, im->gqkv, T, H, hd, b->max_ctx, prefix_len, im->y, s);
 }
 
+/* A layer after its attention, on T rows (prefill, a grouped prefill, the GEMM decode step alike): o_proj onto
+ * the residual x, post_attention_layernorm into a, the gated MLP onto x, and the next layer's input norm into a
+ * (after the last layer simply unused). */
+static int layer_mlp(cuda_impl *im, const frigg_config *c, const dev_layer *L, uint16_t *x, uint16_t *a, int T) {
+    int D = c->hidden_size, I = c->intermediate_size;
+    float eps = (float)c->rms_norm_eps;
+    cudaStream_t s = im->stream;
+    const fk_ctx *kc = im->kern;
+    OK(gemm(im, &L->o, im->y, T, im->t1));
+    OK(fk_add_rmsnorm(kc, x, im->t1, a, T, D, eps, s));
+    OK(gemm(im, &L->gu, a, T, im->gu));
+    OK(fk_swiglu(kc, im->gu, T, I, im->m, s));
+    OK(gemm(im, &L->down, im->m, T, im->t1));
+    return fk_add_rmsnorm(kc, x, im->t1, a, T, D, eps, s);
+}
+
 /* The activations a prefill keeps from one layer to the next: the two states, the residual stream and its
  * normed copy. */
 typedef struct {
@@ -247,7 +263,7 @@ static int prefill_begin(frigg_backend *b, const act_bufs *A, const int32_t *ids
 static int prefill_layers(frigg_backend *b, const act_bufs *A, int seq, int T, int prefix_len, int from, int count) {
     cuda_impl *im = b->impl;
     const frigg_config *c = &b->model->cfg;
-    int D = c->hidden_size, I = c->intermediate_size, H = c->num_heads, hd = c->head_dim, Ls = c->layers_per_stack;
+    int D = c->hidden_size, H = c->num_heads, hd = c->head_dim, Ls = c->layers_per_stack;
     float eps = (float)c->rms_norm_eps;
     cudaStream_t s = im->stream;
     const fk_ctx *kc = im->kern;
@@ -265,13 +281,7 @@ static int prefill_layers(frigg_backend *b, const act_bufs *A, int seq, int T, i
                           b->max_ctx, s));
             OK(fk_attn_prefill(kc, im->q, ks, vs, im->gqkv, T, H, hd, b->max_ctx, prefix_len, im->y, s));
         }
-        OK(gemm(im, &L->o, im->y, T, im->t1));
-        OK(fk_add_rmsnorm(kc, A->x, im->t1, A->a, T, D, eps, s));
-        OK(gemm(im, &L->gu, A->a, T, im->gu));
-        OK(fk_swiglu(kc, im->gu, T, I, im->m, s));
-        OK(gemm(im, &L->down, im->m, T, im->t1));
-        /* The next layer's input norm comes for free; after the last layer it is simply unused. */
-        OK(fk_add_rmsnorm(kc, A->x, im->t1, A->a, T, D, eps, s));
+        OK(layer_mlp(im, c, L, A->x, A->a, T));
         if (i == Ls - 1) OK(run_end(im, A, c, r, T));
     }
     return 0;
@@ -330,7 +340,6 @@ static int run_prefill_group(frigg_backend *b, frigg_row *const *g, int n, float
     cuda_impl *im = b->impl;
     const frigg_config *c = &b->model->cfg;
     int D = c->hidden_size, H = c->num_heads, hd = c->head_dim, Ls = c->layers_per_stack, V = c->vocab_size;
-    int I = c->intermediate_size;
     float eps = (float)c->rms_norm_eps;
     cudaStream_t s = im->stream;
     const fk_ctx *kc = im->kern;
@@ -365,12 +374,7 @@ static int run_prefill_group(frigg_backend *b, frigg_row *const *g, int n, float
             OK(fk_attn_prefill(kc, im->q + r0 * D, ks + off, vs + off, im->gqkv + r0 * 4 * D, g[p]->n, H, hd,
                                b->max_ctx, g[p]->prefix_len, im->y + r0 * D, s));
         }
-        OK(gemm(im, &L->o, im->y, T, im->t1));
-        OK(fk_add_rmsnorm(kc, A.x, im->t1, A.a, T, D, eps, s));
-        OK(gemm(im, &L->gu, A.a, T, im->gu));
-        OK(fk_swiglu(kc, im->gu, T, I, im->m, s));
-        OK(gemm(im, &L->down, im->m, T, im->t1));
-        OK(fk_add_rmsnorm(kc, A.x, im->t1, A.a, T, D, eps, s));
+        OK(layer_mlp(im, c, L, A.x, A.a, T));
         if (i == Ls - 1) OK(run_end(im, &A, c, r, T));
     }
     /* the prompts' last rows side by side (y is free now), then one lm_head pass for all of them */
@@ -465,7 +469,7 @@ static int enqueue_decode_gemm(frigg_backend *b, int B) {
     cuda_impl *im = b->impl;
     act_bufs A = main_bufs(im);
     const frigg_config *c = &b->model->cfg;
-    int I = c->intermediate_size, H = c->num_heads, hd = c->head_dim, D = c->hidden_size;
+    int H = c->num_heads, hd = c->head_dim, D = c->hidden_size;
     float eps = (float)c->rms_norm_eps;
     cudaStream_t s = im->stream;
     const fk_ctx *kc = im->kern;
@@ -484,12 +488,7 @@ static int enqueue_decode_gemm(frigg_backend *b, int B) {
                 OK(fk_attn_decode(kc, im->q, k_slot(im, slot), v_slot(im, slot), im->seq_stride, rseq, rpos, im->gqkv, B,
                                   H, hd, b->max_ctx, im->attn_work, im->attn_counters, im->y, s));
             }
-            OK(gemm(im, &Ls[i].o, im->y, B, im->t1));
-            OK(fk_add_rmsnorm(kc, im->x, im->t1, im->a, B, D, eps, s));
-            OK(gemm(im, &Ls[i].gu, im->a, B, im->gu));
-            OK(fk_swiglu(kc, im->gu, B, I, im->m, s));
-            OK(gemm(im, &Ls[i].down, im->m, B, im->t1));
-            OK(fk_add_rmsnorm(kc, im->x, im->t1, im->a, B, D, eps, s));
+            OK(layer_mlp(im, c, &Ls[i], im->x, im->a, B));
         }
         OK(run_end(im, &A, c, r, B));
     }
