@@ -7,6 +7,7 @@
 #include "kernels.h"
 
 #define FK_TC_MAX_WARPS 16 /* gemv_tc.cu: K split over up to 16 warps */
+#define GEMV_AUTO_ROWS 10  /* gemv.cu: five shape classes, for bf16 and for quantized weights */
 
 struct fk_ctx {
     int device;      /* the device it was made on (launchers run on the caller's current device: this one) */
@@ -15,7 +16,8 @@ struct fk_ctx {
     int clusters_ok; /* the decode attention's 16-block clusters run here (a MIG slice may say no) */
     /* gemv.cu */
     int gemv_impl;           /* FK_GEMV_IMPL_* */
-    char gemv_auto[5][9];    /* the auto table: per shape class, a letter per batch size ('s' simt, 't' tc) */
+    char gemv_auto[GEMV_AUTO_ROWS][9]; /* the auto table: per shape class (bf16, then quantized weights), a letter
+                                        * per batch size ('s' simt, 't' tc) */
     int tc_max_blocks;       /* 0: as many as fit */
     /* gemv_tc.cu: blocks of each instantiation and warp count that fit on one SM,
      * [weight dtype (frigg_dtype)][batch 1][norm][epi][warps] */

@@ -145,31 +145,39 @@ static gemv_fn pick_b(int B, int norm, int epi, int variant) {
  *   lm_head B1 178.0/206.9  B2 179.5/208.3  B4 247.8/210.4  B8 423.7/217.2
  * B 3, 5, 6, 7 were not measured: each takes the side of the crossover its neighbours put it on (o_proj B3:
  * simt, interpolating 3.98 against 4.21; lm_head B3: simt, 208 against 216). */
-enum { AUTO_GQKV, AUTO_GATE_UP, AUTO_O_PROJ, AUTO_DOWN, AUTO_LM_HEAD };
-static const char auto_default[5][9] = {
+enum { AUTO_GQKV, AUTO_GATE_UP, AUTO_O_PROJ, AUTO_DOWN, AUTO_LM_HEAD, AUTO_Q = 5 /* + the class: quantized */ };
+static const char auto_default[GEMV_AUTO_ROWS][9] = {
     /* B = 12345678 */
     "sttttttt", /* gqkv: QKV epilogue */
     "sttttttt", /* gate_up: SwiGLU epilogue */
     "tttttttt", /* o_proj: plain, K <= 2048, O <= 65536 */
     "tttttttt", /* down: plain, K > 2048 */
     "sssttttt", /* lm_head: plain, O > 65536 */
+    /* INT8 / INT4 weights (gemv_q.cu's CUDA-core kernel against gemv_tc.cu's quantized load): gemv_q.cu says
+     * what these follow. */
+    "sttttttt", /* q.gqkv */
+    "sttttttt", /* q.gate_up */
+    "sttttttt", /* q.o_proj */
+    "sttttttt", /* q.down */
+    "sttttttt", /* q.lm_head */
 };
-static const char *const auto_rows[5] = {"gqkv", "gate_up", "o_proj", "down", "lm_head"};
+static const char *const auto_rows[GEMV_AUTO_ROWS] = {"gqkv",     "gate_up",   "o_proj",   "down",   "lm_head",
+                                                      "q.gqkv",   "q.gate_up", "q.o_proj", "q.down", "q.lm_head"};
 
 extern "C" int fk_ctx_set_gemv_auto(fk_ctx *kc, const char *rows) {
-    char table[5][9];
+    char table[GEMV_AUTO_ROWS][9];
     memcpy(table, kc->gemv_auto, sizeof table);
     for (const char *at = rows;;) {
         const char *eq = strchr(at, '='), *end = strchr(at, ',');
         if (!end) end = at + strlen(at);
         int row = -1;
-        for (int r = 0; r < 5 && eq && eq < end; r++)
+        for (int r = 0; r < GEMV_AUTO_ROWS && eq && eq < end; r++)
             if ((size_t)(eq - at) == strlen(auto_rows[r]) && !strncmp(at, auto_rows[r], (size_t)(eq - at))) row = r;
         int ok = row >= 0 && end - eq - 1 == 8;
         for (int i = 0; ok && i < 8; i++) ok = eq[1 + i] == 's' || eq[1 + i] == 't';
         if (!ok) {
             frigg_set_error("gemv auto table: '%.*s' is not NAME=8 letters of s, t (NAME: gqkv, gate_up, o_proj, down, "
-                            "lm_head)", (int)(end - at), at);
+                            "lm_head, or one of those after q. for quantized weights)", (int)(end - at), at);
             return -1;
         }
         memcpy(table[row], eq + 1, 8);
@@ -179,14 +187,20 @@ extern "C" int fk_ctx_set_gemv_auto(fk_ctx *kc, const char *rows) {
     memcpy(kc->gemv_auto, table, sizeof table);
     return 0;
 }
-static char auto_choice(const fk_ctx *kc, int B, int O, int K, int epi) {
+/* auto's letter for this call; quant: INT8 / INT4 weights (the q. rows) */
+char gemv_auto_choice(const fk_ctx *kc, int quant, int B, int O, int K, int epi) {
     int cls = epi == FK_GEMV_QKV ? AUTO_GQKV : epi == FK_GEMV_SWIGLU ? AUTO_GATE_UP : O > 65536 ? AUTO_LM_HEAD
               : K > 2048 ? AUTO_DOWN : AUTO_O_PROJ;
-    return kc->gemv_auto[cls][B - 1];
+    return kc->gemv_auto[(quant ? AUTO_Q : 0) + cls][B - 1];
 }
+static char auto_choice(const fk_ctx *kc, int B, int O, int K, int epi) { return gemv_auto_choice(kc, 0, B, O, K, epi); }
 extern "C" int fk_ctx_gemv_auto_impl(const fk_ctx *kc, int B, int O, int K, int epi) {
     return B >= 1 && B <= 8 && K <= GEMV_TC_MAX_K && auto_choice(kc, B, O, K, epi) != 's' ? FK_GEMV_IMPL_TC
                                                                                            : FK_GEMV_IMPL_SIMT;
+}
+extern "C" int fk_ctx_gemv_q_auto_impl(const fk_ctx *kc, int B, int O, int K, int epi) {
+    return B >= 1 && B <= 8 && K <= GEMV_TC_MAX_K && gemv_auto_choice(kc, 1, B, O, K, epi) != 's' ? FK_GEMV_IMPL_TC
+                                                                                                    : FK_GEMV_IMPL_SIMT;
 }
 
 extern "C" int fk_ctx_set_gemv_impl(fk_ctx *kc, int impl) {

@@ -184,6 +184,9 @@ __device__ __forceinline__ void pair_rows(int unit, int O, int hd, int *row1, in
     }
 }
 
+/* gemv.cu: auto's letter ('s' or 't') for this call; quant: INT8 / INT4 weights (the table's q. rows). */
+char gemv_auto_choice(const fk_ctx *kc, int quant, int B, int O, int K, int epi);
+
 /* gemv_tc.cu */
 #define GEMV_TC_MAX_K 4096 /* the tensor-core kernel's largest K (one round of steps per warp; gemv_tc.cu) */
 /* 0, or -1 with frigg_error set (K beyond one round, a failed launch). */

@@ -9,52 +9,76 @@
  * bit against frigg_mat_row by tests/test_cuda_gemv_q.c, is exactly what the GEMVs multiply by.
  *
  * Two GEMV implementations, as for bf16 weights, chosen by the context's gemv implementation:
- * - tc and auto (the default): gemv_tc.cu's tensor-core kernel with the quantized weight load (K <= 4096,
- *   every DFM-Mimir shape). The products are on the tensor cores, so a weight costs its load and dq_chunk
- *   whatever the batch size. Bit for bit the tc bf16 GEMV on the dequantized matrix.
+ * - tc: gemv_tc.cu's tensor-core kernel with the quantized weight load (K <= 4096, every DFM-Mimir shape).
+ *   The products are on the tensor cores, so a weight costs its load and dq_chunk whatever the batch size.
+ *   Bit for bit the tc bf16 GEMV on the dequantized matrix.
  * - simt: this file's kernel, gemv.cu's CUDA-core kernel with the weight load replaced: one warp per output
- *   row (two for the fused SwiGLU: gate row i and up row I+i), lane l taking the 8-weight chunks l, l+32,
+ *   unit (a row, or the pair the SwiGLU or QKV epilogue needs), lane l taking the 8-weight chunks l, l+32,
  *   l+64, ... in increasing order, each chunk dequantized and multiplied by the same dot8 (in the same order),
  *   then warp_sum and gemv_common.cuh's epilogues. Bit for bit the simt bf16 GEMV on the dequantized matrix.
- *   Its products are fp32 FMAs on the CUDA cores, 8 per weight at batch 8: it is bound by issue rate, not by
- *   bandwidth (benchmarks/h200-2026-12-03/bringup/: 0.61x the bf16 engine at batch 1, 0.38x at batch 8).
- *   It also serves K > 4096.
- * Either way batched decode equals single-row decode bit for bit.
+ *   Its products are fp32 FMAs on the CUDA cores, 8 per weight at batch 8, so it is bound by issue rate as
+ *   the batch grows (benchmarks/h200-2026-12-03/bringup/: 0.38x the bf16 engine at batch 8). It also serves
+ *   K > 4096.
+ * - auto (the default): per batch size and shape class, the q. rows of gemv.cu's table.
+ * simt and tc each keep batched decode bit-identical to single-row decode; under auto a row's bits depend on
+ * how many rows share the pass, as for bf16 weights.
  *
  * A chunk is 8 weights because x comes in 16-byte chunks of 8 bf16: an int8 chunk is an 8-byte load per
  * lane, an int4 chunk a 4-byte load. Row starts are then aligned for any K % 8 == 0 (int8 rows start at r*K
- * bytes, int4 at r*K/2). The scale of a chunk is one bf16 load: the group (of G % 8 == 0 weights) holds the
- * whole chunk. */
+ * bytes, int4 at r*K/2). The group (of G % 8 == 0 weights) holds the whole chunk, so a chunk has one scale. */
 #include "dequant.cuh"
 #include "gemv_common.cuh"
 
 #define GQ_WARPS 4
-/* chunks per lane and row in flight: int8 8 (8-byte chunks), int4 16 (4-byte chunks) */
-template <int DT> struct gq_unroll {
-    static constexpr int n = DT == FRIGG_DT_INT8 ? 8 : 16;
-};
+/* Chunks per lane and row in flight (U): 6 where a row is a whole number of 6-chunk rounds (nch % 192 == 0:
+ * DFM-Mimir's K 1536, one round for every lane), else 8 (K 4096: two rounds). A round that is not full for
+ * every lane needs a per-chunk exit, which holds the x loads behind the arithmetic; and the fewer registers a
+ * lane holds, the more warps an SM keeps resident to cover the loads (gemv.cu's GEMV_SHORT_UNROLL, the same
+ * finding for bf16 weights). U does not change the sums: chunks are added in increasing order whatever U. */
+#define GQ_U_SHORT 6
+#define GQ_U_LONG 8
+/* Where a chunk's scale comes from, one choice per launch (warp-uniform):
+ * - GQ_SC_ROW: one scale per row (group 0: every int8 build frigg-quantize writes): loaded once per row, before
+ *   the loop. Looking it up per chunk cost a 2-byte load and, for a row of 192 chunks per group (not a power of
+ *   two), an integer division per 8 weights.
+ * - GQ_SC_SHFL: at most 32 groups per row and a power-of-two number of chunks per group (int4 g128 at K <= 4096),
+ *   with every lane taking the same number of rounds (nch % 32 == 0, so all 32 lanes reach each shuffle):
+ *   lane j loads group j's scale once; a chunk's comes from its group's lane by shuffle.
+ * - GQ_SC_LOAD: otherwise, loaded per chunk. */
+enum { GQ_SC_ROW = 0, GQ_SC_SHFL = 1, GQ_SC_LOAD = 2 };
+__device__ __forceinline__ int gq_scale_mode(const qgeom &geo, int nch) {
+    return geo.ng == 1 ? GQ_SC_ROW : geo.ng <= 32 && geo.shift >= 0 && nch % 32 == 0 ? GQ_SC_SHFL : GQ_SC_LOAD;
+}
 
-template <int B, int R, bool NORM, int EPI, int DT>
+template <int B, int R, bool NORM, int EPI, int DT, int U>
 __global__ void __launch_bounds__(GQ_WARPS * 32)
     gemv_q_kernel(const unsigned char *__restrict__ W, const uint16_t *__restrict__ S, int O, int K, qgeom geo,
-                  const uint16_t *__restrict__ x, float eps, uint16_t *__restrict__ out) {
+                  const uint16_t *__restrict__ x, float eps, uint16_t *__restrict__ out, fk_qkv_epi qa) {
     typedef typename qword<DT>::T word;
-    constexpr int U = gq_unroll<DT>::n, CB = qword<DT>::bytes;
+    constexpr int CB = qword<DT>::bytes;
     extern __shared__ uint4 xs[];
     __shared__ float scratch[B * 32]; /* stage_norm: 32 per batch row */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nch = K / 8;
-    const int unit = blockIdx.x * GQ_WARPS + warp; /* output row, or SwiGLU output index, of this warp */
+    const int unit = blockIdx.x * GQ_WARPS + warp; /* output row, or paired output unit, of this warp */
     const bool valid = unit < O / R;
-    int row[R];
-    row[0] = unit;
-    if (R > 1) row[R - 1] = O / 2 + unit; /* SwiGLU: gate row unit, up row I + unit */
+    int row1 = 0, row2 = 0; /* R = 2: SwiGLU's gate and up rows, or the QKV epilogue's RoPE pair (gemv.cu) */
+    if (valid) {
+        row1 = row2 = unit;
+        if (R > 1) pair_rows<EPI>(unit, O, qa.hd, &row1, &row2);
+    }
+    const int row[2] = {row1, row2};
     const word *wrow[R];
     const uint16_t *srow[R];
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        wrow[r] = (const word *)(W + (size_t)(valid ? row[r] : 0) * nch * CB);
-        srow[r] = S + (size_t)(valid ? row[r] : 0) * geo.ng;
+        wrow[r] = (const word *)(W + (size_t)row[r] * nch * CB);
+        srow[r] = S + (size_t)row[r] * geo.ng;
     }
+    const int smode = gq_scale_mode(geo, nch);
+    uint32_t rs[R]; /* GQ_SC_ROW: the row's scale pair; GQ_SC_SHFL: group `lane`'s scale (16 bits) */
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        rs[r] = smode == GQ_SC_ROW ? ld_scale2(srow[r]) : smode == GQ_SC_SHFL && lane < geo.ng ? ld_scale16(srow[r] + lane) : 0u;
     word w[U][R];
     uint32_t sc[U][R];
     auto load = [&](int c0) {
@@ -65,7 +89,9 @@ __global__ void __launch_bounds__(GQ_WARPS * 32)
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 w[u][r] = ok ? ld_stream_q(wrow[r] + c) : qzero(word());
-                sc[u][r] = ok ? ld_scale2(srow[r] + q_group(c, geo)) : 0u;
+                if (smode == GQ_SC_SHFL) sc[u][r] = __shfl_sync(0xffffffffu, rs[r], q_group(c, geo) & 31) * 0x10001u;
+                else if (smode == GQ_SC_LOAD) sc[u][r] = ok ? ld_scale2(srow[r] + q_group(c, geo)) : 0u;
+                else sc[u][r] = rs[r];
             }
         }
     };
@@ -73,7 +99,7 @@ __global__ void __launch_bounds__(GQ_WARPS * 32)
     load(lane);
     gemv_pre pre = {0, 0, 0, 0.0f, false, false};
     pdl_wait();
-    if (EPI == FK_GEMV_RESID && valid && lane < B) gemv_preload_resid<EPI>(pre, row[0], lane, O, out);
+    if (EPI == FK_GEMV_RESID && valid && lane < B) gemv_preload_resid<EPI>(pre, row1, lane, O, out);
     const uint4 *xv = (const uint4 *)x;
     if (NORM) xv = stage_norm<B>(xv, nch, K, eps, xs, scratch);
     if (!valid) return;
@@ -110,11 +136,9 @@ __global__ void __launch_bounds__(GQ_WARPS * 32)
     for (int r = 0; r < R; r++)
 #pragma unroll
         for (int b = 0; b < B; b++) acc[r][b] = warp_sum(acc[r][b]);
-    fk_qkv_epi none = {};
-    none.hd = 2;
 #pragma unroll
     for (int b = 0; b < B; b++)
-        if (lane == b) gemv_store<EPI>(unit, row[0], b, acc[0][b], acc[R - 1][b], O, out, none, pre);
+        if (lane == b) gemv_store<EPI>(unit, row1, b, acc[0][b], acc[R - 1][b], O, out, qa, pre);
 }
 
 /* Rows [0, n) of W (already offset to the first row) as bf16 into out [n][K]: one 8-weight chunk per thread
@@ -135,33 +159,40 @@ __global__ void dequant_kernel(const unsigned char *__restrict__ W, const uint16
     }
 }
 
-typedef void (*gemv_q_fn)(const unsigned char *, const uint16_t *, int, int, qgeom, const uint16_t *, float, uint16_t *);
+typedef void (*gemv_q_fn)(const unsigned char *, const uint16_t *, int, int, qgeom, const uint16_t *, float, uint16_t *,
+                          fk_qkv_epi);
 
-template <int DT, int B>
+/* epi QKV exists normed only (fk_gemv_qkv always normalises) */
+template <int DT, int B, int U>
 static gemv_q_fn pick_q(int norm, int epi) {
+    if (epi == FK_GEMV_QKV) return gemv_q_kernel<B, 2, true, FK_GEMV_QKV, DT, U>;
     if (epi == FK_GEMV_SWIGLU)
-        return norm ? gemv_q_kernel<B, 2, true, FK_GEMV_SWIGLU, DT> : gemv_q_kernel<B, 2, false, FK_GEMV_SWIGLU, DT>;
+        return norm ? gemv_q_kernel<B, 2, true, FK_GEMV_SWIGLU, DT, U> : gemv_q_kernel<B, 2, false, FK_GEMV_SWIGLU, DT, U>;
     if (epi == FK_GEMV_RESID)
-        return norm ? gemv_q_kernel<B, 1, true, FK_GEMV_RESID, DT> : gemv_q_kernel<B, 1, false, FK_GEMV_RESID, DT>;
-    return norm ? gemv_q_kernel<B, 1, true, FK_GEMV_STORE, DT> : gemv_q_kernel<B, 1, false, FK_GEMV_STORE, DT>;
+        return norm ? gemv_q_kernel<B, 1, true, FK_GEMV_RESID, DT, U> : gemv_q_kernel<B, 1, false, FK_GEMV_RESID, DT, U>;
+    return norm ? gemv_q_kernel<B, 1, true, FK_GEMV_STORE, DT, U> : gemv_q_kernel<B, 1, false, FK_GEMV_STORE, DT, U>;
 }
-template <int DT>
+template <int DT, int U>
 static gemv_q_fn pick_q_b(int B, int norm, int epi) {
     switch (B) {
-    case 1: return pick_q<DT, 1>(norm, epi);
-    case 2: return pick_q<DT, 2>(norm, epi);
-    case 3: return pick_q<DT, 3>(norm, epi);
-    case 4: return pick_q<DT, 4>(norm, epi);
-    case 5: return pick_q<DT, 5>(norm, epi);
-    case 6: return pick_q<DT, 6>(norm, epi);
-    case 7: return pick_q<DT, 7>(norm, epi);
-    case 8: return pick_q<DT, 8>(norm, epi);
+    case 1: return pick_q<DT, 1, U>(norm, epi);
+    case 2: return pick_q<DT, 2, U>(norm, epi);
+    case 3: return pick_q<DT, 3, U>(norm, epi);
+    case 4: return pick_q<DT, 4, U>(norm, epi);
+    case 5: return pick_q<DT, 5, U>(norm, epi);
+    case 6: return pick_q<DT, 6, U>(norm, epi);
+    case 7: return pick_q<DT, 7, U>(norm, epi);
+    case 8: return pick_q<DT, 8, U>(norm, epi);
     }
     return NULL;
 }
-static gemv_q_fn pick_q_any(int dt, int B, int norm, int epi) {
-    return dt == FRIGG_DT_INT4 ? pick_q_b<FRIGG_DT_INT4>(B, norm, epi) : pick_q_b<FRIGG_DT_INT8>(B, norm, epi);
+/* shrt: the GQ_U_SHORT instantiation (gq_short) */
+static gemv_q_fn pick_q_any(int dt, int B, int norm, int epi, int shrt) {
+    if (dt == FRIGG_DT_INT4)
+        return shrt ? pick_q_b<FRIGG_DT_INT4, GQ_U_SHORT>(B, norm, epi) : pick_q_b<FRIGG_DT_INT4, GQ_U_LONG>(B, norm, epi);
+    return shrt ? pick_q_b<FRIGG_DT_INT8, GQ_U_SHORT>(B, norm, epi) : pick_q_b<FRIGG_DT_INT8, GQ_U_LONG>(B, norm, epi);
 }
+static int gq_short(int K) { return (K / 8) % (32 * GQ_U_SHORT) == 0; }
 
 /* The shared-memory limit of every normed instantiation (the staged x: up to GEMV_MAX_SMEM). */
 int fk_gemv_q_ctx_init(fk_ctx *kc) {
@@ -169,14 +200,15 @@ int fk_gemv_q_ctx_init(fk_ctx *kc) {
     static const int dts[2] = {FRIGG_DT_INT8, FRIGG_DT_INT4};
     for (int d = 0; d < 2; d++)
         for (int B = 1; B <= 8; B++)
-            for (int epi = FK_GEMV_STORE; epi <= FK_GEMV_SWIGLU; epi++) {
-                cudaError_t e = cudaFuncSetAttribute((const void *)pick_q_any(dts[d], B, 1, epi),
-                                                     cudaFuncAttributeMaxDynamicSharedMemorySize, GEMV_MAX_SMEM);
-                if (e != cudaSuccess) {
-                    frigg_set_error("gemv_q: cannot raise the shared-memory limit: %s", cudaGetErrorString(e));
-                    return -1;
+            for (int epi = FK_GEMV_STORE; epi <= FK_GEMV_QKV; epi++)
+                for (int shrt = 0; shrt <= 1; shrt++) {
+                    cudaError_t e = cudaFuncSetAttribute((const void *)pick_q_any(dts[d], B, 1, epi, shrt),
+                                                         cudaFuncAttributeMaxDynamicSharedMemorySize, GEMV_MAX_SMEM);
+                    if (e != cudaSuccess) {
+                        frigg_set_error("gemv_q: cannot raise the shared-memory limit: %s", cudaGetErrorString(e));
+                        return -1;
+                    }
                 }
-            }
     return 0;
 }
 
@@ -216,10 +248,22 @@ static int q_check(const frigg_mat *W, const char *what, qgeom *g) {
     return 0;
 }
 
-/* The implementation a quantized GEMV of this shape takes: tc unless the context says simt, or K is past the
- * tensor-core kernel's one round (the simt bf16 kernel's 3-8x slower products are why auto does not follow the
- * bf16 table here). */
-static int q_use_tc(const fk_ctx *kc, int K) { return kc->gemv_impl != FK_GEMV_IMPL_SIMT && K <= GEMV_TC_MAX_K; }
+/* The implementation a quantized GEMV of this call takes: the context's forced one, or auto's q. rows (gemv.cu);
+ * K past the tensor-core kernel's one round always takes this file's kernel. */
+static int q_use_tc(const fk_ctx *kc, int B, int O, int K, int epi) {
+    if (K > GEMV_TC_MAX_K || kc->gemv_impl == FK_GEMV_IMPL_SIMT) return 0;
+    return kc->gemv_impl == FK_GEMV_IMPL_TC || gemv_auto_choice(kc, 1, B, O, K, epi) != 's';
+}
+
+static int q_launch_simt(const fk_ctx *kc, const frigg_mat *W, const qgeom &g, const uint16_t *x, int B, int norm_in,
+                         float eps, int epi, uint16_t *out, const fk_qkv_epi &qa, cudaStream_t s) {
+    const int O = W->rows, K = W->cols;
+    int units = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV ? O / 2 : O;
+    size_t smem = norm_in ? (size_t)B * K * 2 : 0;
+    fk_launch(kc, pick_q_any(W->dtype, B, norm_in, epi, gq_short(K)), (units + GQ_WARPS - 1) / GQ_WARPS, GQ_WARPS * 32,
+              smem, s, (const unsigned char *)W->w, W->scales, O, K, g, x, eps, out, qa);
+    return fk_check_launch("gemv_q");
+}
 
 /* fk_gemv for an INT8/INT4 W (gemv.cu's fk_gemv hands these here; epi STORE, RESID or SWIGLU). */
 int gemv_q_launch(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, int norm_in, float eps, int epi,
@@ -234,42 +278,31 @@ int gemv_q_launch(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B
                         frigg_dtype_name(W->dtype), B, O, K, epi, fk_aligned16(x) ? "" : ", x not 16-byte aligned");
         return -1;
     }
-    if (q_use_tc(kc, K)) {
-        fk_qkv_epi none = {};
-        none.hd = 2;
+    fk_qkv_epi none = {};
+    none.hd = 2;
+    if (q_use_tc(kc, B, O, K, epi))
         return gemv_tc_launch_dt(kc, W->dtype, W->w, W->scales, g, O, K, x, B, norm_in, eps, epi, out, &none, s);
-    }
-    int units = epi == FK_GEMV_SWIGLU ? O / 2 : O;
-    fk_launch(kc, pick_q_any(W->dtype, B, norm_in, epi), (units + GQ_WARPS - 1) / GQ_WARPS, GQ_WARPS * 32, smem, s,
-              (const unsigned char *)W->w, W->scales, O, K, g, x, eps, out);
-    return fk_check_launch("gemv_q");
+    return q_launch_simt(kc, W, g, x, B, norm_in, eps, epi, out, none, s);
 }
 
-/* fk_gemv_qkv for an INT8/INT4 gqkv. tc: the fused kernel, as for bf16 (RMSNorm, the four sections, RoPE of q
- * and k, k and v into the cache, one kernel). simt: the normed quantized GEMV into the gqkv rows [B][4D] (all
- * four sections, bf16-rounded: the fused epilogue's x1 = bf16(acc)), then fk_rope_kv on those rows (q RoPE'd
- * into q_out, k RoPE'd and v into the cache): the same bits as the fused simt kernel on the dequantized matrix
- * (rope.cu and gemv_store round RoPE identically). The extra 3D values per row written to gqkv land in the
- * rows the fused kernel leaves unwritten, which nothing reads. */
+/* fk_gemv_qkv for an INT8/INT4 gqkv: RMSNorm, the four sections, RoPE of q and k, k and v into the cache, one
+ * kernel, under either implementation (the fused epilogue of the bf16 kernels, gemv_common.cuh's gemv_store). */
 int gemv_q_qkv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, float eps, uint16_t *gqkv,
                const fk_qkv_epi *qa, cudaStream_t s) {
-    const int D = W->cols;
+    const int D = W->cols, O = W->rows;
+    qgeom g;
+    if (q_check(W, "gemv_qkv", &g)) return -1;
     if (qa->hd < 2 || qa->hd % 2 || D % qa->hd) {
         frigg_set_error("gemv_qkv: head_dim %d does not divide the hidden size %d into heads", qa->hd, D);
         return -1;
     }
-    if (q_use_tc(kc, D)) {
-        qgeom g;
-        if (q_check(W, "gemv_qkv", &g)) return -1;
-        if (B < 1 || B > 8 || (size_t)B * D * 2 > GEMV_MAX_SMEM || !fk_aligned16(x)) {
-            frigg_set_error("gemv_qkv: unsupported shape for %s weights (rows %d, in %d)", frigg_dtype_name(W->dtype), B, D);
-            return -1;
-        }
-        return gemv_tc_launch_dt(kc, W->dtype, W->w, W->scales, g, W->rows, D, x, B, 1, eps, FK_GEMV_QKV, gqkv, qa, s);
+    if (B < 1 || B > 8 || (size_t)B * D * 2 > GEMV_MAX_SMEM || !fk_aligned16(x)) {
+        frigg_set_error("gemv_qkv: unsupported shape for %s weights (rows %d, in %d)", frigg_dtype_name(W->dtype), B, D);
+        return -1;
     }
-    if (gemv_q_launch(kc, W, x, B, 1, eps, FK_GEMV_STORE, gqkv, s)) return -1;
-    return fk_rope_kv(kc, gqkv, B, D / qa->hd, qa->hd, qa->row_seq, qa->row_pos, qa->cos_t, qa->sin_t, qa->q_out,
-                      qa->k_slot, qa->v_slot, qa->seq_stride, qa->max_ctx, s);
+    if (q_use_tc(kc, B, O, D, FK_GEMV_QKV))
+        return gemv_tc_launch_dt(kc, W->dtype, W->w, W->scales, g, O, D, x, B, 1, eps, FK_GEMV_QKV, gqkv, qa, s);
+    return q_launch_simt(kc, W, g, x, B, 1, eps, FK_GEMV_QKV, gqkv, *qa, s);
 }
 
 extern "C" int fk_dequant_bf16(const fk_ctx *kc, const frigg_mat *W, int r0, int n, uint16_t *out, cudaStream_t s) {

@@ -152,6 +152,8 @@ const char *fk_gemv_impl_name(int impl); /* "simt", "tc", "auto", "?" */
 int fk_ctx_set_gemv_auto(fk_ctx *kc, const char *rows);
 /* What auto runs for this call (FK_GEMV_IMPL_SIMT or FK_GEMV_IMPL_TC): a test hook. */
 int fk_ctx_gemv_auto_impl(const fk_ctx *kc, int B, int O, int K, int epi);
+/* The same for INT8 / INT4 weights (the table's q. rows; gemv_q.cu). */
+int fk_ctx_gemv_q_auto_impl(const fk_ctx *kc, int B, int O, int K, int epi);
 int fk_gemv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, int norm_in, float eps, int epi,
             uint16_t *out, cudaStream_t s);
 /* The tensor-core kernel runs a persistent grid (each block walks tiles); this caps its number of blocks
@@ -180,14 +182,11 @@ int fk_gemv_qkv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, 
  * aligned. Anything else (no scales, a group that is not a multiple of 8, K % 8) is an error naming it.
  * Rounding, the CPU op's (frigg_cpu_linear): w = bf16(q * scale) (the exact fp32 product rounded once),
  * products and sums in fp32, one bf16 rounding of the result, then the epilogue as for bf16 weights. Each
- * output row is summed in the order gemv.cu's CUDA-core kernel sums it, so a quantized GEMV equals bit for
- * bit the FK_GEMV_IMPL_SIMT GEMV on the dequantized bf16 matrix (fk_dequant_bf16's output), for every B:
- * batched rows equal single-row passes bit for bit. The gemv implementation choice (simt / tc / auto) does
- * not apply: one kernel serves every B. fk_gemv: epilogues STORE, RESID, SWIGLU (gate_up [2I][K] as the bf16
- * path), with or without norm_in. fk_gemv_qkv: the normed GEMV stored into all 4D values of each gqkv row
- * (bf16), then fk_rope_kv on those rows: two kernels, the bits of the fused bf16 epilogue on the dequantized
- * matrix (the gate rows as there; the q, k, v sections of gqkv hold the un-rotated projections, which
- * nothing reads). Not yet timed or tuned (no GPU where it was written): gemv_q.cu says what may matter.
+ * output row is summed in the order of the bf16 GEMV of the same implementation (simt: gemv.cu's CUDA-core
+ * kernel; tc: gemv_tc.cu's), so a quantized GEMV equals bit for bit that GEMV on the dequantized bf16 matrix
+ * (fk_dequant_bf16's output), for every B; auto takes the q. rows of gemv.cu's table. fk_gemv: epilogues
+ * STORE, RESID, SWIGLU (gate_up [2I][K] as the bf16 path), with or without norm_in. fk_gemv_qkv: the fused
+ * epilogue of the bf16 path (RMSNorm, RoPE, k and v into the cache), one kernel.
  *
  * fk_dequant_bf16: rows [r0, r0 + n) of a quantized W into out [n][K] bf16 (device, 16-byte aligned):
  * out = bf16(q * scale), bit for bit frigg_mat_row's values. Waits for the previous kernel (PDL) before its

@@ -172,6 +172,13 @@ static void test_auto_table(void) {
     CHECK(fk_ctx_gemv_auto_impl(other, 8, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "down B=8: not simt");
     CHECK(fk_ctx_gemv_auto_impl(other, 1, 1536, 1536, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "o_proj B=1: not simt");
     CHECK(fk_ctx_gemv_auto_impl(kc, 1, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_TC, "another context's table changed");
+    /* the quantized rows are their own: setting one leaves the bf16 row of the same class alone */
+    CHECK(fk_ctx_set_gemv_auto(other, "q.down=tttttttt") == 0, "%s", frigg_error());
+    CHECK(fk_ctx_gemv_q_auto_impl(other, 1, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_TC, "q.down B=1: not tc");
+    CHECK(fk_ctx_gemv_auto_impl(other, 1, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "q.down changed the bf16 row");
+    CHECK(fk_ctx_set_gemv_auto(other, "q.down=ssssssss") == 0, "%s", frigg_error());
+    CHECK(fk_ctx_gemv_q_auto_impl(other, 8, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "q.down B=8: not simt");
+    CHECK(fk_ctx_set_gemv_auto(other, "q.dow=ssssssss") == -1, "q.dow must be refused");
     fk_ctx_free(other);
 }
 

@@ -8,7 +8,7 @@
  *     gemv_tc.cu's tensor-core kernel reading the packed weights): within the bf16 tolerance of
  *     frigg_cpu_linear on the same quantized host matrix, AND bit for bit the bf16 GEMV of the same
  *     implementation on the bf16 matrix of the CPU's dequantized values; batch rows equal single-row passes
- *     bit for bit, under simt, tc and auto (which is tc);
+ *     bit for bit under simt and tc, and auto runs the kernel its table's q. rows name at each batch size;
  *   - fk_gemv_qkv on a quantized gqkv, under both implementations: q, the cache's k and v and the gate rows
  *     bit for bit the bf16 fused kernel's of the same implementation on the dequantized matrix, and within
  *     tolerance of the CPU's rmsnorm + linear + RoPE;
@@ -287,28 +287,39 @@ static void test_gemv(frigg_pool *pool, frigg_dtype dt, int O, int K, int group,
                   O, K, norm, en);
         }
     }
-    /* Every batch row equals its own single-row pass of the same implementation; auto is tc. */
+    /* Every batch row equals its own single-row pass of the same implementation; auto runs, at each batch size,
+     * the implementation its table names (fk_ctx_gemv_q_auto_impl), bit for bit. */
     {
         int epi = (epis & E_SWIGLU) ? FK_GEMV_SWIGLU : FK_GEMV_STORE, cols = epi == FK_GEMV_SWIGLU ? I : O;
         int norm = (norms & N_ON) && (size_t)8 * K * 2 <= 64 * 1024;
+        float *single[2] = {malloc(sizeof(float) * 8 * cols), malloc(sizeof(float) * 8 * cols)}; /* simt, tc */
         for (int k = 0; k < 3; k++) {
             fk_ctx_set_gemv_impl(kc, impls[k]);
             for (int b = 0; b < 8; b++)
                 CHECK(fk_gemv(kc, &dQ, dx + (size_t)b * K, 1, norm, 1e-6f, epi, dout + (size_t)b * cols, 0) == 0, "%s",
                       frigg_error());
             ct_from_dev(dout, (size_t)8 * cols, one);
-            if (k == 1) memcpy(simt, one, sizeof(float) * 8 * cols); /* tc's single-row passes */
-            if (k == 2)
-                CHECK(!memcmp(one, simt, sizeof(float) * 8 * cols), "gemv %s g%d %dx%d: auto is not the tc kernel", dn,
-                      group, O, K);
             ct_poison(dout, (size_t)8 * O);
             CHECK(fk_gemv(kc, &dQ, dx, 8, norm, 1e-6f, epi, dout, 0) == 0, "%s", frigg_error());
             ct_from_dev(dout, (size_t)8 * cols, got);
-            CHECK(!memcmp(got, one, sizeof(float) * 8 * cols),
-                  "gemv %s g%d %dx%d (impl %s): the batch-8 pass differs from the single-row passes", dn, group, O, K,
-                  fk_gemv_impl_name(impls[k]));
+            if (k < 2) {
+                memcpy(single[k], one, sizeof(float) * 8 * cols);
+                CHECK(!memcmp(got, one, sizeof(float) * 8 * cols),
+                      "gemv %s g%d %dx%d (impl %s): the batch-8 pass differs from the single-row passes", dn, group, O, K,
+                      fk_gemv_impl_name(impls[k]));
+                continue;
+            }
+            int at1 = fk_ctx_gemv_q_auto_impl(kc, 1, O, K, epi), at8 = fk_ctx_gemv_q_auto_impl(kc, 8, O, K, epi);
+            CHECK(!memcmp(one, single[at1 == FK_GEMV_IMPL_TC], sizeof(float) * 8 * cols),
+                  "gemv %s g%d %dx%d: auto at batch 1 is not the %s kernel its table names", dn, group, O, K,
+                  fk_gemv_impl_name(at1));
+            CHECK(!memcmp(got, single[at8 == FK_GEMV_IMPL_TC], sizeof(float) * 8 * cols),
+                  "gemv %s g%d %dx%d: auto at batch 8 is not the %s kernel its table names", dn, group, O, K,
+                  fk_gemv_impl_name(at8));
         }
         fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_AUTO);
+        free(single[0]);
+        free(single[1]);
     }
     cudaFree(dout);
     cudaFree(dh);

@@ -6,15 +6,15 @@
  *
  * 1. Checks, outputs poisoned first (exit 1 on any FAIL): fk_dequant_bf16 of the first weight copy equals
  *    frigg_mat_row's bf16(q * scale) on the host bit for bit; each quantized GEMV (B 1, 2, 4, 8), under each
- *    implementation (simt: gemv_q.cu's CUDA-core kernel; tc: gemv_tc.cu's tensor-core kernel, the default),
+ *    implementation (simt: gemv_q.cu's CUDA-core kernel; tc: gemv_tc.cu's tensor-core kernel),
  *    equals bit for bit the bf16 GEMV of the same implementation on that dequantized matrix, which is what
  *    gemv_q.cu promises (tests/test_cuda_gemv_q.c checks both against the CPU ops as well).
  * 2. Timing: a CUDA graph of launches over distinct weight copies (128 per layer shape, far beyond the 60 MB
  *    L2, as in a decode step; lm_head: 4 copies), PDL on as the engine launches; median of the replays after
  *    warm-up. GB/s counts the bytes the launch must read from the weights: the packed values plus the scales
  *    (x, the residual and the outputs are not counted: at most 0.4 % of the bytes here). The quantized GEMV
- *    under tc (the default) and simt; beside them, the bf16 GEMV (auto: the engine's default) on bf16 copies
- *    of the same shape, and tc's speed-up over it.
+ *    under auto (the default: the q. rows of gemv.cu's table), simt and tc; beside them, the bf16 GEMV (auto)
+ *    on bf16 copies of the same shape, and auto's speed-up over it.
  * 3. Prefill: fk_dequant_bf16 of one matrix (GB/s over the bytes read plus the bf16 written) and
  *    frigg_cuda_gemm_dq with the whole matrix in the scratch at T = 512 and 4096, against frigg_cuda_gemm on
  *    the bf16 matrix: what the dequantization adds to a prefill GEMM.
@@ -215,7 +215,7 @@ int main(int argc, char **argv) {
     struct Row {
         const char *shape, *quant;
         int B;
-        double us, gbs, us_bf16, us_simt;
+        double us, gbs, us_bf16, us_simt, us_tc;
     };
     std::vector<Row> table;
     for (int qi = 0; qi < 2; qi++) {
@@ -293,22 +293,24 @@ int main(int argc, char **argv) {
             double bytes = (double)wbytes + (double)sn * 2;
             for (int bi = 0; bi < nB; bi++) {
                 int B = Bs[bi];
-                double tq = time_graph(s, sh.launches, [&](int i, cudaStream_t st) {
-                    return launch(&mats[i % sh.copies], sh, io, B, st);
-                });
-                FK(fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_SIMT));
-                double ts = time_graph(s, sh.launches, [&](int i, cudaStream_t st) {
-                    return launch(&mats[i % sh.copies], sh, io, B, st);
-                });
-                FK(fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_AUTO));
+                auto timed = [&](int impl) {
+                    FK(fk_ctx_set_gemv_impl(kc, impl));
+                    double t = time_graph(s, sh.launches, [&](int i, cudaStream_t st) {
+                        return launch(&mats[i % sh.copies], sh, io, B, st);
+                    });
+                    FK(fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_AUTO));
+                    return t;
+                };
+                double tq = timed(FK_GEMV_IMPL_AUTO), ts = timed(FK_GEMV_IMPL_SIMT), tt = timed(FK_GEMV_IMPL_TC);
                 double tb = bf16 ? time_graph(s, sh.launches, [&](int i, cudaStream_t st) {
                     return launch(&bmats[i % sh.copies], sh, io, B, st);
                 }) : 0.0;
-                printf("time  %-9s %-8s B=%d %9.2f us/launch %8.1f GB/s (simt %9.2f us)", qz.name, sh.name, B, tq,
-                       bytes / (tq * 1e3), ts);
+                printf("time  %-9s %-8s B=%d %9.2f us/launch %8.1f GB/s (auto: %s; simt %9.2f us, tc %9.2f us)", qz.name,
+                       sh.name, B, tq, bytes / (tq * 1e3),
+                       fk_gemv_impl_name(fk_ctx_gemv_q_auto_impl(kc, B, sh.O, sh.K, sh.epi)), ts, tt);
                 if (bf16) printf("   bf16 %9.2f us (x%.2f)", tb, tb / tq);
                 printf("\n");
-                table.push_back({sh.name, qz.name, B, tq, bytes / (tq * 1e3), tb, ts});
+                table.push_back({sh.name, qz.name, B, tq, bytes / (tq * 1e3), tb, ts, tt});
             }
             /* 3. prefill: the dequantization alone, and the GEMM with it, beside the bf16 GEMM */
             if (prefill && sh.epi != FK_GEMV_STORE) {
@@ -359,11 +361,11 @@ int main(int argc, char **argv) {
             CK(cudaFree(h));
         }
     }
-    printf("\n%-9s %-8s %2s | %10s %8s | %10s | %10s %7s\n", "quant", "shape", "B", "tc us", "GB/s", "simt us", "bf16 us",
-           "speedup");
+    printf("\n%-9s %-8s %2s | %10s %8s | %10s %10s | %10s %7s\n", "quant", "shape", "B", "auto us", "GB/s", "simt us",
+           "tc us", "bf16 us", "speedup");
     for (const Row &r : table)
-        printf("%-9s %-8s %2d | %10.2f %8.1f | %10.2f | %10.2f %7.2f\n", r.quant, r.shape, r.B, r.us, r.gbs, r.us_simt,
-               r.us_bf16, r.us_bf16 > 0 ? r.us_bf16 / r.us : 0.0);
+        printf("%-9s %-8s %2d | %10.2f %8.1f | %10.2f %10.2f | %10.2f %7.2f\n", r.quant, r.shape, r.B, r.us, r.gbs,
+               r.us_simt, r.us_tc, r.us_bf16, r.us_bf16 > 0 ? r.us_bf16 / r.us : 0.0);
     printf("%s: %d check(s) failed\n", fails ? "FAIL" : "PASS", fails);
     fk_ctx_free(kc);
     return fails ? 1 : 0;
