@@ -153,13 +153,19 @@ static const char auto_default[GEMV_AUTO_ROWS][9] = {
     "tttttttt", /* o_proj: plain, K <= 2048, O <= 65536 */
     "tttttttt", /* down: plain, K > 2048 */
     "sssttttt", /* lm_head: plain, O > 65536 */
-    /* INT8 / INT4 weights (gemv_q.cu's CUDA-core kernel against gemv_tc.cu's quantized load): gemv_q.cu says
-     * what these follow. */
-    "sttttttt", /* q.gqkv */
-    "sttttttt", /* q.gate_up */
-    "sttttttt", /* q.o_proj */
-    "sttttttt", /* q.down */
-    "sttttttt", /* q.lm_head */
+    /* INT8 / INT4 weights: gemv_q.cu's CUDA-core kernel against gemv_tc.cu's quantized load, from the
+     * kernels/dev/gemv_q timings in benchmarks/h200-2026-12-02/gemvq/ (µs, int8 simt / tc):
+     *   gqkv    B1 6.01/9.24    B2 9.48/10.04   B4 14.91/10.12
+     *   gate_up B1 7.84/9.59    B2 9.61/10.19   B4 14.36/10.29
+     *   o_proj  B1 3.32/3.03    B2 3.72/3.18
+     *   down    B1 7.65/5.86    B2 8.67/6.18    (two rounds of 8 chunks; now one of 16)
+     *   lm_head B1 165.2/238.2  B2 206.5/234.6  B4 293.3/233.1
+     * int4 g128 takes the same sides. */
+    "sstttttt", /* q.gqkv */
+    "sstttttt", /* q.gate_up */
+    "tttttttt", /* q.o_proj */
+    "tttttttt", /* q.down */
+    "sstttttt", /* q.lm_head */
 };
 static const char *const auto_rows[GEMV_AUTO_ROWS] = {"gqkv",     "gate_up",   "o_proj",   "down",   "lm_head",
                                                       "q.gqkv",   "q.gate_up", "q.o_proj", "q.down", "q.lm_head"};

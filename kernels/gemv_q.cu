@@ -31,12 +31,13 @@
 
 #define GQ_WARPS 4
 /* Chunks per lane and row in flight (U): 6 where a row is a whole number of 6-chunk rounds (nch % 192 == 0:
- * DFM-Mimir's K 1536, one round for every lane), else 8 (K 4096: two rounds). A round that is not full for
- * every lane needs a per-chunk exit, which holds the x loads behind the arithmetic; and the fewer registers a
- * lane holds, the more warps an SM keeps resident to cover the loads (gemv.cu's GEMV_SHORT_UNROLL, the same
- * finding for bf16 weights). U does not change the sums: chunks are added in increasing order whatever U. */
+ * DFM-Mimir's K 1536, one round for every lane), else 16 (K 4096: one round). A round that is not full for
+ * every lane needs a per-chunk exit, which holds the x loads behind the arithmetic, and a second round waits
+ * for the first's arithmetic before its loads go out. U does not change the sums: chunks are added in
+ * increasing order whatever U. With 8 at K 4096 (two rounds), down_proj at batch 1 took 7.65 us against the
+ * tensor-core kernel's 5.86 (int8; benchmarks/h200-2026-12-02/gemvq/gemv_q.txt). */
 #define GQ_U_SHORT 6
-#define GQ_U_LONG 8
+#define GQ_U_LONG 16
 /* Where a chunk's scale comes from, one choice per launch (warp-uniform):
  * - GQ_SC_ROW: one scale per row (group 0: every int8 build frigg-quantize writes): loaded once per row, before
  *   the loop. Looking it up per chunk cost a 2-byte load and, for a row of 192 chunks per group (not a power of
@@ -177,12 +178,15 @@ static gemv_q_fn pick_q_b(int B, int norm, int epi) {
     switch (B) {
     case 1: return pick_q<DT, 1, U>(norm, epi);
     case 2: return pick_q<DT, 2, U>(norm, epi);
-    case 3: return pick_q<DT, 3, U>(norm, epi);
-    case 4: return pick_q<DT, 4, U>(norm, epi);
-    case 5: return pick_q<DT, 5, U>(norm, epi);
-    case 6: return pick_q<DT, 6, U>(norm, epi);
-    case 7: return pick_q<DT, 7, U>(norm, epi);
-    case 8: return pick_q<DT, 8, U>(norm, epi);
+    }
+    if (U == GQ_U_SHORT) return NULL; /* batch 3..8: the long instantiation only (gq_short) */
+    switch (B) {
+    case 3: return pick_q<DT, 3, GQ_U_LONG>(norm, epi);
+    case 4: return pick_q<DT, 4, GQ_U_LONG>(norm, epi);
+    case 5: return pick_q<DT, 5, GQ_U_LONG>(norm, epi);
+    case 6: return pick_q<DT, 6, GQ_U_LONG>(norm, epi);
+    case 7: return pick_q<DT, 7, GQ_U_LONG>(norm, epi);
+    case 8: return pick_q<DT, 8, GQ_U_LONG>(norm, epi);
     }
     return NULL;
 }
@@ -192,7 +196,9 @@ static gemv_q_fn pick_q_any(int dt, int B, int norm, int epi, int shrt) {
         return shrt ? pick_q_b<FRIGG_DT_INT4, GQ_U_SHORT>(B, norm, epi) : pick_q_b<FRIGG_DT_INT4, GQ_U_LONG>(B, norm, epi);
     return shrt ? pick_q_b<FRIGG_DT_INT8, GQ_U_SHORT>(B, norm, epi) : pick_q_b<FRIGG_DT_INT8, GQ_U_LONG>(B, norm, epi);
 }
-static int gq_short(int K) { return (K / 8) % (32 * GQ_U_SHORT) == 0; }
+/* The short rounds where they are whole, at batch 1 and 2 (where auto runs this kernel); larger batches (forced
+ * simt) take the long instantiation at every K, which halves this file's instantiations and compile time. */
+static int gq_short(int K, int B) { return B <= 2 && (K / 8) % (32 * GQ_U_SHORT) == 0; }
 
 /* The shared-memory limit of every normed instantiation (the staged x: up to GEMV_MAX_SMEM). */
 int fk_gemv_q_ctx_init(fk_ctx *kc) {
@@ -201,7 +207,7 @@ int fk_gemv_q_ctx_init(fk_ctx *kc) {
     for (int d = 0; d < 2; d++)
         for (int B = 1; B <= 8; B++)
             for (int epi = FK_GEMV_STORE; epi <= FK_GEMV_QKV; epi++)
-                for (int shrt = 0; shrt <= 1; shrt++) {
+                for (int shrt = 0; shrt <= (B <= 2); shrt++) {
                     cudaError_t e = cudaFuncSetAttribute((const void *)pick_q_any(dts[d], B, 1, epi, shrt),
                                                          cudaFuncAttributeMaxDynamicSharedMemorySize, GEMV_MAX_SMEM);
                     if (e != cudaSuccess) {
@@ -260,7 +266,7 @@ static int q_launch_simt(const fk_ctx *kc, const frigg_mat *W, const qgeom &g, c
     const int O = W->rows, K = W->cols;
     int units = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV ? O / 2 : O;
     size_t smem = norm_in ? (size_t)B * K * 2 : 0;
-    fk_launch(kc, pick_q_any(W->dtype, B, norm_in, epi, gq_short(K)), (units + GQ_WARPS - 1) / GQ_WARPS, GQ_WARPS * 32,
+    fk_launch(kc, pick_q_any(W->dtype, B, norm_in, epi, gq_short(K, B)), (units + GQ_WARPS - 1) / GQ_WARPS, GQ_WARPS * 32,
               smem, s, (const unsigned char *)W->w, W->scales, O, K, g, x, eps, out, qa);
     return fk_check_launch("gemv_q");
 }
