@@ -158,13 +158,16 @@ static const char auto_default[GEMV_AUTO_ROWS][9] = {
      *   gqkv    B1 6.01/9.24    B2 9.48/10.04   B4 14.91/10.12
      *   gate_up B1 7.84/9.59    B2 9.61/10.19   B4 14.36/10.29
      *   o_proj  B1 3.32/3.03    B2 3.72/3.18
-     *   down    B1 7.65/5.86    B2 8.67/6.18    (two rounds of 8 chunks; now one of 16)
+     *   down    B1 5.25/5.85    B2 5.38/6.18    (one round of 16 chunks; builds/gemv_q.txt)
      *   lm_head B1 165.2/238.2  B2 206.5/234.6  B4 293.3/233.1
-     * int4 g128 takes the same sides. */
+     * int4 g128 takes the same sides (o_proj B1 2.87/3.07). o_proj is simt at batch 1 although its launch alone
+     * measured slower: in the int8 decode step at batch 1, simt o_proj and down made 0.901x bf16's tok/s
+     * (gemvq/builds.jsonl), tc for both 0.875x (builds/builds.jsonl), although tc's launches alone were the
+     * faster; its one big block per SM cannot start beside the kernel in front. */
     "sstttttt", /* q.gqkv */
     "sstttttt", /* q.gate_up */
-    "tttttttt", /* q.o_proj */
-    "tttttttt", /* q.down */
+    "sttttttt", /* q.o_proj */
+    "sstttttt", /* q.down */
     "sstttttt", /* q.lm_head */
 };
 static const char *const auto_rows[GEMV_AUTO_ROWS] = {"gqkv",     "gate_up",   "o_proj",   "down",   "lm_head",

@@ -38,20 +38,28 @@
  * tensor-core kernel's 5.86 (int8; benchmarks/h200-2026-12-02/gemvq/gemv_q.txt). */
 #define GQ_U_SHORT 6
 #define GQ_U_LONG 16
-/* Where a chunk's scale comes from, one choice per launch (warp-uniform):
- * - GQ_SC_ROW: one scale per row (group 0: every int8 build frigg-quantize writes): loaded once per row, before
- *   the loop. Looking it up per chunk cost a 2-byte load and, for a row of 192 chunks per group (not a power of
- *   two), an integer division per 8 weights.
- * - GQ_SC_SHFL: at most 32 groups per row and a power-of-two number of chunks per group (int4 g128 at K <= 4096),
- *   with every lane taking the same number of rounds (nch % 32 == 0, so all 32 lanes reach each shuffle):
+/* Where a chunk's scale comes from (the kernel's SC, a template parameter so that no chunk carries the
+ * others' code):
+ * - GQ_SC_ROW (INT8, one scale per row: every int8 build frigg-quantize writes): loaded once per row, before the
+ *   loop. Looking it up per chunk cost a 2-byte load and, for 192 chunks per group (not a power of two), an
+ *   integer division per 8 weights.
+ * - GQ_SC_SHFL (INT4, at most 32 groups per row, a power-of-two number of chunks per group, every lane taking
+ *   the same number of rounds (nch % 32 == 0, so all 32 lanes reach each shuffle): int4 g128 at K <= 4096):
  *   lane j loads group j's scale once; a chunk's comes from its group's lane by shuffle.
- * - GQ_SC_LOAD: otherwise, loaded per chunk. */
+ * - GQ_SC_LOAD (any other layout: grouped int8, per-row int4, more groups): loaded per chunk. Instantiated at
+ *   batch 1 only; a batch of B runs B single-row launches (the same bits: a row's sum does not depend on the
+ *   other rows), which keeps this file's instantiations, and its compile time, to the fast layouts. */
 enum { GQ_SC_ROW = 0, GQ_SC_SHFL = 1, GQ_SC_LOAD = 2 };
-__device__ __forceinline__ int gq_scale_mode(const qgeom &geo, int nch) {
-    return geo.ng == 1 ? GQ_SC_ROW : geo.ng <= 32 && geo.shift >= 0 && nch % 32 == 0 ? GQ_SC_SHFL : GQ_SC_LOAD;
+template <int DT> struct gq_fast {
+    static constexpr int sc = DT == FRIGG_DT_INT8 ? GQ_SC_ROW : GQ_SC_SHFL;
+};
+static int gq_scale_mode(int dt, const qgeom &g, int nch) {
+    if (dt == FRIGG_DT_INT8 && g.ng == 1) return GQ_SC_ROW;
+    if (dt == FRIGG_DT_INT4 && g.ng <= 32 && g.shift >= 0 && nch % 32 == 0) return GQ_SC_SHFL;
+    return GQ_SC_LOAD;
 }
 
-template <int B, int R, bool NORM, int EPI, int DT, int U>
+template <int B, int R, bool NORM, int EPI, int DT, int U, int SC>
 __global__ void __launch_bounds__(GQ_WARPS * 32)
     gemv_q_kernel(const unsigned char *__restrict__ W, const uint16_t *__restrict__ S, int O, int K, qgeom geo,
                   const uint16_t *__restrict__ x, float eps, uint16_t *__restrict__ out, fk_qkv_epi qa) {
@@ -75,11 +83,10 @@ __global__ void __launch_bounds__(GQ_WARPS * 32)
         wrow[r] = (const word *)(W + (size_t)row[r] * nch * CB);
         srow[r] = S + (size_t)row[r] * geo.ng;
     }
-    const int smode = gq_scale_mode(geo, nch);
     uint32_t rs[R]; /* GQ_SC_ROW: the row's scale pair; GQ_SC_SHFL: group `lane`'s scale (16 bits) */
 #pragma unroll
     for (int r = 0; r < R; r++)
-        rs[r] = smode == GQ_SC_ROW ? ld_scale2(srow[r]) : smode == GQ_SC_SHFL && lane < geo.ng ? ld_scale16(srow[r] + lane) : 0u;
+        rs[r] = SC == GQ_SC_ROW ? ld_scale2(srow[r]) : SC == GQ_SC_SHFL && lane < geo.ng ? ld_scale16(srow[r] + lane) : 0u;
     word w[U][R];
     uint32_t sc[U][R];
     auto load = [&](int c0) {
@@ -90,8 +97,8 @@ __global__ void __launch_bounds__(GQ_WARPS * 32)
 #pragma unroll
             for (int r = 0; r < R; r++) {
                 w[u][r] = ok ? ld_stream_q(wrow[r] + c) : qzero(word());
-                if (smode == GQ_SC_SHFL) sc[u][r] = __shfl_sync(0xffffffffu, rs[r], q_group(c, geo) & 31) * 0x10001u;
-                else if (smode == GQ_SC_LOAD) sc[u][r] = ok ? ld_scale2(srow[r] + q_group(c, geo)) : 0u;
+                if (SC == GQ_SC_SHFL) sc[u][r] = __shfl_sync(0xffffffffu, rs[r], (c >> geo.shift) & 31) * 0x10001u;
+                else if (SC == GQ_SC_LOAD) sc[u][r] = ok ? ld_scale2(srow[r] + q_group(c, geo)) : 0u;
                 else sc[u][r] = rs[r];
             }
         }
@@ -164,34 +171,38 @@ typedef void (*gemv_q_fn)(const unsigned char *, const uint16_t *, int, int, qge
                           fk_qkv_epi);
 
 /* epi QKV exists normed only (fk_gemv_qkv always normalises) */
-template <int DT, int B, int U>
+template <int DT, int B, int U, int SC>
 static gemv_q_fn pick_q(int norm, int epi) {
-    if (epi == FK_GEMV_QKV) return gemv_q_kernel<B, 2, true, FK_GEMV_QKV, DT, U>;
+    if (epi == FK_GEMV_QKV) return gemv_q_kernel<B, 2, true, FK_GEMV_QKV, DT, U, SC>;
     if (epi == FK_GEMV_SWIGLU)
-        return norm ? gemv_q_kernel<B, 2, true, FK_GEMV_SWIGLU, DT, U> : gemv_q_kernel<B, 2, false, FK_GEMV_SWIGLU, DT, U>;
+        return norm ? gemv_q_kernel<B, 2, true, FK_GEMV_SWIGLU, DT, U, SC> : gemv_q_kernel<B, 2, false, FK_GEMV_SWIGLU, DT, U, SC>;
     if (epi == FK_GEMV_RESID)
-        return norm ? gemv_q_kernel<B, 1, true, FK_GEMV_RESID, DT, U> : gemv_q_kernel<B, 1, false, FK_GEMV_RESID, DT, U>;
-    return norm ? gemv_q_kernel<B, 1, true, FK_GEMV_STORE, DT, U> : gemv_q_kernel<B, 1, false, FK_GEMV_STORE, DT, U>;
+        return norm ? gemv_q_kernel<B, 1, true, FK_GEMV_RESID, DT, U, SC> : gemv_q_kernel<B, 1, false, FK_GEMV_RESID, DT, U, SC>;
+    return norm ? gemv_q_kernel<B, 1, true, FK_GEMV_STORE, DT, U, SC> : gemv_q_kernel<B, 1, false, FK_GEMV_STORE, DT, U, SC>;
 }
 template <int DT, int U>
 static gemv_q_fn pick_q_b(int B, int norm, int epi) {
+    constexpr int SC = gq_fast<DT>::sc;
     switch (B) {
-    case 1: return pick_q<DT, 1, U>(norm, epi);
-    case 2: return pick_q<DT, 2, U>(norm, epi);
+    case 1: return pick_q<DT, 1, U, SC>(norm, epi);
+    case 2: return pick_q<DT, 2, U, SC>(norm, epi);
     }
     if (U == GQ_U_SHORT) return NULL; /* batch 3..8: the long instantiation only (gq_short) */
     switch (B) {
-    case 3: return pick_q<DT, 3, GQ_U_LONG>(norm, epi);
-    case 4: return pick_q<DT, 4, GQ_U_LONG>(norm, epi);
-    case 5: return pick_q<DT, 5, GQ_U_LONG>(norm, epi);
-    case 6: return pick_q<DT, 6, GQ_U_LONG>(norm, epi);
-    case 7: return pick_q<DT, 7, GQ_U_LONG>(norm, epi);
-    case 8: return pick_q<DT, 8, GQ_U_LONG>(norm, epi);
+    case 3: return pick_q<DT, 3, GQ_U_LONG, SC>(norm, epi);
+    case 4: return pick_q<DT, 4, GQ_U_LONG, SC>(norm, epi);
+    case 5: return pick_q<DT, 5, GQ_U_LONG, SC>(norm, epi);
+    case 6: return pick_q<DT, 6, GQ_U_LONG, SC>(norm, epi);
+    case 7: return pick_q<DT, 7, GQ_U_LONG, SC>(norm, epi);
+    case 8: return pick_q<DT, 8, GQ_U_LONG, SC>(norm, epi);
     }
     return NULL;
 }
-/* shrt: the GQ_U_SHORT instantiation (gq_short) */
-static gemv_q_fn pick_q_any(int dt, int B, int norm, int epi, int shrt) {
+/* shrt: the GQ_U_SHORT instantiation (gq_short); load: the GQ_SC_LOAD one (batch 1, GQ_U_LONG) */
+static gemv_q_fn pick_q_any(int dt, int B, int norm, int epi, int shrt, int load) {
+    if (load)
+        return dt == FRIGG_DT_INT4 ? pick_q<FRIGG_DT_INT4, 1, GQ_U_LONG, GQ_SC_LOAD>(norm, epi)
+                                   : pick_q<FRIGG_DT_INT8, 1, GQ_U_LONG, GQ_SC_LOAD>(norm, epi);
     if (dt == FRIGG_DT_INT4)
         return shrt ? pick_q_b<FRIGG_DT_INT4, GQ_U_SHORT>(B, norm, epi) : pick_q_b<FRIGG_DT_INT4, GQ_U_LONG>(B, norm, epi);
     return shrt ? pick_q_b<FRIGG_DT_INT8, GQ_U_SHORT>(B, norm, epi) : pick_q_b<FRIGG_DT_INT8, GQ_U_LONG>(B, norm, epi);
@@ -207,8 +218,8 @@ int fk_gemv_q_ctx_init(fk_ctx *kc) {
     for (int d = 0; d < 2; d++)
         for (int B = 1; B <= 8; B++)
             for (int epi = FK_GEMV_STORE; epi <= FK_GEMV_QKV; epi++)
-                for (int shrt = 0; shrt <= (B <= 2); shrt++) {
-                    cudaError_t e = cudaFuncSetAttribute((const void *)pick_q_any(dts[d], B, 1, epi, shrt),
+                for (int v = 0; v <= (B <= 2) + (B == 1); v++) { /* long, short (B <= 2), load (B 1) */
+                    cudaError_t e = cudaFuncSetAttribute((const void *)pick_q_any(dts[d], B, 1, epi, v == 1, v == 2),
                                                          cudaFuncAttributeMaxDynamicSharedMemorySize, GEMV_MAX_SMEM);
                     if (e != cudaSuccess) {
                         frigg_set_error("gemv_q: cannot raise the shared-memory limit: %s", cudaGetErrorString(e));
@@ -264,11 +275,24 @@ static int q_use_tc(const fk_ctx *kc, int B, int O, int K, int epi) {
 static int q_launch_simt(const fk_ctx *kc, const frigg_mat *W, const qgeom &g, const uint16_t *x, int B, int norm_in,
                          float eps, int epi, uint16_t *out, const fk_qkv_epi &qa, cudaStream_t s) {
     const int O = W->rows, K = W->cols;
-    int units = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV ? O / 2 : O;
-    size_t smem = norm_in ? (size_t)B * K * 2 : 0;
-    fk_launch(kc, pick_q_any(W->dtype, B, norm_in, epi, gq_short(K, B)), (units + GQ_WARPS - 1) / GQ_WARPS, GQ_WARPS * 32,
-              smem, s, (const unsigned char *)W->w, W->scales, O, K, g, x, eps, out, qa);
-    return fk_check_launch("gemv_q");
+    const int units = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV ? O / 2 : O;
+    const int load = gq_scale_mode(W->dtype, g, K / 8) == GQ_SC_LOAD;
+    const int rows = load ? 1 : B;
+    const size_t smem = norm_in ? (size_t)rows * K * 2 : 0;
+    const size_t out_row = epi == FK_GEMV_SWIGLU ? (size_t)O / 2 : (size_t)O;
+    gemv_q_fn fn = pick_q_any(W->dtype, rows, norm_in, epi, gq_short(K, rows), load);
+    for (int b = 0; b < B; b += rows) { /* GQ_SC_LOAD: one launch per batch row */
+        fk_qkv_epi qb = qa;
+        if (epi == FK_GEMV_QKV && b) {
+            qb.row_seq += b;
+            qb.row_pos += b;
+            qb.q_out += (size_t)b * K; /* q_out [B][D], D = K */
+        }
+        fk_launch(kc, fn, (units + GQ_WARPS - 1) / GQ_WARPS, GQ_WARPS * 32, smem, s, (const unsigned char *)W->w, W->scales,
+                  O, K, g, x + (size_t)b * K, eps, out + (size_t)b * out_row, qb);
+        if (fk_check_launch("gemv_q")) return -1;
+    }
+    return 0;
 }
 
 /* fk_gemv for an INT8/INT4 W (gemv.cu's fk_gemv hands these here; epi STORE, RESID or SWIGLU). */
