@@ -2,7 +2,7 @@
 # One H200, at the commit measured: test_cuda_gemv_q (the quantized GEMV's scale modes, the per-row launches of
 # the general layout); kernels/dev/gemv_q --quick --no-prefill; the full-size random model (make_fixtures.py
 # --mimir-size) quantized to int8 and int4 g128, and frigg-bench matrix --builds over the three at batch 1 and 8,
-# ctx 512 (auto's q. rows as committed), cells alternated after cooling to 65 C; then frigg-serve with its
+# ctx 512 (auto's q. rows as committed), cells alternated after cooling to 65 C, after frigg-serve with its
 # defaults (64 slots of 1,024 tokens) under frigg-bench load, 64 streams, 512-token prompts, 256 output tokens,
 # 180 s, and frigg-bench decode at batch 64, ctx 512 and 768 (the context a stream's tokens span), 256 steps, in
 # the same call so the ratio compares like with like; test_cuda_engine last.
@@ -29,25 +29,27 @@ grep -E "FAIL|first difference" /tmp/t.log | head -20 | tee -a $R/log.txt
 timeout 60 b/dev/gemv_q --quick --no-prefill > $R/gemv_q.txt 2>&1; echo "gemv_q rc $?" >> $R/log.txt
 el gemv_q
 wait $fpid; tail -1 /tmp/fixture.log | tee -a $R/log.txt; cp /tmp/tokenizer.json /tmp/mimir/tokenizer.json
-timeout 100 b/bin/frigg-quantize /tmp/mimir /tmp/m8 --method int8 > /tmp/q.txt 2>&1; echo "int8 rc $?" >> $R/log.txt
-timeout 100 b/bin/frigg-quantize /tmp/mimir /tmp/m4 --method int4 >> /tmp/q.txt 2>&1; echo "int4 rc $?" >> $R/log.txt
-el quantized
-timeout 100 b/bin/frigg-bench --builds /tmp/mimir,/tmp/m8,/tmp/m4 --batch 1,8 --ctx 512 --repeats 3 --steps 32 \
-    --cooldown-c 65 matrix > $R/builds.jsonl 2> $R/builds.txt; echo "matrix rc $?" >> $R/builds.txt
-el matrix
 b/bin/frigg-serve --backend cuda --model /tmp/mimir --served-model-name mimir-random --slots 64 --ctx 1024 --port 0 2> /tmp/serve.log &
 spid=$!
 for i in $(seq 1 600); do grep -q ready /tmp/serve.log && break; kill -0 $spid 2>/dev/null || break; sleep 0.2; done
 port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' /tmp/serve.log)
-dur=$(( $(left) - 120 )); [ $dur -gt 180 ] && dur=180
+dur=$(( $(left) - 150 )); [ $dur -gt 180 ] && dur=180
 timeout $(( dur + 30 )) b/bin/frigg-bench load --url http://127.0.0.1:$port --streams 64 --duration-s $dur --prompt-tokens 512 --max-tokens 256 \
     > /tmp/load.jsonl 2>> $R/log.txt; echo "load rc $?" >> $R/log.txt
 sed "s/^{/{\"tag\":\"defaults-streams-64-${dur}s\",/" /tmp/load.jsonl >> $R/load.jsonl
 kill $spid; wait $spid; grep -E "replica|stopped" /tmp/serve.log >> $R/serve.log
 el "load 64"
+( nice timeout 100 b/bin/frigg-quantize /tmp/mimir /tmp/m8 --method int8 --threads 8 > /tmp/q.txt 2>&1; echo "int8 rc $?" >> /tmp/q.txt
+  nice timeout 100 b/bin/frigg-quantize /tmp/mimir /tmp/m4 --method int4 --threads 8 >> /tmp/q.txt 2>&1; echo "int4 rc $?" >> /tmp/q.txt ) &
+qpid=$!
 timeout 100 b/bin/frigg-bench --model /tmp/mimir --repeats 3 --steps 256 --batch 64 --ctx 512,768 decode > $R/decode64.jsonl 2> $R/decode64.txt
 echo "decode64 rc $?" >> $R/decode64.txt
 el decode64
+wait $qpid; grep " rc " /tmp/q.txt >> $R/log.txt
+el quantized
+timeout 100 b/bin/frigg-bench --builds /tmp/mimir,/tmp/m8,/tmp/m4 --batch 1,8 --ctx 512 --repeats 3 --steps 32 \
+    --cooldown-c 65 matrix > $R/builds.jsonl 2> $R/builds.txt; echo "matrix rc $?" >> $R/builds.txt
+el matrix
 FRIGG_ROOT=$S FRIGG_BIN=$S/b/bin timeout $(( $(left) > 20 ? $(left) : 20 )) b/tests/test_cuda_engine > /tmp/t.log 2>&1
 echo "test_cuda_engine rc $?: $(grep -E 'passed, [0-9]+ failed' /tmp/t.log | tail -1)" | tee -a $R/log.txt
 grep -E "^FAIL" /tmp/t.log | head -20 | tee -a $R/log.txt
