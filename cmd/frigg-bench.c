@@ -762,9 +762,12 @@ static void sse_chunk(lstream *s, const char *data) {
         return;
     }
     json_error_t je;
-    json_t *j = json_loads(data, JSON_DECODE_ANY, &je);
+    /* JSON_ALLOW_NUL: a model's text may hold a NUL byte, which the server sends as \u0000 (valid JSON) */
+    json_t *j = json_loads(data, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
     if (!j || !json_is_object(j)) {
-        set_kind(s, "malformed", "a data payload that is not a JSON object: %.120s", data);
+        char what[320];
+        snprintf(what, sizeof what, "%.80s: %.120s", j ? "not an object" : je.text, data);
+        set_kind(s, "malformed", "a data payload that is not a JSON object (%s)", what);
         json_decref(j);
         return;
     }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # frigg-bench load against a fake OpenAI-compatible streaming server (Python standard library only, below): the
 # row's request, token and error counts by kind (HTTP 500, an SSE error event, a data payload that is not JSON,
-# a stream cut before [DONE], a stalled stream past --timeout-s), token counts from the usage chunk (the server
+# a stream cut before [DONE], a stalled stream past --timeout-s; text with a NUL byte is valid), token counts from the usage chunk (the server
 # reports 8 tokens over 4 text chunks), TTFT at least the server's programmed 150 ms first-token delay (loose
 # bounds only), what each request carried (checked by the server: exactly P token ids in [1000, 8000), max_tokens,
 # temperature 0, stream + include_usage, the model from /v1/models, the Bearer key), --duration-s, and a server
@@ -103,7 +103,9 @@ class H(BaseHTTPRequestHandler):
                 for i in range(4):  # 4 text chunks, 8 tokens in the usage (fake-broken: none, 3 chunks)
                     if i: time.sleep(0.02)
                     if model == "fake-broken" and i == 3: break
-                    self.text(chat, " tok%d" % i)
+                    # fake-ok: text a model can make, valid JSON however odd: a NUL byte (\u0000) and a character
+                    # past the BMP (a surrogate pair), as json.dumps escapes them
+                    self.text(chat, " tok%d" % i + ("\x00\U0001F600" if model == "fake-ok" and i == 1 else ""))
                 if model != "fake-broken":
                     self.event({"choices": [], "usage": {"prompt_tokens": PLEN, "completion_tokens": 8, "total_tokens": PLEN + 8}})
             self.chunk(b"data: [DONE]\n\n")
@@ -172,7 +174,8 @@ flat "$T/r2"
 within "$T/r2" ttft_ms_p50 140 2000 && ok || no "run 2: TTFT $(get "$T/r2" ttft_ms_p50) ms (the empty role chunk counts as text?)"
 ! grep -q sekrit "$T/r2" && grep -q -- '--api-key \*\*\*' "$T/r2" && ok || no "run 2: the API key is not masked: $(get "$T/r2" command)"
 
-# 3. --duration-s 1, 2 streams, nothing fails: exit 0; every request the server saw is counted.
+# 3. --duration-s 1, 2 streams, nothing fails (a chunk's text holds "\u0000" and a surrogate pair: valid JSON):
+# exit 0; every request the server saw is counted.
 timeout 30 "$BIN/frigg-bench" load --url "http://127.0.0.1:$PORT" --model fake-ok --api-key sekrit --streams 2 \
     --duration-s 1 --prompt-tokens 16 --max-tokens 8 > "$T/r3" 2> "$T/e3"; rc=$?
 flat "$T/r3"
