@@ -449,12 +449,13 @@ static int run_kl(const eval_opts *o, const char *mdir) {
         fprintf(stderr, PROG ": %s\n", frigg_error());
         goto out;
     }
-    json_t *sum = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:I,s:f,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
+    json_t *sum = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:I,s:f,s:f,s:f,s:f,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
                             "mode", "kl", "model", mdir, "ref", o->ref, "backend", b->name, "ref_backend", rb->name,
                             "kv_dtype", kv_name(b->kv_dtype), "ref_kv_dtype", kv_name(rb->kv_dtype), "input", input,
                             "sequences", s.sequences, "failed", s.failed, "target_tokens", (json_int_t)s.tokens,
                             "kl_mean", s.kl_mean, "kl_p99", s.kl_p99, "kl_max", s.kl_max, "top1_agreement", s.top1,
-                            "top1_agree", (json_int_t)s.top1_agree, "top1_gap_max", s.gap_max, "top1_gap_mean",
+                            "top1_agree", (json_int_t)s.top1_agree, "top1_ties", (json_int_t)s.top1_ties,
+                            "top1_agreement_with_ties", s.top1_with_ties, "top1_gap_max", s.gap_max, "top1_gap_mean",
                             s.gap_mean, "nll_ref", s.nll_ref, "nll_model", s.nll_model,
                             "ppl_ref", exp(s.nll_ref), "ppl_model", exp(s.nll_model), "wall_s",
                             (frigg_now_ms() - t0) / 1000);

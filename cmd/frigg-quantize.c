@@ -638,10 +638,11 @@ static json_t *run_check(const frigg_model *m, const char *src, const char *dir,
         frigg_set_error("--check: %d of %d sequences failed (%s)", failed, nseqs, cc.first_error);
         goto out;
     }
-    q = json_pack("{s:s,s:s,s:s,s:i,s:I,s:i,s:f,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s,s:s,s:s,s:f}",
+    q = json_pack("{s:s,s:s,s:s,s:i,s:I,s:i,s:f,s:f,s:f,s:f,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:s,s:s,s:s,s:f}",
                   "text", text_path, "text_sha256", hex, "text_cut", cut, "sequences", s.sequences, "target_tokens",
                   (json_int_t)s.tokens, "max_ctx", ctx, "kl_mean", s.kl_mean, "kl_p99", s.kl_p99, "kl_max", s.kl_max,
-                  "top1_agreement", s.top1, "top1_agree", (json_int_t)s.top1_agree, "top1_gap_max", s.gap_max,
+                  "top1_agreement", s.top1, "top1_agree", (json_int_t)s.top1_agree, "top1_ties",
+                  (json_int_t)s.top1_ties, "top1_agreement_with_ties", s.top1_with_ties, "top1_gap_max", s.gap_max,
                   "top1_gap_mean", s.gap_mean, "nll_source", s.nll_ref, "nll_build", s.nll_model, "nll_delta",
                   s.nll_model - s.nll_ref, "ppl_source", exp(s.nll_ref), "ppl_build", exp(s.nll_model), "backend",
                   bb->name, "kl_direction", "KL(source || build), nats per target token", "frigg_version", FRIGG_VERSION,

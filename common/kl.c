@@ -36,6 +36,7 @@ void frigg_kl_score(const float *ref_all, const float *model_all, int vocab, con
         if (ar == am) out->top1_agree++;
         else {
             double gap = (double)r[ar] - (double)r[am];
+            if (gap == 0) out->top1_ties++;
             out->gap_sum += gap;
             if (gap > out->gap_max) out->gap_max = gap;
         }
@@ -185,6 +186,7 @@ int frigg_kl_run(frigg_backend *ref, frigg_backend *model, const frigg_eval_seq 
                 nr += it->res.nll_ref;
                 nm += it->res.nll_model;
                 out->top1_agree += it->res.top1_agree;
+                out->top1_ties += it->res.top1_ties;
                 if (it->res.kl_max > out->kl_max) out->kl_max = it->res.kl_max;
                 if (it->res.gap_max > out->gap_max) out->gap_max = it->res.gap_max;
                 gaps += it->res.gap_sum;
@@ -213,6 +215,7 @@ int frigg_kl_run(frigg_backend *ref, frigg_backend *model, const frigg_eval_seq 
     if (nall) {
         out->kl_mean = kl / (double)nall;
         out->top1 = (double)out->top1_agree / (double)nall;
+        out->top1_with_ties = (double)(out->top1_agree + out->top1_ties) / (double)nall;
         out->nll_ref = nr / (double)nall;
         out->nll_model = nm / (double)nall;
         out->gap_mean = out->top1_agree < nall ? gaps / (double)(nall - out->top1_agree) : 0;

@@ -9,7 +9,10 @@
  *   KL_t = sum_i exp(lp_i) * (lp_i - lq_i)          (nats; exactly 0 when the rows are equal)
  *   top-1 agreement: argmax r == argmax m (the lowest id on ties, as the engines' greedy pick); where they
  *     disagree, the gap r[argmax r] - r[argmax m] (>= 0: how far the reference preferred its own top-1 over
- *     the model's, in logits, which is also the log-probability difference) says whether it was a near tie
+ *     the model's, in logits, which is also the log-probability difference) says whether it was a near tie; a
+ *     gap of 0 is a tie in the reference itself (two ids share its top logit, as bf16 logits often do on a
+ *     flat distribution), which the lowest-id rule settles for the reference and any perturbation may
+ *     settle otherwise for the model: counted as top1_ties, and the agreement with ties counts them as agreeing
  *   NLL_t(ref) = -lp_{ids[t]},  NLL_t(model) = -lq_{ids[t]}
  * A run's summary: the mean of KL_t over all target tokens of all sequences, its p99 (nearest rank: the
  * ceil(0.99 N)-th smallest of the N values) and maximum, the fraction of positions whose top-1 ids agree, and
@@ -34,6 +37,7 @@ typedef struct {
     int targets;
     double kl_sum, kl_max;
     int top1_agree;
+    int top1_ties;             /* disagreements at gap 0: the model's top-1 has the reference's top logit too */
     double gap_max, gap_sum;   /* over the positions whose top-1 ids disagree */
     double nll_ref, nll_model; /* sums over the targets */
     const double *kl_tok;
@@ -42,8 +46,9 @@ typedef struct {
 
 typedef struct {
     int sequences, failed;
-    long tokens, top1_agree;
+    long tokens, top1_agree, top1_ties;
     double kl_mean, kl_p99, kl_max, top1;
+    double top1_with_ties;     /* (top1_agree + top1_ties) / tokens */
     double gap_max, gap_mean;  /* the disagreements' gaps: the largest, and the mean (0 when none) */
     double nll_ref, nll_model; /* means per target token */
 } frigg_kl_summary;

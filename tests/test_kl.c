@@ -46,7 +46,14 @@ static void test_score(void) {
     /* disagreeing top-1 */
     const float a[6] = {0, 1, 0, 0, 0, 0}, b[6] = {1, 0, 0, 0, 0, 0};
     frigg_kl_score(a, b, 3, ids, 2, 1, kt, &r);
-    CHECK(r.top1_agree == 0 && kt[0] > 0, "top-1 1 vs 0: %d", r.top1_agree);
+    CHECK(r.top1_agree == 0 && kt[0] > 0 && r.top1_ties == 0, "top-1 1 vs 0: %d (ties %d)", r.top1_agree, r.top1_ties);
+    /* a tie in the reference (ids 0 and 1 share its top logit) that the model settles the other way: a
+     * disagreement at gap 0, counted as a tie; a near tie is not */
+    const float t[9] = {1, 1, 0, 2, 1.9375f, 0, 0, 0, 0}, u[9] = {0, 1, 0, 0, 2, 0, 0, 0, 0};
+    const int32_t ids3[3] = {0, 1, 2};
+    frigg_kl_score(t, u, 3, ids3, 3, 1, kt, &r);
+    CHECK(r.top1_agree == 0 && r.top1_ties == 1 && r.gap_max == 0.0625, "tie then near tie: agree %d, ties %d, gap max %g",
+          r.top1_agree, r.top1_ties, r.gap_max);
 }
 
 static void test_text(const frigg_tokenizer *tok) {
