@@ -16,9 +16,9 @@
  *   unit (a row, or the pair the SwiGLU or QKV epilogue needs), lane l taking the 8-weight chunks l, l+32,
  *   l+64, ... in increasing order, each chunk dequantized and multiplied by the same dot8 (in the same order),
  *   then warp_sum and gemv_common.cuh's epilogues. Bit for bit the simt bf16 GEMV on the dequantized matrix.
- *   Its products are fp32 FMAs on the CUDA cores, 8 per weight at batch 8, so it is bound by issue rate as
- *   the batch grows (benchmarks/h200-2026-12-03/bringup/: 0.38x the bf16 engine at batch 8). It also serves
- *   K > 4096.
+ *   Its products are fp32 FMAs on the CUDA cores, one per weight and batch row, so it pays as the batch grows
+ *   (benchmarks/h200-2026-12-03/bringup/: 0.38x the bf16 engine at batch 8): it runs one or two rows per
+ *   launch, a larger batch in several launches (GQ_SIMT_ROWS). It also serves K > 4096.
  * - auto (the default): per batch size and shape class, the q. rows of gemv.cu's table.
  * simt and tc each keep batched decode bit-identical to single-row decode; under auto a row's bits depend on
  * how many rows share the pass, as for bf16 weights.
@@ -180,25 +180,17 @@ static gemv_q_fn pick_q(int norm, int epi) {
         return norm ? gemv_q_kernel<B, 1, true, FK_GEMV_RESID, DT, U, SC> : gemv_q_kernel<B, 1, false, FK_GEMV_RESID, DT, U, SC>;
     return norm ? gemv_q_kernel<B, 1, true, FK_GEMV_STORE, DT, U, SC> : gemv_q_kernel<B, 1, false, FK_GEMV_STORE, DT, U, SC>;
 }
+/* Instantiated for 1 and 2 rows only (GQ_SIMT_ROWS): auto runs this kernel at batch 1 and 2; a larger batch
+ * under simt (forced, or K past the tensor-core kernel) runs in launches of two rows (and one), the same bits,
+ * since a row's sum does not depend on the other rows. Each further batch size would add a set of
+ * instantiations to this file's compile time, for a path auto never takes. */
+#define GQ_SIMT_ROWS 2
 template <int DT, int U>
 static gemv_q_fn pick_q_b(int B, int norm, int epi) {
     constexpr int SC = gq_fast<DT>::sc;
-    switch (B) {
-    case 1: return pick_q<DT, 1, U, SC>(norm, epi);
-    case 2: return pick_q<DT, 2, U, SC>(norm, epi);
-    }
-    if (U == GQ_U_SHORT) return NULL; /* batch 3..8: the long instantiation only (gq_short) */
-    switch (B) {
-    case 3: return pick_q<DT, 3, GQ_U_LONG, SC>(norm, epi);
-    case 4: return pick_q<DT, 4, GQ_U_LONG, SC>(norm, epi);
-    case 5: return pick_q<DT, 5, GQ_U_LONG, SC>(norm, epi);
-    case 6: return pick_q<DT, 6, GQ_U_LONG, SC>(norm, epi);
-    case 7: return pick_q<DT, 7, GQ_U_LONG, SC>(norm, epi);
-    case 8: return pick_q<DT, 8, GQ_U_LONG, SC>(norm, epi);
-    }
-    return NULL;
+    return B == 1 ? pick_q<DT, 1, U, SC>(norm, epi) : B == 2 ? pick_q<DT, 2, U, SC>(norm, epi) : NULL;
 }
-/* shrt: the GQ_U_SHORT instantiation (gq_short); load: the GQ_SC_LOAD one (batch 1, GQ_U_LONG) */
+/* shrt: the GQ_U_SHORT instantiation (gq_short); load: the GQ_SC_LOAD one (one row, GQ_U_LONG) */
 static gemv_q_fn pick_q_any(int dt, int B, int norm, int epi, int shrt, int load) {
     if (load)
         return dt == FRIGG_DT_INT4 ? pick_q<FRIGG_DT_INT4, 1, GQ_U_LONG, GQ_SC_LOAD>(norm, epi)
@@ -207,18 +199,17 @@ static gemv_q_fn pick_q_any(int dt, int B, int norm, int epi, int shrt, int load
         return shrt ? pick_q_b<FRIGG_DT_INT4, GQ_U_SHORT>(B, norm, epi) : pick_q_b<FRIGG_DT_INT4, GQ_U_LONG>(B, norm, epi);
     return shrt ? pick_q_b<FRIGG_DT_INT8, GQ_U_SHORT>(B, norm, epi) : pick_q_b<FRIGG_DT_INT8, GQ_U_LONG>(B, norm, epi);
 }
-/* The short rounds where they are whole, at batch 1 and 2 (where auto runs this kernel); larger batches (forced
- * simt) take the long instantiation at every K, which halves this file's instantiations and compile time. */
-static int gq_short(int K, int B) { return B <= 2 && (K / 8) % (32 * GQ_U_SHORT) == 0; }
+/* The short rounds where they are whole (nch % 192 == 0), the long ones otherwise. */
+static int gq_short(int K) { return (K / 8) % (32 * GQ_U_SHORT) == 0; }
 
 /* The shared-memory limit of every normed instantiation (the staged x: up to GEMV_MAX_SMEM). */
 int fk_gemv_q_ctx_init(fk_ctx *kc) {
     (void)kc;
     static const int dts[2] = {FRIGG_DT_INT8, FRIGG_DT_INT4};
     for (int d = 0; d < 2; d++)
-        for (int B = 1; B <= 8; B++)
+        for (int B = 1; B <= GQ_SIMT_ROWS; B++)
             for (int epi = FK_GEMV_STORE; epi <= FK_GEMV_QKV; epi++)
-                for (int v = 0; v <= (B <= 2) + (B == 1); v++) { /* long, short (B <= 2), load (B 1) */
+                for (int v = 0; v <= 1 + (B == 1); v++) { /* long, short, load (one row) */
                     cudaError_t e = cudaFuncSetAttribute((const void *)pick_q_any(dts[d], B, 1, epi, v == 1, v == 2),
                                                          cudaFuncAttributeMaxDynamicSharedMemorySize, GEMV_MAX_SMEM);
                     if (e != cudaSuccess) {
@@ -277,19 +268,18 @@ static int q_launch_simt(const fk_ctx *kc, const frigg_mat *W, const qgeom &g, c
     const int O = W->rows, K = W->cols;
     const int units = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV ? O / 2 : O;
     const int load = gq_scale_mode(W->dtype, g, K / 8) == GQ_SC_LOAD;
-    const int rows = load ? 1 : B;
-    const size_t smem = norm_in ? (size_t)rows * K * 2 : 0;
     const size_t out_row = epi == FK_GEMV_SWIGLU ? (size_t)O / 2 : (size_t)O;
-    gemv_q_fn fn = pick_q_any(W->dtype, rows, norm_in, epi, gq_short(K, rows), load);
-    for (int b = 0; b < B; b += rows) { /* GQ_SC_LOAD: one launch per batch row */
+    for (int b = 0, n; b < B; b += n) { /* launches of GQ_SIMT_ROWS rows, the last maybe fewer; GQ_SC_LOAD: one */
+        n = load ? 1 : B - b < GQ_SIMT_ROWS ? B - b : GQ_SIMT_ROWS;
         fk_qkv_epi qb = qa;
         if (epi == FK_GEMV_QKV && b) {
             qb.row_seq += b;
             qb.row_pos += b;
             qb.q_out += (size_t)b * K; /* q_out [B][D], D = K */
         }
-        fk_launch(kc, fn, (units + GQ_WARPS - 1) / GQ_WARPS, GQ_WARPS * 32, smem, s, (const unsigned char *)W->w, W->scales,
-                  O, K, g, x + (size_t)b * K, eps, out + (size_t)b * out_row, qb);
+        fk_launch(kc, pick_q_any(W->dtype, n, norm_in, epi, gq_short(K), load), (units + GQ_WARPS - 1) / GQ_WARPS,
+                  GQ_WARPS * 32, norm_in ? (size_t)n * K * 2 : 0, s, (const unsigned char *)W->w, W->scales, O, K, g,
+                  x + (size_t)b * K, eps, out + (size_t)b * out_row, qb);
         if (fk_check_launch("gemv_q")) return -1;
     }
     return 0;
