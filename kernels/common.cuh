@@ -47,14 +47,15 @@ __device__ __forceinline__ void pdl_wait(void) {
  * a coherent load (ld.global, L1-cached), never the non-coherent path. Under PDL a kernel starts while the
  * kernel in front of it is still writing; griddepcontrol.wait makes those writes visible to coherent loads, but
  * a load through a const __restrict__ pointer may compile to ld.global.nc, which PTX allows only for data that
- * no one writes while the kernel runs. Runs 47-48 saw it: the tensor-core GEMV at depth 3 (an A/B variant) read
- * stale x through .nc inside the pipeline (wrong, and different run to run; right in isolation), and the same
- * load through .cg or .ca was right (run 50). .cg (L2 only) cost 7 % at batch 1 (run 49): every GEMV block
- * then fetches x from L2.
+ * no one writes while the kernel runs. The tensor-core GEMV at depth 3 (an A/B variant) read stale x through .nc
+ * inside the pipeline (wrong, and different run to run; right in isolation:
+ * benchmarks/h200-2026-11-30/test_cuda_engine-o3-all-run47.log, test_cuda_engine-d3-1-run48.log), and the same
+ * load through .cg or .ca was right (test_cuda_engine-d3ca-run50.log there). .cg (L2 only) cost 7 % at batch 1
+ * (variant-cg-run49.jsonl there): every GEMV block then fetches x from L2.
  * How: act_launder hides where the pointer came from (an empty asm the compiler cannot see through), so the
  * compiler cannot prove the data read-only and emits a plain ld.global; __isGlobal keeps it a global load, not
  * a generic one. A plain load, unlike __ldca's asm volatile (a strong load in the SASS), may be scheduled
- * among the weight loads (run 51: the same speed as __ldca), and it stays below pdl_wait, whose asm clobbers
+ * among the weight loads (ad4e8ee: the same speed as __ldca), and it stays below pdl_wait, whose asm clobbers
  * memory. tests/nc-loads.sh checks the PTX. Weights and the RoPE
  * tables, written once at load, keep their streaming loads. */
 __device__ __forceinline__ const void *act_launder(const void *p) {

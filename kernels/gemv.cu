@@ -54,7 +54,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
     }
     /* lane b stores batch row b, and loads its residual right after the wait (gemv_pre). The QKV operands are
      * not loaded early here: holding them took the batch-1 gqkv kernel from 96 to 107 registers, 5 to 4
-     * blocks per SM (run 16's batch-1 loss). */
+     * blocks per SM, a batch-1 loss (7edf85e). */
     gemv_pre pre = {0, 0, 0, 0.0f, false, false};
     pdl_wait();
     if (EPI == FK_GEMV_RESID && valid && lane < B) gemv_preload_resid<EPI>(pre, row1, lane, O, out);
@@ -91,7 +91,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
             }
         };
         /* every round full (K a multiple of 32 x U x 8, DFM-Mimir's shapes): no per-chunk exit, so the x loads
-         * can go ahead of the arithmetic (run 54: batch 1 285.5-285.8 against 283.6-285.5 tok/s, the same sums) */
+         * can go ahead of the arithmetic (aa4e062: batch 1 285.5-285.8 against 283.6-285.5 tok/s, the same sums) */
         if (nch % (32 * U) == 0) round(true);
         else round(false);
     }

@@ -164,7 +164,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
     /* The block's first tile is reduced and stored by warp 0: its lanes load their epilogue
      * operands (gemv_pre) now, ahead of the x fragment and the mma's, not inside the epilogue. After the wait,
      * not before: loads that depend on loads (row_pos, then the RoPE tables) ahead of the trigger in pdl_wait
-     * would hold back the next kernel's launch (run 16). */
+     * would hold back the next kernel's launch (7edf85e). */
     gemv_pre pre1 = {0, 0, 0, 0.0f, false, false}, pre2 = pre1;
     const bool xok = g < B;
     const bool first_ok = warp == 0 && xok && tile < tiles;
@@ -186,11 +186,11 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
      * decode stays bit-identical to single-row decode:
      * - batch 1 (ONE): lane c stages chunk c of row 0, so each lane loads, squares and normalises one chunk.
      *   Before, each lane staged its own fragment at batch 1 too: 8 chunks, all zero but in lanes 0-3 (Nsight
-     *   Compute, run 87: about 1.8 us of a normed launch). Run 94, batch 1 at ctx 512: 299.6-299.8 against
+     *   Compute: about 1.8 us of a normed launch). 51b6c97, batch 1 at ctx 512: 299.6-299.8 against
      *   291.3-291.8 tok/s (o_proj and down_proj, unnormed, run here at batch 1). Row 0's sum of squares: each
      *   chunk's (sq8), then warp_sum over the 32 chunks.
      * - B > 1: each lane stages its own fragment (batch row g, chunks 4s + t), all 8 loads in flight at once
-     *   (the chunk-per-lane staging at B > 1 cost batch 8 4.5 %, run 93). Its sum of squares adds the same
+     *   (the chunk-per-lane staging at B > 1 cost batch 8 4.5 %, 51b6c97). Its sum of squares adds the same
      *   pairs in the same order as warp_sum over the chunks: steps s and s + 4 (chunks 16 apart), s and s + 2,
      *   0 and 1 in the lane, then the lanes t ^ 2 and t ^ 1.
      * Then the warps' partials in warp order: fixed by K alone, never by B. */
@@ -247,13 +247,13 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
         /* step s's scale as a bf16 pair (s, s) */
         auto scale2 = [&](int s) { return __byte_perm(sc[s / 2], 0, s % 2 ? 0x3232 : 0x1010); };
         /* A tile is a chain of dependent mma's, and at batch 8 the tile loop's latency, not only the weight
-         * stream, sets the kernel's time (Nsight Compute, run 52, `ncu-stalls-run52.txt`: after waits on global
+         * stream, sets the kernel's time (Nsight Compute, `benchmarks/h200-2026-11-30/ncu-stalls-run52.txt`: after waits on global
          * loads, fixed-latency dependencies such as the mma chain, and shared-memory loads such as x and the
          * partials, were the most sampled stalls). So, when every step of the warp's slice is full (DFM-Mimir's
          * shapes: K 1536 and 4096 give each warp 8 full steps), the steps have no early exit (x can be read
          * ahead of the mma's) and the two mma's of a step go to two accumulators, summed at the end: two chains
-         * of 8 instead of one of 16. Run 53 (A/B in one call): batch 8 1,565-1,574 against 1,491-1,492 tok/s,
-         * batch 1 284.4-284.7 against 280.7-280.9; four chains (run 54) were no faster. The order of the sum is
+         * of 8 instead of one of 16. aa4e062 (A/B in one call): batch 8 1,565-1,574 against 1,491-1,492 tok/s,
+         * batch 1 284.4-284.7 against 280.7-280.9; four chains were no faster. The order of the sum is
          * fixed by K alone, as before. */
         float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
         if (n == 4 * TC_STEPS) {
@@ -287,7 +287,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
              * tables, the residual). */
             if (warp != 0) return;
             float2 s = pt[lane];
-            /* unrolled, so the partials' loads are in flight together (run 54: batch 8 1,597-1,600 against
+            /* unrolled, so the partials' loads are in flight together (aa4e062: batch 8 1,597-1,600 against
              * 1,560-1,563 tok/s; the same sum in the same order) */
 #pragma unroll 4
             for (int v = 1; v < nw; v++) {
@@ -300,7 +300,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
         }
         if (!xok) return;
         /* the first tile's operands were loaded early (pre1, pre2: warp 0's, and the first tile is warp 0's).
-         * Loading every later tile's at the start of its run_tile measured slower (run 91: batch 1 298.7 against
+         * Loading every later tile's at the start of its run_tile measured slower (51b6c97: batch 1 298.7 against
          * 299.6-299.8 tok/s, batch 8 1,255.6 against 1,277.7). */
         const gemv_pre none = {0, 0, 0, 0.0f, false, false}, p1 = it == 0 ? pre1 : none, p2 = it == 0 ? pre2 : none;
         if (PAIRED) {

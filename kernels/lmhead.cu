@@ -26,8 +26,8 @@ __device__ __forceinline__ void amax_warp(float &best, int &bi) {
 /* grid (ARGMAX_SLICES, B): block x scans slice x of row b (16-byte loads where the row is 16-byte aligned, so
  * one pass moves the 512 KB of a Mimir row over many SMs instead of one) and writes its best (value, index)
  * to part[b][x]. Why: one block per row with 2-byte loads took most of the 85 us a batch-1 step spent outside
- * the layer kernels and lm_head (run 65); with this pair that is 36 us, and batch-1 decode went from 285.0-285.7
- * to 289.9-290.2 tok/s, batch 8 from 1,596-1,598 to 1,611-1,613 (run 66, alternated in one call). */
+ * the layer kernels and lm_head (b0fb83f); with this pair that is 36 us, and batch-1 decode went from 285.0-285.7
+ * to 289.9-290.2 tok/s, batch 8 from 1,596-1,598 to 1,611-1,613 (b0fb83f, alternated in one call). */
 __global__ void __launch_bounds__(ARGMAX_THREADS) argmax_part_kernel(const uint16_t *logits, int V, float *part_v,
                                                                       int *part_i) {
     __shared__ float sv[ARGMAX_THREADS / 32];

@@ -1,8 +1,8 @@
 #!/bin/sh
 # No kernel reads another kernel's output through the non-coherent path. Under PDL a kernel starts while the
 # kernel in front of it is still writing, and ld.global.nc is only for data no one writes while the kernel
-# runs: runs 47-50 (benchmarks/h200-2026-11-30/COMMANDS.md) saw a GEMV read stale x that way. Such reads go
-# through ld_act (kernels/common.cuh); the only .nc loads left are the weight stream's (ld_stream,
+# runs: a GEMV read stale x that way (benchmarks/h200-2026-11-30/test_cuda_engine-o3-all-run47.log). Such reads
+# go through ld_act (kernels/common.cuh); the only .nc loads left are the weight stream's (ld_stream,
 # ld.global.nc.L1::no_allocate). This compiles every kernels/*.cu to PTX for sm_90 and fails on any other
 # ld.global.nc, e.g. one a const __restrict__ pointer lets the compiler pick. kernels/dev/ is left out on
 # purpose: its older kernel versions (v1/v2 decode attention, the old tensor-core GEMV, prefill variants) read

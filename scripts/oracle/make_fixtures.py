@@ -97,12 +97,12 @@ def stacks(s):
 
 MIMIR_BRANCH_SCALE = 0.25
 """Default --branch-scale of --mimir-size: the factor on the std of the residual-branch output projections
-(o_proj, down_proj), measured on the H200 (benchmarks/h200-2026-11-30, runs 8 and 9; HF bf16 sdpa, seed 1):
+(o_proj, down_proj), measured on the H200 (`benchmarks/h200-2026-11-30/parity-*-run8.txt` and `parity-*-run9.txt`; HF bf16 sdpa, seed 1):
 
   scale   HF's own cached-vs-uncached max |dlogit|   causal build caught?   correct engine passes?
   1.0     1.9-2.8 (LeCun, every branch O(1))         yes                    no: no bf16 engine can
   0.5     0.78-0.94                                   yes                    no (98.7% of non-tie steps)
-  0.25    0.53-0.63 (0.47-0.63 in run 12)              yes (6 of 6 cases)     yes (99.7%)
+  0.25    0.53-0.63 (0.47-0.63 in eff9e53)              yes (6 of 6 cases)     yes (99.7%)
   0.0625  0.25                                        NO: the mask no longer moves the logits
 
 With O(1) branches over 128 layer steps the random network is chaotic: bf16 rounding alone moves HF's own
@@ -581,7 +581,7 @@ def main():
     ap.add_argument("--tf-mode", default="forward", choices=["forward", "decode"])
     ap.add_argument("--branch-scale", type=float,
                     help=f"--mimir-size: std factor of o_proj/down_proj (default {MIMIR_BRANCH_SCALE}; 1 = LeCun, "
-                         "as runs 2-8; see MIMIR_BRANCH_SCALE)")
+                         "as the first fixtures; see MIMIR_BRANCH_SCALE)")
     ap.add_argument("--fp32-ref", action="store_true",
                     help="--mimir-size: also run HF in float32 (teacher_forced_fp32: HF's own bf16-vs-fp32 agreement)")
     args = ap.parse_args()
