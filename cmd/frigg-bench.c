@@ -224,6 +224,34 @@ static void kernels_text(frigg_backend *b, char *out, size_t n) {
 #endif
 }
 
+#ifdef FRIGG_CUDA
+static int is_quant(frigg_dtype t) { return t == FRIGG_DT_INT8 || t == FRIGG_DT_INT4; }
+/* The GEMV each projection ran at batch B (",\"gemv\":{\"gqkv\":\"simt\",...}"): the context's forced
+ * implementation, or what its auto table names for the class, the batch size and the weights' dtype (the q. rows
+ * for int8 / int4), so that a row says which kernel it measured. */
+static void gemv_choice(frigg_backend *b, const frigg_model *m, int B, char *out, size_t n) {
+    const struct fk_ctx *kc = frigg_cuda_kernels(b);
+    const frigg_config *c = &m->cfg;
+    int D = c->hidden_size, I = c->intermediate_size, V = c->vocab_size, impl = fk_ctx_gemv_impl(kc);
+    const struct {
+        const char *name;
+        int O, K, epi, quant;
+    } cls[] = {{"gqkv", 4 * D, D, FK_GEMV_QKV, is_quant(m->stack[0][0].q.dtype)},
+               {"gate_up", 2 * I, D, FK_GEMV_SWIGLU, is_quant(m->stack[0][0].q.dtype)},
+               {"o_proj", D, D, FK_GEMV_RESID, is_quant(m->stack[0][0].q.dtype)},
+               {"down", D, I, FK_GEMV_RESID, is_quant(m->stack[0][0].q.dtype)},
+               {"lm_head", V, D, FK_GEMV_STORE, is_quant(m->lm_head.dtype)}};
+    size_t at = (size_t)snprintf(out, n, ",\"gemv\":{");
+    for (size_t i = 0; i < sizeof cls / sizeof cls[0] && at < n; i++) {
+        int run = impl != FK_GEMV_IMPL_AUTO ? impl
+                  : cls[i].quant ? fk_ctx_gemv_q_auto_impl(kc, B, cls[i].O, cls[i].K, cls[i].epi)
+                                 : fk_ctx_gemv_auto_impl(kc, B, cls[i].O, cls[i].K, cls[i].epi);
+        at += (size_t)snprintf(out + at, n - at, "%s\"%s\":\"%s\"", i ? "," : "", cls[i].name, fk_gemv_impl_name(run));
+    }
+    if (at < n) snprintf(out + at, n - at, "}");
+}
+#endif
+
 static void emit(const opts_t *o, const char *body) {
     char g[256];
     gpu_state(o, g, sizeof g);
@@ -543,14 +571,16 @@ static int decode_cell(opts_t *o, frigg_backend *b, const frigg_model *m, int B,
         snprintf(roof, sizeof roof, ",\"read_gb_s\":%.1f,\"roofline_frac\":%.3f,\"roofline_tok_s\":%.1f", o->read_gbs,
                  gbs / o->read_gbs, B * o->read_gbs * 1e9 / bytes);
     int kps = -1;
-    char proj[96];
+    char proj[256];
     snprintf(proj, sizeof proj, ",\"weights\":\"%s\",\"lm_head\":\"%s\"", frigg_dtype_name(m->stack[0][0].q.dtype),
              frigg_dtype_name(m->lm_head.dtype));
 #ifdef FRIGG_CUDA
     if (!strcmp(b->name, "cuda")) {
         kps = frigg_cuda_kernels_per_step(b, B);
         size_t at = strlen(proj);
-        snprintf(proj + at, sizeof proj - at, ",\"decode_proj\":\"%s\"", frigg_cuda_decode_proj(b, B));
+        const char *dp = frigg_cuda_decode_proj(b, B);
+        snprintf(proj + at, sizeof proj - at, ",\"decode_proj\":\"%s\"", dp);
+        if (!strcmp(dp, "gemv")) gemv_choice(b, m, B, proj + strlen(proj), sizeof proj - strlen(proj));
     }
 #endif
     snprintf(body, sizeof body,
