@@ -54,6 +54,7 @@ typedef struct {
     frigg_dtype kvs[4];  /* --kv-dtypes: the decode cells' KV-cache element types (default bf16) */
     int nkv;
     const char *builds[MAX_BUILDS]; /* matrix --builds: model directories measured alternately */
+    char builds_list[4096];         /* --builds' argument, cut at its commas: builds[] point into it */
     int nbuilds;
     double cooldown_c;   /* matrix --builds --cooldown-c C: wait for the GPU at or below C before each run (< 0: none) */
     /* load */
@@ -1364,8 +1365,13 @@ int main(int argc, char **argv) {
         }
         case O_KV: {
             o.nkv = 0;
-            char *dup = frigg_xstrdup(optarg), *save = NULL; /* kept: nothing points into it */
-            for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            char list[64], *save = NULL;
+            if (strlen(optarg) >= sizeof list) {
+                fprintf(stderr, "frigg-bench: --kv-dtypes takes bf16 and/or int8, not \"%.40s...\"\n", optarg);
+                return 2;
+            }
+            strcpy(list, optarg);
+            for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
                 frigg_dtype d;
                 if (frigg_cli_kv_dtype("frigg-bench", t, &d)) return 2;
                 for (int k = 0; k < o.nkv; k++)
@@ -1375,7 +1381,6 @@ int main(int argc, char **argv) {
                     }
                 o.kvs[o.nkv++] = d; /* two distinct types at most: bf16, int8 */
             }
-            free(dup);
             if (!o.nkv) {
                 fprintf(stderr, "frigg-bench: --kv-dtypes needs bf16 and/or int8\n");
                 return 2;
@@ -1384,8 +1389,13 @@ int main(int argc, char **argv) {
         }
         case O_BUILDS: {
             o.nbuilds = 0;
-            char *dup = frigg_xstrdup(optarg), *save = NULL; /* o.builds point into it until the end */
-            for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            char *save = NULL;
+            if (strlen(optarg) >= sizeof o.builds_list) {
+                fprintf(stderr, "frigg-bench: --builds: the list is longer than %zu bytes\n", sizeof o.builds_list - 1);
+                return 2;
+            }
+            strcpy(o.builds_list, optarg);
+            for (char *t = strtok_r(o.builds_list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
                 if (o.nbuilds == MAX_BUILDS) {
                     fprintf(stderr, "frigg-bench: --builds takes at most %d directories\n", MAX_BUILDS);
                     return 2;
