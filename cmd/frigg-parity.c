@@ -346,7 +346,7 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
 
 int main(int argc, char **argv) {
     /* max_rel 0.03: about 2.5x the worst a correct engine shows against HF bf16 on both fixture families
-     * (0.0109 on the Mimir-size model at branch scale 0.25, `benchmarks/h200-2026-11-30/parity-bs0.25-run9.txt`; 0.0120 CUDA and 0.0148 CPU on the tiny
+     * (0.0109 on the Mimir-size model at branch scale 0.25: the parity results 5edcd3e added to benchmarks/h200-2026-11-30/; 0.0120 CUDA and 0.0148 CPU on the tiny
      * fixtures), while a causal build of the Mimir-size prefix cases reaches 0.020-0.058. */
     opts_t o = {.backend = "auto", .max_rel = 0.03, .tie = 0.5, .min_tf = 0.99, .min_tf_case = 0.97};
     static const struct option lo[] = {{"backend", 1, 0, 'b'}, {"device", 1, 0, 'd'},      {"threads", 1, 0, 't'},

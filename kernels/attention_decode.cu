@@ -45,7 +45,7 @@
 
 /* "auto" merge mode (the default): cluster where the device runs clusters of DEC_MAX_CLUSTER blocks, else
  * split. Fixed per device, so the choice never depends on B or on a row (batch invariance). Measured on the
- * H200 (`benchmarks/h200-2026-11-30/dev-attn_decode-run15.txt`, us per launch): cluster beats split at every batch for ctx <= 2048 (ctx 512:
+ * H200 (dev/attn_decode, us per launch, as 6b66138 recorded in benchmarks/h200-2026-11-30/): cluster beats split at every batch for ctx <= 2048 (ctx 512:
  * B=1 3.91 against 4.98, B=8 9.62 against 11.01) and loses only at B >= 4 with ctx 4096 (B=8: 55.8 against
  * 52.2-53.9). */
 #define DEC_IMPL_AUTO FK_ATTND_AUTO

@@ -4,7 +4,7 @@
 #include "kernels.h"
 
 /* Grid-stride over 16-byte words, 8 independent loads per thread in flight, 2 blocks of 512 per SM: the fastest
- * of dev/vram's versions on the H200 (`benchmarks/h200-2026-11-30/bench-vram-run25.jsonl`: 4,500 GB/s against 4,367 for the one-load-per-iteration probe
+ * of dev/vram's versions on the H200 (the bench-vram rows 75bffe2 added to benchmarks/h200-2026-11-30/: 4,500 GB/s against 4,367 for the one-load-per-iteration probe
  * this replaces, which the lm_head GEMV out-read). */
 #define READ_PROBE_U 8
 __global__ void read_probe_kernel(const uint4 *buf, size_t n, unsigned *sink) {

@@ -48,10 +48,9 @@ __device__ __forceinline__ void pdl_wait(void) {
  * kernel in front of it is still writing; griddepcontrol.wait makes those writes visible to coherent loads, but
  * a load through a const __restrict__ pointer may compile to ld.global.nc, which PTX allows only for data that
  * no one writes while the kernel runs. The tensor-core GEMV at depth 3 (an A/B variant) read stale x through .nc
- * inside the pipeline (wrong, and different run to run; right in isolation:
- * benchmarks/h200-2026-11-30/test_cuda_engine-o3-all-run47.log, test_cuda_engine-d3-1-run48.log), and the same
- * load through .cg or .ca was right (test_cuda_engine-d3ca-run50.log there). .cg (L2 only) cost 7 % at batch 1
- * (variant-cg-run49.jsonl there): every GEMV block then fetches x from L2.
+ * inside the pipeline (wrong, and different run to run; right in isolation), and the same load through .cg or
+ * .ca was right; .cg (L2 only) cost 7 % at batch 1: every GEMV block then fetches x from L2 (the test_cuda_engine
+ * logs and variant rows 33f1e67 added to benchmarks/h200-2026-11-30/).
  * How: act_launder hides where the pointer came from (an empty asm the compiler cannot see through), so the
  * compiler cannot prove the data read-only and emits a plain ld.global; __isGlobal keeps it a global load, not
  * a generic one. A plain load, unlike __ldca's asm volatile (a strong load in the SASS), may be scheduled

@@ -247,7 +247,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
         /* step s's scale as a bf16 pair (s, s) */
         auto scale2 = [&](int s) { return __byte_perm(sc[s / 2], 0, s % 2 ? 0x3232 : 0x1010); };
         /* A tile is a chain of dependent mma's, and at batch 8 the tile loop's latency, not only the weight
-         * stream, sets the kernel's time (Nsight Compute, `benchmarks/h200-2026-11-30/ncu-stalls-run52.txt`: after waits on global
+         * stream, sets the kernel's time (Nsight Compute, the stall report 3abdbd0 added to benchmarks/h200-2026-11-30/: after waits on global
          * loads, fixed-latency dependencies such as the mma chain, and shared-memory loads such as x and the
          * partials, were the most sampled stalls). So, when every step of the warp's slice is full (DFM-Mimir's
          * shapes: K 1536 and 4096 give each warp 8 full steps), the steps have no early exit (x can be read

@@ -1,7 +1,7 @@
 #!/bin/sh
 # No kernel reads another kernel's output through the non-coherent path. Under PDL a kernel starts while the
 # kernel in front of it is still writing, and ld.global.nc is only for data no one writes while the kernel
-# runs: a GEMV read stale x that way (benchmarks/h200-2026-11-30/test_cuda_engine-o3-all-run47.log). Such reads
+# runs: a GEMV read stale x that way (the test_cuda_engine logs 33f1e67 added to benchmarks/h200-2026-11-30/). Such reads
 # go through ld_act (kernels/common.cuh); the only .nc loads left are the weight stream's (ld_stream,
 # ld.global.nc.L1::no_allocate). This compiles every kernels/*.cu to PTX for sm_90 and fails on any other
 # ld.global.nc, e.g. one a const __restrict__ pointer lets the compiler pick. kernels/dev/ is left out on

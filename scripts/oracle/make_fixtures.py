@@ -97,7 +97,7 @@ def stacks(s):
 
 MIMIR_BRANCH_SCALE = 0.25
 """Default --branch-scale of --mimir-size: the factor on the std of the residual-branch output projections
-(o_proj, down_proj), measured on the H200 (`benchmarks/h200-2026-11-30/parity-*-run8.txt` and `parity-*-run9.txt`; HF bf16 sdpa, seed 1):
+(o_proj, down_proj), measured on the H200 (the parity results e3fdda3 and 5edcd3e added to benchmarks/h200-2026-11-30/; HF bf16 sdpa, seed 1):
 
   scale   HF's own cached-vs-uncached max |dlogit|   causal build caught?   correct engine passes?
   1.0     1.9-2.8 (LeCun, every branch O(1))         yes                    no: no bf16 engine can
