@@ -105,6 +105,7 @@ typedef struct server {
     pthread_mutex_t metrics_mu;
     struct { int code; uint64_t n; } statuses[32];
     int nstatuses;
+    int threads_out; /* the HTTP daemon, or driver threads, may still use the server: main must not free it */
 } server;
 
 static void count_status(server *s, int code) {
@@ -920,7 +921,7 @@ static double available_bytes(int cuda, int device) {
     return kb < 0 ? -1 : kb * 1024;
 }
 
-int main(int argc, char **argv) {
+static int serve(server *s, int argc, char **argv) {
     static const struct option opts[] = {
         {"model", 1, 0, 'm'},      {"served-model-name", 1, 0, 'N'}, {"backend", 1, 0, 'b'},   {"host", 1, 0, 'H'},
         {"port", 1, 0, 'p'},       {"slots", 1, 0, 'S'},             {"ctx", 1, 0, 'C'},       {"devices", 1, 0, 'D'},
@@ -929,11 +930,6 @@ int main(int argc, char **argv) {
         {"batch-invariant", 0, 0, 'I'}, {"hf-regex", 0, 0, 'X'},     {"help", 0, 0, 'h'},      {"version", 0, 0, 'V'},
         {"kv-dtype", 1, 0, 'k'},   {"prefill-share", 1, 0, 'P'},     {"max-prefill-tokens", 1, 0, 'L'},
         {0, 0, 0, 0}};
-    /* The server lives as long as the process: its HTTP and driver threads use it until exit, on an error path
-     * too, so it is not heap memory that each early return would have to free (LeakSanitizer counted the usage
-     * errors' and --help's exits as leaks). */
-    static server srv;
-    server *s = &srv;
     const char *dir = NULL, *backend = NULL, *host = "127.0.0.1", *name = NULL;
     int port = 8000, threads = 0, replicas = 0, devices[MAX_REPLICAS] = {0}, ndev = 0, batch_inv = 0, hf_regex = 0;
     frigg_dtype kv_dtype = FRIGG_DT_BF16;
@@ -1052,6 +1048,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "frigg-serve: cannot listen on %s:%d: %s\n", host, port, strerror(errno));
         return 2;
     }
+    s->threads_out = 1; /* the daemon's threads have s from here on */
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     fprintf(stderr, "frigg-serve: listening on http://%s:%u (loading %s)\n", host, di ? di->port : (unsigned)port, s->dir);
     /* The model, its tokenizer, the engines. */
@@ -1175,6 +1172,7 @@ int main(int argc, char **argv) {
         pthread_join(r->thread, NULL);
     }
     MHD_stop_daemon(d);
+    s->threads_out = 0; /* the daemon stopped, every driver joined */
     for (int i = 0; i < s->nrep; i++) {
         uint64_t steps, whole, slices, layers;
         double tl;
@@ -1186,11 +1184,23 @@ int main(int argc, char **argv) {
         frigg_sched_free(s->rep[i].sched);
         frigg_backend_destroy(s->rep[i].b);
     }
-    frigg_model_free(s->model);
-    frigg_tokenizer_free(s->tok);
-    free(s->model_name);
-    free(s->dir);
-    free(s->api_key);
     fprintf(stderr, "frigg-serve: stopped\n");
     return 0;
+}
+
+/* The server is freed on every way out of serve() that leaves no thread holding it: the normal end, --help,
+ * --version and every error before the daemon starts (LeakSanitizer counts what an exit leaves). An error after
+ * the daemon started returns with its threads still running, and the server stays for the exit. */
+int main(int argc, char **argv) {
+    server *s = frigg_xcalloc(1, sizeof *s);
+    int rc = serve(s, argc, argv);
+    if (!s->threads_out) {
+        frigg_model_free(s->model);
+        frigg_tokenizer_free(s->tok);
+        free(s->model_name);
+        free(s->dir);
+        free(s->api_key);
+        free(s);
+    }
+    return rc;
 }
