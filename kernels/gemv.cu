@@ -203,14 +203,12 @@ char gemv_auto_choice(const fk_ctx *kc, int quant, int B, int O, int K, int epi)
     return kc->gemv_auto[(quant ? AUTO_Q : 0) + cls][B - 1];
 }
 static char auto_choice(const fk_ctx *kc, int B, int O, int K, int epi) { return gemv_auto_choice(kc, 0, B, O, K, epi); }
-extern "C" int fk_ctx_gemv_auto_impl(const fk_ctx *kc, int B, int O, int K, int epi) {
-    return B >= 1 && B <= 8 && K <= GEMV_TC_MAX_K && auto_choice(kc, B, O, K, epi) != 's' ? FK_GEMV_IMPL_TC
-                                                                                           : FK_GEMV_IMPL_SIMT;
+static int auto_impl(const fk_ctx *kc, int quant, int B, int O, int K, int epi) {
+    return B >= 1 && B <= 8 && K <= GEMV_TC_MAX_K && gemv_auto_choice(kc, quant, B, O, K, epi) != 's' ? FK_GEMV_IMPL_TC
+                                                                                                       : FK_GEMV_IMPL_SIMT;
 }
-extern "C" int fk_ctx_gemv_q_auto_impl(const fk_ctx *kc, int B, int O, int K, int epi) {
-    return B >= 1 && B <= 8 && K <= GEMV_TC_MAX_K && gemv_auto_choice(kc, 1, B, O, K, epi) != 's' ? FK_GEMV_IMPL_TC
-                                                                                                    : FK_GEMV_IMPL_SIMT;
-}
+extern "C" int fk_ctx_gemv_auto_impl(const fk_ctx *kc, int B, int O, int K, int epi) { return auto_impl(kc, 0, B, O, K, epi); }
+extern "C" int fk_ctx_gemv_q_auto_impl(const fk_ctx *kc, int B, int O, int K, int epi) { return auto_impl(kc, 1, B, O, K, epi); }
 
 extern "C" int fk_ctx_set_gemv_impl(fk_ctx *kc, int impl) {
     if (impl != FK_GEMV_IMPL_SIMT && impl != FK_GEMV_IMPL_TC && impl != FK_GEMV_IMPL_AUTO) {
