@@ -189,7 +189,8 @@ static int decode_attn_i8(frigg_backend *b, int slot, int B) {
     OK(fk_kv_write_i8(kc, kr, vr, 2 * D, rseq, rpos, B, H, hd, b->max_ctx, im->seq_stride, k8_slot(im, slot),
                       v8_slot(im, slot), ks_slot(im, slot), vs_slot(im, slot), s));
     return fk_attn_decode_i8(kc, im->q, k8_slot(im, slot), v8_slot(im, slot), ks_slot(im, slot), vs_slot(im, slot),
-                             im->seq_stride, rseq, rpos, im->gqkv, B, H, hd, b->max_ctx, im->attn_work, im->y, s);
+                             im->seq_stride, rseq, rpos, im->gqkv, B, H, hd, b->max_ctx, im->attn_work, im->attn_counters,
+                             im->y, s);
 }
 
 /* A prompt's K/V write and attention on the int8 cache (one layer of sequence seq, slot `slot`, from gqkv rows

@@ -74,21 +74,43 @@ __device__ __forceinline__ void dec_split(int len, int nsplit, int &chunk, int &
     ns = (len + chunk - 1) / chunk;
 }
 
-/* K and V of keys r0 + u*GROUPS + g (u < DEC_KPT) for this lane's 8 dims; zeros past j1 (no load). Keys of
- * a warp are adjacent in memory, so each warp load is whole contiguous rows. Streaming loads: each key is
- * read once per step, and 128 layers' caches do not fit L2 anyway. */
-template <int HD, int GROUPS>
-__device__ __forceinline__ void dec_load(const uint16_t *K, const uint16_t *V, int r0, int g, int j1, int skip,
-                                         uint4 (&kb)[DEC_KPT], uint4 (&vb)[DEC_KPT]) {
+/* The cache's element: bf16 (a lane's 8 dims are one 16-byte load) or int8 (one 8-byte load, and one fp32 scale
+ * per (position, head) for K and one for V: attention_decode_i8.cu's layout). The int8 instantiation is the same
+ * kernel with a key's score multiplied by its K scale and a value row's weight by its V scale. */
+template <bool I8> struct dec_kv;
+template <> struct dec_kv<false> {
+    typedef uint16_t elem;
+    typedef uint4 word;
+};
+template <> struct dec_kv<true> {
+    typedef int8_t elem;
+    typedef uint2 word;
+};
+
+/* K and V of keys r0 + u*GROUPS + g (u < DEC_KPT) for this lane's 8 dims (and, int8, their scales); zeros past
+ * j1 (no load). Keys of a warp are adjacent in memory, so each warp load is whole contiguous rows. Streaming
+ * loads: each key is read once per step, and 128 layers' caches do not fit L2 anyway. */
+template <int HD, int GROUPS, bool I8>
+__device__ __forceinline__ void dec_load(const typename dec_kv<I8>::elem *K, const typename dec_kv<I8>::elem *V,
+                                         const float *KS, const float *VS, int r0, int g, int j1, int skip,
+                                         typename dec_kv<I8>::word (&kb)[DEC_KPT], typename dec_kv<I8>::word (&vb)[DEC_KPT],
+                                         float (&ksb)[DEC_KPT], float (&vsb)[DEC_KPT]) {
+    typedef typename dec_kv<I8>::word word;
 #pragma unroll
     for (int u = 0; u < DEC_KPT; u++) {
         int j = r0 + u * GROUPS + g;
         if (j < j1 && j != skip) {
-            kb[u] = __ldcs((const uint4 *)(K + (size_t)j * HD));
-            vb[u] = __ldcs((const uint4 *)(V + (size_t)j * HD));
+            kb[u] = __ldcs((const word *)(K + (size_t)j * HD));
+            vb[u] = __ldcs((const word *)(V + (size_t)j * HD));
+            if (I8) {
+                ksb[u] = __ldcs(KS + j);
+                vsb[u] = __ldcs(VS + j);
+            }
         } else {
-            kb[u] = make_uint4(0, 0, 0, 0);
-            vb[u] = make_uint4(0, 0, 0, 0);
+            kb[u] = word{};
+            vb[u] = word{};
+            ksb[u] = 0.0f;
+            vsb[u] = 0.0f;
         }
     }
 }
@@ -96,6 +118,14 @@ __device__ __forceinline__ void dec_load(const uint16_t *K, const uint16_t *V, i
 __device__ __forceinline__ void unpack8(uint4 w, float (&f)[8]) {
     f[0] = bf_lo(w.x); f[1] = bf_hi(w.x); f[2] = bf_lo(w.y); f[3] = bf_hi(w.y);
     f[4] = bf_lo(w.z); f[5] = bf_hi(w.z); f[6] = bf_lo(w.w); f[7] = bf_hi(w.w);
+}
+/* Eight int8 values (memory order) to floats: exact. */
+__device__ __forceinline__ void unpack8(uint2 w, float (&f)[8]) {
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+        f[e] = (float)(int8_t)(w.x >> (8 * e));
+        f[4 + e] = (float)(int8_t)(w.y >> (8 * e));
+    }
 }
 
 /* The gpu-scope acquire-release fence: what the partials/counter handshake needs, lighter than the
@@ -150,14 +180,22 @@ __device__ __forceinline__ bool dec_next_round(int &s, int &r, int &j1, int chun
 
 /* After the programmatic-launch wait: the newest key (written by the kernel in front) into the lanes whose
  * round (first key r0, split end j1) holds it; the loads before the wait skipped it. */
-template <int HD, int GROUPS>
-__device__ __forceinline__ void dec_load_newest(const uint16_t *K, const uint16_t *V, int r0, int g, int j1, int newest,
-                                                uint4 (&kb)[DEC_KPT], uint4 (&vb)[DEC_KPT]) {
+template <int HD, int GROUPS, bool I8>
+__device__ __forceinline__ void dec_load_newest(const typename dec_kv<I8>::elem *K, const typename dec_kv<I8>::elem *V,
+                                                const float *KS, const float *VS, int r0, int g, int j1, int newest,
+                                                typename dec_kv<I8>::word (&kb)[DEC_KPT],
+                                                typename dec_kv<I8>::word (&vb)[DEC_KPT], float (&ksb)[DEC_KPT],
+                                                float (&vsb)[DEC_KPT]) {
+    typedef typename dec_kv<I8>::word word;
 #pragma unroll
     for (int u = 0; u < DEC_KPT; u++)
         if (r0 + u * GROUPS + g == newest && newest < j1) { /* a round may reach past a short split */
-            kb[u] = __ldcg((const uint4 *)(K + (size_t)newest * HD));
-            vb[u] = __ldcg((const uint4 *)(V + (size_t)newest * HD));
+            kb[u] = __ldcg((const word *)(K + (size_t)newest * HD));
+            vb[u] = __ldcg((const word *)(V + (size_t)newest * HD));
+            if (I8) {
+                ksb[u] = __ldcg(KS + newest);
+                vsb[u] = __ldcg(VS + newest);
+            }
         }
 }
 
@@ -176,12 +214,15 @@ __device__ __forceinline__ void dec_load_newest(const uint16_t *K, const uint16_
  *   DEC_PARK splits are parked, or the block's last split is done, one barrier and the parked splits' group
  *   merges (in parallel over splits x dims, each in the fixed group order), so a block of <= DEC_PARK splits
  *   has no barrier in its stream at all. The arithmetic per split is unchanged: the same partials bit for bit. */
-template <int HD, bool CLUSTER, int MINB>
+template <int HD, bool CLUSTER, int MINB, bool I8>
 __global__ void __launch_bounds__(DEC_THREADS, MINB)
-    attn_decode_kernel(const uint16_t *__restrict__ q, const uint16_t *__restrict__ k_slot,
-                       const uint16_t *__restrict__ v_slot, long long seq_stride, const int32_t *row_seq,
+    attn_decode_kernel(const uint16_t *__restrict__ q, const typename dec_kv<I8>::elem *__restrict__ k_slot,
+                       const typename dec_kv<I8>::elem *__restrict__ v_slot, const float *__restrict__ k_scale,
+                       const float *__restrict__ v_scale, long long seq_stride, const int32_t *row_seq,
                        const int32_t *row_pos, int H, int max_ctx, int nsplit, int spb, float scale,
                        float *work, int *counters, const uint16_t *__restrict__ gqkv, uint16_t *__restrict__ y) {
+    typedef typename dec_kv<I8>::elem elem;
+    typedef typename dec_kv<I8>::word word;
     constexpr int LPK = HD / 8;                /* lanes per key */
     constexpr int GROUPS = DEC_THREADS / LPK;  /* keys per block load */
     constexpr int KR = GROUPS * DEC_KPT;       /* keys per round */
@@ -210,7 +251,10 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
     }
     const int g = t / LPK, li = t % LPK;
     const size_t base = (size_t)row_seq[b] * seq_stride + (size_t)h * max_ctx * HD + li * 8;
-    const uint16_t *K = k_slot + base, *V = v_slot + base;
+    const elem *K = k_slot + base, *V = v_slot + base;
+    /* int8: the scales of (row's sequence, head h), one per position (unused, NULL, for bf16) */
+    const size_t sbase = (size_t)row_seq[b] * (seq_stride / HD) + (size_t)h * max_ctx;
+    const float *KS = I8 ? k_scale + sbase : NULL, *VS = I8 ? v_scale + sbase : NULL;
 
     /* compute cursor (split cs, round's first key cr, split end cj1): the round computed next; load cursor
      * (ls, lr, lj1): the round loaded last. The first DEPTH rounds before the wait: all but the newest key. */
@@ -218,19 +262,23 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
     int ls = cs, lr = cr, lj1 = cj1;
     /* the next round to load */
     auto advance_load = [&]() { dec_next_round<KR>(ls, lr, lj1, chunk, len, s1); };
-    uint4 kbuf[DEPTH][DEC_KPT], vbuf[DEPTH][DEC_KPT]; /* indexed by constants only: registers */
-    dec_load<HD, GROUPS>(K, V, lr, g, lj1, len - 1, kbuf[0], vbuf[0]);
+    word kbuf[DEPTH][DEC_KPT], vbuf[DEPTH][DEC_KPT]; /* indexed by constants only: registers */
+    float ksbuf[DEPTH][DEC_KPT], vsbuf[DEPTH][DEC_KPT]; /* int8's scales (bf16: never read, optimised away) */
+    dec_load<HD, GROUPS, I8>(K, V, KS, VS, lr, g, lj1, len - 1, kbuf[0], vbuf[0], ksbuf[0], vsbuf[0]);
     dec_next_round<KR>(ls, lr, lj1, chunk, len, s1);
     const int r1 = lr, j1_1 = lj1; /* round 1, for the newest key below */
-    dec_load<HD, GROUPS>(K, V, lr, g, lj1, len - 1, kbuf[1], vbuf[1]);
+    dec_load<HD, GROUPS, I8>(K, V, KS, VS, lr, g, lj1, len - 1, kbuf[1], vbuf[1], ksbuf[1], vsbuf[1]);
     if (DEPTH == 3) {
         dec_next_round<KR>(ls, lr, lj1, chunk, len, s1);
-        dec_load<HD, GROUPS>(K, V, lr, g, lj1, len - 1, kbuf[DEPTH - 1], vbuf[DEPTH - 1]);
+        dec_load<HD, GROUPS, I8>(K, V, KS, VS, lr, g, lj1, len - 1, kbuf[DEPTH - 1], vbuf[DEPTH - 1], ksbuf[DEPTH - 1],
+                                 vsbuf[DEPTH - 1]);
     }
     pdl_wait();
-    dec_load_newest<HD, GROUPS>(K, V, cr, g, cj1, len - 1, kbuf[0], vbuf[0]);
-    dec_load_newest<HD, GROUPS>(K, V, r1, g, j1_1, len - 1, kbuf[1], vbuf[1]);
-    if (DEPTH == 3) dec_load_newest<HD, GROUPS>(K, V, lr, g, lj1, len - 1, kbuf[DEPTH - 1], vbuf[DEPTH - 1]);
+    dec_load_newest<HD, GROUPS, I8>(K, V, KS, VS, cr, g, cj1, len - 1, kbuf[0], vbuf[0], ksbuf[0], vsbuf[0]);
+    dec_load_newest<HD, GROUPS, I8>(K, V, KS, VS, r1, g, j1_1, len - 1, kbuf[1], vbuf[1], ksbuf[1], vsbuf[1]);
+    if (DEPTH == 3)
+        dec_load_newest<HD, GROUPS, I8>(K, V, KS, VS, lr, g, lj1, len - 1, kbuf[DEPTH - 1], vbuf[DEPTH - 1],
+                                        ksbuf[DEPTH - 1], vsbuf[DEPTH - 1]);
     float qf[8];
     unpack8(ld_act(q + (size_t)b * D + h * HD + li * 8), qf);
     /* The gate of dim t is loaded now (used only by the merge): its latency hides behind the keys' arithmetic
@@ -249,7 +297,7 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
     for (int i = 0; i < 8; i++) acc[i] = 0.0f;
     int np = 0; /* splits parked */
     /* One round from buffer (kc, vc), then the buffer's refill; true after the block's last round. */
-    auto step = [&](uint4(&kc)[DEC_KPT], uint4(&vc)[DEC_KPT]) -> bool {
+    auto step = [&](word(&kc)[DEC_KPT], word(&vc)[DEC_KPT], float(&ksc)[DEC_KPT], float(&vsc)[DEC_KPT]) -> bool {
         float sc[DEC_KPT], smax = -INFINITY;
 #pragma unroll
         for (int u = 0; u < DEC_KPT; u++) {
@@ -259,6 +307,7 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
             for (int i = 0; i < 8; i++) p += qf[i] * kf[i];
 #pragma unroll
             for (int o = LPK / 2; o > 0; o >>= 1) p += __shfl_xor_sync(0xffffffffu, p, o);
+            if (I8) p *= ksc[u]; /* the key's scale: sum(q * k8) * scale_k, then 1/sqrt(hd) */
             sc[u] = cr + u * GROUPS + g < cj1 ? p * scale : -INFINITY;
             smax = fmaxf(smax, sc[u]);
         }
@@ -273,14 +322,15 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
                 float p = expf(sc[u] - m_new), vf[8];
                 unpack8(vc[u], vf);
                 l += p;
+                const float pv = I8 ? p * vsc[u] : p; /* int8: the value row's scale folded into its weight */
 #pragma unroll
-                for (int i = 0; i < 8; i++) acc[i] += p * vf[i];
+                for (int i = 0; i < 8; i++) acc[i] += pv * vf[i];
             }
             m = m_new;
         }
         /* the buffer is free: the round DEPTH ahead goes into it, in flight during the other buffers' rounds */
         advance_load();
-        dec_load<HD, GROUPS>(K, V, lr, g, lj1, -1, kc, vc);
+        dec_load<HD, GROUPS, I8>(K, V, KS, VS, lr, g, lj1, -1, kc, vc, ksc, vsc);
         if (cr + KR < cj1) { /* split cs goes on */
             cr += KR;
             return false;
@@ -343,10 +393,11 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
         return false;
     };
     if (DEPTH == 3)
-        while (!step(kbuf[0], vbuf[0]) && !step(kbuf[1], vbuf[1]) && !step(kbuf[DEPTH - 1], vbuf[DEPTH - 1])) {
+        while (!step(kbuf[0], vbuf[0], ksbuf[0], vsbuf[0]) && !step(kbuf[1], vbuf[1], ksbuf[1], vsbuf[1]) &&
+               !step(kbuf[DEPTH - 1], vbuf[DEPTH - 1], ksbuf[DEPTH - 1], vsbuf[DEPTH - 1])) {
         }
     else
-        while (!step(kbuf[0], vbuf[0]) && !step(kbuf[1], vbuf[1])) {
+        while (!step(kbuf[0], vbuf[0], ksbuf[0], vsbuf[0]) && !step(kbuf[1], vbuf[1], ksbuf[1], vsbuf[1])) {
         }
 
     if (CLUSTER) { /* every block of the cluster takes part, idle ones included (above) */
@@ -400,22 +451,33 @@ extern "C" size_t fk_attn_decode_work_floats(int B, int H, int hd, int max_ctx) 
 /* Whether the context's device runs the cluster merge: sm_90 (kc->pdl) and a cluster of DEC_MAX_CLUSTER blocks
  * of the heaviest instantiation (head_dim 128, 3 blocks per SM) fits (a MIG slice may say no). Clusters above 8
  * blocks are "non-portable": allowed per kernel, so every cluster instantiation gets the attribute here. */
-typedef void (*dec_kernel_fn)(const uint16_t *, const uint16_t *, const uint16_t *, long long, const int32_t *,
-                              const int32_t *, int, int, int, int, float, float *, int *, const uint16_t *, uint16_t *);
+template <bool I8>
+using dec_kernel_fn = void (*)(const uint16_t *, const typename dec_kv<I8>::elem *, const typename dec_kv<I8>::elem *,
+                               const float *, const float *, long long, const int32_t *, const int32_t *, int, int, int,
+                               int, float, float *, int *, const uint16_t *, uint16_t *);
 int fk_attn_decode_ctx_init(fk_ctx *kc) {
     kc->dec_impl = FK_ATTND_AUTO;
     kc->dec_spb = 0;
     kc->clusters_ok = 0;
     if (!kc->pdl) return 0;
-    const dec_kernel_fn cl[] = {attn_decode_kernel<16, true, 3>,  attn_decode_kernel<16, true, 4>,
-                                attn_decode_kernel<32, true, 3>,  attn_decode_kernel<32, true, 4>,
-                                attn_decode_kernel<64, true, 3>,  attn_decode_kernel<64, true, 4>,
-                                attn_decode_kernel<128, true, 3>, attn_decode_kernel<128, true, 4>};
+    const dec_kernel_fn<false> cl[] = {
+        attn_decode_kernel<16, true, 3, false>, attn_decode_kernel<16, true, 4, false>,
+        attn_decode_kernel<32, true, 3, false>, attn_decode_kernel<32, true, 4, false>,
+        attn_decode_kernel<64, true, 3, false>, attn_decode_kernel<64, true, 4, false>,
+        attn_decode_kernel<128, true, 3, false>, attn_decode_kernel<128, true, 4, false>};
+    const dec_kernel_fn<true> cl8[] = {
+        attn_decode_kernel<32, true, 3, true>, attn_decode_kernel<32, true, 4, true>,
+        attn_decode_kernel<64, true, 3, true>, attn_decode_kernel<64, true, 4, true>,
+        attn_decode_kernel<128, true, 3, true>, attn_decode_kernel<128, true, 4, true>};
+    int refused = 0;
     for (size_t i = 0; i < sizeof cl / sizeof cl[0]; i++)
-        if (cudaFuncSetAttribute(cl[i], cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
-            (void)cudaGetLastError(); /* a refusal here only means "split" */
-            return 0;
-        }
+        refused |= cudaFuncSetAttribute(cl[i], cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess;
+    for (size_t i = 0; i < sizeof cl8 / sizeof cl8[0]; i++)
+        refused |= cudaFuncSetAttribute(cl8[i], cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess;
+    if (refused) {
+        (void)cudaGetLastError(); /* a refusal here only means "split" */
+        return 0;
+    }
     cudaLaunchConfig_t cfg = {};
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeClusterDimension;
@@ -427,7 +489,7 @@ int fk_attn_decode_ctx_init(fk_ctx *kc) {
     cfg.attrs = attr;
     cfg.numAttrs = 1;
     int n = 0;
-    kc->clusters_ok = cudaOccupancyMaxActiveClusters(&n, (const void *)attn_decode_kernel<128, true, 3>, &cfg) == cudaSuccess && n >= 1;
+    kc->clusters_ok = cudaOccupancyMaxActiveClusters(&n, (const void *)attn_decode_kernel<128, true, 3, false>, &cfg) == cudaSuccess && n >= 1;
     (void)cudaGetLastError();
     return 0;
 }
@@ -474,14 +536,14 @@ static int dec_auto_spb(const fk_ctx *kc, int B, int H, int nsplit) {
     return nsplit;
 }
 
-template <int HD, int MINB>
+template <int HD, int MINB, bool I8>
 static int dec_launch(const fk_ctx *kc, int impl, int spb, dim3 grid, cudaStream_t s, const uint16_t *q,
-                      const uint16_t *k_slot, const uint16_t *v_slot, long long seq_stride, const int32_t *row_seq,
-                      const int32_t *row_pos, int H, int max_ctx, int nsplit, float scale, float *work, int *counters,
-                      const uint16_t *gqkv, uint16_t *y) {
+                      const typename dec_kv<I8>::elem *k_slot, const typename dec_kv<I8>::elem *v_slot, const float *k_scale,
+                      const float *v_scale, long long seq_stride, const int32_t *row_seq, const int32_t *row_pos, int H,
+                      int max_ctx, int nsplit, float scale, float *work, int *counters, const uint16_t *gqkv, uint16_t *y) {
     if (impl == FK_ATTND_SPLIT) {
-        fk_launch(kc, attn_decode_kernel<HD, false, MINB>, grid, DEC_THREADS, 0, s, q, k_slot, v_slot, seq_stride, row_seq,
-                  row_pos, H, max_ctx, nsplit, spb, scale, work, counters, gqkv, y);
+        fk_launch(kc, attn_decode_kernel<HD, false, MINB, I8>, grid, DEC_THREADS, 0, s, q, k_slot, v_slot, k_scale, v_scale,
+                  seq_stride, row_seq, row_pos, H, max_ctx, nsplit, spb, scale, work, counters, gqkv, y);
         return 0;
     }
     cudaLaunchConfig_t cfg = {};
@@ -497,13 +559,32 @@ static int dec_launch(const fk_ctx *kc, int impl, int spb, dim3 grid, cudaStream
     cfg.stream = s;
     cfg.attrs = attr;
     cfg.numAttrs = kc->pdl ? 2 : 1;
-    cudaError_t e = cudaLaunchKernelEx(&cfg, attn_decode_kernel<HD, true, MINB>, q, k_slot, v_slot, seq_stride, row_seq,
-                                       row_pos, H, max_ctx, nsplit, spb, scale, work, counters, gqkv, y);
+    cudaError_t e = cudaLaunchKernelEx(&cfg, attn_decode_kernel<HD, true, MINB, I8>, q, k_slot, v_slot, k_scale, v_scale,
+                                       seq_stride, row_seq, row_pos, H, max_ctx, nsplit, spb, scale, work, counters, gqkv, y);
     if (e != cudaSuccess) {
         frigg_set_error("attn_decode: cluster launch of %u blocks: %s", grid.x, cudaGetErrorString(e));
         return -1;
     }
     return 0;
+}
+
+/* One launch's layout, the same for both caches: the merge mode, splits per (row, head) and per block, the
+ * grid, and the launch bounds. */
+struct dec_plan {
+    int impl, nsplit, spb, minb;
+    dim3 grid;
+    float scale;
+};
+static dec_plan dec_plan_for(const fk_ctx *kc, int B, int H, int hd, int max_ctx) {
+    dec_plan p;
+    p.impl = fk_ctx_attn_decode_impl(kc);
+    p.nsplit = dec_nsplit(H, max_ctx, p.impl);
+    p.spb = kc->dec_spb ? kc->dec_spb : dec_auto_spb(kc, B, H, p.nsplit);
+    if (p.spb > p.nsplit) p.spb = p.nsplit;
+    p.grid = dim3((p.nsplit + p.spb - 1) / p.spb, H, B);
+    p.minb = dec_pick_minb(kc, p.impl, (long long)p.grid.x * H * B);
+    p.scale = (float)(1.0 / sqrt((double)hd));
+    return p;
 }
 
 extern "C" int fk_attn_decode(const fk_ctx *kc, const uint16_t *q, const uint16_t *k_slot, const uint16_t *v_slot,
@@ -513,20 +594,15 @@ extern "C" int fk_attn_decode(const fk_ctx *kc, const uint16_t *q, const uint16_
         frigg_set_error("attn_decode: bad shape B=%d H=%d max_ctx=%d", B, H, max_ctx);
         return -1;
     }
-    const int impl = fk_ctx_attn_decode_impl(kc);
-    int nsplit = dec_nsplit(H, max_ctx, impl);
-    int spb = kc->dec_spb ? kc->dec_spb : dec_auto_spb(kc, B, H, nsplit);
-    if (spb > nsplit) spb = nsplit;
-    dim3 grid((nsplit + spb - 1) / spb, H, B);
-    const int minb = dec_pick_minb(kc, impl, (long long)grid.x * H * B);
-    float scale = (float)(1.0 / sqrt((double)hd));
+    const dec_plan p = dec_plan_for(kc, B, H, hd, max_ctx);
     int rc;
-#define DEC_ARGS kc, impl, spb, grid, s, q, k_slot, v_slot, seq_stride, row_seq, row_pos, H, max_ctx, nsplit, scale, work, counters, gqkv, y
+#define DEC_ARGS kc, p.impl, p.spb, p.grid, s, q, k_slot, v_slot, (const float *)NULL, (const float *)NULL, seq_stride, \
+                 row_seq, row_pos, H, max_ctx, p.nsplit, p.scale, work, counters, gqkv, y
     switch (hd) {
-    case 16: rc = minb == 4 ? dec_launch<16, 4>(DEC_ARGS) : dec_launch<16, 3>(DEC_ARGS); break;
-    case 32: rc = minb == 4 ? dec_launch<32, 4>(DEC_ARGS) : dec_launch<32, 3>(DEC_ARGS); break;
-    case 64: rc = minb == 4 ? dec_launch<64, 4>(DEC_ARGS) : dec_launch<64, 3>(DEC_ARGS); break;
-    case 128: rc = minb == 4 ? dec_launch<128, 4>(DEC_ARGS) : dec_launch<128, 3>(DEC_ARGS); break;
+    case 16: rc = p.minb == 4 ? dec_launch<16, 4, false>(DEC_ARGS) : dec_launch<16, 3, false>(DEC_ARGS); break;
+    case 32: rc = p.minb == 4 ? dec_launch<32, 4, false>(DEC_ARGS) : dec_launch<32, 3, false>(DEC_ARGS); break;
+    case 64: rc = p.minb == 4 ? dec_launch<64, 4, false>(DEC_ARGS) : dec_launch<64, 3, false>(DEC_ARGS); break;
+    case 128: rc = p.minb == 4 ? dec_launch<128, 4, false>(DEC_ARGS) : dec_launch<128, 3, false>(DEC_ARGS); break;
     default:
         frigg_set_error("attention: head_dim %d is not supported by the CUDA backend (16, 32, 64 or 128)", hd);
         return -1;
@@ -534,4 +610,46 @@ extern "C" int fk_attn_decode(const fk_ctx *kc, const uint16_t *q, const uint16_
 #undef DEC_ARGS
     if (rc) return rc;
     return fk_check_launch("attn_decode");
+}
+
+extern "C" size_t fk_attn_decode_i8_work_floats(int B, int H, int hd, int max_ctx) {
+    return fk_attn_decode_work_floats(B, H, hd, max_ctx);
+}
+
+/* The int8 cache: the same kernel, layouts, splits and merges (so the same batch invariance), over int8 keys and
+ * values with their per-(position, head) scales. */
+extern "C" int fk_attn_decode_i8(const fk_ctx *kc, const uint16_t *q, const int8_t *k8, const int8_t *v8,
+                                 const float *k_scale, const float *v_scale, long long seq_stride, const int32_t *row_seq,
+                                 const int32_t *row_pos, const uint16_t *gqkv, int B, int H, int hd, int max_ctx, float *work,
+                                 int *counters, uint16_t *y, cudaStream_t s) {
+    if (B < 1 || H < 1 || max_ctx < 1 || B > 65535 || H > 65535) {
+        frigg_set_error("attn_decode_i8: bad shape B=%d H=%d max_ctx=%d", B, H, max_ctx);
+        return -1;
+    }
+    if (hd != 32 && hd != 64 && hd != 128) {
+        frigg_set_error("attn_decode_i8: head_dim %d is not supported (32, 64 or 128)", hd);
+        return -1;
+    }
+    if (seq_stride < (long long)H * max_ctx * hd || seq_stride % hd) {
+        frigg_set_error("attn_decode_i8: sequence stride %lld is not a multiple of head_dim %d covering %d heads of %d "
+                        "positions", seq_stride, hd, H, max_ctx);
+        return -1;
+    }
+    /* a lane's 8 int8 values are one 8-byte load; a scale one 4-byte load */
+    if (((uintptr_t)k8 | (uintptr_t)v8) & 7 || ((uintptr_t)k_scale | (uintptr_t)v_scale) & 3) {
+        frigg_set_error("attn_decode_i8: misaligned cache (int8 values 8-byte, scales 4-byte aligned)");
+        return -1;
+    }
+    const dec_plan p = dec_plan_for(kc, B, H, hd, max_ctx);
+    int rc;
+#define DEC_ARGS kc, p.impl, p.spb, p.grid, s, q, k8, v8, k_scale, v_scale, seq_stride, row_seq, row_pos, H, max_ctx, \
+                 p.nsplit, p.scale, work, counters, gqkv, y
+    switch (hd) {
+    case 32: rc = p.minb == 4 ? dec_launch<32, 4, true>(DEC_ARGS) : dec_launch<32, 3, true>(DEC_ARGS); break;
+    case 64: rc = p.minb == 4 ? dec_launch<64, 4, true>(DEC_ARGS) : dec_launch<64, 3, true>(DEC_ARGS); break;
+    default: rc = p.minb == 4 ? dec_launch<128, 4, true>(DEC_ARGS) : dec_launch<128, 3, true>(DEC_ARGS); break;
+    }
+#undef DEC_ARGS
+    if (rc) return rc;
+    return fk_check_launch("attn_decode_i8");
 }

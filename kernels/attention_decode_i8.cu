@@ -10,22 +10,20 @@
  * __fdiv_rn(amax, 127), q = clamp(__float2int_rn(__fdiv_rn(x, scale)), -127, 127), 0 everywhere when the
  * scale is 0: cpu_ops.h's rules in the operations it names, which the build keeps without flush-to-zero.
  *
- * The attention: split over the keys, an online softmax per warp, the warps' and then the splits' partials
- * merged in order (attn_decode_i8_part_kernel), then the output gate as fk_attn_decode:
- * y = bf16(bf16(sigmoid(g)) * bf16(o)). A score is
- * scale_k * sum(q * k8) / sqrt(hd) and a value row adds p * (v8 * scale_v): the CPU op's fp32 arithmetic in
- * another order (it dequantizes each element first), so the two agree within the bf16 tolerance, not in bits.
- * A row's result depends on its own keys only, never on the batch (its splits follow its length). Every input is
- * read after the PDL wait through the coherent path (no const __restrict__: tests/nc-loads.sh), the newest key
- * having been written by the kernel in front.
+ * The attention (fk_attn_decode_i8) is attention_decode.cu's kernel instantiated for this cache: the same splits,
+ * rounds, loads before the PDL wait and merges, with a lane's 8 values one 8-byte load. A score is
+ * (sum(q * k8) * scale_k) / sqrt(hd) and a value row adds (p * scale_v) * v8: the CPU op's fp32 arithmetic in
+ * another order (it dequantizes each element first), so the two agree within the bf16 tolerance, not in bits;
+ * a row's result depends on its own keys only, never on the batch. It replaced a kernel of its own here (a warp
+ * per key and a merge kernel of its own), which ran batch-1 decode at ctx 4096 at 125.0 tok/s against the bf16
+ * cache's 238.3 (benchmarks/h200-2026-12-02/kvsplit/kv.jsonl).
  *
  * The prefill's read (fk_kv_dequant_i8): positions [0, T) of one sequence dequantized into a bf16 copy in the bf16
  * cache's layout, which fk_attn_prefill reads. One thread per 8 values of a (head, position): two 4-byte loads of
  * int8, the scale, eight fp32 products q * scale (frigg_kv_dequant's, exact to fp32), each rounded once to bf16
  * (one 16-byte store). The rounding to bf16 is the one difference from the CPU engine, which attends over the
  * fp32 products: at most 2^-9 relative per value, the size of the bf16 rounding every other attention input has.
- *
- * The attention is split over the keys (see attn_decode_i8_part_kernel below); not tuned beyond that. */
+ */
 #include <math.h>
 
 #include "common.cuh"
@@ -62,108 +60,6 @@ __global__ void __launch_bounds__(64)
         dst[lane + 32 * e] = (int8_t)q;
     }
     if (lane == 0) (w ? vs : ks)[seq * (seq_stride / hd) + (long long)h * max_ctx + pos] = scale;
-}
-
-/* The decode attention in two kernels, split over the keys as attention_decode.cu does (one block per (row,
- * head) walking every key left the GPU nearly idle: 12 blocks at batch 1, 8.7 tok/s at ctx 4096 against bf16's
- * 238.1, benchmarks/h200-2026-12-02/final/kv.jsonl). attn_decode_i8_part_kernel: one block of four warps per
- * (row, head, split of I8_CHUNK keys); warp w takes keys w, w + 4, ... of its split, I8_UNROLL of them in flight
- * at once; lane l holds elements 4l..4l+3 of a key (one 4-byte load of K and of V; lanes past head_dim hold
- * zeros), an online softmax per warp, the four merged in warp order into the split's partial (its max m, sum l
- * and unnormalised output) in `work`. attn_decode_i8_merge_kernel: the splits of a row merged in split order,
- * then the output gate. A row's splits are fixed by its own length, so its result never depends on the batch. */
-#define I8_CHUNK 256 /* keys per split */
-#define I8_UNROLL 4  /* keys per warp in flight */
-
-__global__ void __launch_bounds__(128)
-    attn_decode_i8_part_kernel(const uint16_t *q, const int8_t *k8, const int8_t *v8,
-                               const float *ks, const float *vs, long long seq_stride,
-                               const int32_t *row_seq, const int32_t *row_pos, int H, int hd, int max_ctx,
-                               float *__restrict__ work) {
-    __shared__ float part_m[4], part_l[4], part_acc[4][I8_MAX_HD];
-    pdl_wait();
-    const int h = blockIdx.x, b = blockIdx.y, sp = blockIdx.z, S = gridDim.z, w = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int D = H * hd, n = row_pos[b] + 1, j0 = sp * I8_CHUNK, j1 = min(n, j0 + I8_CHUNK);
-    if (j0 >= n) return; /* past the row's keys: the merge reads only its ceil(n / I8_CHUNK) splits */
-    const long long seq = row_seq[b], head = (long long)h * max_ctx;
-    const int8_t *K = k8 + seq * seq_stride + head * hd, *V = v8 + seq * seq_stride + head * hd;
-    const float *KS = ks + seq * (seq_stride / hd) + head, *VS = vs + seq * (seq_stride / hd) + head;
-    const float rs = 1.0f / sqrtf((float)hd);
-    const bool act = lane * 4 < hd;
-    float qf[4], acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-    for (int e = 0; e < 4; e++) qf[e] = act ? bf2f(ld_act16(q + (size_t)b * D + (size_t)h * hd + lane * 4 + e)) : 0.0f;
-    float m = -INFINITY, l = 0.0f;
-    for (int j = j0 + w; j < j1; j += 4 * I8_UNROLL) {
-        uint32_t kw[I8_UNROLL], vw[I8_UNROLL];
-        float ksc[I8_UNROLL], vsc[I8_UNROLL];
-#pragma unroll
-        for (int u = 0; u < I8_UNROLL; u++) { /* every load of the group first: I8_UNROLL keys in flight */
-            const int jj = j + 4 * u;
-            const bool ok = jj < j1;
-            kw[u] = ok && act ? ld_act32(K + (size_t)jj * hd + lane * 4) : 0u;
-            vw[u] = ok && act ? ld_act32(V + (size_t)jj * hd + lane * 4) : 0u;
-            ksc[u] = ok ? __uint_as_float(ld_act32(KS + jj)) : 0.0f;
-            vsc[u] = ok ? __uint_as_float(ld_act32(VS + jj)) : 0.0f;
-        }
-#pragma unroll
-        for (int u = 0; u < I8_UNROLL; u++) {
-            if (j + 4 * u >= j1) break; /* warp-uniform */
-            float d = 0.0f;
-#pragma unroll
-            for (int e = 0; e < 4; e++) d = fmaf(qf[e], (float)(int8_t)(kw[u] >> (8 * e)), d);
-            const float sc = warp_sum(d) * ksc[u] * rs;
-            const float mn = fmaxf(m, sc), corr = expf(m - mn), p = expf(sc - mn);
-            l = l * corr + p;
-#pragma unroll
-            for (int e = 0; e < 4; e++) acc[e] = acc[e] * corr + p * ((float)(int8_t)(vw[u] >> (8 * e)) * vsc[u]);
-            m = mn;
-        }
-    }
-    if (lane == 0) {
-        part_m[w] = m;
-        part_l[w] = l;
-    }
-    if (act)
-#pragma unroll
-        for (int e = 0; e < 4; e++) part_acc[w][lane * 4 + e] = acc[e];
-    __syncthreads();
-    const int t = threadIdx.x;
-    if (t >= hd) return;
-    float M = part_m[0];
-    for (int i = 1; i < 4; i++) M = fmaxf(M, part_m[i]);
-    float L = 0.0f, o = 0.0f;
-    for (int i = 0; i < 4; i++) { /* a warp without keys has m = -inf: its weight is 0 */
-        const float c = part_m[i] == -INFINITY ? 0.0f : expf(part_m[i] - M);
-        L += part_l[i] * c;
-        o += part_acc[i][t] * c;
-    }
-    float *out = work + (((size_t)b * H + h) * S + sp) * (hd + 2);
-    out[t] = o;
-    if (t == 0) {
-        out[hd] = M;
-        out[hd + 1] = L;
-    }
-}
-
-__global__ void __launch_bounds__(I8_MAX_HD)
-    attn_decode_i8_merge_kernel(const float *work, int S, const int32_t *row_pos, const uint16_t *gqkv, int H, int hd,
-                                uint16_t *__restrict__ y) {
-    pdl_wait();
-    const int h = blockIdx.x, b = blockIdx.y, t = threadIdx.x, D = H * hd;
-    const int ns = (row_pos[b] + 1 + I8_CHUNK - 1) / I8_CHUNK;
-    const float *p = work + ((size_t)b * H + h) * S * (hd + 2);
-    float M = -INFINITY;
-    for (int i = 0; i < ns; i++) M = fmaxf(M, p[(size_t)i * (hd + 2) + hd]);
-    float L = 0.0f, o = 0.0f;
-    for (int i = 0; i < ns; i++) {
-        const float *pi = p + (size_t)i * (hd + 2), c = expf(pi[hd] - M);
-        L += pi[hd + 1] * c;
-        o += pi[t] * c;
-    }
-    const float ob = rbf(o / L), g = bf2f(ld_act16(gqkv + (size_t)b * 4 * D + (size_t)h * hd + t));
-    const float sg = rbf(1.0f / (1.0f + expf(-g)));
-    y[(size_t)b * D + (size_t)h * hd + t] = f2bf(sg * ob);
 }
 
 __global__ void __launch_bounds__(256)
@@ -217,28 +113,6 @@ extern "C" int fk_kv_write_i8(const fk_ctx *kc, const uint16_t *k, const uint16_
     fk_launch(kc, kv_write_i8_kernel, dim3(H, B), 64, 0, s, k, v, kv_stride, row_seq, row_pos, hd, max_ctx, seq_stride, k8, v8,
               k_scale, v_scale);
     return fk_check_launch("kv_write_i8");
-}
-
-extern "C" size_t fk_attn_decode_i8_work_floats(int B, int H, int hd, int max_ctx) {
-    return (size_t)B * H * ((max_ctx + I8_CHUNK - 1) / I8_CHUNK) * (hd + 2);
-}
-
-extern "C" int fk_attn_decode_i8(const fk_ctx *kc, const uint16_t *q, const int8_t *k8, const int8_t *v8,
-                                 const float *k_scale, const float *v_scale, long long seq_stride, const int32_t *row_seq,
-                                 const int32_t *row_pos, const uint16_t *gqkv, int B, int H, int hd, int max_ctx, float *work,
-                                 uint16_t *y, cudaStream_t s) {
-    if (i8_shape("attn_decode_i8", B, H, hd, max_ctx, seq_stride)) return -1;
-    if (B > 65535 || H > 65535) {
-        frigg_set_error("attn_decode_i8: %d rows of %d heads (at most 65535 each)", B, H);
-        return -1;
-    }
-    /* the grid covers the longest row the cache holds; each row's blocks past its own keys return at once */
-    const int S = (max_ctx + I8_CHUNK - 1) / I8_CHUNK;
-    fk_launch(kc, attn_decode_i8_part_kernel, dim3(H, B, S), 128, 0, s, q, k8, v8, k_scale, v_scale, seq_stride, row_seq,
-              row_pos, H, hd, max_ctx, work);
-    if (fk_check_launch("attn_decode_i8")) return -1;
-    fk_launch(kc, attn_decode_i8_merge_kernel, dim3(H, B), hd, 0, s, (const float *)work, S, row_pos, gqkv, H, hd, y);
-    return fk_check_launch("attn_decode_i8 merge");
 }
 
 extern "C" int fk_kv_dequant_i8(const fk_ctx *kc, const int8_t *k8, const int8_t *v8, const float *k_scale,

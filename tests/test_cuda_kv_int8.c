@@ -6,12 +6,13 @@
  *     among small ones; positions written in batches of 1..8 rows of different sequences;
  *   - fk_attn_decode_i8 against frigg_cpu_attention on that same int8 cache (its k8/v8 arguments), with the
  *     output gate, within attn_decode_ref.h's bf16 tolerance: head_dim 32, 64 and 128, rows of 1 to 700 keys,
- *     batch sizes 1..8 over four sequences; a batched call equals single-row calls bit for bit;
+ *     batch sizes 1..8 over four sequences; a batched call equals single-row calls bit for bit, and every merge
+ *     mode and splits-per-block setting gives the default's bits and leaves the split counters at zero;
  *   - fk_kv_dequant_i8 (the CUDA engine's prefill read of the cache) writes bf16(frigg_kv_dequant(q, scale)) for
  *     every (head, position) below T of a sequence, bit for bit, in the bf16 cache's layout, and nothing else;
  *   - fk_rope_rows (the bf16 staging the engine quantizes from) gives, row for row, the bits fk_rope_kv writes
  *     into the cache at the row's position, and the same q, on both of its paths (16-byte and general);
- *   - unsupported shapes (head_dim not a multiple of 32, or above 128) are refused.
+ *   - unsupported shapes are refused: head_dim 48, and 96 for the attention (32, 64 or 128), 256 for the write.
  * Without CUDA in the build, or without a GPU, everything is skipped (0 failed). */
 #include <math.h>
 #include <stdint.h>
@@ -171,6 +172,8 @@ static void test_geometry(int H, int hd, int max_ctx) {
     for (int i = 0; i < 8 * 4 * D; i++) gh[i] = frigg_f32_to_bf16(frand() * 2.0f);
     uint16_t *dq = dev_copy(qh, sizeof(uint16_t) * 8 * D), *dg = dev_copy(gh, sizeof(uint16_t) * 8 * 4 * D);
     float *dw = dev_alloc(sizeof(float) * fk_attn_decode_i8_work_floats(8, H, hd, max_ctx));
+    int *dcnt = dev_alloc(sizeof(int) * 8 * H), *hcnt = malloc(sizeof(int) * 8 * H);
+    cudaMemset(dcnt, 0, sizeof(int) * 8 * H);
     uint16_t *dy = dev_alloc(sizeof(uint16_t) * 8 * D), *yb = malloc(sizeof(uint16_t) * 8 * D), *y1 = malloc(sizeof(uint16_t) * 8 * D);
     float *ref = malloc(sizeof(float) * D), *got = malloc(sizeof(float) * D), *qf = malloc(sizeof(float) * D),
           *gf = malloc(sizeof(float) * D);
@@ -183,19 +186,39 @@ static void test_geometry(int H, int hd, int max_ctx) {
         cudaMemcpy(dseq, seq, sizeof(int32_t) * B, cudaMemcpyHostToDevice);
         cudaMemcpy(dpos, pos, sizeof(int32_t) * B, cudaMemcpyHostToDevice);
         cudaMemset(dy, 0xff, sizeof(uint16_t) * 8 * D);
-        CHECK(fk_attn_decode_i8(kc, dq, k8, v8, ks, vs, stride, dseq, dpos, dg, B, H, hd, max_ctx, dw, dy, 0) == 0, "%s",
-              frigg_error());
+        CHECK(fk_attn_decode_i8(kc, dq, k8, v8, ks, vs, stride, dseq, dpos, dg, B, H, hd, max_ctx, dw, dcnt, dy, 0) == 0,
+              "%s", frigg_error());
         cudaMemcpy(yb, dy, sizeof(uint16_t) * B * D, cudaMemcpyDeviceToHost);
         /* each row alone */
         int same = 1;
         for (int b = 0; b < B; b++) {
             CHECK(fk_attn_decode_i8(kc, dq + (size_t)b * D, k8, v8, ks, vs, stride, dseq + b, dpos + b, dg + (size_t)b * 4 * D, 1,
-                                    H, hd, max_ctx, dw, dy + (size_t)b * D, 0) == 0,
+                                    H, hd, max_ctx, dw, dcnt, dy + (size_t)b * D, 0) == 0,
                   "%s", frigg_error());
         }
         cudaMemcpy(y1, dy, sizeof(uint16_t) * B * D, cudaMemcpyDeviceToHost);
         same = !memcmp(yb, y1, sizeof(uint16_t) * B * D);
         CHECK(same, "attn_decode_i8 H=%d hd=%d B=%d: a batched call differs from single-row calls", H, hd, B);
+        /* every merge mode and splits-per-block setting moves whole splits between blocks: the same bits, and the
+         * split mode's counters left at zero */
+        static const int impls[2] = {FK_ATTND_SPLIT, FK_ATTND_CLUSTER}, spbs[3] = {1, 3, 0};
+        for (int m = 0; m < 2; m++)
+            for (int k = 0; k < 3; k++) {
+                if (fk_ctx_set_attn_decode_impl(kc, impls[m], spbs[k]) != 0) continue; /* no clusters on this device */
+                cudaMemset(dy, 0xff, sizeof(uint16_t) * 8 * D);
+                CHECK(fk_attn_decode_i8(kc, dq, k8, v8, ks, vs, stride, dseq, dpos, dg, B, H, hd, max_ctx, dw, dcnt, dy, 0) == 0,
+                      "%s", frigg_error());
+                cudaMemcpy(y1, dy, sizeof(uint16_t) * B * D, cudaMemcpyDeviceToHost);
+                CHECK(!memcmp(yb, y1, sizeof(uint16_t) * B * D),
+                      "attn_decode_i8 H=%d hd=%d B=%d: merge mode %d with %d splits per block differs from the default", H,
+                      hd, B, impls[m], spbs[k]);
+                cudaMemcpy(hcnt, dcnt, sizeof(int) * B * H, cudaMemcpyDeviceToHost);
+                int zero = 1;
+                for (int i = 0; i < B * H; i++) zero &= hcnt[i] == 0;
+                CHECK(zero, "attn_decode_i8 H=%d hd=%d B=%d mode %d spb %d: split counters not left at zero", H, hd, B,
+                      impls[m], spbs[k]);
+            }
+        fk_ctx_set_attn_decode_impl(kc, FK_ATTND_AUTO, 0);
         for (int b = 0; b < B; b++) {
             for (int i = 0; i < D; i++) {
                 qf[i] = frigg_bf16_to_f32(qh[(size_t)b * D + i]);
@@ -232,11 +255,15 @@ static void test_geometry(int H, int hd, int max_ctx) {
         }
     }
     /* refused shapes */
-    CHECK(fk_attn_decode_i8(kc, dq, k8, v8, ks, vs, stride, dseq, dpos, dg, 1, H, 48, max_ctx, dw, dy, 0) != 0,
+    CHECK(fk_attn_decode_i8(kc, dq, k8, v8, ks, vs, stride, dseq, dpos, dg, 1, H, 48, max_ctx, dw, dcnt, dy, 0) != 0,
           "head_dim 48 accepted");
+    CHECK(fk_attn_decode_i8(kc, dq, k8, v8, ks, vs, stride, dseq, dpos, dg, 1, H, 96, max_ctx, dw, dcnt, dy, 0) != 0,
+          "head_dim 96 accepted (the kernel's lanes hold 8 values: 32, 64 or 128)");
     CHECK(fk_kv_write_i8(kc, drk, drv, D, dseq, dpos, 1, 1, 256, max_ctx, stride, k8, v8, ks, vs, 0) != 0,
           "head_dim 256 accepted");
     cudaFree(dw);
+    cudaFree(dcnt);
+    free(hcnt);
     cudaFree(k8);
     cudaFree(v8);
     cudaFree(ks);
