@@ -6,8 +6,8 @@
  *     among small ones; positions written in batches of 1..8 rows of different sequences;
  *   - fk_attn_decode_i8 against frigg_cpu_attention on that same int8 cache (its k8/v8 arguments), with the
  *     output gate, within attn_decode_ref.h's bf16 tolerance: head_dim 32, 64 and 128, rows of 1 to 700 keys,
- *     batch sizes 1..8 over four sequences; a batched call equals single-row calls bit for bit, and every merge
- *     mode and splits-per-block setting gives the default's bits and leaves the split counters at zero;
+ *     batch sizes 1..8 over four sequences; a batched call equals single-row calls bit for bit; in each merge
+ *     mode every splits-per-block setting gives the same bits and leaves the split counters at zero;
  *   - fk_kv_dequant_i8 (the CUDA engine's prefill read of the cache) writes bf16(frigg_kv_dequant(q, scale)) for
  *     every (head, position) below T of a sequence, bit for bit, in the bf16 cache's layout, and nothing else;
  *   - fk_rope_rows (the bf16 staging the engine quantizes from) gives, row for row, the bits fk_rope_kv writes
@@ -199,25 +199,39 @@ static void test_geometry(int H, int hd, int max_ctx) {
         cudaMemcpy(y1, dy, sizeof(uint16_t) * B * D, cudaMemcpyDeviceToHost);
         same = !memcmp(yb, y1, sizeof(uint16_t) * B * D);
         CHECK(same, "attn_decode_i8 H=%d hd=%d B=%d: a batched call differs from single-row calls", H, hd, B);
-        /* every merge mode and splits-per-block setting moves whole splits between blocks: the same bits, and the
-         * split mode's counters left at zero */
+        /* within a merge mode, every splits-per-block setting moves whole splits between blocks: the bits of one
+         * split per block, and the split mode's counters left at zero; each mode within the bf16 tolerance of the
+         * default (checked against the CPU op below; the modes split a row differently: the cluster caps it at
+         * 16 splits) */
         static const int impls[2] = {FK_ATTND_SPLIT, FK_ATTND_CLUSTER}, spbs[3] = {1, 3, 0};
+        uint16_t *ym = malloc(sizeof(uint16_t) * 8 * D);
         for (int m = 0; m < 2; m++)
             for (int k = 0; k < 3; k++) {
                 if (fk_ctx_set_attn_decode_impl(kc, impls[m], spbs[k]) != 0) continue; /* no clusters on this device */
                 cudaMemset(dy, 0xff, sizeof(uint16_t) * 8 * D);
                 CHECK(fk_attn_decode_i8(kc, dq, k8, v8, ks, vs, stride, dseq, dpos, dg, B, H, hd, max_ctx, dw, dcnt, dy, 0) == 0,
                       "%s", frigg_error());
-                cudaMemcpy(y1, dy, sizeof(uint16_t) * B * D, cudaMemcpyDeviceToHost);
-                CHECK(!memcmp(yb, y1, sizeof(uint16_t) * B * D),
-                      "attn_decode_i8 H=%d hd=%d B=%d: merge mode %d with %d splits per block differs from the default", H,
-                      hd, B, impls[m], spbs[k]);
+                cudaMemcpy(k == 0 ? ym : y1, dy, sizeof(uint16_t) * B * D, cudaMemcpyDeviceToHost);
+                if (k == 0) {
+                    int far = 0, first = -1;
+                    for (int i = 0; i < B * D; i++) {
+                        float gm = frigg_bf16_to_f32(ym[i]), gd = frigg_bf16_to_f32(yb[i]);
+                        if (!(fabsf(gm - gd) <= 0.02f + 0.02f * fabsf(gd)) && !far++) first = i;
+                    }
+                    CHECK(!far, "attn_decode_i8 H=%d hd=%d B=%d: merge mode %d: %d values beyond 0.02 + 2%% of the default's "
+                          "(the first at %d)", H, hd, B, impls[m], far, first);
+                } else {
+                    CHECK(!memcmp(ym, y1, sizeof(uint16_t) * B * D),
+                          "attn_decode_i8 H=%d hd=%d B=%d: merge mode %d with %d splits per block differs from 1 per block", H,
+                          hd, B, impls[m], spbs[k]);
+                }
                 cudaMemcpy(hcnt, dcnt, sizeof(int) * B * H, cudaMemcpyDeviceToHost);
                 int zero = 1;
                 for (int i = 0; i < B * H; i++) zero &= hcnt[i] == 0;
                 CHECK(zero, "attn_decode_i8 H=%d hd=%d B=%d mode %d spb %d: split counters not left at zero", H, hd, B,
                       impls[m], spbs[k]);
             }
+        free(ym);
         fk_ctx_set_attn_decode_impl(kc, FK_ATTND_AUTO, 0);
         for (int b = 0; b < B; b++) {
             for (int i = 0; i < D; i++) {
