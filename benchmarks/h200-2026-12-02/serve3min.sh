@@ -1,9 +1,9 @@
 #!/bin/bash
-# One H200: frigg-serve with its defaults (bf16, 64 slots of 1,024 tokens) on the full-size random model under
-# frigg-bench load at 32, 8 and 1 streams, 512-token prompts, 256 output tokens, 180 s each (as many of the three
-# as the call's time allows, in that order), the server restarted for each. Run on the GPU host from the project
-# root with .deps and .devrun carried (as kvattn.sh); it reuses kvattn.sh's build-gpu/ and /tmp/mimir when the
-# machine is still the one that ran it, and builds or makes them otherwise.
+# One H200: frigg-serve with its defaults (bf16, 8 slots of 4,096 tokens) on the full-size random model under
+# frigg-bench load at 32, 8 and 1 streams (or the list in $STREAMS), 512-token prompts, 256 output tokens, 180 s
+# each (as many as the call's time allows, in that order), the server restarted for each. Run on the GPU host
+# from the project root with .deps and .devrun carried (as kvattn.sh); it reuses build-gpu/ and /tmp/mimir when
+# the machine is still the one that made them, and builds or makes them otherwise.
 set -o pipefail
 export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=0
 T0=$(date +%s); el() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a $OUT/log.txt; }
@@ -24,7 +24,7 @@ fi
 [ -n "$fpid" ] && { wait $fpid; tail -1 /tmp/fixture.log | tee -a $R/log.txt; }
 xz -dc .devrun/mimir-tok.json.xz > /tmp/mimir/tokenizer.json
 nvidia-smi --query-gpu=index,name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv > $R/smi.txt 2>&1
-for st in 32 8 1; do
+for st in ${STREAMS:-32 8 1}; do
   [ $(left) -gt 200 ] || { el "streams $st: not run (the call's time is spent)"; continue; }
   $N/bin/frigg-serve --backend cuda --model /tmp/mimir --served-model-name mimir-random --port 0 2> /tmp/serve.log &
   spid=$!
