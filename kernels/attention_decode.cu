@@ -1,6 +1,8 @@
 /* attention_decode.cu — decode attention: one new query row per batch row against the slot's cached keys,
  * split-K over the keys (flash-decoding), the split partials merged in split order with the output gate
  * y = bf16(bf16(sigmoid(g)) * bf16(o)) fused into the merge. Scores and softmax are fp32 like the CPU engine.
+ * One kernel for both caches: bf16 (fk_attn_decode) and int8 with per-position scales (fk_attn_decode_i8,
+ * attention_decode_i8.cu's layout), the element type a template parameter (dec_kv).
  *
  * Why it is shaped this way (batch 1 at ctx 512 moves only 3 MB, so latency, not bandwidth, decides):
  * - A key is read by HD/8 lanes with one 16-byte load each (16 lanes for head_dim 128), so a score costs
@@ -120,9 +122,10 @@ __device__ __forceinline__ void unpack8(uint4 w, float (&f)[8]) {
     f[4] = bf_lo(w.z); f[5] = bf_hi(w.z); f[6] = bf_lo(w.w); f[7] = bf_hi(w.w);
 }
 /* Eight int8 values (memory order) to floats, exactly, without the int-to-float conversion instruction (a
- * quarter-rate unit on sm_90, which at batch 32 and ctx 4096 would need about as long as the cache's bytes take
- * to read): the byte, offset to unsigned (x ^ 0x80), becomes the low mantissa byte of 2^23 (0x4B000000 | u),
- * and one subtraction of 2^23 + 128 leaves x: one byte permute and one add per value. */
+ * quarter-rate unit on sm_90): the byte, offset to unsigned (x ^ 0x80), becomes the low mantissa byte of 2^23
+ * (0x4B000000 | u), and one subtraction of 2^23 + 128 leaves x: one byte permute and one add per value. Against
+ * the conversion, decode with the int8 cache ran 1.15-1.21x faster at ctx 4096 and batch 16-64, 1.00-1.06x at
+ * batch 1, arms alternated in one device call (benchmarks/h200-2026-12-02/kvprmt/ab-summary.txt). */
 __device__ __forceinline__ float i8_to_f(uint32_t w_offset, int i) {
     return __uint_as_float(__byte_perm(w_offset, 0x4B000000u, 0x7540u | (unsigned)i)) - 8388736.0f;
 }
