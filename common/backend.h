@@ -35,7 +35,7 @@ typedef struct {
     int max_ctx;          /* tokens per sequence (0 = max_position_embeddings) */
     frigg_dtype kv_dtype; /* KV-cache element type: FRIGG_DT_BF16 (the default, 0), or FRIGG_DT_INT8 (symmetric
                              int8, one fp32 scale per position and head for K and for V: frigg_kv_quantize in
-                             cpu_ops.h; the CUDA engine's needs head_dim a multiple of 32 up to 128); both
+                             cpu_ops.h; the CUDA engine's needs head_dim 32, 64 or 128); both
                              engines refuse INT4 */
     int fp32_reference;   /* CPU engine: round nowhere (HF's model in float32 on the same bf16-valued weights,
                              MODEL.md T17) instead of at every bf16 rounding point; the CUDA engine refuses it */

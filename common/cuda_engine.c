@@ -1005,8 +1005,8 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
                         c->intermediate_size);
         return -1;
     }
-    if (im->int8 && (hd % 32 || hd > 128)) {
-        frigg_set_error("backend \"cuda\": an int8 KV cache needs head_dim a multiple of 32 up to 128 (the model's is "
+    if (im->int8 && hd != 32 && hd != 64 && hd != 128) {
+        frigg_set_error("backend \"cuda\": an int8 KV cache needs head_dim 32, 64 or 128 (the model's is "
                         "%d; --kv-dtype bf16 runs it)", hd);
         return -1;
     }

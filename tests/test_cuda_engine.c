@@ -858,7 +858,7 @@ out:
     frigg_backend_destroy(c16);
 }
 
-/* An int8 KV cache on a model whose head_dim the int8 kernels do not take (a multiple of 32 up to 128) is an error
+/* An int8 KV cache on a model whose head_dim the int8 kernels do not take (32, 64 or 128) is an error
  * that says so, at creation. */
 static void test_kv_int8_shape(const frigg_model *m) {
     frigg_backend_opts o = {.max_seqs = 1, .max_ctx = 32, .kv_dtype = FRIGG_DT_INT8};
