@@ -837,7 +837,8 @@ static void usage(FILE *f) {
             "  -b, --backend NAME       cpu or cuda (default: cuda when a GPU is present)\n"
             "      --host ADDR          address to bind (default 127.0.0.1; anything else needs an API key)\n"
             "  -p, --port N             TCP port (default 8000; 0: any free port, printed at start)\n"
-            "      --slots N            sequences each replica runs at once (default 8)\n"
+            "      --slots N|auto       sequences each replica runs at once (default auto: as many of --ctx tokens as\n"
+            "                           fit in 90%% of the free memory, at most 64 on a GPU and 8 on the CPU)\n"
             "      --ctx N              tokens per sequence (default: the model's max_position_embeddings)\n"
             "      --devices LIST       CUDA devices, one replica each (e.g. 0,1; default 0)\n"
             "      --replicas N         CPU engines (default 1), each with --threads / N threads\n"
@@ -901,6 +902,51 @@ static void budget(const frigg_config *c, int ctx, int cuda, frigg_dtype kv_dtyp
 #endif
 }
 
+static double available_bytes(int cuda, int device);
+
+/* --slots auto: the most slots of --ctx tokens whose KV cache, beside the weights and the work buffers, fits in
+ * AUTO_SLOTS_SHARE of the free memory of every replica's device (CPU replicas share the host's), at most
+ * AUTO_SLOTS_MAX_GPU on a GPU (the CUDA engine's rows per decode step) and AUTO_SLOTS_MAX_CPU on the CPU (the
+ * fixed default this replaced; a CPU step of many rows is slow anyway). Where the free memory cannot be read,
+ * AUTO_SLOTS_MAX_CPU. Fewer than one slot is an error naming the numbers. Why a share: the CUDA context, cuBLAS's
+ * workspace and the allocator's rounding take memory the budget does not count. */
+#define AUTO_SLOTS_SHARE 0.9
+#define AUTO_SLOTS_MAX_GPU 64
+#define AUTO_SLOTS_MAX_CPU 8
+static int auto_slots(server *s, int is_cuda, const int *devices, double wb, double kvb, double workb) {
+    const double G = 1073741824.0;
+    const int cap = is_cuda ? AUTO_SLOTS_MAX_GPU : AUTO_SLOTS_MAX_CPU, nrep = s->nrep;
+    int slots = cap;
+    double least = -1;
+    for (int i = 0; i < (is_cuda ? nrep : 1); i++) {
+        const double avail = available_bytes(is_cuda, is_cuda ? devices[i] : 0);
+        if (avail < 0) {
+            slots = AUTO_SLOTS_MAX_CPU;
+            continue;
+        }
+        /* per replica: its weights (CPU: mapped from the file, not counted) and work, then its slots */
+        const double per = is_cuda ? avail : avail / nrep, room = AUTO_SLOTS_SHARE * per - (is_cuda ? wb : 0) - workb;
+        const double fit = kvb > 0 ? room / kvb : cap;
+        if (least < 0 || avail < least) least = avail;
+        if (fit < slots) slots = fit < 0 ? 0 : (int)fit;
+    }
+    if (slots < 1) {
+        fprintf(stderr,
+                "frigg-serve: --slots auto: not one slot of %d tokens fits (KV %.3f GiB per slot, weights %.2f GiB, work "
+                "%.2f GiB, %.0f%% of %.2f GiB free%s): lower --ctx\n",
+                s->ctx, kvb / G, is_cuda ? wb / G : 0.0, workb / G, AUTO_SLOTS_SHARE * 100, least / G,
+                !is_cuda && nrep > 1 ? ", shared by the replicas" : "");
+        return -1;
+    }
+    s->slots = slots;
+    char mem[96];
+    if (least < 0) snprintf(mem, sizeof mem, "the free memory could not be read");
+    else snprintf(mem, sizeof mem, "%.0f%% of %.2f GiB free", AUTO_SLOTS_SHARE * 100, least / G);
+    fprintf(stderr, "frigg-serve: --slots auto: %d slots of %d tokens (at most %d on %s; %s)\n", slots, s->ctx, cap,
+            is_cuda ? "a GPU" : "the CPU", mem);
+    return 0;
+}
+
 /* Memory the budget is checked against: the device's free memory, or the host's MemAvailable. */
 static double available_bytes(int cuda, int device) {
 #ifdef FRIGG_CUDA
@@ -935,7 +981,7 @@ static int serve(server *s, int argc, char **argv) {
     frigg_dtype kv_dtype = FRIGG_DT_BF16;
     double drain_s = 30, timeout_s = 600, prefill_share = 0.5;
     int prefill_tokens = 2048;
-    s->slots = 8;
+    s->slots = 0; /* auto: sized to the memory once the model and backend are known */
     s->max_queue = 256;
     s->max_body = 4u << 20;
     int ch;
@@ -974,15 +1020,25 @@ static int serve(server *s, int argc, char **argv) {
             break;
         case 'h': usage(stdout); return 0;
         case 'V': frigg_print_version("frigg-serve"); return 0;
-        case 'p': case 'S': case 'C': case 'R': case 't': case 'Q': case 'B': case 'd': case 'T': {
-            const char *o = ch == 'p' ? "--port" : ch == 'S' ? "--slots" : ch == 'C' ? "--ctx" : ch == 'R' ? "--replicas"
+        case 'S':
+            if (!strcmp(optarg, "auto")) {
+                s->slots = 0;
+                break;
+            }
+            if (frigg_cli_number("frigg-serve", "--slots", optarg, 1, 1 << 24, 1, &v)) {
+                fprintf(stderr, "frigg-serve: --slots takes a number of slots, or auto\n");
+                return 2;
+            }
+            s->slots = (int)v;
+            break;
+        case 'p': case 'C': case 'R': case 't': case 'Q': case 'B': case 'd': case 'T': {
+            const char *o = ch == 'p' ? "--port" : ch == 'C' ? "--ctx" : ch == 'R' ? "--replicas"
                           : ch == 't' ? "--threads" : ch == 'Q' ? "--max-queue" : ch == 'B' ? "--max-body-bytes"
                           : ch == 'd' ? "--drain-s" : "--timeout-s";
             double lo = ch == 'p' || ch == 't' || ch == 'd' ? 0 : 1;
             double hi = ch == 'p' ? 65535 : ch == 'B' ? 1 << 30 : ch == 'R' ? MAX_REPLICAS : 1 << 24;
             if (frigg_cli_number("frigg-serve", o, optarg, lo, hi, ch != 'd' && ch != 'T', &v)) return 2;
             if (ch == 'p') port = (int)v;
-            else if (ch == 'S') s->slots = (int)v;
             else if (ch == 'C') s->ctx = (int)v;
             else if (ch == 'R') replicas = (int)v;
             else if (ch == 't') threads = (int)v;
@@ -1089,7 +1145,9 @@ static int serve(server *s, int argc, char **argv) {
     if (!ndev) devices[0] = 0;
     double wb, kvb, workb;
     budget(cfg, s->ctx, is_cuda, kv_dtype, &wb, &kvb, &workb);
-    const double G = 1073741824.0, need = (is_cuda ? wb : 0) + kvb * s->slots + workb;
+    const double G = 1073741824.0;
+    if (!s->slots && auto_slots(s, is_cuda, devices, wb, kvb, workb)) return 2;
+    const double need = (is_cuda ? wb : 0) + kvb * s->slots + workb;
     fprintf(stderr, "frigg-serve: memory per replica: weights %.2f GiB%s + KV %.3f GiB per slot x %d slots + work %.2f "
                     "GiB = %.2f GiB\n", wb / G, is_cuda ? "" : " (mapped from the file)", kvb / G, s->slots, workb / G,
             need / G);

@@ -272,6 +272,24 @@ int main(void) {
     rc = run(cmd, "", &out);
     CHECK(rc == 2, "frigg-serve on 0.0.0.0 without a key: exit %d, want 2", rc);
     free(out);
+    /* --slots: auto by default, sized to the free memory and capped at 8 on the CPU (this tiny model fits 8; the
+     * server is stopped by SIGTERM once it has started: timeout's 124), a number, or an error that names both */
+    snprintf(cmd, sizeof cmd, "(timeout -s TERM 4 %s/frigg-serve --model '%s' --backend cpu --threads 1 --port 0 2>&1)", g_bin,
+             dir);
+    rc = run(cmd, "", &out);
+    CHECK(out && strstr(out, "--slots auto: 8 slots of") && strstr(out, "GiB free") && strstr(out, "x 8 slots"),
+          "frigg-serve's default --slots auto: exit %d, output '%s'", rc, out ? out : "");
+    free(out);
+    snprintf(cmd, sizeof cmd, "(timeout -s TERM 4 %s/frigg-serve --model '%s' --backend cpu --threads 1 --port 0 --slots 3 2>&1)",
+             g_bin, dir);
+    rc = run(cmd, "", &out);
+    CHECK(out && !strstr(out, "--slots auto") && strstr(out, "x 3 slots"), "frigg-serve --slots 3: exit %d, output '%s'", rc,
+          out ? out : "");
+    free(out);
+    snprintf(cmd, sizeof cmd, "(%s/frigg-serve --model '%s' --slots many 2>&1)", g_bin, dir);
+    rc = run(cmd, "", &out);
+    CHECK(rc == 2 && out && strstr(out, "or auto"), "frigg-serve --slots many: exit %d, output '%s'", rc, out ? out : "");
+    free(out);
     snprintf(cmd, sizeof cmd, "%s/frigg-eval nll --model '%s' --backend cpu", g_bin, dir);
     rc = run(cmd, "{\"input_ids\":[5,6,7,8],\"prefix_tokens\":2,\"x\":1}\n{\"input_ids\":[5,6,7,8],\"prefix_tokens\":2}\n",
              &out);
