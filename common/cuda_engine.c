@@ -1097,12 +1097,9 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     OK(dalloc(im, (void **)&im->topk_ids, (size_t)MAX_BATCH * FRIGG_TOPK_MAX * 4, "top-k ids"));
     OK(dalloc(im, (void **)&im->logits, (size_t)LOGIT_CHUNK * V * 2, "logits"));
     OK(dalloc(im, (void **)&im->logits_f, (size_t)LOGIT_CHUNK * V * 4, "logits"));
-    /* the decode attention's split partials: the bf16 kernel's, or the int8 one's (decode_attn_i8) */
-    size_t attn_floats = fk_attn_decode_work_floats(MAX_BATCH, c->num_heads, hd, (int)ctx);
-    if (fk_attn_decode_i8_work_floats(MAX_BATCH, c->num_heads, hd, (int)ctx) > attn_floats)
-        attn_floats = fk_attn_decode_i8_work_floats(MAX_BATCH, c->num_heads, hd, (int)ctx);
-    OK(dalloc(im, (void **)&im->attn_work, attn_floats * 4,
-              "attention partials"));
+    /* the decode attention's split partials (one kernel for the bf16 and the int8 cache) */
+    const size_t attn_floats = fk_attn_decode_work_floats(MAX_BATCH, c->num_heads, hd, (int)ctx);
+    OK(dalloc(im, (void **)&im->attn_work, attn_floats * 4, "attention partials"));
     OK(dalloc(im, (void **)&im->attn_counters, (size_t)MAX_BATCH * c->num_heads * 4, "attention counters"));
     CU(cudaMemset(im->attn_counters, 0, (size_t)MAX_BATCH * c->num_heads * 4));
     int32_t *iota = frigg_xmalloc(R * 4);
@@ -1125,9 +1122,7 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
 size_t frigg_cuda_work_bytes(const frigg_config *c, int max_ctx, frigg_dtype kv_dtype) {
     size_t D = c->hidden_size, I = c->intermediate_size, V = c->vocab_size, hd = c->head_dim, H = c->num_heads;
     size_t ctx = max_ctx > 0 ? (size_t)max_ctx : 1, R = ctx > MAX_BATCH ? ctx : MAX_BATCH, RG = R > PF_TOKENS ? R : PF_TOKENS;
-    size_t attn = fk_attn_decode_work_floats(MAX_BATCH, (int)H, (int)hd, (int)ctx);
-    if (fk_attn_decode_i8_work_floats(MAX_BATCH, (int)H, (int)hd, (int)ctx) > attn)
-        attn = fk_attn_decode_i8_work_floats(MAX_BATCH, (int)H, (int)hd, (int)ctx);
+    const size_t attn = fk_attn_decode_work_floats(MAX_BATCH, (int)H, (int)hd, (int)ctx);
     size_t b = (size_t)32 << 20;                          /* the cuBLAS workspace */
     b += 2 * ctx * hd * 2 + D * 2;                        /* RoPE tables, z_L_init */
     b += RG * (11 * D + 3 * I) * 2 + R * 4 * D * 2;       /* activations; the part-way prompt's own */

@@ -622,10 +622,6 @@ extern "C" int fk_attn_decode(const fk_ctx *kc, const uint16_t *q, const uint16_
     return fk_check_launch("attn_decode");
 }
 
-extern "C" size_t fk_attn_decode_i8_work_floats(int B, int H, int hd, int max_ctx) {
-    return fk_attn_decode_work_floats(B, H, hd, max_ctx);
-}
-
 /* The int8 cache: the same kernel, layouts, splits and merges (so the same batch invariance), over int8 keys and
  * values with their per-(position, head) scales. */
 extern "C" int fk_attn_decode_i8(const fk_ctx *kc, const uint16_t *q, const int8_t *k8, const int8_t *v8,

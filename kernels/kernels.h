@@ -101,7 +101,7 @@ size_t fk_attn_decode_work_floats(int B, int H, int hd, int max_ctx);
  * fk_attn_decode_i8: fk_attn_decode over that cache (q [B][H*hd], the gate in gqkv's first H*hd columns,
  * y [B][H*hd]; head_dim 32, 64 or 128): row b attends to positions [0, row_pos[b]]; the CPU op's arithmetic
  * within tolerance. The same kernel as fk_attn_decode (attention_decode.cu), so the same merge modes, `work`
- * and `counters` ([B][H] ints, zero between calls and left at zero). */
+ * (fk_attn_decode_work_floats) and `counters` ([B][H] ints, zero between calls and left at zero). */
 int fk_kv_write_i8(const fk_ctx *kc, const uint16_t *k, const uint16_t *v, int kv_stride, const int32_t *row_seq,
                    const int32_t *row_pos, int B, int H, int hd, int max_ctx, long long seq_stride, int8_t *k8, int8_t *v8,
                    float *k_scale, float *v_scale, cudaStream_t s);
@@ -109,8 +109,6 @@ int fk_attn_decode_i8(const fk_ctx *kc, const uint16_t *q, const int8_t *k8, con
                       const float *v_scale, long long seq_stride, const int32_t *row_seq, const int32_t *row_pos,
                       const uint16_t *gqkv, int B, int H, int hd, int max_ctx, float *work, int *counters, uint16_t *y,
                       cudaStream_t s);
-/* Floats of fk_attn_decode_i8's `work` (the splits' partials) for B rows: fk_attn_decode_work_floats's. */
-size_t fk_attn_decode_i8_work_floats(int B, int H, int hd, int max_ctx);
 /* fk_kv_dequant_i8: positions [0, T) of one sequence's int8 K and V (k8, v8 [H][max_ctx][hd] and their scales
  * [H][max_ctx], pointers already offset to the sequence and slot) as bf16 into k_out and v_out, laid out as the
  * bf16 cache ([H][max_ctx][hd]), each value bf16(q * scale): the fp32 product frigg_kv_dequant defines, rounded

@@ -171,7 +171,7 @@ static void test_geometry(int H, int hd, int max_ctx) {
     for (int i = 0; i < 8 * D; i++) qh[i] = frigg_f32_to_bf16(frand());
     for (int i = 0; i < 8 * 4 * D; i++) gh[i] = frigg_f32_to_bf16(frand() * 2.0f);
     uint16_t *dq = dev_copy(qh, sizeof(uint16_t) * 8 * D), *dg = dev_copy(gh, sizeof(uint16_t) * 8 * 4 * D);
-    float *dw = dev_alloc(sizeof(float) * fk_attn_decode_i8_work_floats(8, H, hd, max_ctx));
+    float *dw = dev_alloc(sizeof(float) * fk_attn_decode_work_floats(8, H, hd, max_ctx));
     int *dcnt = dev_alloc(sizeof(int) * 8 * H), *hcnt = malloc(sizeof(int) * 8 * H);
     cudaMemset(dcnt, 0, sizeof(int) * 8 * H);
     uint16_t *dy = dev_alloc(sizeof(uint16_t) * 8 * D), *yb = malloc(sizeof(uint16_t) * 8 * D), *y1 = malloc(sizeof(uint16_t) * 8 * D);
