@@ -54,9 +54,10 @@ typedef struct {
     uint16_t *cos_t, *sin_t;
     /* The KV cache, [seq][slot][head][max_ctx][head_dim] elements (seq_stride per sequence, slot_stride per slot):
      * bf16 (kc, vc); or, with kv_dtype INT8 (int8 set), int8 values (k8, v8) and their fp32 scales (ks, vs:
-     * [seq][slot][head][max_ctx], sc_seq_stride and sc_slot_stride), and no bf16 cache at all. An int8 step
-     * stages its rows' RoPE'd K and V as bf16 rows (kv_rows, [rows][2D]: K in columns [0, D), V in [D, 2D)),
-     * which fk_kv_write_i8 quantizes into the cache; a prefill layer reads its slot's int8 K and V back as bf16
+     * [seq][slot][head][max_ctx], sc_seq_stride and sc_slot_stride), and no bf16 cache at all. A decode step
+     * writes its rows' K and V inside its attention kernel (fk_attn_decode_i8); a prefill stages its rows' RoPE'd
+     * K and V as bf16 rows (kv_rows, [rows][2D]: K in columns [0, D), V in [D, 2D)), which fk_kv_write_i8
+     * quantizes into the cache, and a prefill layer reads its slot's int8 K and V back as bf16
      * (kd, vd: [head][max_ctx][head_dim] each, one slot of one sequence) for the prefill attention. */
     uint16_t *kc, *vc;
     long long seq_stride, slot_stride;
@@ -172,25 +173,17 @@ static float *ks_slot(cuda_impl *im, int slot) { return im->ks + (size_t)slot * 
 static float *vs_slot(cuda_impl *im, int slot) { return im->vs + (size_t)slot * im->sc_slot_stride; }
 
 /* A decode step's K/V write and attention on the int8 cache, from the step's gqkv rows [B][4D] as projected
- * (not yet rotated): q and K rotated at each row's own position, K and V as rows into the staging
- * (fk_rope_rows), quantized into position row_pos of sequence row_seq of the slot (fk_kv_write_i8), then the
- * attention over the cache with the output gate (fk_attn_decode_i8) into y. The CPU engine's order: a position
- * is quantized when written, and attention reads what the cache holds, the new position included. No host
- * sync, no allocation (the decode graphs capture it). */
+ * (not yet rotated), in one kernel (fk_attn_decode_i8): q and K rotated at each row's own position, K and V
+ * quantized into position row_pos of sequence row_seq of the slot, then the attention over the cache with the
+ * output gate into y. The CPU engine's order: a position is quantized when written, and attention reads what the
+ * cache holds, the new position included. No host sync, no allocation (the decode graphs capture it). */
 static int decode_attn_i8(frigg_backend *b, int slot, int B) {
     cuda_impl *im = b->impl;
     const frigg_config *c = &b->model->cfg;
-    int D = c->hidden_size, H = c->num_heads, hd = c->head_dim;
-    cudaStream_t s = im->stream;
-    const fk_ctx *kc = im->kern;
     const int32_t *rseq = im->d_step + MAX_BATCH, *rpos = im->d_step + 2 * MAX_BATCH;
-    uint16_t *kr = im->kv_rows, *vr = im->kv_rows + D;
-    OK(fk_rope_rows(kc, im->gqkv, B, H, hd, rpos, im->cos_t, im->sin_t, im->q, kr, vr, 2 * D, s));
-    OK(fk_kv_write_i8(kc, kr, vr, 2 * D, rseq, rpos, B, H, hd, b->max_ctx, im->seq_stride, k8_slot(im, slot),
-                      v8_slot(im, slot), ks_slot(im, slot), vs_slot(im, slot), s));
-    return fk_attn_decode_i8(kc, im->q, k8_slot(im, slot), v8_slot(im, slot), ks_slot(im, slot), vs_slot(im, slot),
-                             im->seq_stride, rseq, rpos, im->gqkv, B, H, hd, b->max_ctx, im->attn_work, im->attn_counters,
-                             im->y, s);
+    return fk_attn_decode_i8(im->kern, im->gqkv, im->cos_t, im->sin_t, k8_slot(im, slot), v8_slot(im, slot),
+                             ks_slot(im, slot), vs_slot(im, slot), im->seq_stride, rseq, rpos, B, c->num_heads, c->head_dim,
+                             b->max_ctx, im->attn_work, im->attn_counters, im->y, im->stream);
 }
 
 /* A prompt's K/V write and attention on the int8 cache (one layer of sequence seq, slot `slot`, from gqkv rows
@@ -424,8 +417,8 @@ static int enqueue_decode_gemv(frigg_backend *b, int B) {
         for (int i = 0; i < c->layers_per_stack; i++) {
             int slot = frigg_slot(c, r, i);
             if (im->int8) {
-                /* norm + gqkv into the gqkv rows (all four sections), then RoPE, the int8 write and attention:
-                 * the fused epilogue below writes K and V only into a bf16 cache */
+                /* norm + gqkv into the gqkv rows (all four sections), then RoPE, the int8 write and attention in
+                 * one kernel: the fused epilogue below writes K and V only into a bf16 cache */
                 for (int r0 = 0; r0 < B; r0 += GEMV_ROWS) {
                     int n = B - r0 < GEMV_ROWS ? B - r0 : GEMV_ROWS;
                     OK(fk_gemv(kc, &Ls[i].gqkv, im->x + (size_t)r0 * D, n, 1, eps, FK_GEMV_STORE,
@@ -1077,7 +1070,7 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     uint16_t **pbufs[] = {&im->pzH, &im->pzL, &im->px, &im->pa};
     for (size_t i = 0; i < sizeof pbufs / sizeof pbufs[0]; i++) OK(dalloc(im, (void **)pbufs[i], R * D * 2, "activations"));
     OK(dalloc(im, (void **)&im->gqkv, RG * 4 * D * 2, "activations"));
-    if (im->int8) { /* a prompt's rows or a decode step's (never a group: groupable), and one slot's K and V */
+    if (im->int8) { /* a prompt's rows (never a group: groupable), and one slot's K and V */
         OK(dalloc(im, (void **)&im->kv_rows, R * 2 * D * 2, "the int8 cache's K/V staging"));
         OK(dalloc(im, (void **)&im->kd, ctx * D * 2, "the int8 cache's prefill K"));
         OK(dalloc(im, (void **)&im->vd, ctx * D * 2, "the int8 cache's prefill V"));

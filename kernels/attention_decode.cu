@@ -3,6 +3,12 @@
  * y = bf16(bf16(sigmoid(g)) * bf16(o)) fused into the merge. Scores and softmax are fp32 like the CPU engine.
  * One kernel for both caches: bf16 (fk_attn_decode) and int8 with per-position scales (fk_attn_decode_i8,
  * attention_decode_i8.cu's layout), the element type a template parameter (dec_kv).
+ * The int8 instantiation also does the step's write, which for bf16 is fk_gemv_qkv's epilogue: a head's scale
+ * needs the whole head's amax, which no GEMV block has, so the int8 cache once took two more kernels per layer
+ * (RoPE into a staging row, then the quantizing write: 908 kernels per batch-1 step against bf16's 652). Here
+ * every block rotates its own q from the gqkv row, and the block whose split holds the row's newest position
+ * rotates k, quantizes K and V (one warp), stores them into the cache for later steps and hands them to its own
+ * rounds through shared memory, so the write costs no launch and no round trip through memory.
  *
  * Why it is shaped this way (batch 1 at ctx 512 moves only 3 MB, so latency, not bandwidth, decides):
  * - A key is read by HD/8 lanes with one 16-byte load each (16 lanes for head_dim 128), so a score costs
@@ -209,6 +215,48 @@ __device__ __forceinline__ void dec_load_newest(const typename dec_kv<I8>::elem 
         }
 }
 
+/* The int8 cache's write, fused into its attention (fk_attn_decode_i8): the RoPE tables and where a row's newest
+ * K and V go (the same cache the kernel reads). All NULL for the bf16 cache, whose write is fk_gemv_qkv's. */
+struct dec_write {
+    const uint16_t *cos_t, *sin_t;
+    int8_t *k8, *v8;
+    float *ks, *vs;
+};
+
+/* RoPE of one lane's 8 dims (xw, at dims li*8..) with their cos and sin: x' = rbf(rbf(x c) + rbf(r s)), r the
+ * partner dim's value (i +- hd/2, negated in the first half), held by lane li ^ (LPK/2) of the same key group:
+ * fk_rope_rows's arithmetic, so the same bits. Every lane of the warp must call it (shuffles). */
+template <int LPK>
+__device__ __forceinline__ void dec_rope8(uint4 xw, const float (&c)[8], const float (&sn)[8], int li, float (&o)[8]) {
+    uint4 pw;
+    pw.x = __shfl_xor_sync(0xffffffffu, xw.x, LPK / 2);
+    pw.y = __shfl_xor_sync(0xffffffffu, xw.y, LPK / 2);
+    pw.z = __shfl_xor_sync(0xffffffffu, xw.z, LPK / 2);
+    pw.w = __shfl_xor_sync(0xffffffffu, xw.w, LPK / 2);
+    float x[8], p[8];
+    unpack8(xw, x);
+    unpack8(pw, p);
+    const bool first = li < LPK / 2;
+#pragma unroll
+    for (int k = 0; k < 8; k++) o[k] = rbf(rbf(x[k] * c[k]) + rbf((first ? -p[k] : p[k]) * sn[k]));
+}
+
+/* The newest key (this block's own write, kept in shared memory) into the lanes whose round (first key r0, split
+ * end j1) holds it: the int8 cache's counterpart of dec_load_newest; every load of the int8 kernel skips it. */
+template <int GROUPS>
+__device__ __forceinline__ void dec_take_newest(const uint2 (&s_new)[2][16], const float (&s_nsc)[2], int li, int r0,
+                                                int g, int j1, int newest, uint2 (&kb)[DEC_KPT], uint2 (&vb)[DEC_KPT],
+                                                float (&ksb)[DEC_KPT], float (&vsb)[DEC_KPT]) {
+#pragma unroll
+    for (int u = 0; u < DEC_KPT; u++)
+        if (r0 + u * GROUPS + g == newest && newest < j1) {
+            kb[u] = s_new[0][li];
+            vb[u] = s_new[1][li];
+            ksb[u] = s_nsc[0];
+            vsb[u] = s_nsc[1];
+        }
+}
+
 /* grid (nblk, H, B), DEC_THREADS threads; block x of (row b, head h) computes splits [x*spb, x*spb + spb) of
  * the row (those that exist). A partial of split s: [m, l, 0, 0, acc[HD]] (HD + 4 floats, so each starts
  * 16-byte aligned), in shared memory s_part[s] of the merging block and, in "split" mode when the row's splits
@@ -230,7 +278,8 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
                        const typename dec_kv<I8>::elem *__restrict__ v_slot, const float *__restrict__ k_scale,
                        const float *__restrict__ v_scale, long long seq_stride, const int32_t *row_seq,
                        const int32_t *row_pos, int H, int max_ctx, int nsplit, int spb, float scale,
-                       float *work, int *counters, const uint16_t *__restrict__ gqkv, uint16_t *__restrict__ y) {
+                       float *work, int *counters, const uint16_t *__restrict__ gqkv, uint16_t *__restrict__ y,
+                       dec_write wr) {
     typedef typename dec_kv<I8>::elem elem;
     typedef typename dec_kv<I8>::word word;
     constexpr int LPK = HD / 8;                /* lanes per key */
@@ -244,6 +293,8 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
     __shared__ __align__(16) float s_pacc[DEC_PARK][GROUPS * HD];       /* and its acc */
     __shared__ __align__(16) float s_part[MAXS * PW];  /* split partials (the merging block's are read) */
     __shared__ int s_last;
+    __shared__ uint2 s_new[2][16]; /* int8: the newest K and V, a lane's 8 values each (LPK <= 16) */
+    __shared__ float s_nsc[2];      /* and their scales */
     const int bx = blockIdx.x, h = blockIdx.y, b = blockIdx.z, D = H * HD, t = threadIdx.x;
     if (CLUSTER) cluster_arrive_relaxed(); /* phase 0: "this block has started" (remote writes need it) */
     /* row_seq/row_pos are set before the step starts (host copy), never by the kernel in front of this one. */
@@ -283,14 +334,73 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
         dec_load<HD, GROUPS, I8>(K, V, KS, VS, lr, g, lj1, len - 1, kbuf[DEPTH - 1], vbuf[DEPTH - 1], ksbuf[DEPTH - 1],
                                  vsbuf[DEPTH - 1]);
     }
+    /* int8: the RoPE tables at the row's position (written once at load, so read before the wait too) */
+    uint4 cosw = {}, sinw = {};
+    if (I8) {
+        cosw = __ldg((const uint4 *)(wr.cos_t + (size_t)(len - 1) * HD + li * 8));
+        sinw = __ldg((const uint4 *)(wr.sin_t + (size_t)(len - 1) * HD + li * 8));
+    }
     pdl_wait();
-    dec_load_newest<HD, GROUPS, I8>(K, V, KS, VS, cr, g, cj1, len - 1, kbuf[0], vbuf[0], ksbuf[0], vsbuf[0]);
-    dec_load_newest<HD, GROUPS, I8>(K, V, KS, VS, r1, g, j1_1, len - 1, kbuf[1], vbuf[1], ksbuf[1], vsbuf[1]);
-    if (DEPTH == 3)
-        dec_load_newest<HD, GROUPS, I8>(K, V, KS, VS, lr, g, lj1, len - 1, kbuf[DEPTH - 1], vbuf[DEPTH - 1],
-                                        ksbuf[DEPTH - 1], vsbuf[DEPTH - 1]);
     float qf[8];
-    unpack8(ld_act(q + (size_t)b * D + h * HD + li * 8), qf);
+    if constexpr (I8) {
+        /* q = rope(q), and the block whose splits hold the newest position writes it: warp 0's first LPK lanes
+         * K = rope(k), the next LPK V, each (row, head) quantized as fk_kv_write_i8 does (amax over the head's
+         * rounded values, scale = amax / 127, q = clamp(round(x / scale)), 0 where the scale is 0), into the cache
+         * and into shared memory, from where this block's own rounds take it (they never load it). */
+        const uint16_t *row = gqkv + (size_t)b * 4 * D + h * HD + li * 8;
+        float cf[8], sf[8];
+        unpack8(cosw, cf);
+        unpack8(sinw, sf);
+        dec_rope8<LPK>(ld_act(row + D), cf, sf, li, qf);
+        if (s1 == ns) { /* block-uniform: the newest key is in the row's last split */
+            if (t < 32) {
+                const int which = (t % (2 * LPK)) / LPK; /* 0: K, 1: V (lanes past 2 * LPK repeat them, write nothing) */
+                const uint4 xw = ld_act(row + (size_t)(2 + which) * D);
+                float x[8];
+                dec_rope8<LPK>(xw, cf, sf, li, x);
+                if (which) unpack8(xw, x);
+                float amax = 0.0f;
+#pragma unroll
+                for (int k = 0; k < 8; k++) amax = fmaxf(amax, fabsf(x[k]));
+#pragma unroll
+                for (int o = LPK / 2; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+                const float sc = __fdiv_rn(amax, 127.0f);
+                uint32_t wq[2] = {0u, 0u};
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    int qv = 0;
+                    if (sc != 0.0f) {
+                        qv = __float2int_rn(__fdiv_rn(x[k], sc));
+                        qv = qv > 127 ? 127 : qv < -127 ? -127 : qv;
+                    }
+                    wq[k / 4] |= (uint32_t)(uint8_t)(int8_t)qv << (8 * (k % 4));
+                }
+                if (t < 2 * LPK) {
+                    const uint2 w8 = make_uint2(wq[0], wq[1]);
+                    const size_t at = (size_t)row_seq[b] * seq_stride + ((size_t)h * max_ctx + len - 1) * HD + li * 8;
+                    *(uint2 *)((which ? wr.v8 : wr.k8) + at) = w8;
+                    s_new[which][li] = w8;
+                    if (li == 0) {
+                        (which ? wr.vs : wr.ks)[sbase + len - 1] = sc;
+                        s_nsc[which] = sc;
+                    }
+                }
+            }
+            __syncthreads();
+            dec_take_newest<GROUPS>(s_new, s_nsc, li, cr, g, cj1, len - 1, kbuf[0], vbuf[0], ksbuf[0], vsbuf[0]);
+            dec_take_newest<GROUPS>(s_new, s_nsc, li, r1, g, j1_1, len - 1, kbuf[1], vbuf[1], ksbuf[1], vsbuf[1]);
+            if (DEPTH == 3)
+                dec_take_newest<GROUPS>(s_new, s_nsc, li, lr, g, lj1, len - 1, kbuf[DEPTH - 1], vbuf[DEPTH - 1],
+                                        ksbuf[DEPTH - 1], vsbuf[DEPTH - 1]);
+        }
+    } else {
+        dec_load_newest<HD, GROUPS, I8>(K, V, KS, VS, cr, g, cj1, len - 1, kbuf[0], vbuf[0], ksbuf[0], vsbuf[0]);
+        dec_load_newest<HD, GROUPS, I8>(K, V, KS, VS, r1, g, j1_1, len - 1, kbuf[1], vbuf[1], ksbuf[1], vsbuf[1]);
+        if (DEPTH == 3)
+            dec_load_newest<HD, GROUPS, I8>(K, V, KS, VS, lr, g, lj1, len - 1, kbuf[DEPTH - 1], vbuf[DEPTH - 1],
+                                            ksbuf[DEPTH - 1], vsbuf[DEPTH - 1]);
+        unpack8(ld_act(q + (size_t)b * D + h * HD + li * 8), qf);
+    }
     /* The gate of dim t is loaded now (used only by the merge): its latency hides behind the keys' arithmetic
      * instead of following the merge. */
     const bool may_merge = CLUSTER ? bx == 0 : true;
@@ -340,7 +450,12 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
         }
         /* the buffer is free: the round DEPTH ahead goes into it, in flight during the other buffers' rounds */
         advance_load();
-        dec_load<HD, GROUPS, I8>(K, V, KS, VS, lr, g, lj1, -1, kc, vc, ksc, vsc);
+        if constexpr (I8) { /* the newest key from shared memory (only the block that wrote it has it in a round) */
+            dec_load<HD, GROUPS, I8>(K, V, KS, VS, lr, g, lj1, len - 1, kc, vc, ksc, vsc);
+            dec_take_newest<GROUPS>(s_new, s_nsc, li, lr, g, lj1, len - 1, kc, vc, ksc, vsc);
+        } else {
+            dec_load<HD, GROUPS, I8>(K, V, KS, VS, lr, g, lj1, -1, kc, vc, ksc, vsc);
+        }
         if (cr + KR < cj1) { /* split cs goes on */
             cr += KR;
             return false;
@@ -464,7 +579,7 @@ extern "C" size_t fk_attn_decode_work_floats(int B, int H, int hd, int max_ctx) 
 template <bool I8>
 using dec_kernel_fn = void (*)(const uint16_t *, const typename dec_kv<I8>::elem *, const typename dec_kv<I8>::elem *,
                                const float *, const float *, long long, const int32_t *, const int32_t *, int, int, int,
-                               int, float, float *, int *, const uint16_t *, uint16_t *);
+                               int, float, float *, int *, const uint16_t *, uint16_t *, dec_write);
 int fk_attn_decode_ctx_init(fk_ctx *kc) {
     kc->dec_impl = FK_ATTND_AUTO;
     kc->dec_spb = 0;
@@ -550,10 +665,11 @@ template <int HD, int MINB, bool I8>
 static int dec_launch(const fk_ctx *kc, int impl, int spb, dim3 grid, cudaStream_t s, const uint16_t *q,
                       const typename dec_kv<I8>::elem *k_slot, const typename dec_kv<I8>::elem *v_slot, const float *k_scale,
                       const float *v_scale, long long seq_stride, const int32_t *row_seq, const int32_t *row_pos, int H,
-                      int max_ctx, int nsplit, float scale, float *work, int *counters, const uint16_t *gqkv, uint16_t *y) {
+                      int max_ctx, int nsplit, float scale, float *work, int *counters, const uint16_t *gqkv, uint16_t *y,
+                      dec_write wr) {
     if (impl == FK_ATTND_SPLIT) {
         fk_launch(kc, attn_decode_kernel<HD, false, MINB, I8>, grid, DEC_THREADS, 0, s, q, k_slot, v_slot, k_scale, v_scale,
-                  seq_stride, row_seq, row_pos, H, max_ctx, nsplit, spb, scale, work, counters, gqkv, y);
+                  seq_stride, row_seq, row_pos, H, max_ctx, nsplit, spb, scale, work, counters, gqkv, y, wr);
         return 0;
     }
     cudaLaunchConfig_t cfg = {};
@@ -570,7 +686,8 @@ static int dec_launch(const fk_ctx *kc, int impl, int spb, dim3 grid, cudaStream
     cfg.attrs = attr;
     cfg.numAttrs = kc->pdl ? 2 : 1;
     cudaError_t e = cudaLaunchKernelEx(&cfg, attn_decode_kernel<HD, true, MINB, I8>, q, k_slot, v_slot, k_scale, v_scale,
-                                       seq_stride, row_seq, row_pos, H, max_ctx, nsplit, spb, scale, work, counters, gqkv, y);
+                                       seq_stride, row_seq, row_pos, H, max_ctx, nsplit, spb, scale, work, counters, gqkv, y,
+                                       wr);
     if (e != cudaSuccess) {
         frigg_set_error("attn_decode: cluster launch of %u blocks: %s", grid.x, cudaGetErrorString(e));
         return -1;
@@ -607,7 +724,7 @@ extern "C" int fk_attn_decode(const fk_ctx *kc, const uint16_t *q, const uint16_
     const dec_plan p = dec_plan_for(kc, B, H, hd, max_ctx);
     int rc;
 #define DEC_ARGS kc, p.impl, p.spb, p.grid, s, q, k_slot, v_slot, (const float *)NULL, (const float *)NULL, seq_stride, \
-                 row_seq, row_pos, H, max_ctx, p.nsplit, p.scale, work, counters, gqkv, y
+                 row_seq, row_pos, H, max_ctx, p.nsplit, p.scale, work, counters, gqkv, y, dec_write{}
     switch (hd) {
     case 16: rc = p.minb == 4 ? dec_launch<16, 4, false>(DEC_ARGS) : dec_launch<16, 3, false>(DEC_ARGS); break;
     case 32: rc = p.minb == 4 ? dec_launch<32, 4, false>(DEC_ARGS) : dec_launch<32, 3, false>(DEC_ARGS); break;
@@ -623,11 +740,12 @@ extern "C" int fk_attn_decode(const fk_ctx *kc, const uint16_t *q, const uint16_
 }
 
 /* The int8 cache: the same kernel, layouts, splits and merges (so the same batch invariance), over int8 keys and
- * values with their per-(position, head) scales. */
-extern "C" int fk_attn_decode_i8(const fk_ctx *kc, const uint16_t *q, const int8_t *k8, const int8_t *v8,
-                                 const float *k_scale, const float *v_scale, long long seq_stride, const int32_t *row_seq,
-                                 const int32_t *row_pos, const uint16_t *gqkv, int B, int H, int hd, int max_ctx, float *work,
-                                 int *counters, uint16_t *y, cudaStream_t s) {
+ * values with their per-(position, head) scales, with the step's write fused in: RoPE on q and k from the gqkv
+ * rows, and the newest K and V quantized into the cache by the block that attends to them. */
+extern "C" int fk_attn_decode_i8(const fk_ctx *kc, const uint16_t *gqkv, const uint16_t *cos_t, const uint16_t *sin_t,
+                                 int8_t *k8, int8_t *v8, float *k_scale, float *v_scale, long long seq_stride,
+                                 const int32_t *row_seq, const int32_t *row_pos, int B, int H, int hd, int max_ctx,
+                                 float *work, int *counters, uint16_t *y, cudaStream_t s) {
     if (B < 1 || H < 1 || max_ctx < 1 || B > 65535 || H > 65535) {
         frigg_set_error("attn_decode_i8: bad shape B=%d H=%d max_ctx=%d", B, H, max_ctx);
         return -1;
@@ -641,15 +759,19 @@ extern "C" int fk_attn_decode_i8(const fk_ctx *kc, const uint16_t *q, const int8
                         "positions", seq_stride, hd, H, max_ctx);
         return -1;
     }
-    /* a lane's 8 int8 values are one 8-byte load; a scale one 4-byte load */
-    if (((uintptr_t)k8 | (uintptr_t)v8) & 7 || ((uintptr_t)k_scale | (uintptr_t)v_scale) & 3) {
-        frigg_set_error("attn_decode_i8: misaligned cache (int8 values 8-byte, scales 4-byte aligned)");
+    /* a lane's 8 int8 values are one 8-byte load or store, a scale 4 bytes; its 8 bf16 of q, k, v, cos and sin
+     * one 16-byte load each */
+    if (((uintptr_t)k8 | (uintptr_t)v8) & 7 || ((uintptr_t)k_scale | (uintptr_t)v_scale) & 3 || !fk_aligned16(gqkv) ||
+        !fk_aligned16(cos_t) || !fk_aligned16(sin_t)) {
+        frigg_set_error("attn_decode_i8: misaligned buffers (int8 values 8-byte, scales 4-byte, gqkv and the RoPE tables "
+                        "16-byte aligned)");
         return -1;
     }
     const dec_plan p = dec_plan_for(kc, B, H, hd, max_ctx);
+    const dec_write wr = {cos_t, sin_t, k8, v8, k_scale, v_scale};
     int rc;
-#define DEC_ARGS kc, p.impl, p.spb, p.grid, s, q, k8, v8, k_scale, v_scale, seq_stride, row_seq, row_pos, H, max_ctx, \
-                 p.nsplit, p.scale, work, counters, gqkv, y
+#define DEC_ARGS kc, p.impl, p.spb, p.grid, s, (const uint16_t *)NULL, k8, v8, k_scale, v_scale, seq_stride, row_seq, \
+                 row_pos, H, max_ctx, p.nsplit, p.scale, work, counters, gqkv, y, wr
     switch (hd) {
     case 32: rc = p.minb == 4 ? dec_launch<32, 4, true>(DEC_ARGS) : dec_launch<32, 3, true>(DEC_ARGS); break;
     case 64: rc = p.minb == 4 ? dec_launch<64, 4, true>(DEC_ARGS) : dec_launch<64, 3, true>(DEC_ARGS); break;

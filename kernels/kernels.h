@@ -98,16 +98,20 @@ size_t fk_attn_decode_work_floats(int B, int H, int hd, int max_ctx);
  * fk_kv_write_i8: row b's K and V (bf16, k + b * kv_stride and v + b * kv_stride, head h at h * hd; K after
  * RoPE) into position row_pos[b] of sequence row_seq[b], each (row, head) quantized exactly as
  * frigg_kv_quantize (cpu_ops.h) does, bit for bit.
- * fk_attn_decode_i8: fk_attn_decode over that cache (q [B][H*hd], the gate in gqkv's first H*hd columns,
- * y [B][H*hd]; head_dim 32, 64 or 128): row b attends to positions [0, row_pos[b]]; the CPU op's arithmetic
- * within tolerance. The same kernel as fk_attn_decode (attention_decode.cu), so the same merge modes, `work`
- * (fk_attn_decode_work_floats) and `counters` ([B][H] ints, zero between calls and left at zero). */
+ * fk_attn_decode_i8: a decode step's write and attention on that cache, from the step's gqkv rows [B][4D] as
+ * projected (gate, q, k, v; not rotated): row b's q and k rotated at row_pos[b] (cos_t/sin_t [pos][hd]; the bits
+ * fk_rope_rows gives), its K and V quantized into position row_pos[b] of sequence row_seq[b] (the bits
+ * fk_kv_write_i8 writes from those rows), then row b attends to positions [0, row_pos[b]] with the output gate
+ * into y [B][H*hd]: the CPU op's arithmetic within tolerance. head_dim 32, 64 or 128; the rows' sequences must
+ * differ (a row writes what only it reads). The same kernel as fk_attn_decode (attention_decode.cu), so the
+ * same merge modes, `work` (fk_attn_decode_work_floats) and `counters` ([B][H] ints, zero between calls and left
+ * at zero), and the same PDL rule: only the gqkv rows may be written by the kernel in front. */
 int fk_kv_write_i8(const fk_ctx *kc, const uint16_t *k, const uint16_t *v, int kv_stride, const int32_t *row_seq,
                    const int32_t *row_pos, int B, int H, int hd, int max_ctx, long long seq_stride, int8_t *k8, int8_t *v8,
                    float *k_scale, float *v_scale, cudaStream_t s);
-int fk_attn_decode_i8(const fk_ctx *kc, const uint16_t *q, const int8_t *k8, const int8_t *v8, const float *k_scale,
-                      const float *v_scale, long long seq_stride, const int32_t *row_seq, const int32_t *row_pos,
-                      const uint16_t *gqkv, int B, int H, int hd, int max_ctx, float *work, int *counters, uint16_t *y,
+int fk_attn_decode_i8(const fk_ctx *kc, const uint16_t *gqkv, const uint16_t *cos_t, const uint16_t *sin_t, int8_t *k8,
+                      int8_t *v8, float *k_scale, float *v_scale, long long seq_stride, const int32_t *row_seq,
+                      const int32_t *row_pos, int B, int H, int hd, int max_ctx, float *work, int *counters, uint16_t *y,
                       cudaStream_t s);
 /* fk_kv_dequant_i8: positions [0, T) of one sequence's int8 K and V (k8, v8 [H][max_ctx][hd] and their scales
  * [H][max_ctx], pointers already offset to the sequence and slot) as bf16 into k_out and v_out, laid out as the

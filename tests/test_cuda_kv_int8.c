@@ -4,15 +4,19 @@
  *     (sequence, head, position) written: random heads, an all-zero head (scale 0, every value 0), a head of
  *     bf16 subnormals (a scale that underflows to 0 or is subnormal itself), a head with one large value
  *     among small ones; positions written in batches of 1..8 rows of different sequences;
- *   - fk_attn_decode_i8 against frigg_cpu_attention on that same int8 cache (its k8/v8 arguments), with the
- *     output gate, within attn_decode_ref.h's bf16 tolerance: head_dim 32, 64 and 128, rows of 1 to 700 keys,
- *     batch sizes 1..8 over four sequences; a batched call equals single-row calls bit for bit; in each merge
- *     mode every splits-per-block setting gives the same bits and leaves the split counters at zero;
+ *   - fk_attn_decode_i8, the decode step's write and attention in one kernel, from gqkv rows: it leaves the cache
+ *     exactly as fk_rope_rows + fk_kv_write_i8 of the same rows leave it (every byte of values and scales), and
+ *     its output is frigg_cpu_attention's on that cache (its k8/v8 arguments) with fk_rope_rows's q and the
+ *     output gate, within attn_decode_ref.h's bf16 tolerance: head_dim 32, 64 and 128, rows of 1 to 700 keys
+ *     (rows at a sequence's last position and inside it), batch sizes 1..8 over eight sequences; a batched call
+ *     equals single-row calls bit for bit; in each merge mode every splits-per-block setting gives the same bits
+ *     and leaves the split counters at zero;
  *   - fk_kv_dequant_i8 (the CUDA engine's prefill read of the cache) writes bf16(frigg_kv_dequant(q, scale)) for
  *     every (head, position) below T of a sequence, bit for bit, in the bf16 cache's layout, and nothing else;
  *   - fk_rope_rows (the bf16 staging the engine quantizes from) gives, row for row, the bits fk_rope_kv writes
  *     into the cache at the row's position, and the same q, on both of its paths (16-byte and general);
- *   - unsupported shapes are refused: head_dim 48, and 96 for the attention (32, 64 or 128), 256 for the write.
+ *   - unsupported shapes are refused: head_dim 48, and 96 for the attention (32, 64 or 128), 256 for the write;
+ *     and misaligned gqkv rows for the attention.
  * Without CUDA in the build, or without a GPU, everything is skipped (0 failed). */
 #include <math.h>
 #include <stdint.h>
@@ -32,7 +36,7 @@
 #include "cpu_ops.h"
 #include "../kernels/kernels.h"
 
-#define S 4 /* sequences */
+#define S 8 /* sequences: a batch of up to 8 rows, each of its own sequence */
 
 static fk_ctx *kc;
 #define frand ct_frand
@@ -50,7 +54,7 @@ static void *dev_copy(const void *h, size_t bytes) {
 /* One geometry: H heads of hd, max_ctx positions per sequence, the first len[s] positions of sequence s
  * written. */
 static void test_geometry(int H, int hd, int max_ctx) {
-    const int D = H * hd, len[S] = {max_ctx, max_ctx / 2 + 1, 33, 1};
+    const int D = H * hd, len[S] = {max_ctx, max_ctx / 2 + 1, 33, 1, max_ctx - 1, 2, max_ctx / 3, 17};
     const long long stride = (long long)H * max_ctx * hd; /* elements per sequence */
     const size_t cache = (size_t)S * stride, scales = (size_t)S * H * max_ctx;
     /* the bf16 K and V each position would hold, [seq][pos][D] */
@@ -166,17 +170,30 @@ static void test_geometry(int H, int hd, int max_ctx) {
         free(hvo);
     }
 
-    /* attention: rows over the sequences, each at its last written position (or earlier ones) */
-    uint16_t *qh = malloc(sizeof(uint16_t) * 8 * D), *gh = malloc(sizeof(uint16_t) * 8 * 4 * D);
-    for (int i = 0; i < 8 * D; i++) qh[i] = frigg_f32_to_bf16(frand());
+    /* the step's write and attention: rows over the sequences (each of its own), each at its sequence's last
+     * written position or inside it (that position is written anew), from random gqkv rows and RoPE tables */
+    uint16_t *gh = malloc(sizeof(uint16_t) * 8 * 4 * D), *csh = malloc(sizeof(uint16_t) * (size_t)max_ctx * hd),
+             *snh = malloc(sizeof(uint16_t) * (size_t)max_ctx * hd);
     for (int i = 0; i < 8 * 4 * D; i++) gh[i] = frigg_f32_to_bf16(frand() * 2.0f);
-    uint16_t *dq = dev_copy(qh, sizeof(uint16_t) * 8 * D), *dg = dev_copy(gh, sizeof(uint16_t) * 8 * 4 * D);
+    for (int i = 0; i < max_ctx * hd; i++) {
+        csh[i] = frigg_f32_to_bf16(frand());
+        snh[i] = frigg_f32_to_bf16(frand());
+    }
+    uint16_t *dg = dev_copy(gh, sizeof(uint16_t) * 8 * 4 * D), *dcs = dev_copy(csh, sizeof(uint16_t) * (size_t)max_ctx * hd),
+             *dsn = dev_copy(snh, sizeof(uint16_t) * (size_t)max_ctx * hd);
+    /* the reference: fk_rope_rows's q and rows, fk_kv_write_i8 into a copy of the cache */
+    uint16_t *dq = dev_alloc(sizeof(uint16_t) * 8 * D), *drows = dev_alloc(sizeof(uint16_t) * 8 * 2 * D);
+    uint16_t *qh = malloc(sizeof(uint16_t) * 8 * D);
+    int8_t *rk8 = dev_alloc(cache), *rv8 = dev_alloc(cache);
+    float *rks = dev_alloc(sizeof(float) * scales), *rvs = dev_alloc(sizeof(float) * scales);
     float *dw = dev_alloc(sizeof(float) * fk_attn_decode_work_floats(8, H, hd, max_ctx));
     int *dcnt = dev_alloc(sizeof(int) * 8 * H), *hcnt = malloc(sizeof(int) * 8 * H);
     cudaMemset(dcnt, 0, sizeof(int) * 8 * H);
     uint16_t *dy = dev_alloc(sizeof(uint16_t) * 8 * D), *yb = malloc(sizeof(uint16_t) * 8 * D), *y1 = malloc(sizeof(uint16_t) * 8 * D);
     float *ref = malloc(sizeof(float) * D), *got = malloc(sizeof(float) * D), *qf = malloc(sizeof(float) * D),
           *gf = malloc(sizeof(float) * D);
+#define ATTN_I8(g, sq, ps, nb, out) \
+    fk_attn_decode_i8(kc, g, dcs, dsn, k8, v8, ks, vs, stride, sq, ps, nb, H, hd, max_ctx, dw, dcnt, out, 0)
     for (int B = 1; B <= 8; B++) {
         int32_t seq[8], pos[8];
         for (int b = 0; b < B; b++) {
@@ -185,32 +202,45 @@ static void test_geometry(int H, int hd, int max_ctx) {
         }
         cudaMemcpy(dseq, seq, sizeof(int32_t) * B, cudaMemcpyHostToDevice);
         cudaMemcpy(dpos, pos, sizeof(int32_t) * B, cudaMemcpyHostToDevice);
+        cudaMemcpy(rk8, k8, cache, cudaMemcpyDeviceToDevice);
+        cudaMemcpy(rv8, v8, cache, cudaMemcpyDeviceToDevice);
+        cudaMemcpy(rks, ks, sizeof(float) * scales, cudaMemcpyDeviceToDevice);
+        cudaMemcpy(rvs, vs, sizeof(float) * scales, cudaMemcpyDeviceToDevice);
+        CHECK(fk_rope_rows(kc, dg, B, H, hd, dpos, dcs, dsn, dq, drows, drows + D, 2 * D, 0) == 0 &&
+                  fk_kv_write_i8(kc, drows, drows + D, 2 * D, dseq, dpos, B, H, hd, max_ctx, stride, rk8, rv8, rks, rvs, 0) == 0,
+              "the reference write: %s", frigg_error());
         cudaMemset(dy, 0xff, sizeof(uint16_t) * 8 * D);
-        CHECK(fk_attn_decode_i8(kc, dq, k8, v8, ks, vs, stride, dseq, dpos, dg, B, H, hd, max_ctx, dw, dcnt, dy, 0) == 0,
-              "%s", frigg_error());
+        CHECK(ATTN_I8(dg, dseq, dpos, B, dy) == 0 && cudaDeviceSynchronize() == cudaSuccess, "%s", frigg_error());
         cudaMemcpy(yb, dy, sizeof(uint16_t) * B * D, cudaMemcpyDeviceToHost);
+        /* the cache the fused write left against the reference's, every byte */
+        cudaMemcpy(gk, k8, cache, cudaMemcpyDeviceToHost);
+        cudaMemcpy(gv, v8, cache, cudaMemcpyDeviceToHost);
+        cudaMemcpy(gks, ks, sizeof(float) * scales, cudaMemcpyDeviceToHost);
+        cudaMemcpy(gvs, vs, sizeof(float) * scales, cudaMemcpyDeviceToHost);
+        cudaMemcpy(ck, rk8, cache, cudaMemcpyDeviceToHost);
+        cudaMemcpy(cv, rv8, cache, cudaMemcpyDeviceToHost);
+        cudaMemcpy(cks, rks, sizeof(float) * scales, cudaMemcpyDeviceToHost);
+        cudaMemcpy(cvs, rvs, sizeof(float) * scales, cudaMemcpyDeviceToHost);
+        CHECK(!memcmp(gk, ck, cache) && !memcmp(gv, cv, cache) && !memcmp(gks, cks, sizeof(float) * scales) &&
+                  !memcmp(gvs, cvs, sizeof(float) * scales),
+              "attn_decode_i8 H=%d hd=%d B=%d: the cache differs from fk_rope_rows + fk_kv_write_i8's", H, hd, B);
         /* each row alone */
-        int same = 1;
-        for (int b = 0; b < B; b++) {
-            CHECK(fk_attn_decode_i8(kc, dq + (size_t)b * D, k8, v8, ks, vs, stride, dseq + b, dpos + b, dg + (size_t)b * 4 * D, 1,
-                                    H, hd, max_ctx, dw, dcnt, dy + (size_t)b * D, 0) == 0,
-                  "%s", frigg_error());
-        }
+        for (int b = 0; b < B; b++)
+            CHECK(ATTN_I8(dg + (size_t)b * 4 * D, dseq + b, dpos + b, 1, dy + (size_t)b * D) == 0, "%s", frigg_error());
         cudaMemcpy(y1, dy, sizeof(uint16_t) * B * D, cudaMemcpyDeviceToHost);
-        same = !memcmp(yb, y1, sizeof(uint16_t) * B * D);
-        CHECK(same, "attn_decode_i8 H=%d hd=%d B=%d: a batched call differs from single-row calls", H, hd, B);
+        CHECK(!memcmp(yb, y1, sizeof(uint16_t) * B * D),
+              "attn_decode_i8 H=%d hd=%d B=%d: a batched call differs from single-row calls", H, hd, B);
         /* within a merge mode, every splits-per-block setting moves whole splits between blocks: the bits of one
          * split per block, and the split mode's counters left at zero; each mode within the bf16 tolerance of the
          * default (checked against the CPU op below; the modes split a row differently: the cluster caps it at
-         * 16 splits) */
+         * 16 splits). Each call writes the same values again. */
         static const int impls[2] = {FK_ATTND_SPLIT, FK_ATTND_CLUSTER}, spbs[3] = {1, 3, 0};
         uint16_t *ym = malloc(sizeof(uint16_t) * 8 * D);
         for (int m = 0; m < 2; m++)
             for (int k = 0; k < 3; k++) {
                 if (fk_ctx_set_attn_decode_impl(kc, impls[m], spbs[k]) != 0) continue; /* no clusters on this device */
                 cudaMemset(dy, 0xff, sizeof(uint16_t) * 8 * D);
-                CHECK(fk_attn_decode_i8(kc, dq, k8, v8, ks, vs, stride, dseq, dpos, dg, B, H, hd, max_ctx, dw, dcnt, dy, 0) == 0,
-                      "%s", frigg_error());
+                CHECK(ATTN_I8(dg, dseq, dpos, B, dy) == 0, "%s", frigg_error());
                 cudaMemcpy(k == 0 ? ym : y1, dy, sizeof(uint16_t) * B * D, cudaMemcpyDeviceToHost);
                 if (k == 0) {
                     int far = 0, first = -1;
@@ -233,6 +263,9 @@ static void test_geometry(int H, int hd, int max_ctx) {
             }
         free(ym);
         fk_ctx_set_attn_decode_impl(kc, FK_ATTND_AUTO, 0);
+        cudaMemcpy(gk, k8, cache, cudaMemcpyDeviceToHost);
+        CHECK(!memcmp(gk, ck, cache), "attn_decode_i8 H=%d hd=%d B=%d: the merge modes' calls wrote other K values", H, hd, B);
+        cudaMemcpy(qh, dq, sizeof(uint16_t) * B * D, cudaMemcpyDeviceToHost);
         for (int b = 0; b < B; b++) {
             for (int i = 0; i < D; i++) {
                 qf[i] = frigg_bf16_to_f32(qh[(size_t)b * D + i]);
@@ -269,10 +302,12 @@ static void test_geometry(int H, int hd, int max_ctx) {
         }
     }
     /* refused shapes */
-    CHECK(fk_attn_decode_i8(kc, dq, k8, v8, ks, vs, stride, dseq, dpos, dg, 1, H, 48, max_ctx, dw, dcnt, dy, 0) != 0,
+    CHECK(fk_attn_decode_i8(kc, dg, dcs, dsn, k8, v8, ks, vs, stride, dseq, dpos, 1, H, 48, max_ctx, dw, dcnt, dy, 0) != 0,
           "head_dim 48 accepted");
-    CHECK(fk_attn_decode_i8(kc, dq, k8, v8, ks, vs, stride, dseq, dpos, dg, 1, H, 96, max_ctx, dw, dcnt, dy, 0) != 0,
+    CHECK(fk_attn_decode_i8(kc, dg, dcs, dsn, k8, v8, ks, vs, stride, dseq, dpos, 1, H, 96, max_ctx, dw, dcnt, dy, 0) != 0,
           "head_dim 96 accepted (the kernel's lanes hold 8 values: 32, 64 or 128)");
+    CHECK(ATTN_I8(dg + 4, dseq, dpos, 1, dy) != 0, "attn_decode_i8: gqkv rows off the 16-byte alignment accepted");
+#undef ATTN_I8
     CHECK(fk_kv_write_i8(kc, drk, drv, D, dseq, dpos, 1, 1, 256, max_ctx, stride, k8, v8, ks, vs, 0) != 0,
           "head_dim 256 accepted");
     cudaFree(dw);
@@ -288,7 +323,16 @@ static void test_geometry(int H, int hd, int max_ctx) {
     cudaFree(dpos);
     cudaFree(dq);
     cudaFree(dg);
+    cudaFree(dcs);
+    cudaFree(dsn);
+    cudaFree(drows);
+    cudaFree(rk8);
+    cudaFree(rv8);
+    cudaFree(rks);
+    cudaFree(rvs);
     cudaFree(dy);
+    free(csh);
+    free(snh);
     free(kh);
     free(vh);
     free(rk);
