@@ -337,8 +337,8 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
     /* int8: the RoPE tables at the row's position (written once at load, so read before the wait too) */
     uint4 cosw = {}, sinw = {};
     if (I8) {
-        cosw = __ldg((const uint4 *)(wr.cos_t + (size_t)(len - 1) * HD + li * 8));
-        sinw = __ldg((const uint4 *)(wr.sin_t + (size_t)(len - 1) * HD + li * 8));
+        cosw = ld_stream((const uint4 *)(wr.cos_t + (size_t)(len - 1) * HD + li * 8));
+        sinw = ld_stream((const uint4 *)(wr.sin_t + (size_t)(len - 1) * HD + li * 8));
     }
     pdl_wait();
     float qf[8];

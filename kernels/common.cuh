@@ -66,6 +66,16 @@ __device__ __forceinline__ uint4 ld_act(const void *p) { return *(const uint4 *)
 __device__ __forceinline__ uint32_t ld_act32(const void *p) { return *(const uint32_t *)act_launder(p); }
 __device__ __forceinline__ uint16_t ld_act16(const void *p) { return *(const uint16_t *)act_launder(p); }
 
+/* Data written once at load (weights, the RoPE tables), read through the non-coherent path and kept out of L1:
+ * a weight is read once per pass. The only ld.global.nc that tests/nc-loads.sh lets through. */
+__device__ __forceinline__ uint4 ld_stream(const uint4 *p) {
+    uint4 r;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p));
+    return r;
+}
+
 /* The bf16 values of a weight matrix for a kernel that reads bf16, or NULL with frigg_error() naming the
  * dtype (`what`: the launcher) when this build has no kernel for it. */
 static inline const uint16_t *fk_mat_bf16(const frigg_mat *W, const char *what) {

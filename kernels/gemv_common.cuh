@@ -10,15 +10,6 @@
 
 #define GEMV_MAX_SMEM (64 * 1024) /* dynamic shared memory for the normalised x: 8 rows of K <= 4096 */
 
-__device__ __forceinline__ uint4 ld_stream(const uint4 *p) {
-    uint4 r;
-    /* Weights are read once per pass: keep them out of L1. */
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-                 : "l"(p));
-    return r;
-}
-
 /* Eight bf16 weights times eight fp32 inputs, one fixed order: the SIMT GEMV (gemv.cu) and the quantized GEMV
  * (gemv_q.cu, on the dequantized weights) both sum with it, which keeps them bit-identical. */
 __device__ __forceinline__ float dot8(uint4 w, const float *x) {
