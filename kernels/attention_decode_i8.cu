@@ -1,14 +1,16 @@
-/* attention_decode_i8.cu — the int8 KV cache on the GPU (frigg_backend_opts.kv_dtype = FRIGG_DT_INT8): the write
- * of new positions, quantized as cpu_ops.h's frigg_kv_quantize defines (bit for bit), and decode attention over
- * the int8 keys and values.
+/* attention_decode_i8.cu — the int8 KV cache on the GPU (frigg_backend_opts.kv_dtype = FRIGG_DT_INT8): a prompt's
+ * write of its positions, quantized as cpu_ops.h's frigg_kv_quantize defines (bit for bit), and its read back for
+ * the prefill attention. A decode step's write runs inside its attention kernel (fk_attn_decode_i8,
+ * attention_decode.cu), with the same arithmetic as the write here, checked byte for byte by test_cuda_kv_int8.
  *
  * Layout: the bf16 cache's, [seq][head][max_ctx][hd] with int8 elements (seq_stride elements per sequence),
  * and beside it one fp32 scale per (seq, head, position), [seq][head][max_ctx] (seq_stride / hd floats per
  * sequence), for K and for V.
  *
- * The write: one warp per (row, head) for K and one for V. amax is a warp max (exact in any order), scale =
- * __fdiv_rn(amax, 127), q = clamp(__float2int_rn(__fdiv_rn(x, scale)), -127, 127), 0 everywhere when the
- * scale is 0: cpu_ops.h's rules in the operations it names, which the build keeps without flush-to-zero.
+ * The write (fk_kv_write_i8, of a prompt's rows staged by fk_rope_rows): one warp per (row, head) for K and one
+ * for V. amax is a warp max (exact in any order), scale = __fdiv_rn(amax, 127),
+ * q = clamp(__float2int_rn(__fdiv_rn(x, scale)), -127, 127), 0 everywhere when the scale is 0: cpu_ops.h's rules
+ * in the operations it names, which the build keeps without flush-to-zero.
  *
  * The attention (fk_attn_decode_i8) is attention_decode.cu's kernel instantiated for this cache: the same splits,
  * rounds, loads before the PDL wait and merges, with a lane's 8 values one 8-byte load. A score is
@@ -16,7 +18,9 @@
  * another order (it dequantizes each element first), so the two agree within the bf16 tolerance, not in bits;
  * a row's result depends on its own keys only, never on the batch. It replaced a kernel of its own here (a warp
  * per key and a merge kernel of its own), which ran batch-1 decode at ctx 4096 at 125.0 tok/s against the bf16
- * cache's 238.3 (benchmarks/h200-2026-12-02/kvsplit/kv.jsonl).
+ * cache's 238.3 (benchmarks/h200-2026-12-02/kvsplit/kv.jsonl). With the write fused in, the engine's int8 decode
+ * ran 1.005-1.147x faster than with the write as two kernels of its own, arms alternated in one device call
+ * (benchmarks/h200-2026-12-02/kvfuse/ab-summary.txt).
  *
  * The prefill's read (fk_kv_dequant_i8): positions [0, T) of one sequence dequantized into a bf16 copy in the bf16
  * cache's layout, which fk_attn_prefill reads. One thread per 8 values of a (head, position): two 4-byte loads of
