@@ -11,7 +11,8 @@
  * rounds through shared memory, so the write costs no launch and no round trip through memory.
  *
  * Why it is shaped this way (batch 1 at ctx 512 moves only 3 MB, so latency, not bandwidth, decides):
- * - A key is read by HD/8 lanes with one 16-byte load each (16 lanes for head_dim 128), so a score costs
+ * - A key is read by HD/8 lanes (bf16; HD/16 for int8) with one 16-byte load each (16 or 8 lanes for head_dim
+ *   128), so a score costs
  *   log2(HD/8) shuffles and a warp load covers whole keys.
  * - A block issues the K and V loads of a round before it uses any of them, and keeps the next round's
  *   (two next rounds' at depth 3) in flight while it computes the current one.
@@ -82,17 +83,23 @@ __device__ __forceinline__ void dec_split(int len, int nsplit, int &chunk, int &
     ns = (len + chunk - 1) / chunk;
 }
 
-/* The cache's element: bf16 (a lane's 8 dims are one 16-byte load) or int8 (one 8-byte load, and one fp32 scale
- * per (position, head) for K and one for V: attention_decode_i8.cu's layout). The int8 instantiation is the same
- * kernel with a key's score multiplied by its K scale and a value row's weight by its V scale. */
+/* The cache's element: bf16 (a lane's 8 dims are one 16-byte load) or int8 (a lane's 16 dims one 16-byte load, and
+ * one fp32 scale per (position, head) for K and one for V: attention_decode_i8.cu's layout). The int8
+ * instantiation is the same kernel with a key's score multiplied by its K scale and a value row's weight by its V
+ * scale. Both move 16 bytes per lane and load, so a round of int8 keys holds twice the keys of a bf16 round in the
+ * same bytes and registers: a split takes half the rounds, each a DRAM latency that batch 1 cannot hide (8-byte
+ * int8 loads, 8 dims a lane as for bf16, left the int8 cache at 0.92x the bf16 cache's speed at batch 1 and ctx
+ * 4096 with half its bytes: benchmarks/h200-2026-12-02/kvfuse/ab-summary.txt). */
 template <bool I8> struct dec_kv;
 template <> struct dec_kv<false> {
     typedef uint16_t elem;
     typedef uint4 word;
+    static constexpr int epl = 8; /* elements (dims) per lane of a key */
 };
 template <> struct dec_kv<true> {
     typedef int8_t elem;
-    typedef uint2 word;
+    typedef uint4 word;
+    static constexpr int epl = 16;
 };
 
 /* K and V of keys r0 + u*GROUPS + g (u < DEC_KPT) for this lane's 8 dims (and, int8, their scales); zeros past
@@ -135,14 +142,15 @@ __device__ __forceinline__ void unpack8(uint4 w, float (&f)[8]) {
 __device__ __forceinline__ float i8_to_f(uint32_t w_offset, int i) {
     return __uint_as_float(__byte_perm(w_offset, 0x4B000000u, 0x7540u | (unsigned)i)) - 8388736.0f;
 }
-__device__ __forceinline__ void unpack8(uint2 w, float (&f)[8]) {
-    const uint32_t x = w.x ^ 0x80808080u, y = w.y ^ 0x80808080u;
+__device__ __forceinline__ void unpack16_i8(uint4 w, float (&f)[16]) {
+    const uint32_t x[4] = {w.x ^ 0x80808080u, w.y ^ 0x80808080u, w.z ^ 0x80808080u, w.w ^ 0x80808080u};
 #pragma unroll
-    for (int e = 0; e < 4; e++) {
-        f[e] = i8_to_f(x, e);
-        f[4 + e] = i8_to_f(y, e);
-    }
+    for (int e = 0; e < 16; e++) f[e] = i8_to_f(x[e / 4], e % 4);
 }
+/* A key's lane values as floats, for either cache (the word holds dec_kv<I8>::epl of them). */
+template <bool I8> __device__ __forceinline__ void unpack_kv(uint4 w, float (&f)[dec_kv<I8>::epl]);
+template <> __device__ __forceinline__ void unpack_kv<false>(uint4 w, float (&f)[8]) { unpack8(w, f); }
+template <> __device__ __forceinline__ void unpack_kv<true>(uint4 w, float (&f)[16]) { unpack16_i8(w, f); }
 
 /* The gpu-scope acquire-release fence: what the partials/counter handshake needs, lighter than the
  * sequentially consistent fence of __threadfence(). */
@@ -241,11 +249,27 @@ __device__ __forceinline__ void dec_rope8(uint4 xw, const float (&c)[8], const f
     for (int k = 0; k < 8; k++) o[k] = rbf(rbf(x[k] * c[k]) + rbf((first ? -p[k] : p[k]) * sn[k]));
 }
 
+/* RoPE of one lane's EPL dims (x: EPL / 8 16-byte pieces of bf16 at dims li*EPL..), with their cos and sin pieces:
+ * dec_rope8 on each piece, whose partner piece (+- hd/2) is the same piece of lane li ^ (LPK/2). */
+template <int LPK, int EPL>
+__device__ __forceinline__ void dec_rope(const uint16_t *x, const uint4 (&cw)[EPL / 8], const uint4 (&sw)[EPL / 8], int li,
+                                         float (&o)[EPL]) {
+#pragma unroll
+    for (int c = 0; c < EPL / 8; c++) {
+        float cf[8], sf[8], oc[8];
+        unpack8(cw[c], cf);
+        unpack8(sw[c], sf);
+        dec_rope8<LPK>(ld_act(x + c * 8), cf, sf, li, oc);
+#pragma unroll
+        for (int k = 0; k < 8; k++) o[c * 8 + k] = oc[k];
+    }
+}
+
 /* The newest key (this block's own write, kept in shared memory) into the lanes whose round (first key r0, split
  * end j1) holds it: the int8 cache's counterpart of dec_load_newest; every load of the int8 kernel skips it. */
 template <int GROUPS>
-__device__ __forceinline__ void dec_take_newest(const uint2 (&s_new)[2][16], const float (&s_nsc)[2], int li, int r0,
-                                                int g, int j1, int newest, uint2 (&kb)[DEC_KPT], uint2 (&vb)[DEC_KPT],
+__device__ __forceinline__ void dec_take_newest(const uint4 (&s_new)[2][16], const float (&s_nsc)[2], int li, int r0,
+                                                int g, int j1, int newest, uint4 (&kb)[DEC_KPT], uint4 (&vb)[DEC_KPT],
                                                 float (&ksb)[DEC_KPT], float (&vsb)[DEC_KPT]) {
 #pragma unroll
     for (int u = 0; u < DEC_KPT; u++)
@@ -282,18 +306,22 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
                        dec_write wr) {
     typedef typename dec_kv<I8>::elem elem;
     typedef typename dec_kv<I8>::word word;
-    constexpr int LPK = HD / 8;                /* lanes per key */
+    constexpr int EPL = dec_kv<I8>::epl;      /* dims per lane */
+    constexpr int LPK = HD / EPL;              /* lanes per key */
     constexpr int GROUPS = DEC_THREADS / LPK;  /* keys per block load */
     constexpr int KR = GROUPS * DEC_KPT;       /* keys per round */
     constexpr int PW = HD + 4;                 /* floats per partial */
     constexpr int MAXS = CLUSTER ? DEC_MAX_CLUSTER : DEC_MAX_SPLITS;
-    constexpr int DEPTH = MINB == 3 ? 3 : 2;   /* rounds of loads in flight: 3 only where 170 registers allow */
-    __shared__ float s_pm[DEC_PARK][GROUPS], s_pl[DEC_PARK][GROUPS];     /* parked splits: each group's m, l */
-    __shared__ float s_pw[DEC_PARK][GROUPS], s_pM[DEC_PARK], s_sw[MAXS]; /* the merges' weights, maxima */
-    __shared__ __align__(16) float s_pacc[DEC_PARK][GROUPS * HD];       /* and its acc */
+    constexpr int DEPTH = MINB == 3 && !I8 ? 3 : 2; /* rounds in flight: 3 only where 170 registers allow (not int8) */
+    /* Splits parked before a merge: int8's twice as many key groups would take the park past the 48 KB of static
+     * shared memory at DEC_PARK */
+    constexpr int PARK = I8 ? DEC_PARK / 2 : DEC_PARK;
+    __shared__ float s_pm[PARK][GROUPS], s_pl[PARK][GROUPS];     /* parked splits: each group's m, l */
+    __shared__ float s_pw[PARK][GROUPS], s_pM[PARK], s_sw[MAXS]; /* the merges' weights, maxima */
+    __shared__ __align__(16) float s_pacc[PARK][GROUPS * HD];   /* and its acc */
     __shared__ __align__(16) float s_part[MAXS * PW];  /* split partials (the merging block's are read) */
     __shared__ int s_last;
-    __shared__ uint2 s_new[2][16]; /* int8: the newest K and V, a lane's 8 values each (LPK <= 16) */
+    __shared__ uint4 s_new[2][16]; /* int8: the newest K and V, a lane's 16 values each (LPK <= 16) */
     __shared__ float s_nsc[2];      /* and their scales */
     const int bx = blockIdx.x, h = blockIdx.y, b = blockIdx.z, D = H * HD, t = threadIdx.x;
     if (CLUSTER) cluster_arrive_relaxed(); /* phase 0: "this block has started" (remote writes need it) */
@@ -311,7 +339,7 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
         return;
     }
     const int g = t / LPK, li = t % LPK;
-    const size_t base = (size_t)row_seq[b] * seq_stride + (size_t)h * max_ctx * HD + li * 8;
+    const size_t base = (size_t)row_seq[b] * seq_stride + (size_t)h * max_ctx * HD + li * EPL;
     const elem *K = k_slot + base, *V = v_slot + base;
     /* int8: the scales of (row's sequence, head h), one per position (unused, NULL, for bf16) */
     const size_t sbase = (size_t)row_seq[b] * (seq_stride / HD) + (size_t)h * max_ctx;
@@ -335,39 +363,46 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
                                  vsbuf[DEPTH - 1]);
     }
     /* int8: the RoPE tables at the row's position (written once at load, so read before the wait too) */
-    uint4 cosw = {}, sinw = {};
+    uint4 cosw[EPL / 8] = {}, sinw[EPL / 8] = {};
     if (I8) {
-        cosw = ld_stream((const uint4 *)(wr.cos_t + (size_t)(len - 1) * HD + li * 8));
-        sinw = ld_stream((const uint4 *)(wr.sin_t + (size_t)(len - 1) * HD + li * 8));
+#pragma unroll
+        for (int c = 0; c < EPL / 8; c++) {
+            cosw[c] = ld_stream((const uint4 *)(wr.cos_t + (size_t)(len - 1) * HD + li * EPL + c * 8));
+            sinw[c] = ld_stream((const uint4 *)(wr.sin_t + (size_t)(len - 1) * HD + li * EPL + c * 8));
+        }
     }
     pdl_wait();
-    float qf[8];
+    float qf[EPL];
     if constexpr (I8) {
         /* q = rope(q), and the block whose splits hold the newest position writes it: warp 0's first LPK lanes
          * K = rope(k), the next LPK V, each (row, head) quantized as fk_kv_write_i8 does (amax over the head's
          * rounded values, scale = amax / 127, q = clamp(round(x / scale)), 0 where the scale is 0), into the cache
          * and into shared memory, from where this block's own rounds take it (they never load it). */
-        const uint16_t *row = gqkv + (size_t)b * 4 * D + h * HD + li * 8;
-        float cf[8], sf[8];
-        unpack8(cosw, cf);
-        unpack8(sinw, sf);
-        dec_rope8<LPK>(ld_act(row + D), cf, sf, li, qf);
+        const uint16_t *row = gqkv + (size_t)b * 4 * D + h * HD + li * EPL;
+        dec_rope<LPK, EPL>(row + D, cosw, sinw, li, qf);
         if (s1 == ns) { /* block-uniform: the newest key is in the row's last split */
             if (t < 32) {
                 const int which = (t % (2 * LPK)) / LPK; /* 0: K, 1: V (lanes past 2 * LPK repeat them, write nothing) */
-                const uint4 xw = ld_act(row + (size_t)(2 + which) * D);
-                float x[8];
-                dec_rope8<LPK>(xw, cf, sf, li, x);
-                if (which) unpack8(xw, x);
+                float x[EPL];
+                dec_rope<LPK, EPL>(row + (size_t)(2 + which) * D, cosw, sinw, li, x); /* every lane: shuffles */
+                if (which) {
+#pragma unroll
+                    for (int c = 0; c < EPL / 8; c++) {
+                        float xc[8];
+                        unpack8(ld_act(row + 3 * (size_t)D + c * 8), xc);
+#pragma unroll
+                        for (int k = 0; k < 8; k++) x[c * 8 + k] = xc[k];
+                    }
+                }
                 float amax = 0.0f;
 #pragma unroll
-                for (int k = 0; k < 8; k++) amax = fmaxf(amax, fabsf(x[k]));
+                for (int k = 0; k < EPL; k++) amax = fmaxf(amax, fabsf(x[k]));
 #pragma unroll
                 for (int o = LPK / 2; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
                 const float sc = __fdiv_rn(amax, 127.0f);
-                uint32_t wq[2] = {0u, 0u};
+                uint32_t wq[EPL / 4] = {};
 #pragma unroll
-                for (int k = 0; k < 8; k++) {
+                for (int k = 0; k < EPL; k++) {
                     int qv = 0;
                     if (sc != 0.0f) {
                         qv = __float2int_rn(__fdiv_rn(x[k], sc));
@@ -376,9 +411,9 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
                     wq[k / 4] |= (uint32_t)(uint8_t)(int8_t)qv << (8 * (k % 4));
                 }
                 if (t < 2 * LPK) {
-                    const uint2 w8 = make_uint2(wq[0], wq[1]);
-                    const size_t at = (size_t)row_seq[b] * seq_stride + ((size_t)h * max_ctx + len - 1) * HD + li * 8;
-                    *(uint2 *)((which ? wr.v8 : wr.k8) + at) = w8;
+                    const uint4 w8 = make_uint4(wq[0], wq[1], wq[2], wq[3]);
+                    const size_t at = (size_t)row_seq[b] * seq_stride + ((size_t)h * max_ctx + len - 1) * HD + li * EPL;
+                    *(uint4 *)((which ? wr.v8 : wr.k8) + at) = w8;
                     s_new[which][li] = w8;
                     if (li == 0) {
                         (which ? wr.vs : wr.ks)[sbase + len - 1] = sc;
@@ -399,7 +434,7 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
         if (DEPTH == 3)
             dec_load_newest<HD, GROUPS, I8>(K, V, KS, VS, lr, g, lj1, len - 1, kbuf[DEPTH - 1], vbuf[DEPTH - 1],
                                             ksbuf[DEPTH - 1], vsbuf[DEPTH - 1]);
-        unpack8(ld_act(q + (size_t)b * D + h * HD + li * 8), qf);
+        unpack_kv<I8>(ld_act(q + (size_t)b * D + h * HD + li * EPL), qf);
     }
     /* The gate of dim t is loaded now (used only by the merge): its latency hides behind the keys' arithmetic
      * instead of following the merge. */
@@ -412,19 +447,19 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
         part = cluster_map(s_part, 0);
     }
 
-    float m = -INFINITY, l = 0.0f, acc[8];
+    float m = -INFINITY, l = 0.0f, acc[EPL];
 #pragma unroll
-    for (int i = 0; i < 8; i++) acc[i] = 0.0f;
+    for (int i = 0; i < EPL; i++) acc[i] = 0.0f;
     int np = 0; /* splits parked */
     /* One round from buffer (kc, vc), then the buffer's refill; true after the block's last round. */
     auto step = [&](word(&kc)[DEC_KPT], word(&vc)[DEC_KPT], float(&ksc)[DEC_KPT], float(&vsc)[DEC_KPT]) -> bool {
         float sc[DEC_KPT], smax = -INFINITY;
 #pragma unroll
         for (int u = 0; u < DEC_KPT; u++) {
-            float kf[8], p = 0.0f;
-            unpack8(kc[u], kf);
+            float kf[EPL], p = 0.0f;
+            unpack_kv<I8>(kc[u], kf);
 #pragma unroll
-            for (int i = 0; i < 8; i++) p += qf[i] * kf[i];
+            for (int i = 0; i < EPL; i++) p += qf[i] * kf[i];
 #pragma unroll
             for (int o = LPK / 2; o > 0; o >>= 1) p += __shfl_xor_sync(0xffffffffu, p, o);
             if (I8) p *= ksc[u]; /* the key's scale: sum(q * k8) * scale_k, then 1/sqrt(hd) */
@@ -436,15 +471,15 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
             float alpha = expf(m - m_new);
             l *= alpha;
 #pragma unroll
-            for (int i = 0; i < 8; i++) acc[i] *= alpha;
+            for (int i = 0; i < EPL; i++) acc[i] *= alpha;
 #pragma unroll
             for (int u = 0; u < DEC_KPT; u++) {
-                float p = expf(sc[u] - m_new), vf[8];
-                unpack8(vc[u], vf);
+                float p = expf(sc[u] - m_new), vf[EPL];
+                unpack_kv<I8>(vc[u], vf);
                 l += p;
                 const float pv = I8 ? p * vsc[u] : p; /* int8: the value row's scale folded into its weight */
 #pragma unroll
-                for (int i = 0; i < 8; i++) acc[i] += pv * vf[i];
+                for (int i = 0; i < EPL; i++) acc[i] += pv * vf[i];
             }
             m = m_new;
         }
@@ -465,13 +500,13 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
             s_pm[np][g] = m;
             s_pl[np][g] = l;
         }
-        /* two 16-byte stores: a warp's quarter covers 8 consecutive 16-byte words, no bank conflict */
-        float4 *pk = (float4 *)&s_pacc[np][g * HD + li * 8];
-        pk[0] = make_float4(acc[0], acc[1], acc[2], acc[3]);
-        pk[1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+        /* EPL / 4 16-byte stores */
+        float4 *pk = (float4 *)&s_pacc[np][g * HD + li * EPL];
+#pragma unroll
+        for (int c = 0; c < EPL / 4; c++) pk[c] = make_float4(acc[4 * c], acc[4 * c + 1], acc[4 * c + 2], acc[4 * c + 3]);
         np++;
         const bool last = cs + 1 >= s1;
-        if (np == DEC_PARK || last) {
+        if (np == PARK || last) {
             /* merge the parked splits' key groups (fixed group order) into partials cs+1-np .. cs: first each
              * (split, group) weight once, then each (split, dim) sum from them */
             __syncthreads();
@@ -511,7 +546,7 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
         m = -INFINITY;
         l = 0.0f;
 #pragma unroll
-        for (int i = 0; i < 8; i++) acc[i] = 0.0f;
+        for (int i = 0; i < EPL; i++) acc[i] = 0.0f;
         cs++;
         cr = cs * chunk;
         cj1 = min(len, cr + chunk);
@@ -590,10 +625,8 @@ int fk_attn_decode_ctx_init(fk_ctx *kc) {
         attn_decode_kernel<32, true, 3, false>, attn_decode_kernel<32, true, 4, false>,
         attn_decode_kernel<64, true, 3, false>, attn_decode_kernel<64, true, 4, false>,
         attn_decode_kernel<128, true, 3, false>, attn_decode_kernel<128, true, 4, false>};
-    const dec_kernel_fn<true> cl8[] = {
-        attn_decode_kernel<32, true, 3, true>, attn_decode_kernel<32, true, 4, true>,
-        attn_decode_kernel<64, true, 3, true>, attn_decode_kernel<64, true, 4, true>,
-        attn_decode_kernel<128, true, 3, true>, attn_decode_kernel<128, true, 4, true>};
+    const dec_kernel_fn<true> cl8[] = {attn_decode_kernel<32, true, 3, true>, attn_decode_kernel<64, true, 3, true>,
+                                       attn_decode_kernel<128, true, 3, true>}; /* int8: 3 blocks per SM only */
     int refused = 0;
     for (size_t i = 0; i < sizeof cl / sizeof cl[0]; i++)
         refused |= cudaFuncSetAttribute(cl[i], cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess;
@@ -652,10 +685,11 @@ static int dec_pick_minb(const fk_ctx *kc, int impl, long long blocks) {
     return impl == FK_ATTND_CLUSTER && blocks <= 2LL * kc->sms ? 3 : 4;
 }
 
-/* Splits per block when not fixed: the fewest that keep B*H*blocks within about DEC_WAVE_BLOCKS blocks per
- * SM (one wave), so batch 1 keeps one split per block and batch 8 streams several per block. */
-static int dec_auto_spb(const fk_ctx *kc, int B, int H, int nsplit) {
-    long long target = (long long)kc->sms * DEC_WAVE_BLOCKS;
+/* Splits per block when not fixed: the fewest that keep B*H*blocks within about `wave` blocks per SM (one wave:
+ * DEC_WAVE_BLOCKS, or the 3 the int8 kernel is compiled for), so batch 1 keeps one split per block and batch 8
+ * streams several per block. */
+static int dec_auto_spb(const fk_ctx *kc, int B, int H, int nsplit, int wave) {
+    long long target = (long long)kc->sms * wave;
     for (int spb = 1; spb < nsplit; spb++)
         if ((long long)B * H * ((nsplit + spb - 1) / spb) <= target) return spb;
     return nsplit;
@@ -702,14 +736,14 @@ struct dec_plan {
     dim3 grid;
     float scale;
 };
-static dec_plan dec_plan_for(const fk_ctx *kc, int B, int H, int hd, int max_ctx) {
+static dec_plan dec_plan_for(const fk_ctx *kc, int B, int H, int hd, int max_ctx, bool i8) {
     dec_plan p;
     p.impl = fk_ctx_attn_decode_impl(kc);
     p.nsplit = dec_nsplit(H, max_ctx, p.impl);
-    p.spb = kc->dec_spb ? kc->dec_spb : dec_auto_spb(kc, B, H, p.nsplit);
+    p.spb = kc->dec_spb ? kc->dec_spb : dec_auto_spb(kc, B, H, p.nsplit, i8 ? 3 : DEC_WAVE_BLOCKS);
     if (p.spb > p.nsplit) p.spb = p.nsplit;
     p.grid = dim3((p.nsplit + p.spb - 1) / p.spb, H, B);
-    p.minb = dec_pick_minb(kc, p.impl, (long long)p.grid.x * H * B);
+    p.minb = i8 ? 3 : dec_pick_minb(kc, p.impl, (long long)p.grid.x * H * B);
     p.scale = (float)(1.0 / sqrt((double)hd));
     return p;
 }
@@ -721,7 +755,7 @@ extern "C" int fk_attn_decode(const fk_ctx *kc, const uint16_t *q, const uint16_
         frigg_set_error("attn_decode: bad shape B=%d H=%d max_ctx=%d", B, H, max_ctx);
         return -1;
     }
-    const dec_plan p = dec_plan_for(kc, B, H, hd, max_ctx);
+    const dec_plan p = dec_plan_for(kc, B, H, hd, max_ctx, false);
     int rc;
 #define DEC_ARGS kc, p.impl, p.spb, p.grid, s, q, k_slot, v_slot, (const float *)NULL, (const float *)NULL, seq_stride, \
                  row_seq, row_pos, H, max_ctx, p.nsplit, p.scale, work, counters, gqkv, y, dec_write{}
@@ -759,23 +793,26 @@ extern "C" int fk_attn_decode_i8(const fk_ctx *kc, const uint16_t *gqkv, const u
                         "positions", seq_stride, hd, H, max_ctx);
         return -1;
     }
-    /* a lane's 8 int8 values are one 8-byte load or store, a scale 4 bytes; its 8 bf16 of q, k, v, cos and sin
-     * one 16-byte load each */
-    if (((uintptr_t)k8 | (uintptr_t)v8) & 7 || ((uintptr_t)k_scale | (uintptr_t)v_scale) & 3 || !fk_aligned16(gqkv) ||
+    /* a lane's 16 int8 values are one 16-byte load or store, a scale 4 bytes; each 8 of its bf16 of q, k, v, cos and
+     * sin one 16-byte load */
+    if (!fk_aligned16(k8) || !fk_aligned16(v8) || ((uintptr_t)k_scale | (uintptr_t)v_scale) & 3 || !fk_aligned16(gqkv) ||
         !fk_aligned16(cos_t) || !fk_aligned16(sin_t)) {
-        frigg_set_error("attn_decode_i8: misaligned buffers (int8 values 8-byte, scales 4-byte, gqkv and the RoPE tables "
+        frigg_set_error("attn_decode_i8: misaligned buffers (int8 values 16-byte, scales 4-byte, gqkv and the RoPE tables "
                         "16-byte aligned)");
         return -1;
     }
-    const dec_plan p = dec_plan_for(kc, B, H, hd, max_ctx);
+    const dec_plan p = dec_plan_for(kc, B, H, hd, max_ctx, true);
     const dec_write wr = {cos_t, sin_t, k8, v8, k_scale, v_scale};
     int rc;
 #define DEC_ARGS kc, p.impl, p.spb, p.grid, s, (const uint16_t *)NULL, k8, v8, k_scale, v_scale, seq_stride, row_seq, \
                  row_pos, H, max_ctx, p.nsplit, p.scale, work, counters, gqkv, y, wr
+    /* Always 3 blocks per SM with two rounds in flight (the kernel's DEPTH for int8): a lane's 16 values, q and acc
+     * take 168 registers without spill, and at 4 blocks per SM (128 registers) ptxas spills about 380 bytes per
+     * thread. */
     switch (hd) {
-    case 32: rc = p.minb == 4 ? dec_launch<32, 4, true>(DEC_ARGS) : dec_launch<32, 3, true>(DEC_ARGS); break;
-    case 64: rc = p.minb == 4 ? dec_launch<64, 4, true>(DEC_ARGS) : dec_launch<64, 3, true>(DEC_ARGS); break;
-    default: rc = p.minb == 4 ? dec_launch<128, 4, true>(DEC_ARGS) : dec_launch<128, 3, true>(DEC_ARGS); break;
+    case 32: rc = dec_launch<32, 3, true>(DEC_ARGS); break;
+    case 64: rc = dec_launch<64, 3, true>(DEC_ARGS); break;
+    default: rc = dec_launch<128, 3, true>(DEC_ARGS); break;
     }
 #undef DEC_ARGS
     if (rc) return rc;
