@@ -21,8 +21,8 @@
  *   DRAM latency overlaps the previous kernel's tail; the newest key, q and the gate (all written by
  *   fk_gemv_qkv just before) are read right after the wait, the gate early so the merge does not wait on it.
  * - The split boundaries of a row are a function of its length, H and max_ctx alone (at most `nsplit`
- *   splits of at least DEC_MIN_KEYS keys), and every split's partial (m, l, acc) is computed by the same code
- *   and merged with the others in split order, so a row's arithmetic does not depend on the batch it is in
+ *   splits of at least DEC_MIN_KEYS keys, DEC_MIN_KEYS_I8 for int8), and every split's partial (m, l, acc) is
+ *   computed by the same code and merged with the others in split order, so a row's arithmetic does not depend on the batch it is in
  *   (batched decode stays bit-identical to single-row decode).
  * - Which BLOCK computes a split may depend on the batch: a block takes `spb` consecutive splits of its row
  *   (one after the other, loads of the next split in flight while it computes the current). At batch 1 one
@@ -46,6 +46,10 @@
 #define DEC_THREADS 128      /* threads per block */
 #define DEC_KPT 4            /* keys each key group holds per round */
 #define DEC_MIN_KEYS 32      /* fewest keys per split: below this a split's fixed costs dominate */
+/* int8: one whole round of its layout (16 key groups x DEC_KPT at head_dim 128). With 32, a 512-key row's splits
+ * filled half of each round and a batch-64 block parked twice as often: int8 decode at ctx 512 ran 0.80-0.93x the
+ * 8-values-per-lane kernel's (benchmarks/h200-2026-12-03/kv16/ab-summary.txt). */
+#define DEC_MIN_KEYS_I8 64
 #define DEC_MAX_SPLITS 32    /* most splits per (row, head); bounds the merge's shared memory */
 #define DEC_SPLIT_BLOCKS 256 /* splits * heads aimed at: about two blocks per SM of a 132-SM H200 at batch 1 */
 #define DEC_MAX_CLUSTER 16   /* most blocks per cluster (16 needs the non-portable cluster size attribute) */
@@ -66,9 +70,9 @@
 
 /* Splits per (row, head) at most: depends on H, max_ctx and the merge mode only (never on B), so every batch
  * size lays a row's keys out the same way. */
-static int dec_nsplit(int H, int max_ctx, int impl) {
+static int dec_nsplit(int H, int max_ctx, int impl, int min_keys) {
     int s = (DEC_SPLIT_BLOCKS + H - 1) / H;
-    int cap = (max_ctx + DEC_MIN_KEYS - 1) / DEC_MIN_KEYS;
+    int cap = (max_ctx + min_keys - 1) / min_keys;
     int most = impl == FK_ATTND_CLUSTER ? DEC_MAX_CLUSTER : DEC_MAX_SPLITS;
     if (s > most) s = most;
     if (s > cap) s = cap;
@@ -76,8 +80,9 @@ static int dec_nsplit(int H, int max_ctx, int impl) {
 }
 
 /* A row of `len` keys: `ns` splits of `chunk` keys (the last one shorter), at most nsplit of them. */
+template <int MIN_KEYS>
 __device__ __forceinline__ void dec_split(int len, int nsplit, int &chunk, int &ns) {
-    int want = (len + DEC_MIN_KEYS - 1) / DEC_MIN_KEYS;
+    int want = (len + MIN_KEYS - 1) / MIN_KEYS;
     if (want > nsplit) want = nsplit;
     chunk = (len + want - 1) / want;
     ns = (len + chunk - 1) / chunk;
@@ -328,7 +333,7 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
     /* row_seq/row_pos are set before the step starts (host copy), never by the kernel in front of this one. */
     const int len = row_pos[b] + 1;
     int chunk, ns;
-    dec_split(len, nsplit, chunk, ns);
+    dec_split<I8 ? DEC_MIN_KEYS_I8 : DEC_MIN_KEYS>(len, nsplit, chunk, ns);
     const int s0 = bx * spb, s1 = min(ns, s0 + spb);
     if (s0 >= ns) { /* no keys: nothing to wait for, nothing to write */
         if (CLUSTER) { /* still take part in both cluster barriers, so no barrier depends on exited blocks */
@@ -605,7 +610,7 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
 }
 
 extern "C" size_t fk_attn_decode_work_floats(int B, int H, int hd, int max_ctx) {
-    return (size_t)B * H * dec_nsplit(H, max_ctx, FK_ATTND_SPLIT) * (hd + 4); /* the most splits of any mode */
+    return (size_t)B * H * dec_nsplit(H, max_ctx, FK_ATTND_SPLIT, DEC_MIN_KEYS) * (hd + 4); /* the most splits */
 }
 
 /* Whether the context's device runs the cluster merge: sm_90 (kc->pdl) and a cluster of DEC_MAX_CLUSTER blocks
@@ -739,7 +744,7 @@ struct dec_plan {
 static dec_plan dec_plan_for(const fk_ctx *kc, int B, int H, int hd, int max_ctx, bool i8) {
     dec_plan p;
     p.impl = fk_ctx_attn_decode_impl(kc);
-    p.nsplit = dec_nsplit(H, max_ctx, p.impl);
+    p.nsplit = dec_nsplit(H, max_ctx, p.impl, i8 ? DEC_MIN_KEYS_I8 : DEC_MIN_KEYS);
     p.spb = kc->dec_spb ? kc->dec_spb : dec_auto_spb(kc, B, H, p.nsplit, i8 ? 3 : DEC_WAVE_BLOCKS);
     if (p.spb > p.nsplit) p.spb = p.nsplit;
     p.grid = dim3((p.nsplit + p.spb - 1) / p.spb, H, B);
