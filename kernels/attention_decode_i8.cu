@@ -13,7 +13,7 @@
  * in the operations it names, which the build keeps without flush-to-zero.
  *
  * The attention (fk_attn_decode_i8) is attention_decode.cu's kernel instantiated for this cache: the same splits,
- * rounds, loads before the PDL wait and merges, with a lane's 8 values one 8-byte load. A score is
+ * rounds, loads before the PDL wait and merges, with a lane's 16 values one 16-byte load. A score is
  * (sum(q * k8) * scale_k) / sqrt(hd) and a value row adds (p * scale_v) * v8: the CPU op's fp32 arithmetic in
  * another order (it dequantizes each element first), so the two agree within the bf16 tolerance, not in bits;
  * a row's result depends on its own keys only, never on the batch. It replaced a kernel of its own here (a warp
