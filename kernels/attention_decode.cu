@@ -12,8 +12,7 @@
  *
  * Why it is shaped this way (batch 1 at ctx 512 moves only 3 MB, so latency, not bandwidth, decides):
  * - A key is read by HD/8 lanes (bf16; HD/16 for int8) with one 16-byte load each (16 or 8 lanes for head_dim
- *   128), so a score costs
- *   log2(HD/8) shuffles and a warp load covers whole keys.
+ *   128), so a score costs log2 of that many shuffles and a warp load covers whole keys.
  * - A block issues the K and V loads of a round before it uses any of them, and keeps the next round's
  *   (two next rounds' at depth 3) in flight while it computes the current one.
  * - Keys before the row's newest position were written by earlier decode steps or prefill, not by the
@@ -22,8 +21,8 @@
  *   fk_gemv_qkv just before) are read right after the wait, the gate early so the merge does not wait on it.
  * - The split boundaries of a row are a function of its length, H and max_ctx alone (at most `nsplit`
  *   splits of at least DEC_MIN_KEYS keys, DEC_MIN_KEYS_I8 for int8), and every split's partial (m, l, acc) is
- *   computed by the same code and merged with the others in split order, so a row's arithmetic does not depend on the batch it is in
- *   (batched decode stays bit-identical to single-row decode).
+ *   computed by the same code and merged with the others in split order, so a row's arithmetic does not depend
+ *   on the batch it is in (batched decode stays bit-identical to single-row decode).
  * - Which BLOCK computes a split may depend on the batch: a block takes `spb` consecutive splits of its row
  *   (one after the other, loads of the next split in flight while it computes the current). At batch 1 one
  *   split per block spreads 3 MB over the SMs; at batch 8 (1536 splits at ctx 512, but only 4 blocks of 128
@@ -46,7 +45,7 @@
 #define DEC_THREADS 128      /* threads per block */
 #define DEC_KPT 4            /* keys each key group holds per round */
 #define DEC_MIN_KEYS 32      /* fewest keys per split: below this a split's fixed costs dominate */
-/* int8: one whole round of its layout (16 key groups x DEC_KPT at head_dim 128). With 32, a 512-key row's splits
+/* int8: one whole round of its layout at head_dim 128 (16 key groups x DEC_KPT). With 32, a 512-key row's splits
  * filled half of each round and a batch-64 block parked twice as often: int8 decode at ctx 512 ran 0.80-0.93x the
  * 8-values-per-lane kernel's (benchmarks/h200-2026-12-03/kv16/ab-summary.txt). */
 #define DEC_MIN_KEYS_I8 64
@@ -107,8 +106,8 @@ template <> struct dec_kv<true> {
     static constexpr int epl = 16;
 };
 
-/* K and V of keys r0 + u*GROUPS + g (u < DEC_KPT) for this lane's 8 dims (and, int8, their scales); zeros past
- * j1 (no load). Keys of a warp are adjacent in memory, so each warp load is whole contiguous rows. Streaming
+/* K and V of keys r0 + u*GROUPS + g (u < DEC_KPT) for this lane's dims (8 bf16, 16 int8) and, int8, their
+ * scales; zeros past j1 (no load). Keys of a warp are adjacent in memory, so each warp load is whole contiguous rows. Streaming
  * loads: each key is read once per step, and 128 layers' caches do not fit L2 anyway. */
 template <int HD, int GROUPS, bool I8>
 __device__ __forceinline__ void dec_load(const typename dec_kv<I8>::elem *K, const typename dec_kv<I8>::elem *V,
@@ -254,17 +253,17 @@ __device__ __forceinline__ void dec_rope8(uint4 xw, const float (&c)[8], const f
     for (int k = 0; k < 8; k++) o[k] = rbf(rbf(x[k] * c[k]) + rbf((first ? -p[k] : p[k]) * sn[k]));
 }
 
-/* RoPE of one lane's EPL dims (x: EPL / 8 16-byte pieces of bf16 at dims li*EPL..), with their cos and sin pieces:
- * dec_rope8 on each piece, whose partner piece (+- hd/2) is the same piece of lane li ^ (LPK/2). */
+/* RoPE of one lane's EPL dims (xw: EPL / 8 16-byte pieces of bf16 at dims li*EPL..), with their cos and sin
+ * pieces: dec_rope8 on each piece, whose partner piece (+- hd/2) is the same piece of lane li ^ (LPK/2). */
 template <int LPK, int EPL>
-__device__ __forceinline__ void dec_rope(const uint16_t *x, const uint4 (&cw)[EPL / 8], const uint4 (&sw)[EPL / 8], int li,
-                                         float (&o)[EPL]) {
+__device__ __forceinline__ void dec_rope(const uint4 (&xw)[EPL / 8], const uint4 (&cw)[EPL / 8], const uint4 (&sw)[EPL / 8],
+                                         int li, float (&o)[EPL]) {
 #pragma unroll
     for (int c = 0; c < EPL / 8; c++) {
         float cf[8], sf[8], oc[8];
         unpack8(cw[c], cf);
         unpack8(sw[c], sf);
-        dec_rope8<LPK>(ld_act(x + c * 8), cf, sf, li, oc);
+        dec_rope8<LPK>(xw[c], cf, sf, li, oc);
 #pragma unroll
         for (int k = 0; k < 8; k++) o[c * 8 + k] = oc[k];
     }
@@ -384,17 +383,22 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
          * rounded values, scale = amax / 127, q = clamp(round(x / scale)), 0 where the scale is 0), into the cache
          * and into shared memory, from where this block's own rounds take it (they never load it). */
         const uint16_t *row = gqkv + (size_t)b * 4 * D + h * HD + li * EPL;
-        dec_rope<LPK, EPL>(row + D, cosw, sinw, li, qf);
+        uint4 xw[EPL / 8];
+#pragma unroll
+        for (int c = 0; c < EPL / 8; c++) xw[c] = ld_act(row + D + c * 8);
+        dec_rope<LPK, EPL>(xw, cosw, sinw, li, qf);
         if (s1 == ns) { /* block-uniform: the newest key is in the row's last split */
             if (t < 32) {
                 const int which = (t % (2 * LPK)) / LPK; /* 0: K, 1: V (lanes past 2 * LPK repeat them, write nothing) */
                 float x[EPL];
-                dec_rope<LPK, EPL>(row + (size_t)(2 + which) * D, cosw, sinw, li, x); /* every lane: shuffles */
-                if (which) {
+#pragma unroll
+                for (int c = 0; c < EPL / 8; c++) xw[c] = ld_act(row + (size_t)(2 + which) * D + c * 8);
+                dec_rope<LPK, EPL>(xw, cosw, sinw, li, x); /* every lane: shuffles */
+                if (which) { /* V is not rotated */
 #pragma unroll
                     for (int c = 0; c < EPL / 8; c++) {
                         float xc[8];
-                        unpack8(ld_act(row + 3 * (size_t)D + c * 8), xc);
+                        unpack8(xw[c], xc);
 #pragma unroll
                         for (int k = 0; k < 8; k++) x[c * 8 + k] = xc[k];
                     }
