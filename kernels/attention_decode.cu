@@ -67,10 +67,11 @@
  * rounds ahead were A/B knobs that no default ever used; they are gone from the shipped kernel (git keeps
  * them). */
 
-/* Splits per (row, head) at most: depends on H, max_ctx and the merge mode only (never on B), so every batch
- * size lays a row's keys out the same way. */
-static int dec_nsplit(int H, int max_ctx, int impl, int min_keys) {
-    int s = (DEC_SPLIT_BLOCKS + H - 1) / H;
+/* Splits per (row, head) at most: depends on H, max_ctx, the merge mode and the splits x heads aimed at
+ * (DEC_SPLIT_BLOCKS unless a tuning run sets fk_ctx_set_attn_decode_split_blocks) only, never on B, so every
+ * batch size lays a row's keys out the same way. */
+static int dec_nsplit(int H, int max_ctx, int impl, int min_keys, int split_blocks) {
+    int s = (split_blocks + H - 1) / H;
     int cap = (max_ctx + min_keys - 1) / min_keys;
     int most = impl == FK_ATTND_CLUSTER ? DEC_MAX_CLUSTER : DEC_MAX_SPLITS;
     if (s > most) s = most;
@@ -292,7 +293,7 @@ __device__ __forceinline__ void dec_take_newest(const uint4 (&s_new)[2][16], con
  * cluster is blockIdx.x.
  *
  * The stream of rounds never waits on the rest of the block:
- * - DEPTH register buffers (2; 3 when compiled for 3 blocks per SM) take turns with no copy between them: the
+ * - DEPTH register buffers (2; 3 when compiled for 3 blocks per SM, bf16) take turns with no copy between them: the
  *   loop computes buffer 0, refills it with the round DEPTH ahead, computes buffer 1, ... (A "current = next"
  *   copy would stall on the next round's loads at the end of every round, leaving one round in flight.) The
  *   first DEPTH rounds are loaded before the wait.
@@ -316,7 +317,10 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
     constexpr int KR = GROUPS * DEC_KPT;       /* keys per round */
     constexpr int PW = HD + 4;                 /* floats per partial */
     constexpr int MAXS = CLUSTER ? DEC_MAX_CLUSTER : DEC_MAX_SPLITS;
-    constexpr int DEPTH = MINB == 3 && !I8 ? 3 : 2; /* rounds in flight: 3 only where 170 registers allow (not int8) */
+    /* rounds in flight: 3 only where 170 registers allow (not int8). int8 at 2 blocks per SM with 4 rounds (255
+     * registers) ran 22.7 us per batch-1 launch at ctx 4096 against 17.7 at 3 blocks with 2 (Nsight Compute,
+     * benchmarks/h200-2026-12-03/kvdiag/), and decode 0.985x (kvdepth/ab-summary.txt) */
+    constexpr int DEPTH = MINB == 3 && !I8 ? 3 : 2;
     /* Splits parked before a merge: int8's twice as many key groups would take the park past the 48 KB of static
      * shared memory at DEC_PARK */
     constexpr int PARK = I8 ? DEC_PARK / 2 : DEC_PARK;
@@ -357,14 +361,13 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
     auto advance_load = [&]() { dec_next_round<KR>(ls, lr, lj1, chunk, len, s1); };
     word kbuf[DEPTH][DEC_KPT], vbuf[DEPTH][DEC_KPT]; /* indexed by constants only: registers */
     float ksbuf[DEPTH][DEC_KPT], vsbuf[DEPTH][DEC_KPT]; /* int8's scales (bf16: never read, optimised away) */
-    dec_load<HD, GROUPS, I8>(K, V, KS, VS, lr, g, lj1, len - 1, kbuf[0], vbuf[0], ksbuf[0], vsbuf[0]);
-    dec_next_round<KR>(ls, lr, lj1, chunk, len, s1);
-    const int r1 = lr, j1_1 = lj1; /* round 1, for the newest key below */
-    dec_load<HD, GROUPS, I8>(K, V, KS, VS, lr, g, lj1, len - 1, kbuf[1], vbuf[1], ksbuf[1], vsbuf[1]);
-    if (DEPTH == 3) {
-        dec_next_round<KR>(ls, lr, lj1, chunk, len, s1);
-        dec_load<HD, GROUPS, I8>(K, V, KS, VS, lr, g, lj1, len - 1, kbuf[DEPTH - 1], vbuf[DEPTH - 1], ksbuf[DEPTH - 1],
-                                 vsbuf[DEPTH - 1]);
+    int pr[DEPTH], pj1[DEPTH]; /* the first DEPTH rounds (first key, split end), for the newest key below */
+#pragma unroll
+    for (int d = 0; d < DEPTH; d++) {
+        if (d) dec_next_round<KR>(ls, lr, lj1, chunk, len, s1);
+        pr[d] = lr;
+        pj1[d] = lj1;
+        dec_load<HD, GROUPS, I8>(K, V, KS, VS, lr, g, lj1, len - 1, kbuf[d], vbuf[d], ksbuf[d], vsbuf[d]);
     }
     /* int8: the RoPE tables at the row's position (written once at load, so read before the wait too) */
     uint4 cosw[EPL / 8] = {}, sinw[EPL / 8] = {};
@@ -383,16 +386,23 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
          * rounded values, scale = amax / 127, q = clamp(round(x / scale)), 0 where the scale is 0), into the cache
          * and into shared memory, from where this block's own rounds take it (they never load it). */
         const uint16_t *row = gqkv + (size_t)b * 4 * D + h * HD + li * EPL;
-        uint4 xw[EPL / 8];
+        const bool writer = s1 == ns;             /* block-uniform: the newest key is in the row's last split */
+        const int which = (t % (2 * LPK)) / LPK; /* writer's warp 0: 0 K, 1 V (lanes past 2 * LPK repeat them, write nothing) */
+        uint4 xw[EPL / 8], kvw[EPL / 8];
+        /* q's and the writer's k or v loads issued together: the writer, last of its cluster to finish, waits on
+         * one latency, not two in a row */
 #pragma unroll
         for (int c = 0; c < EPL / 8; c++) xw[c] = ld_act(row + D + c * 8);
+        if (writer && t < 32) {
+#pragma unroll
+            for (int c = 0; c < EPL / 8; c++) kvw[c] = ld_act(row + (size_t)(2 + which) * D + c * 8);
+        }
         dec_rope<LPK, EPL>(xw, cosw, sinw, li, qf);
-        if (s1 == ns) { /* block-uniform: the newest key is in the row's last split */
+        if (writer) {
             if (t < 32) {
-                const int which = (t % (2 * LPK)) / LPK; /* 0: K, 1: V (lanes past 2 * LPK repeat them, write nothing) */
                 float x[EPL];
 #pragma unroll
-                for (int c = 0; c < EPL / 8; c++) xw[c] = ld_act(row + (size_t)(2 + which) * D + c * 8);
+                for (int c = 0; c < EPL / 8; c++) xw[c] = kvw[c];
                 dec_rope<LPK, EPL>(xw, cosw, sinw, li, x); /* every lane: shuffles */
                 if (which) { /* V is not rotated */
 #pragma unroll
@@ -431,18 +441,14 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
                 }
             }
             __syncthreads();
-            dec_take_newest<GROUPS>(s_new, s_nsc, li, cr, g, cj1, len - 1, kbuf[0], vbuf[0], ksbuf[0], vsbuf[0]);
-            dec_take_newest<GROUPS>(s_new, s_nsc, li, r1, g, j1_1, len - 1, kbuf[1], vbuf[1], ksbuf[1], vsbuf[1]);
-            if (DEPTH == 3)
-                dec_take_newest<GROUPS>(s_new, s_nsc, li, lr, g, lj1, len - 1, kbuf[DEPTH - 1], vbuf[DEPTH - 1],
-                                        ksbuf[DEPTH - 1], vsbuf[DEPTH - 1]);
+#pragma unroll
+            for (int d = 0; d < DEPTH; d++)
+                dec_take_newest<GROUPS>(s_new, s_nsc, li, pr[d], g, pj1[d], len - 1, kbuf[d], vbuf[d], ksbuf[d], vsbuf[d]);
         }
     } else {
-        dec_load_newest<HD, GROUPS, I8>(K, V, KS, VS, cr, g, cj1, len - 1, kbuf[0], vbuf[0], ksbuf[0], vsbuf[0]);
-        dec_load_newest<HD, GROUPS, I8>(K, V, KS, VS, r1, g, j1_1, len - 1, kbuf[1], vbuf[1], ksbuf[1], vsbuf[1]);
-        if (DEPTH == 3)
-            dec_load_newest<HD, GROUPS, I8>(K, V, KS, VS, lr, g, lj1, len - 1, kbuf[DEPTH - 1], vbuf[DEPTH - 1],
-                                            ksbuf[DEPTH - 1], vsbuf[DEPTH - 1]);
+#pragma unroll
+        for (int d = 0; d < DEPTH; d++)
+            dec_load_newest<HD, GROUPS, I8>(K, V, KS, VS, pr[d], g, pj1[d], len - 1, kbuf[d], vbuf[d], ksbuf[d], vsbuf[d]);
         unpack_kv<I8>(ld_act(q + (size_t)b * D + h * HD + li * EPL), qf);
     }
     /* The gate of dim t is loaded now (used only by the merge): its latency hides behind the keys' arithmetic
@@ -561,9 +567,9 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
         cj1 = min(len, cr + chunk);
         return false;
     };
-    if (DEPTH == 3)
+    if constexpr (DEPTH == 3)
         while (!step(kbuf[0], vbuf[0], ksbuf[0], vsbuf[0]) && !step(kbuf[1], vbuf[1], ksbuf[1], vsbuf[1]) &&
-               !step(kbuf[DEPTH - 1], vbuf[DEPTH - 1], ksbuf[DEPTH - 1], vsbuf[DEPTH - 1])) {
+               !step(kbuf[2], vbuf[2], ksbuf[2], vsbuf[2])) {
         }
     else
         while (!step(kbuf[0], vbuf[0], ksbuf[0], vsbuf[0]) && !step(kbuf[1], vbuf[1], ksbuf[1], vsbuf[1])) {
@@ -614,7 +620,8 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
 }
 
 extern "C" size_t fk_attn_decode_work_floats(int B, int H, int hd, int max_ctx) {
-    return (size_t)B * H * dec_nsplit(H, max_ctx, FK_ATTND_SPLIT, DEC_MIN_KEYS) * (hd + 4); /* the most splits */
+    /* the most splits any setting gives */
+    return (size_t)B * H * dec_nsplit(H, max_ctx, FK_ATTND_SPLIT, DEC_MIN_KEYS, DEC_MAX_SPLITS * H) * (hd + 4);
 }
 
 /* Whether the context's device runs the cluster merge: sm_90 (kc->pdl) and a cluster of DEC_MAX_CLUSTER blocks
@@ -627,7 +634,9 @@ using dec_kernel_fn = void (*)(const uint16_t *, const typename dec_kv<I8>::elem
 int fk_attn_decode_ctx_init(fk_ctx *kc) {
     kc->dec_impl = FK_ATTND_AUTO;
     kc->dec_spb = 0;
+    kc->dec_split_blocks = 0;
     kc->clusters_ok = 0;
+    memset(kc->dec_i8_fit, 0, sizeof kc->dec_i8_fit);
     if (!kc->pdl) return 0;
     const dec_kernel_fn<false> cl[] = {
         attn_decode_kernel<16, true, 3, false>, attn_decode_kernel<16, true, 4, false>,
@@ -658,6 +667,15 @@ int fk_attn_decode_ctx_init(fk_ctx *kc) {
     int n = 0;
     kc->clusters_ok = cudaOccupancyMaxActiveClusters(&n, (const void *)attn_decode_kernel<128, true, 3, false>, &cfg) == cudaSuccess && n >= 1;
     (void)cudaGetLastError();
+    for (int i = 0; i < 3 && kc->clusters_ok; i++)
+        for (int size = 1; size <= DEC_MAX_CLUSTER; size++) {
+            attr[0].val.clusterDim.x = size;
+            cfg.gridDim = dim3(size, 1, 1);
+            n = 0;
+            if (cudaOccupancyMaxActiveClusters(&n, (const void *)cl8[i], &cfg) != cudaSuccess) n = 0;
+            kc->dec_i8_fit[i][size] = n;
+        }
+    (void)cudaGetLastError();
     return 0;
 }
 
@@ -679,6 +697,15 @@ extern "C" int fk_ctx_set_attn_decode_impl(fk_ctx *kc, int impl, int spb) {
     return 0;
 }
 
+extern "C" int fk_ctx_set_attn_decode_split_blocks(fk_ctx *kc, int n) {
+    if (n < 0 || n > 4096) {
+        frigg_set_error("attn_decode: %d split blocks (0 = the shipped count, else 1..4096)", n);
+        return -1;
+    }
+    kc->dec_split_blocks = n;
+    return 0;
+}
+
 /* The merge mode a call uses: the one set, or auto's choice for this device (what frigg-bench reports). */
 extern "C" int fk_ctx_attn_decode_impl(const fk_ctx *kc) {
     if (kc->dec_impl != FK_ATTND_AUTO) return kc->dec_impl;
@@ -694,6 +721,7 @@ static int dec_pick_minb(const fk_ctx *kc, int impl, long long blocks) {
     return impl == FK_ATTND_CLUSTER && blocks <= 2LL * kc->sms ? 3 : 4;
 }
 
+
 /* Splits per block when not fixed: the fewest that keep B*H*blocks within about `wave` blocks per SM (one wave:
  * DEC_WAVE_BLOCKS, or the 3 the int8 kernel is compiled for), so batch 1 keeps one split per block and batch 8
  * streams several per block. */
@@ -702,6 +730,19 @@ static int dec_auto_spb(const fk_ctx *kc, int B, int H, int nsplit, int wave) {
     for (int spb = 1; spb < nsplit; spb++)
         if ((long long)B * H * ((nsplit + spb - 1) / spb) <= target) return spb;
     return nsplit;
+}
+/* int8 in cluster mode: the same, but where one wave of blocks is more clusters than the device runs at once
+ * (fit[n]: clusters of n blocks that fit; a cluster's blocks must share a GPC), the fewest splits per block whose
+ * B*H clusters all fit, if any does. Batch 2 at ctx 4096: 24 clusters of 16 blocks against 21 that fit at 3 blocks
+ * per SM ran as two waves, 21.29 us per launch (kernels/dev/attn_decode_i8, benchmarks/h200-2026-12-03/kvsplits/). */
+static int dec_auto_spb_i8(const fk_ctx *kc, int B, int H, int nsplit, const int *fit) {
+    const int spb = dec_auto_spb(kc, B, H, nsplit, 3);
+    if (!fit) return spb;
+    for (int s = spb; s <= nsplit; s++) {
+        const int size = (nsplit + s - 1) / s;
+        if (size <= DEC_MAX_CLUSTER && (long long)B * H <= fit[size]) return s;
+    }
+    return spb;
 }
 
 template <int HD, int MINB, bool I8>
@@ -748,8 +789,12 @@ struct dec_plan {
 static dec_plan dec_plan_for(const fk_ctx *kc, int B, int H, int hd, int max_ctx, bool i8) {
     dec_plan p;
     p.impl = fk_ctx_attn_decode_impl(kc);
-    p.nsplit = dec_nsplit(H, max_ctx, p.impl, i8 ? DEC_MIN_KEYS_I8 : DEC_MIN_KEYS);
-    p.spb = kc->dec_spb ? kc->dec_spb : dec_auto_spb(kc, B, H, p.nsplit, i8 ? 3 : DEC_WAVE_BLOCKS);
+    p.nsplit = dec_nsplit(H, max_ctx, p.impl, i8 ? DEC_MIN_KEYS_I8 : DEC_MIN_KEYS,
+                          kc->dec_split_blocks ? kc->dec_split_blocks : DEC_SPLIT_BLOCKS);
+    const int *fit = i8 && p.impl == FK_ATTND_CLUSTER ? kc->dec_i8_fit[hd == 32 ? 0 : hd == 64 ? 1 : 2] : NULL;
+    p.spb = kc->dec_spb ? kc->dec_spb
+            : i8        ? dec_auto_spb_i8(kc, B, H, p.nsplit, fit)
+                        : dec_auto_spb(kc, B, H, p.nsplit, DEC_WAVE_BLOCKS);
     if (p.spb > p.nsplit) p.spb = p.nsplit;
     p.grid = dim3((p.nsplit + p.spb - 1) / p.spb, H, B);
     p.minb = i8 ? 3 : dec_pick_minb(kc, p.impl, (long long)p.grid.x * H * B);

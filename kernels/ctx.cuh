@@ -26,6 +26,9 @@ struct fk_ctx {
     int prefill_impl;        /* FK_PREFILL_* */
     /* attention_decode.cu */
     int dec_impl, dec_spb;   /* FK_ATTND_*, splits per block (0: by batch size) */
+    int dec_split_blocks;    /* splits x heads aimed at (0: DEC_SPLIT_BLOCKS) */
+    /* clusters of n blocks (1..16) of the int8 cluster kernel at head_dim 32, 64, 128 the device runs at once */
+    int dec_i8_fit[3][17];
     /* norm.cu, rope.cu */
     int eltwise_general;     /* the elementwise kernels take their general paths (a test hook) */
 };

@@ -148,9 +148,9 @@ static gemv_fn pick_b(int B, int norm, int epi, int variant) {
 enum { AUTO_GQKV, AUTO_GATE_UP, AUTO_O_PROJ, AUTO_DOWN, AUTO_LM_HEAD, AUTO_Q = 5 /* + the class: quantized */ };
 static const char auto_default[GEMV_AUTO_ROWS][9] = {
     /* B = 12345678 */
-    "sttttttt", /* gqkv: QKV epilogue */
+    "sttttttt", /* gqkv: QKV epilogue, or plain with 2K <= O <= 65536 and K <= 2048 */
     "sttttttt", /* gate_up: SwiGLU epilogue */
-    "tttttttt", /* o_proj: plain, K <= 2048, O <= 65536 */
+    "tttttttt", /* o_proj: plain, K <= 2048, O < 2K */
     "tttttttt", /* down: plain, K > 2048 */
     "sssttttt", /* lm_head: plain, O > 65536 */
     /* INT8 / INT4 weights: gemv_q.cu's CUDA-core kernel against gemv_tc.cu's quantized load, from the
@@ -198,8 +198,14 @@ extern "C" int fk_ctx_set_gemv_auto(fk_ctx *kc, const char *rows) {
 }
 /* auto's letter for this call; quant: INT8 / INT4 weights (the q. rows) */
 char gemv_auto_choice(const fk_ctx *kc, int quant, int B, int O, int K, int epi) {
+    /* A plain GEMV at least twice as tall as it is wide (and K <= 2048) is the gqkv of the int8 KV cache, whose
+     * RoPE and cache write are the attention kernel's: the gqkv row, not o_proj's. As o_proj's it ran on tensor
+     * cores at batch 1 with its fused RMSNorm, 11.28 us per launch against the CUDA-core QKV-epilogue GEMV's 10.12
+     * in the same step shape (Nsight Compute, benchmarks/h200-2026-12-03/kvdiag/kern-*.txt); on this row, decode
+     * with the int8 cache ran 1.045x at batch 1 and ctx 4096, 1.025x at ctx 512 (kvgemv/ab-summary.txt, with the
+     * attention writer's earlier loads). */
     int cls = epi == FK_GEMV_QKV ? AUTO_GQKV : epi == FK_GEMV_SWIGLU ? AUTO_GATE_UP : O > 65536 ? AUTO_LM_HEAD
-              : K > 2048 ? AUTO_DOWN : AUTO_O_PROJ;
+              : K > 2048 ? AUTO_DOWN : O >= 2 * K ? AUTO_GQKV : AUTO_O_PROJ;
     return kc->gemv_auto[(quant ? AUTO_Q : 0) + cls][B - 1];
 }
 static char auto_choice(const fk_ctx *kc, int B, int O, int K, int epi) { return gemv_auto_choice(kc, 0, B, O, K, epi); }

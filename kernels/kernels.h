@@ -129,6 +129,11 @@ int fk_kv_dequant_i8(const fk_ctx *kc, const int8_t *k8, const int8_t *v8, const
  * split counts). */
 enum { FK_ATTND_SPLIT = 0, FK_ATTND_CLUSTER = 1, FK_ATTND_AUTO = 2 };
 int fk_ctx_set_attn_decode_impl(fk_ctx *kc, int impl, int spb);
+/* The splits x heads a row's split count aims at (its splits: that over H, at most 16 in cluster mode and 32 in
+ * split mode, each of at least 32 keys, 64 for int8), for tuning runs (kernels/dev/attn_decode_i8.cu); 0 = the
+ * shipped count, else 1..4096. It changes a row's split layout, so the bits (within tolerance), never whether a
+ * batched row equals itself alone. */
+int fk_ctx_set_attn_decode_split_blocks(fk_ctx *kc, int n);
 int fk_ctx_attn_decode_impl(const fk_ctx *kc);
 
 /* ---- gemv.cu (decode: 1..8 rows per pass over the weights) ---- */

@@ -268,6 +268,10 @@ int main(void) {
             CHECK(fk_ctx_gemv_auto_impl(kc, 8, mimir[i][0], mimir[i][1], mimir[i][2]) == FK_GEMV_IMPL_TC, "auto B=8 %dx%d: not tc",
                   mimir[i][0], mimir[i][1]);
         }
+        /* the int8 cache's gqkv, a plain store of the gqkv shape, takes the gqkv row (not o_proj's) */
+        CHECK(fk_ctx_gemv_auto_impl(kc, 1, 6144, 1536, FK_GEMV_STORE) == FK_GEMV_IMPL_SIMT, "auto B=1 plain 6144x1536: not simt");
+        CHECK(fk_ctx_gemv_auto_impl(kc, 2, 6144, 1536, FK_GEMV_STORE) == FK_GEMV_IMPL_TC, "auto B=2 plain 6144x1536: not tc");
+        CHECK(fk_ctx_gemv_q_auto_impl(kc, 2, 6144, 1536, FK_GEMV_STORE) == FK_GEMV_IMPL_SIMT, "q. auto B=2 plain 6144x1536: not simt");
         /* K past the tensor-core kernel's one round goes to the CUDA-core kernel at every batch size */
         CHECK(fk_ctx_gemv_auto_impl(kc, 8, 1536, 4104, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "auto B=8 K=4104: not simt");
         CHECK(fk_ctx_gemv_auto_impl(kc, 8, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_TC, "auto B=8 K=4096: not tc");

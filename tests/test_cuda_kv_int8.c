@@ -447,6 +447,9 @@ int main(void) {
         CHECK(kc != NULL, "fk_ctx_create: %s", frigg_error());
         if (kc) {
             test_geometry(12, 128, 700); /* DFM-Mimir's heads */
+            /* splits of more than two 64-key rounds (cluster: 16 of 188 keys; split: 22 of 137), so the four rounds
+             * in flight of a small grid (batch 1 alone: 2 blocks per SM) and the two of a batch of 8 both run */
+            test_geometry(12, 128, 3000);
             test_geometry(3, 64, 200);
             test_geometry(2, 32, 97);
             test_rope_rows(12, 128, 64);
