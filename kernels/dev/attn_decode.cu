@@ -82,10 +82,6 @@ __global__ void fill_hash(uint16_t *x, size_t n, uint32_t seed, float scale) {
     }
 }
 
-static int cmp_float(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv) {
     int quick = 0, fixed_max_ctx = 0, no_cluster = 0;
@@ -151,9 +147,6 @@ int main(int argc, char **argv) {
     CK(cudaMemcpy(dseq, seqh, sizeof seqh, cudaMemcpyHostToDevice));
     cudaStream_t st;
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
 
     uint16_t *hk = (uint16_t *)malloc(slot * 2), *hv = (uint16_t *)malloc(slot * 2), *hq = (uint16_t *)malloc((size_t)MAXB * D * 2);
     uint16_t *hg = (uint16_t *)malloc((size_t)MAXB * 4 * D * 2), *hy = (uint16_t *)malloc((size_t)MAXB * D * 2);
@@ -249,16 +242,8 @@ int main(int argc, char **argv) {
                     continue;
                 }
                 CK(cudaGraphInstantiate(&exec, graph, 0));
-                float t[16];
-                for (int r = 0; r < warm + replays; r++) {
-                    CK(cudaEventRecord(e0, st));
-                    CK(cudaGraphLaunch(exec, st));
-                    CK(cudaEventRecord(e1, st));
-                    CK(cudaEventSynchronize(e1));
-                    if (r >= warm) CK(cudaEventElapsedTime(&t[r - warm], e0, e1));
-                }
-                qsort(t, replays, sizeof t[0], cmp_float);
-                float per = t[replays / 2] * 1000.0f / LAYERS;
+                const float med = dev_graph_median_ms(exec, st, warm, replays);
+                float per = med * 1000.0f / LAYERS;
                 us[v][bi][ci] = per;
                 gbs[v][bi][ci] = (float)(bytes / (per * 1e-6) / 1e9);
                 printf("time %-11s B=%d ctx=%-4d max_ctx=%-4d: %8.2f us/launch %8.1f GB/s (median of %d graphs of %d)\n",

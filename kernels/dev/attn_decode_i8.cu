@@ -65,10 +65,6 @@ __global__ void fill_bf16(uint16_t *x, size_t n, uint32_t seed, float scale) {
     }
 }
 
-static int cmp_float(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv) {
     int quick = 0;
@@ -97,9 +93,6 @@ int main(int argc, char **argv) {
     const int nshape = sizeof shapes / sizeof shapes[0], replays = quick ? 5 : 11, warm = 2;
     cudaStream_t st;
     CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
     static float us[NVER][16];
     int fails = 0;
     for (int si = 0; si < nshape; si++) {
@@ -189,16 +182,8 @@ int main(int argc, char **argv) {
                 continue;
             }
             CK(cudaGraphInstantiate(&exec, graph, 0));
-            float t[16];
-            for (int r = 0; r < warm + replays; r++) {
-                CK(cudaEventRecord(e0, st));
-                CK(cudaGraphLaunch(exec, st));
-                CK(cudaEventRecord(e1, st));
-                CK(cudaEventSynchronize(e1));
-                if (r >= warm) CK(cudaEventElapsedTime(&t[r - warm], e0, e1));
-            }
-            qsort(t, replays, sizeof t[0], cmp_float);
-            us[v][si] = t[replays / 2] * 1000.0f / LAYERS;
+            const float med = dev_graph_median_ms(exec, st, warm, replays);
+            us[v][si] = med * 1000.0f / LAYERS;
             printf("time %-12s B=%-2d ctx=%-4d: %8.2f us/launch %8.1f GB/s\n", versions[v].name, B, ctx, us[v][si],
                    bytes / (us[v][si] * 1e-6) / 1e9);
             CK(cudaGraphExecDestroy(exec));

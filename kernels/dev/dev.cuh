@@ -32,6 +32,32 @@ static inline fk_ctx *dev_ctx(int device) {
     return kc;
 }
 
+/* The median time in ms of `replays` launches of `exec` on `st` after `warm` untimed ones (at most 32), each
+ * launch timed alone between two events: the decode-attention programs' timing. */
+static inline float dev_graph_median_ms(cudaGraphExec_t exec, cudaStream_t st, int warm, int replays) {
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    float t[32];
+    if (replays > 32) replays = 32;
+    for (int r = 0; r < warm + replays; r++) {
+        CK(cudaEventRecord(e0, st));
+        CK(cudaGraphLaunch(exec, st));
+        CK(cudaEventRecord(e1, st));
+        CK(cudaEventSynchronize(e1));
+        if (r >= warm) CK(cudaEventElapsedTime(&t[r - warm], e0, e1));
+    }
+    for (int i = 1; i < replays; i++) /* insertion sort: a handful of values */
+        for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
+            float x = t[j];
+            t[j] = t[j - 1];
+            t[j - 1] = x;
+        }
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+    return t[replays / 2];
+}
+
 /* A counter one grid's blocks raise after their writes and another grid's (or the same grid's) blocks wait on:
  * release / acquire at gpu scope, so what the raising block wrote before is visible to the one that sees it. */
 __device__ __forceinline__ int ld_acquire(const int *p) {
