@@ -4,7 +4,8 @@
  * distributed shared memory; "auto", the default: cluster where the device runs the kernel's clusters, else
  * split) and the splits per block (":N" fixed, none = the kernel's batch-size policy).
  *
- * For each shape (batch B in {1,2,4,8} x context in {128,512,2048,4096}; DFM-Mimir's 12 heads of head_dim 128):
+ * For each shape (batch B in {1,2,4,8} x context in {128,512,2048,4096}, and B 48 and 64 at ctx 512; DFM-Mimir's 12
+ * heads of head_dim 128):
  *  1. correctness: fresh random q, gate, K and V (never zeros), rows at different lengths (row b at
  *     ctx - 37*b), output poisoned with NaN first; every version is run twice (the split counters must be
  *     left at zero) and compared with the CPU reference (tests/attn_decode_ref.h: frigg_cpu_attention, the CPU
@@ -44,7 +45,8 @@ static const struct {
                 {"cluster:8", FK_ATTND_CLUSTER, 8}, {"auto", FK_ATTND_AUTO, 0}};
 enum { NVER = sizeof versions / sizeof versions[0], AUTO_V = NVER - 1 };
 
-enum { H = 12, HD = 128, D = H * HD, LAYERS = 128, MAXB = 8, MAXCTX = 4096 };
+/* SLOT_ROWS: batch rows x max_ctx a K/V slot holds (batch 8 at 4096, or 64 at 512) */
+enum { H = 12, HD = 128, D = H * HD, LAYERS = 128, MAXB = 64, MAXCTX = 4096, SLOT_ROWS = 8 * 4096 };
 
 static fk_ctx *kc;
 static int auto_mode; /* the merge mode auto resolves to on this device */
@@ -118,12 +120,18 @@ int main(int argc, char **argv) {
     printf("auto merge mode on this device: %s\n", auto_mode == FK_ATTND_CLUSTER ? "cluster" : "split");
     int skip[NVER];
     for (int v = 0; v < NVER; v++) skip[v] = no_cluster && mode_of(v) == FK_ATTND_CLUSTER;
-    static const int Bs[] = {1, 2, 4, 8}, ctxs[] = {128, 512, 2048, 4096};
-    const int nB = 4, nC = 4, replays = quick ? 5 : 11, warm = 2;
+    /* batch 1..8 at every context; 48 and 64 at ctx 512, where 768 one-block rows of 16 splits are 1.45 waves of
+     * the 528 blocks 4 per SM hold (benchmarks/h200-2026-12-03/b64prof/attn.txt) */
+    static const struct {
+        int B, ctx;
+    } shapes[] = {{1, 128}, {1, 512}, {1, 2048}, {1, 4096}, {2, 128}, {2, 512}, {2, 2048}, {2, 4096}, {4, 128}, {4, 512},
+                  {4, 2048}, {4, 4096}, {8, 128}, {8, 512}, {8, 2048}, {8, 4096}, {48, 512}, {64, 512}};
+    constexpr int NSHAPE = (int)(sizeof shapes / sizeof shapes[0]);
+    const int replays = quick ? 5 : 11, warm = 2;
 
-    /* Device buffers: 128 slots of [MAXB seqs][H][max_ctx][HD] for K and V (the layout any max_ctx <= MAXCTX
+    /* Device buffers: 128 slots of [B seqs][H][max_ctx][HD] for K and V (the layout any B * max_ctx <= SLOT_ROWS
      * fits in), shared q / gate / y / work / counters like the engine's; y1 for the single-row check. */
-    const size_t slot = (size_t)MAXB * H * MAXCTX * HD;
+    const size_t slot = (size_t)SLOT_ROWS * H * HD;
     uint16_t *kcache, *vcache, *dq, *dg, *dy, *dy1;
     CK(cudaMalloc((void **)&kcache, slot * LAYERS * 2));
     CK(cudaMalloc((void **)&vcache, slot * LAYERS * 2));
@@ -152,126 +160,128 @@ int main(int argc, char **argv) {
     uint16_t *hg = (uint16_t *)malloc((size_t)MAXB * 4 * D * 2), *hy = (uint16_t *)malloc((size_t)MAXB * D * 2);
     uint16_t *hy1 = (uint16_t *)malloc((size_t)D * 2);
     float *ref = (float *)malloc(sizeof(float) * MAXB * D), *got = (float *)malloc(sizeof(float) * MAXB * D);
-    static float us[NVER][4][4], gbs[NVER][4][4];
+    static float us[NVER][NSHAPE], gbs[NVER][NSHAPE];
     static uint16_t mode_y[2][MAXB * D]; /* each merge mode's batch-size policy output, for the bits check */
     int fails = 0;
-    for (int bi = 0; bi < nB; bi++)
-        for (int ci = 0; ci < nC; ci++) {
-            int B = Bs[bi], ctx = ctxs[ci], max_ctx = fixed_max_ctx ? fixed_max_ctx : ctx;
-            long long seq_stride = (long long)H * max_ctx * HD;
-            /* correctness, on slot 0 (rewritten with host data; the timing below does not depend on values) */
-            fill_bf16(hk, (size_t)B * seq_stride, 2.0f);
-            fill_bf16(hv, (size_t)B * seq_stride, 1.0f);
-            fill_bf16(hq, (size_t)B * D, 2.0f);
-            fill_bf16(hg, (size_t)B * 4 * D, 3.0f);
-            for (int b = 0; b < B; b++) posh[b] = ctx - 1 - 37 * b > 0 ? ctx - 1 - 37 * b : b;
-            CK(cudaMemcpy(kcache, hk, (size_t)B * seq_stride * 2, cudaMemcpyHostToDevice));
-            CK(cudaMemcpy(vcache, hv, (size_t)B * seq_stride * 2, cudaMemcpyHostToDevice));
-            CK(cudaMemcpy(dq, hq, (size_t)B * D * 2, cudaMemcpyHostToDevice));
-            CK(cudaMemcpy(dg, hg, (size_t)B * 4 * D * 2, cudaMemcpyHostToDevice));
-            CK(cudaMemcpy(dpos, posh, sizeof posh, cudaMemcpyHostToDevice));
-            CK(cudaDeviceSynchronize());
-            attn_decode_ref(hq, hk, hv, seq_stride, seqh, posh, hg, B, H, HD, max_ctx, ref);
-            int mode_have[2] = {0, 0}, launch_failed[NVER] = {0};
-            for (int v = 0; v < NVER; v++) {
-                if (skip[v]) continue;
-                CK(cudaMemset(dy, 0xff, (size_t)MAXB * D * 2)); /* NaN: an output not written fails */
-                int rc = 0;
-                for (int rep = 0; rep < 2 && rc == 0; rep++)
-                    rc = run(v, dq, kcache, vcache, seq_stride, dseq, dpos, dg, B, max_ctx, work, counters, dy, st);
-                CK(cudaStreamSynchronize(st));
-                CK(cudaMemcpy(hy, dy, (size_t)B * D * 2, cudaMemcpyDeviceToHost));
-                for (int i = 0; i < B * D; i++) got[i] = frigg_bf16_to_f32(hy[i]);
-                size_t off = 0, bad = 0;
-                double worst = 0;
-                int ok = rc == 0 && attn_decode_close(got, ref, (size_t)B * D, 0.02, &off, &bad, &worst);
-                fails += !ok;
-                launch_failed[v] = rc != 0;
-                printf("%s %-11s B=%d ctx=%-4d max_ctx=%-4d: %zu of %d differ, %zu beyond tolerance, worst |d| %.3g%s%s\n",
-                       ok ? "PASS" : "FAIL", versions[v].name, B, ctx, max_ctx, off, B * D, bad, worst,
-                       rc ? ", launch error: " : "", rc ? frigg_error() : "");
-                if (rc) continue;
-                /* bits: the mode's batch-size policy output (kept by its first version), and the last row alone */
-                const int m = mode_of(v), is_ref = versions[v].impl == m && versions[v].spb == 0;
-                if (is_ref) {
-                    memcpy(mode_y[m], hy, (size_t)B * D * 2);
-                    mode_have[m] = 1;
-                }
-                if (is_ref && B == 1) continue; /* nothing to compare */
-                const char *why = NULL;
-                if (!is_ref && !mode_have[m])
-                    why = "its mode's batch-size policy did not run";
-                else if (!is_ref && memcmp(mode_y[m], hy, (size_t)B * D * 2))
-                    why = "NOT bit-identical to its mode's batch-size policy";
-                if (!why && B > 1) {
-                    const int b = B - 1;
-                    CK(cudaMemset(dy1, 0xff, (size_t)D * 2));
-                    if (run(v, dq + (size_t)b * D, kcache, vcache, seq_stride, dseq + b, dpos + b, dg + (size_t)b * 4 * D, 1,
-                            max_ctx, work, counters, dy1, st))
-                        why = "the single-row call failed";
-                    CK(cudaStreamSynchronize(st));
-                    CK(cudaMemcpy(hy1, dy1, (size_t)D * 2, cudaMemcpyDeviceToHost));
-                    if (!why && memcmp(hy1, hy + (size_t)b * D, (size_t)D * 2)) why = "last row alone NOT bit-identical to it in the batch";
-                }
-                fails += why != NULL;
-                printf("%s bits %-11s B=%d ctx=%-4d: %s\n", why ? "FAIL" : "PASS", versions[v].name, B, ctx,
-                       why ? why : is_ref ? "last row alone bit-identical" : B > 1 ? "bit-identical to its mode's batch-size policy; last row alone too"
-                                                                            : "bit-identical to its mode's batch-size policy");
-            }
-            /* timing: every row at position ctx-1 */
-            for (int b = 0; b < B; b++) posh[b] = ctx - 1;
-            CK(cudaMemcpy(dpos, posh, sizeof posh, cudaMemcpyHostToDevice));
-            double bytes = (double)B * H * ctx * HD * 2 * 2 + (double)B * D * 2 * 3;
-            for (int v = 0; v < NVER; v++) {
-                us[v][bi][ci] = gbs[v][bi][ci] = 0;
-                if (skip[v] || launch_failed[v]) continue; /* (failed above) */
-                cudaGraph_t graph;
-                cudaGraphExec_t exec;
-                CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-                int rc = 0;
-                for (int l = 0; l < LAYERS && rc == 0; l++)
-                    rc = run(v, dq, kcache + (size_t)l * slot, vcache + (size_t)l * slot, seq_stride, dseq, dpos, dg, B, max_ctx,
-                             work, counters, dy, st);
-                cudaError_t ce = cudaStreamEndCapture(st, &graph);
-                if (rc || ce != cudaSuccess) { /* a launch refused inside the capture invalidates it */
-                    printf("FAIL %s B=%d ctx=%d: capture: %s\n", versions[v].name, B, ctx,
-                           rc ? frigg_error() : cudaGetErrorString(ce));
-                    fails++;
-                    if (ce == cudaSuccess) CK(cudaGraphDestroy(graph));
-                    (void)cudaGetLastError();
-                    continue;
-                }
-                CK(cudaGraphInstantiate(&exec, graph, 0));
-                const float med = dev_graph_median_ms(exec, st, warm, replays);
-                float per = med * 1000.0f / LAYERS;
-                us[v][bi][ci] = per;
-                gbs[v][bi][ci] = (float)(bytes / (per * 1e-6) / 1e9);
-                printf("time %-11s B=%d ctx=%-4d max_ctx=%-4d: %8.2f us/launch %8.1f GB/s (median of %d graphs of %d)\n",
-                       versions[v].name, B, ctx, max_ctx, per, gbs[v][bi][ci], replays, LAYERS);
-                CK(cudaGraphExecDestroy(exec));
-                CK(cudaGraphDestroy(graph));
-            }
+    for (int si = 0; si < NSHAPE; si++) {
+        int B = shapes[si].B, ctx = shapes[si].ctx, max_ctx = fixed_max_ctx ? fixed_max_ctx : ctx;
+        if ((long long)B * max_ctx > SLOT_ROWS) {
+            printf("skip B=%d ctx=%d max_ctx=%d: more rows than a slot holds\n", B, ctx, max_ctx);
+            continue;
         }
+        long long seq_stride = (long long)H * max_ctx * HD;
+        /* correctness, on slot 0 (rewritten with host data; the timing below does not depend on values) */
+        fill_bf16(hk, (size_t)B * seq_stride, 2.0f);
+        fill_bf16(hv, (size_t)B * seq_stride, 1.0f);
+        fill_bf16(hq, (size_t)B * D, 2.0f);
+        fill_bf16(hg, (size_t)B * 4 * D, 3.0f);
+        for (int b = 0; b < B; b++) posh[b] = ctx - 1 - 37 * b > 0 ? ctx - 1 - 37 * b : b;
+        CK(cudaMemcpy(kcache, hk, (size_t)B * seq_stride * 2, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(vcache, hv, (size_t)B * seq_stride * 2, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dq, hq, (size_t)B * D * 2, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dg, hg, (size_t)B * 4 * D * 2, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dpos, posh, sizeof posh, cudaMemcpyHostToDevice));
+        CK(cudaDeviceSynchronize());
+        attn_decode_ref(hq, hk, hv, seq_stride, seqh, posh, hg, B, H, HD, max_ctx, ref);
+        int mode_have[2] = {0, 0}, launch_failed[NVER] = {0};
+        for (int v = 0; v < NVER; v++) {
+            if (skip[v]) continue;
+            CK(cudaMemset(dy, 0xff, (size_t)MAXB * D * 2)); /* NaN: an output not written fails */
+            int rc = 0;
+            for (int rep = 0; rep < 2 && rc == 0; rep++)
+                rc = run(v, dq, kcache, vcache, seq_stride, dseq, dpos, dg, B, max_ctx, work, counters, dy, st);
+            CK(cudaStreamSynchronize(st));
+            CK(cudaMemcpy(hy, dy, (size_t)B * D * 2, cudaMemcpyDeviceToHost));
+            for (int i = 0; i < B * D; i++) got[i] = frigg_bf16_to_f32(hy[i]);
+            size_t off = 0, bad = 0;
+            double worst = 0;
+            int ok = rc == 0 && attn_decode_close(got, ref, (size_t)B * D, 0.02, &off, &bad, &worst);
+            fails += !ok;
+            launch_failed[v] = rc != 0;
+            printf("%s %-11s B=%d ctx=%-4d max_ctx=%-4d: %zu of %d differ, %zu beyond tolerance, worst |d| %.3g%s%s\n",
+                   ok ? "PASS" : "FAIL", versions[v].name, B, ctx, max_ctx, off, B * D, bad, worst,
+                   rc ? ", launch error: " : "", rc ? frigg_error() : "");
+            if (rc) continue;
+            /* bits: the mode's batch-size policy output (kept by its first version), and the last row alone */
+            const int m = mode_of(v), is_ref = versions[v].impl == m && versions[v].spb == 0;
+            if (is_ref) {
+                memcpy(mode_y[m], hy, (size_t)B * D * 2);
+                mode_have[m] = 1;
+            }
+            if (is_ref && B == 1) continue; /* nothing to compare */
+            const char *why = NULL;
+            if (!is_ref && !mode_have[m])
+                why = "its mode's batch-size policy did not run";
+            else if (!is_ref && memcmp(mode_y[m], hy, (size_t)B * D * 2))
+                why = "NOT bit-identical to its mode's batch-size policy";
+            if (!why && B > 1) {
+                const int b = B - 1;
+                CK(cudaMemset(dy1, 0xff, (size_t)D * 2));
+                if (run(v, dq + (size_t)b * D, kcache, vcache, seq_stride, dseq + b, dpos + b, dg + (size_t)b * 4 * D, 1,
+                        max_ctx, work, counters, dy1, st))
+                    why = "the single-row call failed";
+                CK(cudaStreamSynchronize(st));
+                CK(cudaMemcpy(hy1, dy1, (size_t)D * 2, cudaMemcpyDeviceToHost));
+                if (!why && memcmp(hy1, hy + (size_t)b * D, (size_t)D * 2)) why = "last row alone NOT bit-identical to it in the batch";
+            }
+            fails += why != NULL;
+            printf("%s bits %-11s B=%d ctx=%-4d: %s\n", why ? "FAIL" : "PASS", versions[v].name, B, ctx,
+                   why ? why : is_ref ? "last row alone bit-identical" : B > 1 ? "bit-identical to its mode's batch-size policy; last row alone too"
+                                                                        : "bit-identical to its mode's batch-size policy");
+        }
+        /* timing: every row at position ctx-1 */
+        for (int b = 0; b < B; b++) posh[b] = ctx - 1;
+        CK(cudaMemcpy(dpos, posh, sizeof posh, cudaMemcpyHostToDevice));
+        double bytes = (double)B * H * ctx * HD * 2 * 2 + (double)B * D * 2 * 3;
+        for (int v = 0; v < NVER; v++) {
+            us[v][si] = gbs[v][si] = 0;
+            if (skip[v] || launch_failed[v]) continue; /* (failed above) */
+            cudaGraph_t graph;
+            cudaGraphExec_t exec;
+            CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+            int rc = 0;
+            for (int l = 0; l < LAYERS && rc == 0; l++)
+                rc = run(v, dq, kcache + (size_t)l * slot, vcache + (size_t)l * slot, seq_stride, dseq, dpos, dg, B, max_ctx,
+                         work, counters, dy, st);
+            cudaError_t ce = cudaStreamEndCapture(st, &graph);
+            if (rc || ce != cudaSuccess) { /* a launch refused inside the capture invalidates it */
+                printf("FAIL %s B=%d ctx=%d: capture: %s\n", versions[v].name, B, ctx,
+                       rc ? frigg_error() : cudaGetErrorString(ce));
+                fails++;
+                if (ce == cudaSuccess) CK(cudaGraphDestroy(graph));
+                (void)cudaGetLastError();
+                continue;
+            }
+            CK(cudaGraphInstantiate(&exec, graph, 0));
+            const float med = dev_graph_median_ms(exec, st, warm, replays);
+            float per = med * 1000.0f / LAYERS;
+            us[v][si] = per;
+            gbs[v][si] = (float)(bytes / (per * 1e-6) / 1e9);
+            printf("time %-11s B=%d ctx=%-4d max_ctx=%-4d: %8.2f us/launch %8.1f GB/s (median of %d graphs of %d)\n",
+                   versions[v].name, B, ctx, max_ctx, per, gbs[v][si], replays, LAYERS);
+            CK(cudaGraphExecDestroy(exec));
+            CK(cudaGraphDestroy(graph));
+        }
+    }
     /* µs per launch; the fastest version of each shape, and the default (auto) against it */
     printf("\n| B | ctx | max_ctx |");
     for (int v = 0; v < NVER; v++) printf(" %s |", versions[v].name);
     printf(" best | best GB/s | auto/best |\n|---|---|---|");
     for (int v = 0; v < NVER; v++) printf("---|");
     printf("---|---|---|\n");
-    for (int bi = 0; bi < nB; bi++)
-        for (int ci = 0; ci < nC; ci++) {
-            printf("| %d | %d | %d |", Bs[bi], ctxs[ci], fixed_max_ctx ? fixed_max_ctx : ctxs[ci]);
-            int best = -1;
-            for (int v = 0; v < NVER; v++) {
-                printf(" %.2f |", us[v][bi][ci]);
-                if (us[v][bi][ci] > 0 && (best < 0 || us[v][bi][ci] < us[best][bi][ci])) best = v;
-            }
-            if (best < 0)
-                printf(" - | - | - |\n");
-            else
-                printf(" %s | %.0f | %.2fx |\n", versions[best].name, gbs[best][bi][ci],
-                       us[AUTO_V][bi][ci] > 0 ? us[AUTO_V][bi][ci] / us[best][bi][ci] : 0.0);
+    for (int si = 0; si < NSHAPE; si++) {
+        printf("| %d | %d | %d |", shapes[si].B, shapes[si].ctx, fixed_max_ctx ? fixed_max_ctx : shapes[si].ctx);
+        int best = -1;
+        for (int v = 0; v < NVER; v++) {
+            printf(" %.2f |", us[v][si]);
+            if (us[v][si] > 0 && (best < 0 || us[v][si] < us[best][si])) best = v;
         }
+        if (best < 0)
+            printf(" - | - | - |\n");
+        else
+            printf(" %s | %.0f | %.2fx |\n", versions[best].name, gbs[best][si],
+                   us[AUTO_V][si] > 0 ? us[AUTO_V][si] / us[best][si] : 0.0);
+    }
     cudaError_t e = cudaDeviceSynchronize();
     if (e != cudaSuccess) {
         printf("FAIL device error: %s\n", cudaGetErrorString(e));
