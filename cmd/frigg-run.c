@@ -68,6 +68,9 @@ static void usage(FILE *f) {
             "                        tokens at start, so fewer fit more --parallel slots\n"
             "      --unordered       print each response as it finishes, with its input \"line\" number\n"
             "                        (default: in input order)\n"
+            "      --stats           at the end, one line on stderr: responses, errors, prompt and generated\n"
+            "                        tokens, the seconds from the model being ready to the last response, and\n"
+            "                        generated tok/s over them\n"
             "      --max-line-bytes N  refuse an input line longer than N bytes (default %ld: 16 MiB)\n"
             "      --batch-invariant each response's bits independent of what runs beside it on the CUDA engine too\n"
             "                        (one decode kernel at every batch size; the CPU engine always is)\n"
@@ -98,7 +101,29 @@ typedef struct {
     unsigned char *printed; /* --unordered: printed ahead of head */
     long cap, head, next; /* head: the next response to print; next: the next request's index */
     int unordered, bad;
+    /* --stats: what the responses say (their "usage"), counted as they are answered */
+    long responses, errors, prompt_tokens, completion_tokens;
 } runner;
+
+/* A response into runner r's counts. */
+static void count_response(runner *r, json_t *resp) {
+    r->responses++;
+    if (json_object_get(resp, "error")) r->errors++;
+    json_t *u = json_object_get(resp, "usage");
+    r->prompt_tokens += (long)json_integer_value(json_object_get(u, "prompt_tokens"));
+    r->completion_tokens += (long)json_integer_value(json_object_get(u, "completion_tokens"));
+}
+
+/* --stats' line: the wall time runs from the model being ready (load excluded, "ready in" beside it) to the last
+ * response, so tok/s is the aggregate a batch of requests got, prefills included. */
+static void print_stats(const runner *r, double load_ms, double run_ms) {
+    const double run_s = run_ms / 1e3;
+    fprintf(stderr,
+            "frigg-run: stats: %ld responses (%ld of them errors), %ld prompt and %ld generated tokens in %.2f s after the "
+            "model was ready in %.2f s: %.1f generated tok/s\n",
+            r->responses, r->errors, r->prompt_tokens, r->completion_tokens, run_s, load_ms / 1e3,
+            run_s > 0 ? (double)r->completion_tokens / run_s : 0.0);
+}
 
 typedef struct {
     runner *r;
@@ -139,6 +164,7 @@ static void on_response(void *vctx, json_t *resp) {
     } else if (r->unordered) {
         json_object_set_new(resp, "line", json_integer(line));
     }
+    count_response(r, resp);
     r->out[lc->k % r->cap] = resp;
     free(lc);
 }
@@ -160,13 +186,13 @@ int main(int argc, char **argv) {
         {"parallel", required_argument, 0, 'P'}, {"unordered", no_argument, 0, 'U'},
         {"batch-invariant", no_argument, 0, 'I'}, {"kv-dtype", required_argument, 0, 'K'},
         {"max-line-bytes", required_argument, 0, 'L'}, {"ctx", required_argument, 0, 'C'},
-        {"help", no_argument, 0, 'h'},
+        {"stats", no_argument, 0, 'S'},         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, 'V'},       {0, 0, 0, 0}};
     frigg_session_opts so = {0};
     so.default_max_tokens = FRIGG_DEFAULT_MAX_TOKENS;
     const char *prompt = NULL;
     int mode = 0; /* 0 generate, 'T' tokenize, 'D' detokenize */
-    int raw = 0, unordered = 0, parallel = FRIGG_SESSION_DEFAULT_SLOTS;
+    int raw = 0, unordered = 0, stats = 0, parallel = FRIGG_SESSION_DEFAULT_SLOTS;
     long max_line = DEFAULT_MAX_LINE;
     int c;
     while ((c = getopt_long(argc, argv, "p:m:b:t:d:n:P:h", opts, NULL)) != -1) {
@@ -206,6 +232,7 @@ int main(int argc, char **argv) {
             break;
         }
         case 'U': unordered = 1; break;
+        case 'S': stats = 1; break;
         case 'I': so.batch_invariant = 1; break;
         case 'K':
             if (frigg_cli_kv_dtype("frigg-run", optarg, &so.kv_dtype)) return 2;
@@ -229,19 +256,27 @@ int main(int argc, char **argv) {
         fprintf(stderr, "frigg-run: -p cannot be combined with --tokenize/--detokenize (give lines on stdin)\n");
         return 2;
     }
+    if (mode && stats) {
+        fprintf(stderr, "frigg-run: --stats counts generated tokens: it does not apply to --tokenize/--detokenize\n");
+        return 2;
+    }
     so.tokenizer_only = mode != 0;
     so.slots = parallel;
+    const double t_open = frigg_now_ms();
     frigg_session *s = frigg_session_open(&so);
     if (!s) {
         fprintf(stderr, "frigg-run: %s\n", frigg_error());
         return 2;
     }
+    const double t_ready = frigg_now_ms();
     int bad = 0;
+    runner one = {0}; /* -p: its one response's counts */
     if (prompt) {
         json_t *req = raw ? json_pack("{s:s}", "prompt", prompt)
                           : json_pack("{s:[{s:s,s:s}]}", "messages", "role", "user", "content", prompt);
         json_t *resp = frigg_session_handle(s, req, mode);
         print_json_line(resp);
+        count_response(&one, resp);
         bad = json_object_get(resp, "error") != NULL;
         json_decref(resp);
         json_decref(req);
@@ -299,11 +334,13 @@ int main(int argc, char **argv) {
             else emit_ready(&rn);
         }
         bad = rn.bad;
+        one = rn;
         free(rn.out);
         free(rn.lineno);
         free(rn.printed);
         free(line);
     }
+    if (stats) print_stats(&one, t_ready - t_open, frigg_now_ms() - t_ready);
     frigg_session_close(s);
     return bad ? 1 : 0;
 }

@@ -1,8 +1,8 @@
 #!/bin/sh
 # frigg-run --parallel: the same input file through --parallel 8 and --parallel 1 prints the same lines,
 # in input order, request for request (the "timing" object, which is measured, left out); a bad line keeps
-# its place; --unordered prints every response once, each with its input line number. The bundled model,
-# CPU engine.
+# its place; --unordered prints every response once, each with its input line number; --stats' line counts what
+# the responses say. The bundled model, CPU engine.
 BIN=${FRIGG_BIN:-bin}
 T=$(mktemp -d "${TMPDIR:-/tmp}/parallel.XXXXXX")
 trap 'rm -rf "$T"' EXIT
@@ -43,5 +43,14 @@ sed -E 's/,"line":[0-9]+//' "$T/s1" | sed -E 's/"line":[0-9]+,?//' | sort > "$T/
 sed -E 's/"line":[0-9]+,?//' "$T/su" | sort > "$T/sus"
 cmp -s "$T/s1s" "$T/sus" && ok || { no "--unordered responses differ from the ordered ones"; diff "$T/s1s" "$T/sus" | head -6; }
 "$BIN/frigg-run" --parallel 0 < /dev/null 2>"$T/err"; [ $? = 2 ] && grep -q parallel "$T/err" && ok || no "--parallel 0 accepted"
+# --stats: one line on stderr whose counts are the responses' own (their usage summed), none without it
+[ -s "$T/e8" ] && no "stderr without --stats: $(head -2 "$T/e8")" || ok
+"$BIN/frigg-run" -b cpu -t 2 --parallel 8 --stats < "$T/in.jsonl" > "$T/ps" 2>"$T/es"
+sum() { sed -nE "s/.*\"$1\":([0-9]+).*/\1/p" "$T/ps" | awk '{s += $1} END {print s + 0}'; }
+want="frigg-run: stats: 9 responses (2 of them errors), $(sum prompt_tokens) prompt and $(sum completion_tokens) generated tokens in "
+[ "$(wc -l < "$T/es")" = 1 ] && grep -qF "$want" "$T/es" && grep -qE 'generated tok/s$' "$T/es" && ok ||
+    no "--stats line: $(cat "$T/es"), want it to start: $want"
+[ "$(sum completion_tokens)" -gt 0 ] && ok || no "no completion_tokens in the responses"
+"$BIN/frigg-run" --stats --tokenize < /dev/null 2>"$T/err"; [ $? = 2 ] && grep -q stats "$T/err" && ok || no "--stats with --tokenize accepted"
 echo "parallel: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
