@@ -401,14 +401,12 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
         if (writer) {
             if (t < 32) {
                 float x[EPL];
-#pragma unroll
-                for (int c = 0; c < EPL / 8; c++) xw[c] = kvw[c];
-                dec_rope<LPK, EPL>(xw, cosw, sinw, li, x); /* every lane: shuffles */
+                dec_rope<LPK, EPL>(kvw, cosw, sinw, li, x); /* every lane: shuffles */
                 if (which) { /* V is not rotated */
 #pragma unroll
                     for (int c = 0; c < EPL / 8; c++) {
                         float xc[8];
-                        unpack8(xw[c], xc);
+                        unpack8(kvw[c], xc);
 #pragma unroll
                         for (int k = 0; k < 8; k++) x[c * 8 + k] = xc[k];
                     }
@@ -721,24 +719,18 @@ static int dec_pick_minb(const fk_ctx *kc, int impl, long long blocks) {
     return impl == FK_ATTND_CLUSTER && blocks <= 2LL * kc->sms ? 3 : 4;
 }
 
-
 /* Splits per block when not fixed: the fewest that keep B*H*blocks within about `wave` blocks per SM (one wave:
  * DEC_WAVE_BLOCKS, or the 3 the int8 kernel is compiled for), so batch 1 keeps one split per block and batch 8
- * streams several per block. */
-static int dec_auto_spb(const fk_ctx *kc, int B, int H, int nsplit, int wave) {
+ * streams several per block. fit (the int8 kernel in cluster mode; NULL elsewhere): fit[n] clusters of n blocks
+ * run at once (a cluster's blocks must share a GPC); where that wave's B*H clusters are more, the fewest splits per
+ * block from there on whose clusters all fit, if any does. Batch 2 at ctx 4096 made 24 clusters of 16 blocks
+ * where 21 fit (Max Active Clusters, benchmarks/h200-2026-12-03/kvdiag/attn-int8-base.txt): two waves, 21.29 us
+ * per launch (kernels/dev/attn_decode_i8, kvsplits/). */
+static int dec_auto_spb(const fk_ctx *kc, int B, int H, int nsplit, int wave, const int *fit) {
     long long target = (long long)kc->sms * wave;
-    for (int spb = 1; spb < nsplit; spb++)
-        if ((long long)B * H * ((nsplit + spb - 1) / spb) <= target) return spb;
-    return nsplit;
-}
-/* int8 in cluster mode: the same, but where one wave of blocks is more clusters than the device runs at once
- * (fit[n]: clusters of n blocks that fit; a cluster's blocks must share a GPC), the fewest splits per block whose
- * B*H clusters all fit, if any does. Batch 2 at ctx 4096: 24 clusters of 16 blocks against 21 that fit at 3 blocks
- * per SM ran as two waves, 21.29 us per launch (kernels/dev/attn_decode_i8, benchmarks/h200-2026-12-03/kvsplits/). */
-static int dec_auto_spb_i8(const fk_ctx *kc, int B, int H, int nsplit, const int *fit) {
-    const int spb = dec_auto_spb(kc, B, H, nsplit, 3);
-    if (!fit) return spb;
-    for (int s = spb; s <= nsplit; s++) {
+    int spb = 1;
+    while (spb < nsplit && (long long)B * H * ((nsplit + spb - 1) / spb) > target) spb++;
+    for (int s = spb; fit && s <= nsplit; s++) {
         const int size = (nsplit + s - 1) / s;
         if (size <= DEC_MAX_CLUSTER && (long long)B * H <= fit[size]) return s;
     }
@@ -792,9 +784,7 @@ static dec_plan dec_plan_for(const fk_ctx *kc, int B, int H, int hd, int max_ctx
     p.nsplit = dec_nsplit(H, max_ctx, p.impl, i8 ? DEC_MIN_KEYS_I8 : DEC_MIN_KEYS,
                           kc->dec_split_blocks ? kc->dec_split_blocks : DEC_SPLIT_BLOCKS);
     const int *fit = i8 && p.impl == FK_ATTND_CLUSTER ? kc->dec_i8_fit[hd == 32 ? 0 : hd == 64 ? 1 : 2] : NULL;
-    p.spb = kc->dec_spb ? kc->dec_spb
-            : i8        ? dec_auto_spb_i8(kc, B, H, p.nsplit, fit)
-                        : dec_auto_spb(kc, B, H, p.nsplit, DEC_WAVE_BLOCKS);
+    p.spb = kc->dec_spb ? kc->dec_spb : dec_auto_spb(kc, B, H, p.nsplit, i8 ? 3 : DEC_WAVE_BLOCKS, fit);
     if (p.spb > p.nsplit) p.spb = p.nsplit;
     p.grid = dim3((p.nsplit + p.spb - 1) / p.spb, H, B);
     p.minb = i8 ? 3 : dec_pick_minb(kc, p.impl, (long long)p.grid.x * H * B);

@@ -75,10 +75,7 @@ static void fill_bf16(uint16_t *x, size_t n, float scale) {
  * device. The values only have to be ordinary numbers; their exact values do not affect the time. */
 __global__ void fill_hash(uint16_t *x, size_t n, uint32_t seed, float scale) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        uint32_t h = (uint32_t)i * 2654435761u ^ (uint32_t)(i >> 32) ^ seed;
-        h ^= h >> 15;
-        h *= 2246822519u;
-        h ^= h >> 13;
+        const uint32_t h = dev_hash(i, seed);
         float u = (float)(h >> 8) * (1.0f / 8388608.0f) - 1.0f;
         x[i] = f2bf(u * scale);
     }

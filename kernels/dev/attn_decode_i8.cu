@@ -39,28 +39,19 @@ enum { NVER = sizeof versions / sizeof versions[0], H = 12, HD = 128, D = H * HD
 /* Random values from a hash of the index: int8 codes in [-127, 127], positive scales, bf16 in [-scale, scale). */
 __global__ void fill_i8(int8_t *x, size_t n, uint32_t seed) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        uint32_t h = (uint32_t)i * 2654435761u ^ (uint32_t)(i >> 32) ^ seed;
-        h ^= h >> 15;
-        h *= 2246822519u;
-        h ^= h >> 13;
+        const uint32_t h = dev_hash(i, seed);
         x[i] = (int8_t)((int)(h % 255u) - 127);
     }
 }
 __global__ void fill_f32(float *x, size_t n, uint32_t seed, float lo, float hi) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
-        h ^= h >> 15;
-        h *= 2246822519u;
-        h ^= h >> 13;
+        const uint32_t h = dev_hash(i, seed);
         x[i] = lo + (hi - lo) * (float)(h >> 8) * (1.0f / 16777216.0f);
     }
 }
 __global__ void fill_bf16(uint16_t *x, size_t n, uint32_t seed, float scale) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
-        h ^= h >> 15;
-        h *= 2246822519u;
-        h ^= h >> 13;
+        const uint32_t h = dev_hash(i, seed);
         x[i] = f2bf(((float)(h >> 8) * (1.0f / 8388608.0f) - 1.0f) * scale);
     }
 }

@@ -1,5 +1,6 @@
 /* dev.cuh — what the microbenchmarks in kernels/dev/ share. */
 #pragma once
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -30,6 +31,16 @@ static inline fk_ctx *dev_ctx(int device) {
         exit(2);
     }
     return kc;
+}
+
+/* A hash of an element's index and a seed: the microbenchmarks fill their (often tens of GB of) buffers on the
+ * device from it, values whose exact bits do not affect the time. */
+__device__ __forceinline__ uint32_t dev_hash(size_t i, uint32_t seed) {
+    uint32_t h = (uint32_t)i * 2654435761u ^ (uint32_t)(i >> 32) ^ seed;
+    h ^= h >> 15;
+    h *= 2246822519u;
+    h ^= h >> 13;
+    return h;
 }
 
 /* The median time in ms of `replays` launches of `exec` on `st` after `warm` untimed ones (at most 32), each

@@ -458,10 +458,7 @@ __global__ void __launch_bounds__(32, 1) tma_stream_kernel(const uint8_t *src, s
 
 __global__ void fill_bf16(uint16_t *p, size_t n, uint32_t seed, float scale) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
-        h ^= h >> 15;
-        h *= 2246822519u;
-        h ^= h >> 13;
+        const uint32_t h = dev_hash(i, seed);
         float u = (h & 0xffffff) / 16777216.0f * 2.f - 1.f;
         p[i] = f2bf(u * scale);
     }
