@@ -92,6 +92,31 @@ static void print_json_line(json_t *o) {
     free(s);
 }
 
+/* --stats: what the responses say (their "usage"), counted as they are answered */
+typedef struct {
+    long responses, errors, prompt_tokens, completion_tokens;
+} run_stats;
+
+/* A response into the counts. */
+static void count_response(run_stats *st, json_t *resp) {
+    st->responses++;
+    if (json_object_get(resp, "error")) st->errors++;
+    json_t *u = json_object_get(resp, "usage");
+    st->prompt_tokens += (long)json_integer_value(json_object_get(u, "prompt_tokens"));
+    st->completion_tokens += (long)json_integer_value(json_object_get(u, "completion_tokens"));
+}
+
+/* --stats' line: the wall time runs from the model being ready (load excluded, "ready in" beside it) to the last
+ * response, so tok/s is the aggregate a batch of requests got, prefills included. */
+static void print_stats(const run_stats *st, double load_ms, double run_ms) {
+    const double run_s = run_ms / 1e3;
+    fprintf(stderr,
+            "frigg-run: stats: %ld responses (%ld of them errors), %ld prompt and %ld generated tokens in %.2f s after "
+            "the model was ready in %.2f s: %.1f generated tok/s\n",
+            st->responses, st->errors, st->prompt_tokens, st->completion_tokens, run_s, load_ms / 1e3,
+            run_s > 0 ? (double)st->completion_tokens / run_s : 0.0);
+}
+
 /* The responses of the lines read so far: out[k % cap] is the k-th request's once answered. Lines are
  * read while fewer than `window` responses wait to be printed, so an early long request holds back at
  * most that many finished ones. */
@@ -101,29 +126,8 @@ typedef struct {
     unsigned char *printed; /* --unordered: printed ahead of head */
     long cap, head, next; /* head: the next response to print; next: the next request's index */
     int unordered, bad;
-    /* --stats: what the responses say (their "usage"), counted as they are answered */
-    long responses, errors, prompt_tokens, completion_tokens;
+    run_stats *stats; /* every response counted here */
 } runner;
-
-/* A response into runner r's counts. */
-static void count_response(runner *r, json_t *resp) {
-    r->responses++;
-    if (json_object_get(resp, "error")) r->errors++;
-    json_t *u = json_object_get(resp, "usage");
-    r->prompt_tokens += (long)json_integer_value(json_object_get(u, "prompt_tokens"));
-    r->completion_tokens += (long)json_integer_value(json_object_get(u, "completion_tokens"));
-}
-
-/* --stats' line: the wall time runs from the model being ready (load excluded, "ready in" beside it) to the last
- * response, so tok/s is the aggregate a batch of requests got, prefills included. */
-static void print_stats(const runner *r, double load_ms, double run_ms) {
-    const double run_s = run_ms / 1e3;
-    fprintf(stderr,
-            "frigg-run: stats: %ld responses (%ld of them errors), %ld prompt and %ld generated tokens in %.2f s after the "
-            "model was ready in %.2f s: %.1f generated tok/s\n",
-            r->responses, r->errors, r->prompt_tokens, r->completion_tokens, run_s, load_ms / 1e3,
-            run_s > 0 ? (double)r->completion_tokens / run_s : 0.0);
-}
 
 typedef struct {
     runner *r;
@@ -164,7 +168,7 @@ static void on_response(void *vctx, json_t *resp) {
     } else if (r->unordered) {
         json_object_set_new(resp, "line", json_integer(line));
     }
-    count_response(r, resp);
+    count_response(r->stats, resp);
     r->out[lc->k % r->cap] = resp;
     free(lc);
 }
@@ -270,13 +274,13 @@ int main(int argc, char **argv) {
     }
     const double t_ready = frigg_now_ms();
     int bad = 0;
-    runner one = {0}; /* -p: its one response's counts */
+    run_stats counts = {0};
     if (prompt) {
         json_t *req = raw ? json_pack("{s:s}", "prompt", prompt)
                           : json_pack("{s:[{s:s,s:s}]}", "messages", "role", "user", "content", prompt);
         json_t *resp = frigg_session_handle(s, req, mode);
         print_json_line(resp);
-        count_response(&one, resp);
+        count_response(&counts, resp);
         bad = json_object_get(resp, "error") != NULL;
         json_decref(resp);
         json_decref(req);
@@ -285,7 +289,7 @@ int main(int argc, char **argv) {
         size_t cap = 0;
         long len;
         long lineno = 0;
-        runner rn = {.unordered = unordered, .cap = 4L * parallel + 64};
+        runner rn = {.unordered = unordered, .cap = 4L * parallel + 64, .stats = &counts};
         rn.out = frigg_xcalloc((size_t)rn.cap, sizeof *rn.out);
         rn.lineno = frigg_xcalloc((size_t)rn.cap, sizeof *rn.lineno);
         rn.printed = frigg_xcalloc((size_t)rn.cap, 1);
@@ -334,13 +338,12 @@ int main(int argc, char **argv) {
             else emit_ready(&rn);
         }
         bad = rn.bad;
-        one = rn;
         free(rn.out);
         free(rn.lineno);
         free(rn.printed);
         free(line);
     }
-    if (stats) print_stats(&one, t_ready - t_open, frigg_now_ms() - t_ready);
+    if (stats) print_stats(&counts, t_ready - t_open, frigg_now_ms() - t_ready);
     frigg_session_close(s);
     return bad ? 1 : 0;
 }
