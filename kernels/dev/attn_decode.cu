@@ -4,8 +4,8 @@
  * distributed shared memory; "auto", the default: cluster where the device runs the kernel's clusters, else
  * split) and the splits per block (":N" fixed, none = the kernel's batch-size policy).
  *
- * For each shape (batch B in {1,2,4,8} x context in {128,512,2048,4096}, and B 48 and 64 at ctx 512; DFM-Mimir's 12
- * heads of head_dim 128):
+ * For each shape (batch B in {1,2,4,8} x context in {128,512,2048,4096}; B 16, 32, 48 and 64 at ctx 512, 32 at
+ * 1024 and 16 at 2048; DFM-Mimir's 12 heads of head_dim 128):
  *  1. correctness: fresh random q, gate, K and V (never zeros), rows at different lengths (row b at
  *     ctx - 37*b), output poisoned with NaN first; every version is run twice (the split counters must be
  *     left at zero) and compared with the CPU reference (tests/attn_decode_ref.h: frigg_cpu_attention, the CPU
@@ -21,7 +21,8 @@
  * max_ctx (which sizes the split count) is the shape's ctx, as frigg-bench sets it, unless --max-ctx N.
  * --no-cluster leaves the cluster versions out (and auto where it resolves to cluster); on a device without
  * the kernel's clusters they are left out anyway. Exit 1 on any FAIL.
- * Usage: attn_decode [--quick] [--max-ctx N] [--no-cluster]   (--quick: 5 timed replays, not 11) */
+ * --min-batch N leaves out the shapes of fewer rows.
+ * Usage: attn_decode [--quick] [--max-ctx N] [--no-cluster] [--min-batch N]   (--quick: 5 timed replays, not 11) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,7 +84,7 @@ __global__ void fill_hash(uint16_t *x, size_t n, uint32_t seed, float scale) {
 
 
 int main(int argc, char **argv) {
-    int quick = 0, fixed_max_ctx = 0, no_cluster = 0;
+    int quick = 0, fixed_max_ctx = 0, no_cluster = 0, min_batch = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = 1;
@@ -91,8 +92,10 @@ int main(int argc, char **argv) {
             no_cluster = 1;
         else if (!strcmp(argv[i], "--max-ctx") && i + 1 < argc)
             fixed_max_ctx = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--min-batch") && i + 1 < argc && atoi(argv[i + 1]) >= 1)
+            min_batch = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: %s [--quick] [--max-ctx N] [--no-cluster]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick] [--max-ctx N] [--no-cluster] [--min-batch N]\n", argv[0]);
             return 2;
         }
     }
@@ -117,12 +120,12 @@ int main(int argc, char **argv) {
     printf("auto merge mode on this device: %s\n", auto_mode == FK_ATTND_CLUSTER ? "cluster" : "split");
     int skip[NVER];
     for (int v = 0; v < NVER; v++) skip[v] = no_cluster && mode_of(v) == FK_ATTND_CLUSTER;
-    /* batch 1..8 at every context; 48 and 64 at ctx 512, where 768 one-block rows of 16 splits are 1.45 waves of
-     * the 528 blocks 4 per SM hold (benchmarks/h200-2026-12-03/b64prof/attn.txt) */
+    /* batch 1..8 at every context; 16..64 at ctx 512 (64: 768 one-block rows of 16 splits are 1.45 waves of the 528
+     * blocks 4 per SM hold, benchmarks/h200-2026-12-03/b64prof/attn.txt), 32 at 1024 and 16 at 2048 */
     static const struct {
         int B, ctx;
     } shapes[] = {{1, 128}, {1, 512}, {1, 2048}, {1, 4096}, {2, 128}, {2, 512}, {2, 2048}, {2, 4096}, {4, 128}, {4, 512},
-                  {4, 2048}, {4, 4096}, {8, 128}, {8, 512}, {8, 2048}, {8, 4096}, {48, 512}, {64, 512}};
+                  {4, 2048}, {4, 4096}, {8, 128}, {8, 512}, {8, 2048}, {8, 4096}, {16, 512}, {32, 512}, {48, 512}, {64, 512}, {32, 1024}, {16, 2048}};
     constexpr int NSHAPE = (int)(sizeof shapes / sizeof shapes[0]);
     const int replays = quick ? 5 : 11, warm = 2;
 
@@ -162,6 +165,7 @@ int main(int argc, char **argv) {
     int fails = 0;
     for (int si = 0; si < NSHAPE; si++) {
         int B = shapes[si].B, ctx = shapes[si].ctx, max_ctx = fixed_max_ctx ? fixed_max_ctx : ctx;
+        if (B < min_batch) continue;
         if ((long long)B * max_ctx > SLOT_ROWS) {
             printf("skip B=%d ctx=%d max_ctx=%d: more rows than a slot holds\n", B, ctx, max_ctx);
             continue;
