@@ -520,6 +520,9 @@ static int decode_cell(opts_t *o, frigg_backend *b, const frigg_model *m, int B,
                 fprintf(stderr, "frigg-bench: rewind: %s\n", frigg_error());
                 return -1;
             }
+#ifdef FRIGG_CUDA
+        if (r == 0 && !strcmp(b->name, "cuda")) frigg_cuda_profile_range(1); /* the timed steps only */
+#endif
         double t0 = frigg_now_ms();
         for (int st = 0; st < o->steps; st++) {
             frigg_row *row = rows[st & 1];
@@ -551,6 +554,9 @@ static int decode_cell(opts_t *o, frigg_backend *b, const frigg_model *m, int B,
             return -1;
         }
     }
+#ifdef FRIGG_CUDA
+    if (!strcmp(b->name, "cuda")) frigg_cuda_profile_range(0);
+#endif
     const int temp_end = temps ? gpu_temp(o) : -1;
     free(vals);
     free(cand);

@@ -21,6 +21,10 @@ struct fk_ctx *frigg_cuda_kernels(frigg_backend *b);
 /* Free and total memory of a device (cudaMemGetInfo), for a server's budget before it creates engines. 0, or -1
  * with frigg_error(). */
 int frigg_cuda_mem_info(int device, size_t *free_bytes, size_t *total_bytes);
+/* Start (on) or stop (off) the CUDA profiler's range (cudaProfilerStart/Stop): frigg-bench puts the timed decode
+ * steps in it, so a profiler started with its range off (ncu --profile-from-start off) sees decode only, not the
+ * prefills before it. Nothing happens without a profiler attached. */
+void frigg_cuda_profile_range(int on);
 /* Device memory the engine holds (weights, KV slabs, work buffers), in bytes. */
 size_t frigg_cuda_bytes(const frigg_backend *b);
 /* Device memory an engine for max_ctx tokens per sequence allocates beside its weights and KV cache (activations,

@@ -11,6 +11,7 @@
  * CUDA graph, captured on first use; only ids (or the logits when asked) come back. Each engine binds its own
  * device and stream. */
 #include <cublas_v2.h>
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdio.h>
@@ -1189,5 +1190,7 @@ int frigg_cuda_mem_info(int device, size_t *free_bytes, size_t *total_bytes) {
     CU(cudaMemGetInfo(free_bytes, total_bytes));
     return 0;
 }
+
+void frigg_cuda_profile_range(int on) { (void)(on ? cudaProfilerStart() : cudaProfilerStop()); }
 
 size_t frigg_cuda_bytes(const frigg_backend *b) { return ((const cuda_impl *)b->impl)->bytes; }

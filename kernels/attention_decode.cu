@@ -730,6 +730,17 @@ static int dec_auto_spb(const fk_ctx *kc, int B, int H, int nsplit, int wave, co
     long long target = (long long)kc->sms * wave;
     int spb = 1;
     while (spb < nsplit && (long long)B * H * ((nsplit + spb - 1) / spb) > target) spb++;
+    if (!fit && (long long)B * H > target && nsplit > 1) {
+        /* Even one block per (row, head) is more than a wave: the last wave runs part-empty. Two blocks per (row,
+         * head) where they fill the waves better: batch 64 at ctx 512 makes 768 blocks of 16 splits for 528 slots
+         * (1.45 waves, the second 45 % full) or 1,536 of 8 (2.91 waves); 58.73 against 53.43 us per launch, batch
+         * 48 51.98 against 44.48 (kernels/dev/attn_decode, benchmarks/h200-2026-12-03/attnwave/). Four or more
+         * blocks filled the waves better still and ran slower (59.98 and 46.86 us): a block's fixed costs. */
+        const int half = (nsplit + 1) / 2;
+        const long long one = (long long)B * H, two = 2 * one;
+        /* the fraction of the waves' slots that hold a block, compared as one * waves(two) < two * waves(one) */
+        if (one * ((two + target - 1) / target) < two * ((one + target - 1) / target)) spb = half;
+    }
     for (int s = spb; fit && s <= nsplit; s++) {
         const int size = (nsplit + s - 1) / s;
         if (size <= DEC_MAX_CLUSTER && (long long)B * H <= fit[size]) return s;

@@ -13,7 +13,9 @@
  * reference at T = 4096 would take minutes) and prints PASS/FAIL; then timed as a CUDA graph of launches over
  * distinct buffers (far more data than the 60 MB L2), launched as the engine launches them (PDL on), median of
  * the replays after warm-up. A summary adds them up to a layer step and a 128-layer prefill. Exit 1 on any FAIL.
- *   prefill [--quick]     (--quick: T = 4096 only, 5 replays, 4 cuBLASLt candidates) */
+ * --decode-gemm: only the GEMMs, at the decode step's T = 16, 32 and 64 rows, lm_head included, each over about
+ * 256 MB of weight sets (the cuBLAS path of a decode step beyond 8 rows).
+ *   prefill [--quick] [--decode-gemm]     (--quick: T = 4096 only, 5 replays, 4 cuBLASLt candidates) */
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -279,8 +281,9 @@ typedef struct {
     const char *name;
     int O, K;
 } gemm_shape;
-static const gemm_shape gshapes[4] = {{"gqkv", 4 * D, D}, {"o", D, D}, {"gate_up", 2 * I, D}, {"down", D, I}};
-static double gemm_us[4], gemm_lt_us[4];
+static const gemm_shape gshapes[5] = {{"gqkv", 4 * D, D}, {"o", D, D}, {"gate_up", 2 * I, D}, {"down", D, I},
+                                      {"lm_head", 262144, D}};
+static double gemm_us[5], gemm_lt_us[5];
 
 static void check_gemm(const char *what, const uint16_t *dC, const uint16_t *hW, const float *A, int O, int K, int T,
                        frigg_pool *pool, const int *rows, int nr) {
@@ -299,7 +302,9 @@ static void check_gemm(const char *what, const uint16_t *dC, const uint16_t *hW,
     free(got);
 }
 
-static void bench_gemm(cudaStream_t s, cublasHandle_t blas, frigg_pool *pool, int T, int nsets, int nalgo) {
+/* Shapes [0, nshape) of gshapes at T rows; nsets weight/activation sets per shape, or (0) as many as make about
+ * 256 MB of weights (at least 2, at most 32), so the small decode matrices are not read from L2. */
+static void bench_gemm(cudaStream_t s, cublasHandle_t blas, frigg_pool *pool, int T, int nsets_fixed, int nalgo, int nshape) {
     cublasLtHandle_t lt;
     if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) {
         fprintf(stderr, "prefill: cublasLtCreate failed\n");
@@ -309,9 +314,14 @@ static void bench_gemm(cudaStream_t s, cublasHandle_t blas, frigg_pool *pool, in
     void *ws;
     CK(cudaMalloc(&ws, ws_bytes));
     int rows[64], nr = sample_rows(T, T / 2, rows);
-    for (int si = 0; si < 4; si++) {
+    for (int si = 0; si < nshape; si++) {
         const gemm_shape *sh = &gshapes[si];
         int O = sh->O, K = sh->K;
+        int nsets = nsets_fixed;
+        if (!nsets) {
+            nsets = (int)((256.0e6 + 2.0 * O * K - 1) / (2.0 * O * K));
+            nsets = nsets < 2 ? 2 : nsets > 32 ? 32 : nsets;
+        }
         uint16_t **W = (uint16_t **)calloc(nsets, sizeof *W), **A = (uint16_t **)calloc(nsets, sizeof *A),
                  **C = (uint16_t **)calloc(nsets, sizeof *C);
         for (int i = 0; i < nsets; i++) {
@@ -566,12 +576,14 @@ static void bench_eltwise(cudaStream_t s, int T, int nsets) {
 }
 
 int main(int argc, char **argv) {
-    int quick = 0;
+    int quick = 0, decode = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) {
             quick = 1;
+        } else if (!strcmp(argv[i], "--decode-gemm")) {
+            decode = 1;
         } else {
-            fprintf(stderr, "usage: prefill [--quick]\n");
+            fprintf(stderr, "usage: prefill [--quick] [--decode-gemm]\n");
             return 2;
         }
     }
@@ -593,11 +605,17 @@ int main(int argc, char **argv) {
     const int T4 = 4096;
     printf("prefill microbench on %s: D %d, %d heads x %d, I %d; %d replays (median), distinct buffers per launch\n",
            prop.name, D, H, HD, I, reps);
+    if (decode) { /* the decode step's GEMMs (the engine's path beyond 8 rows), lm_head included */
+        static const int Ts[] = {16, 32, 64};
+        for (int ti = 0; ti < 3; ti++) bench_gemm(s, blas, pool, Ts[ti], 0, 16, 5);
+        printf("%s: %d check(s) failed\n", fails ? "FAIL" : "PASS", fails);
+        return fails ? 1 : 0;
+    }
     /* attention: 16 buffer sets (~100 MB each at T = 4096) */
     if (!quick) bench_attention(s, pool, 0, 1024, 16);
     bench_attention(s, pool, 1, T4, 16);
     /* GEMMs at T = 4096: 8 weight/activation sets per shape */
-    bench_gemm(s, blas, pool, T4, 8, quick ? 4 : 16);
+    bench_gemm(s, blas, pool, T4, 8, quick ? 4 : 16, 4);
     bench_eltwise(s, T4, 8);
 
     /* One layer step at T = 4096 as cuda_prefill runs it: 4 GEMMs, rope_kv, attention, swiglu, 2 add_rmsnorm;
