@@ -477,6 +477,12 @@ static int enqueue_decode_gemm(frigg_backend *b, int B) {
             OK(gemm(im, &Ls[i].gqkv, im->a, B, im->gqkv));
             if (im->int8) {
                 OK(decode_attn_i8(b, slot, B));
+            } else if (hd == 32 || hd == 64 || hd == 128) {
+                /* RoPE and the K/V write inside the attention: one launch less per layer than fk_rope_kv then
+                 * fk_attn_decode, the same bits (kernels.h) */
+                OK(fk_attn_decode_write(kc, im->gqkv, im->cos_t, im->sin_t, k_slot(im, slot), v_slot(im, slot),
+                                        im->seq_stride, rseq, rpos, B, H, hd, b->max_ctx, im->attn_work,
+                                        im->attn_counters, im->y, s));
             } else {
                 OK(fk_rope_kv(kc, im->gqkv, B, H, hd, rseq, rpos, im->cos_t, im->sin_t, im->q, k_slot(im, slot),
                               v_slot(im, slot), im->seq_stride, b->max_ctx, s));

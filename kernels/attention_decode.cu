@@ -234,6 +234,7 @@ struct dec_write {
     const uint16_t *cos_t, *sin_t;
     int8_t *k8, *v8;
     float *ks, *vs;
+    uint16_t *k16, *v16; /* the bf16 cache's, where its write is fused in (fk_attn_decode_write) */
 };
 
 /* RoPE of one lane's 8 dims (xw, at dims li*8..) with their cos and sin: x' = rbf(rbf(x c) + rbf(r s)), r the
@@ -301,7 +302,7 @@ __device__ __forceinline__ void dec_take_newest(const uint4 (&s_new)[2][16], con
  *   DEC_PARK splits are parked, or the block's last split is done, one barrier and the parked splits' group
  *   merges (in parallel over splits x dims, each in the fixed group order), so a block of <= DEC_PARK splits
  *   has no barrier in its stream at all. The arithmetic per split is unchanged: the same partials bit for bit. */
-template <int HD, bool CLUSTER, int MINB, bool I8>
+template <int HD, bool CLUSTER, int MINB, bool I8, bool FW>
 __global__ void __launch_bounds__(DEC_THREADS, MINB)
     attn_decode_kernel(const uint16_t *__restrict__ q, const typename dec_kv<I8>::elem *__restrict__ k_slot,
                        const typename dec_kv<I8>::elem *__restrict__ v_slot, const float *__restrict__ k_scale,
@@ -311,6 +312,8 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
                        dec_write wr) {
     typedef typename dec_kv<I8>::elem elem;
     typedef typename dec_kv<I8>::word word;
+    /* the step's write in this kernel: always for int8, for bf16 where FW (fk_attn_decode_write) */
+    constexpr bool FUSED = I8 || FW;
     constexpr int EPL = dec_kv<I8>::epl;      /* dims per lane */
     constexpr int LPK = HD / EPL;              /* lanes per key */
     constexpr int GROUPS = DEC_THREADS / LPK;  /* keys per block load */
@@ -380,7 +383,7 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
     }
     pdl_wait();
     float qf[EPL];
-    if constexpr (I8) {
+    if constexpr (FUSED) {
         /* q = rope(q), and the block whose splits hold the newest position writes it: warp 0's first LPK lanes
          * K = rope(k), the next LPK V, each (row, head) quantized as fk_kv_write_i8 does (amax over the head's
          * rounded values, scale = amax / 127, q = clamp(round(x / scale)), 0 where the scale is 0), into the cache
@@ -411,6 +414,17 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
                         for (int k = 0; k < 8; k++) x[c * 8 + k] = xc[k];
                     }
                 }
+                if constexpr (!I8) { /* bf16: the rounded values as they are (dec_rope rounds k to bf16) */
+                    uint32_t wb[EPL / 2];
+#pragma unroll
+                    for (int k = 0; k < EPL / 2; k++) wb[k] = (uint32_t)f2bf(x[2 * k]) | (uint32_t)f2bf(x[2 * k + 1]) << 16;
+                    if (t < 2 * LPK) {
+                        const uint4 w16 = make_uint4(wb[0], wb[1], wb[2], wb[3]);
+                        const size_t at = (size_t)row_seq[b] * seq_stride + ((size_t)h * max_ctx + len - 1) * HD + li * EPL;
+                        *(uint4 *)((which ? wr.v16 : wr.k16) + at) = w16;
+                        s_new[which][li] = w16;
+                    }
+                } else {
                 float amax = 0.0f;
 #pragma unroll
                 for (int k = 0; k < EPL; k++) amax = fmaxf(amax, fabsf(x[k]));
@@ -436,6 +450,7 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
                         (which ? wr.vs : wr.ks)[sbase + len - 1] = sc;
                         s_nsc[which] = sc;
                     }
+                }
                 }
             }
             __syncthreads();
@@ -498,7 +513,7 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
         }
         /* the buffer is free: the round DEPTH ahead goes into it, in flight during the other buffers' rounds */
         advance_load();
-        if constexpr (I8) { /* the newest key from shared memory (only the block that wrote it has it in a round) */
+        if constexpr (FUSED) { /* the newest key from shared memory (only the block that wrote it has it in a round) */
             dec_load<HD, GROUPS, I8>(K, V, KS, VS, lr, g, lj1, len - 1, kc, vc, ksc, vsc);
             dec_take_newest<GROUPS>(s_new, s_nsc, li, lr, g, lj1, len - 1, kc, vc, ksc, vsc);
         } else {
@@ -637,12 +652,16 @@ int fk_attn_decode_ctx_init(fk_ctx *kc) {
     memset(kc->dec_i8_fit, 0, sizeof kc->dec_i8_fit);
     if (!kc->pdl) return 0;
     const dec_kernel_fn<false> cl[] = {
-        attn_decode_kernel<16, true, 3, false>, attn_decode_kernel<16, true, 4, false>,
-        attn_decode_kernel<32, true, 3, false>, attn_decode_kernel<32, true, 4, false>,
-        attn_decode_kernel<64, true, 3, false>, attn_decode_kernel<64, true, 4, false>,
-        attn_decode_kernel<128, true, 3, false>, attn_decode_kernel<128, true, 4, false>};
-    const dec_kernel_fn<true> cl8[] = {attn_decode_kernel<32, true, 3, true>, attn_decode_kernel<64, true, 3, true>,
-                                       attn_decode_kernel<128, true, 3, true>}; /* int8: 3 blocks per SM only */
+        attn_decode_kernel<16, true, 3, false, false>, attn_decode_kernel<16, true, 4, false, false>,
+        attn_decode_kernel<32, true, 3, false, false>, attn_decode_kernel<32, true, 4, false, false>,
+        attn_decode_kernel<64, true, 3, false, false>, attn_decode_kernel<64, true, 4, false, false>,
+        attn_decode_kernel<128, true, 3, false, false>, attn_decode_kernel<128, true, 4, false, false>,
+        /* the bf16 cache with its write fused in (fk_attn_decode_write) */
+        attn_decode_kernel<32, true, 3, false, true>, attn_decode_kernel<32, true, 4, false, true>,
+        attn_decode_kernel<64, true, 3, false, true>, attn_decode_kernel<64, true, 4, false, true>,
+        attn_decode_kernel<128, true, 3, false, true>, attn_decode_kernel<128, true, 4, false, true>};
+    const dec_kernel_fn<true> cl8[] = {attn_decode_kernel<32, true, 3, true, false>, attn_decode_kernel<64, true, 3, true, false>,
+                                       attn_decode_kernel<128, true, 3, true, false>}; /* int8: 3 blocks per SM only */
     int refused = 0;
     for (size_t i = 0; i < sizeof cl / sizeof cl[0]; i++)
         refused |= cudaFuncSetAttribute(cl[i], cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess;
@@ -663,7 +682,7 @@ int fk_attn_decode_ctx_init(fk_ctx *kc) {
     cfg.attrs = attr;
     cfg.numAttrs = 1;
     int n = 0;
-    kc->clusters_ok = cudaOccupancyMaxActiveClusters(&n, (const void *)attn_decode_kernel<128, true, 3, false>, &cfg) == cudaSuccess && n >= 1;
+    kc->clusters_ok = cudaOccupancyMaxActiveClusters(&n, (const void *)attn_decode_kernel<128, true, 3, false, false>, &cfg) == cudaSuccess && n >= 1;
     (void)cudaGetLastError();
     for (int i = 0; i < 3 && kc->clusters_ok; i++)
         for (int size = 1; size <= DEC_MAX_CLUSTER; size++) {
@@ -748,14 +767,14 @@ static int dec_auto_spb(const fk_ctx *kc, int B, int H, int nsplit, int wave, co
     return spb;
 }
 
-template <int HD, int MINB, bool I8>
+template <int HD, int MINB, bool I8, bool FW = false>
 static int dec_launch(const fk_ctx *kc, int impl, int spb, dim3 grid, cudaStream_t s, const uint16_t *q,
                       const typename dec_kv<I8>::elem *k_slot, const typename dec_kv<I8>::elem *v_slot, const float *k_scale,
                       const float *v_scale, long long seq_stride, const int32_t *row_seq, const int32_t *row_pos, int H,
                       int max_ctx, int nsplit, float scale, float *work, int *counters, const uint16_t *gqkv, uint16_t *y,
                       dec_write wr) {
     if (impl == FK_ATTND_SPLIT) {
-        fk_launch(kc, attn_decode_kernel<HD, false, MINB, I8>, grid, DEC_THREADS, 0, s, q, k_slot, v_slot, k_scale, v_scale,
+        fk_launch(kc, attn_decode_kernel<HD, false, MINB, I8, FW>, grid, DEC_THREADS, 0, s, q, k_slot, v_slot, k_scale, v_scale,
                   seq_stride, row_seq, row_pos, H, max_ctx, nsplit, spb, scale, work, counters, gqkv, y, wr);
         return 0;
     }
@@ -772,7 +791,7 @@ static int dec_launch(const fk_ctx *kc, int impl, int spb, dim3 grid, cudaStream
     cfg.stream = s;
     cfg.attrs = attr;
     cfg.numAttrs = kc->pdl ? 2 : 1;
-    cudaError_t e = cudaLaunchKernelEx(&cfg, attn_decode_kernel<HD, true, MINB, I8>, q, k_slot, v_slot, k_scale, v_scale,
+    cudaError_t e = cudaLaunchKernelEx(&cfg, attn_decode_kernel<HD, true, MINB, I8, FW>, q, k_slot, v_slot, k_scale, v_scale,
                                        seq_stride, row_seq, row_pos, H, max_ctx, nsplit, spb, scale, work, counters, gqkv, y,
                                        wr);
     if (e != cudaSuccess) {
@@ -828,6 +847,49 @@ extern "C" int fk_attn_decode(const fk_ctx *kc, const uint16_t *q, const uint16_
     return fk_check_launch("attn_decode");
 }
 
+/* The bf16 cache with the step's write fused in, as the int8 cache's (below): from the gqkv rows as projected, every
+ * block rotates its q, and the block holding the row's newest position rotates k and stores K and V into the
+ * cache. For the GEMM decode step (batch > 8), whose projections are cuBLAS's and so cannot carry the write in an
+ * epilogue: there it replaces fk_rope_kv and its launch. The same RoPE (dec_rope: fk_rope_kv's arithmetic), so the
+ * same cache bits and the same output as fk_rope_kv then fk_attn_decode. */
+extern "C" int fk_attn_decode_write(const fk_ctx *kc, const uint16_t *gqkv, const uint16_t *cos_t, const uint16_t *sin_t,
+                                    uint16_t *k_slot, uint16_t *v_slot, long long seq_stride, const int32_t *row_seq,
+                                    const int32_t *row_pos, int B, int H, int hd, int max_ctx, float *work, int *counters,
+                                    uint16_t *y, cudaStream_t s) {
+    if (B < 1 || H < 1 || max_ctx < 1 || B > 65535 || H > 65535) {
+        frigg_set_error("attn_decode_write: bad shape B=%d H=%d max_ctx=%d", B, H, max_ctx);
+        return -1;
+    }
+    if (hd != 32 && hd != 64 && hd != 128) {
+        frigg_set_error("attn_decode_write: head_dim %d is not supported (32, 64 or 128)", hd);
+        return -1;
+    }
+    if (seq_stride < (long long)H * max_ctx * hd || seq_stride % hd) {
+        frigg_set_error("attn_decode_write: sequence stride %lld is not a multiple of head_dim %d covering %d heads of "
+                        "%d positions", seq_stride, hd, H, max_ctx);
+        return -1;
+    }
+    /* a lane's 8 bf16 of K, V, q, k, v, cos and sin: one 16-byte load or store each */
+    if (!fk_aligned16(k_slot) || !fk_aligned16(v_slot) || !fk_aligned16(gqkv) || !fk_aligned16(cos_t) ||
+        !fk_aligned16(sin_t)) {
+        frigg_set_error("attn_decode_write: misaligned buffers (the cache, gqkv and the RoPE tables 16-byte aligned)");
+        return -1;
+    }
+    const dec_plan p = dec_plan_for(kc, B, H, hd, max_ctx, false);
+    const dec_write wr = {cos_t, sin_t, NULL, NULL, NULL, NULL, k_slot, v_slot};
+    int rc;
+#define DEC_ARGS kc, p.impl, p.spb, p.grid, s, (const uint16_t *)NULL, k_slot, v_slot, (const float *)NULL, \
+                 (const float *)NULL, seq_stride, row_seq, row_pos, H, max_ctx, p.nsplit, p.scale, work, counters, gqkv, y, wr
+    switch (hd) {
+    case 32: rc = p.minb == 4 ? dec_launch<32, 4, false, true>(DEC_ARGS) : dec_launch<32, 3, false, true>(DEC_ARGS); break;
+    case 64: rc = p.minb == 4 ? dec_launch<64, 4, false, true>(DEC_ARGS) : dec_launch<64, 3, false, true>(DEC_ARGS); break;
+    default: rc = p.minb == 4 ? dec_launch<128, 4, false, true>(DEC_ARGS) : dec_launch<128, 3, false, true>(DEC_ARGS); break;
+    }
+#undef DEC_ARGS
+    if (rc) return rc;
+    return fk_check_launch("attn_decode_write");
+}
+
 /* The int8 cache: the same kernel, layouts, splits and merges (so the same batch invariance), over int8 keys and
  * values with their per-(position, head) scales, with the step's write fused in: RoPE on q and k from the gqkv
  * rows, and the newest K and V quantized into the cache by the block that attends to them. */
@@ -857,7 +919,7 @@ extern "C" int fk_attn_decode_i8(const fk_ctx *kc, const uint16_t *gqkv, const u
         return -1;
     }
     const dec_plan p = dec_plan_for(kc, B, H, hd, max_ctx, true);
-    const dec_write wr = {cos_t, sin_t, k8, v8, k_scale, v_scale};
+    const dec_write wr = {cos_t, sin_t, k8, v8, k_scale, v_scale, NULL, NULL};
     int rc;
 #define DEC_ARGS kc, p.impl, p.spb, p.grid, s, (const uint16_t *)NULL, k8, v8, k_scale, v_scale, seq_stride, row_seq, \
                  row_pos, H, max_ctx, p.nsplit, p.scale, work, counters, gqkv, y, wr

@@ -91,6 +91,16 @@ int fk_attn_decode(const fk_ctx *kc, const uint16_t *q, const uint16_t *k_slot, 
                    const int32_t *row_seq, const int32_t *row_pos, const uint16_t *gqkv, int B, int H, int hd,
                    int max_ctx, float *work, int *counters, uint16_t *y, cudaStream_t s);
 size_t fk_attn_decode_work_floats(int B, int H, int hd, int max_ctx);
+/* fk_attn_decode_write: fk_rope_kv then fk_attn_decode in one kernel, with the bits of the two — from the step's gqkv
+ * rows [B][4D] as projected (gate, q, k, v; not rotated): row b's q and k rotated at row_pos[b] (cos_t/sin_t
+ * [pos][hd]), its K and V stored into position row_pos[b] of sequence row_seq[b] of the bf16 cache, then the
+ * attention with the output gate into y. head_dim 32, 64 or 128; the rows' sequences must differ (a row writes what
+ * only it reads); 16-byte aligned cache, gqkv and tables; the same work, counters, merge modes and PDL rule as
+ * fk_attn_decode_i8. */
+int fk_attn_decode_write(const fk_ctx *kc, const uint16_t *gqkv, const uint16_t *cos_t, const uint16_t *sin_t,
+                         uint16_t *k_slot, uint16_t *v_slot, long long seq_stride, const int32_t *row_seq,
+                         const int32_t *row_pos, int B, int H, int hd, int max_ctx, float *work, int *counters, uint16_t *y,
+                         cudaStream_t s);
 /* ---- attention_decode_i8.cu: the int8 KV cache ---- */
 /* The cache: int8 [seq][head][max_ctx][hd] (seq_stride elements per sequence) and one fp32 scale per (seq,
  * head, position), [seq][head][max_ctx] (seq_stride / hd per sequence), for K and for V. head_dim a multiple

@@ -12,7 +12,9 @@
  * flush the park several times, the last time partly full. The launch bounds (3 blocks per SM, three rounds in
  * flight, or 4) follow the grid, so both run below. The merge mode is a setting of the kernel context; a bad
  * setting fails the set call. A batch of more (row, head) pairs than one wave of blocks holds (4 per SM) runs
- * the batch-size policy's other branch (two blocks per pair).
+ * the batch-size policy's other branch (two blocks per pair). fk_attn_decode_write, the same attention with the
+ * RoPE and K/V write of fk_rope_kv inside it, gives the output and the cache of fk_rope_kv then fk_attn_decode,
+ * bit for bit.
  * FRIGG_QUICK=1: the default merge modes only (auto, split), at Mimir's 12 heads of 128 (for a run under
  * compute-sanitizer's racecheck, which did not finish the whole test in 420 s).
  * Without CUDA in the build, or without a GPU, everything is skipped (0 failed). */
@@ -255,6 +257,71 @@ static void test_newest_key(void) {
     problem_free(&p);
 }
 
+/* fk_attn_decode_write (RoPE and the K/V write inside the attention) against fk_rope_kv then fk_attn_decode on a
+ * copy of the same cache: the same output and the same cache, bit for bit, for every batch 1..8 of rows at
+ * assorted lengths in other sequences (the newest key in a block's first, second or a later round, at a split's
+ * start or end). */
+static void test_write(int H, int hd, int max_ctx) {
+    problem p;
+    problem_init(&p, H, hd, max_ctx);
+    const int D = p.D;
+    const size_t kv = (size_t)MAXB * p.seq_stride;
+    uint16_t *hcs = malloc((size_t)max_ctx * hd * 2), *hsn = malloc((size_t)max_ctx * hd * 2);
+    fill(hcs, (size_t)max_ctx * hd, 1.0f);
+    fill(hsn, (size_t)max_ctx * hd, 1.0f);
+    uint16_t *dcs = dev_copy(hcs, (size_t)max_ctx * hd * 2), *dsn = dev_copy(hsn, (size_t)max_ctx * hd * 2);
+    uint16_t *dgqkv = dev_copy(p.hg, (size_t)MAXB * 4 * D * 2); /* [gate | q | k | v] rows */
+    uint16_t *dk2 = dev_copy(p.hk, kv * 2), *dv2 = dev_copy(p.hv, kv * 2), *dy2 = NULL;
+    cudaMalloc((void **)&dy2, (size_t)MAXB * D * 2);
+    uint16_t *ya = malloc((size_t)MAXB * D * 2), *yb = malloc((size_t)MAXB * D * 2);
+    uint16_t *ka = malloc(kv * 2), *kb = malloc(kv * 2), *va = malloc(kv * 2), *vb = malloc(kv * 2);
+    static const int lens[] = {1, 2, 33, 32, 64, 65, 200, 511, 129, 700, 97, 31};
+    for (int B = 1; B <= MAXB; B++) {
+        int32_t seq[MAXB], pos[MAXB];
+        for (int b = 0; b < B; b++) {
+            seq[b] = (b * 3 + B) % MAXB;
+            int len = lens[(b + B) % (int)(sizeof lens / sizeof lens[0])];
+            pos[b] = (len > max_ctx ? max_ctx : len) - 1;
+        }
+        cudaMemcpy(p.dseq, seq, (size_t)B * 4, cudaMemcpyHostToDevice);
+        cudaMemcpy(p.dpos, pos, (size_t)B * 4, cudaMemcpyHostToDevice);
+        cudaMemset(p.dy, 0xff, (size_t)MAXB * D * 2);
+        cudaMemset(dy2, 0xff, (size_t)MAXB * D * 2);
+        cudaDeviceSynchronize();
+        int rc = fk_rope_kv(kc, dgqkv, B, H, hd, p.dseq, p.dpos, dcs, dsn, p.dq, p.dk, p.dv, p.seq_stride, max_ctx, 0);
+        rc |= fk_attn_decode(kc, p.dq, p.dk, p.dv, p.seq_stride, p.dseq, p.dpos, dgqkv, B, H, hd, max_ctx, p.work, p.cnt,
+                             p.dy, 0);
+        CHECK(rc == 0, "rope_kv + attn_decode: %s", frigg_error());
+        rc = fk_attn_decode_write(kc, dgqkv, dcs, dsn, dk2, dv2, p.seq_stride, p.dseq, p.dpos, B, H, hd, max_ctx, p.work,
+                                  p.cnt, dy2, 0);
+        CHECK(rc == 0, "attn_decode_write: %s", frigg_error());
+        CHECK(cudaDeviceSynchronize() == cudaSuccess, "device error");
+        cudaMemcpy(ya, p.dy, (size_t)B * D * 2, cudaMemcpyDeviceToHost);
+        cudaMemcpy(yb, dy2, (size_t)B * D * 2, cudaMemcpyDeviceToHost);
+        cudaMemcpy(ka, p.dk, kv * 2, cudaMemcpyDeviceToHost);
+        cudaMemcpy(kb, dk2, kv * 2, cudaMemcpyDeviceToHost);
+        cudaMemcpy(va, p.dv, kv * 2, cudaMemcpyDeviceToHost);
+        cudaMemcpy(vb, dv2, kv * 2, cudaMemcpyDeviceToHost);
+        CHECK(!memcmp(ya, yb, (size_t)B * D * 2), "H=%d hd=%d B=%d: attn_decode_write's output differs from rope_kv + "
+              "attn_decode's", H, hd, B);
+        CHECK(!memcmp(ka, kb, kv * 2) && !memcmp(va, vb, kv * 2), "H=%d hd=%d B=%d: attn_decode_write's cache differs "
+              "from rope_kv's", H, hd, B);
+        CHECK(counters_zero(&p), "H=%d hd=%d B=%d: attn_decode_write left split counters", H, hd, B);
+        /* and within tolerance of the reference, on the cache as written */
+        memcpy(p.hk, ka, kv * 2);
+        memcpy(p.hv, va, kv * 2);
+        cudaMemcpy(p.hq, p.dq, (size_t)B * D * 2, cudaMemcpyDeviceToHost); /* q as fk_rope_kv rotated it */
+        check_rows("attn_decode_write", &p, 0, B, seq, pos, yb);
+    }
+    CHECK(fk_attn_decode_write(kc, dgqkv, dcs, dsn, dk2, dv2, p.seq_stride, p.dseq, p.dpos, 1, H, 48, max_ctx, p.work,
+                               p.cnt, dy2, 0) != 0, "head_dim 48 accepted");
+    CHECK(fk_attn_decode_write(kc, dgqkv + 1, dcs, dsn, dk2, dv2, p.seq_stride, p.dseq, p.dpos, 1, H, hd, max_ctx,
+                               p.work, p.cnt, dy2, 0) != 0, "misaligned gqkv accepted");
+    free(ya); free(yb); free(ka); free(kb); free(va); free(vb); free(hcs); free(hsn);
+    cudaFree(dcs); cudaFree(dsn); cudaFree(dgqkv); cudaFree(dk2); cudaFree(dv2); cudaFree(dy2);
+    problem_free(&p);
+}
+
 /* Splits per block only moves whole splits between blocks: every setting gives the same bits as one split
  * per block, in each mode, for a batch of rows whose lengths cover one to all splits (the grids of these
  * settings fall on both sides of the launch bounds' switch from 3 to 4 blocks per SM). */
@@ -354,6 +421,10 @@ int main(void) {
              * then takes two blocks per (row, head) where they fill the waves better (batch 48-64 at Mimir's 12
              * heads) */
             test_lengths(wide_heads, 32, 700, lens, nlen);
+            test_write(12, 128, 700);
+            test_write(3, 64, 700);
+            test_write(2, 32, 4096);
+            test_write(wide_heads, 32, 700);
             test_graph();
             test_newest_key();
         }
