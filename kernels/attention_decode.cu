@@ -372,9 +372,9 @@ __global__ void __launch_bounds__(DEC_THREADS, MINB)
         pj1[d] = lj1;
         dec_load<HD, GROUPS, I8>(K, V, KS, VS, lr, g, lj1, len - 1, kbuf[d], vbuf[d], ksbuf[d], vsbuf[d]);
     }
-    /* int8: the RoPE tables at the row's position (written once at load, so read before the wait too) */
+    /* the fused write's RoPE tables at the row's position (written once at load, so read before the wait too) */
     uint4 cosw[EPL / 8] = {}, sinw[EPL / 8] = {};
-    if (I8) {
+    if (FUSED) {
 #pragma unroll
         for (int c = 0; c < EPL / 8; c++) {
             cosw[c] = ld_stream((const uint4 *)(wr.cos_t + (size_t)(len - 1) * HD + li * EPL + c * 8));

@@ -8,11 +8,12 @@
 # --parallel 64 over 256 prompts of 512 random ids, 256 tokens each (run.txt). Run on the GPU host from the project
 # root with .deps and .devrun carried: .devrun/base-src.tar.xz is `git archive 4950e18 -- . ':!benchmarks'
 # ':!golden' | xz`, .devrun/mimir-tok.json.xz ../shared/data/tokenizers/mimir-equivalent.tokenizer.json.
+# LIMIT (default 590): the seconds the call may run; the load's duration is what it leaves, at most 180 s.
 set -o pipefail
 export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=0
 T0=$(date +%s); R=/tmp/r; rm -rf $R /tmp/mimir /tmp/mimir768; mkdir -p $R; trap 'kill $spid 2>/dev/null; tar czf $OUT/out.tgz -C /tmp r' EXIT
 el() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a $R/log.txt; }
-left() { echo $(( 590 - ( $(date +%s) - T0 ) )); }
+left() { echo $(( ${LIMIT:-590} - ( $(date +%s) - T0 ) )); }
 ROOT=$PWD; N=$ROOT/build-gpu; P=/tmp/base/b
 rm -rf /tmp/base; mkdir -p /tmp/base && tar xJf .devrun/base-src.tar.xz -C /tmp/base && ln -sfn $ROOT/.deps /tmp/base/.deps || exit 1
 xz -dc .devrun/mimir-tok.json.xz > /tmp/tokenizer.json || exit 1
@@ -57,7 +58,7 @@ $N/bin/frigg-serve --backend cuda --model /tmp/mimir --served-model-name mimir-r
 spid=$!
 for i in $(seq 1 600); do grep -q ready /tmp/serve.log && break; kill -0 $spid 2>/dev/null || break; sleep 0.2; done
 port=$(sed -n 's/.*listening on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' /tmp/serve.log)
-dur=$(( $(left) - 110 )); [ $dur -gt 180 ] && dur=180
+dur=$(( $(left) - 80 )); [ $dur -gt 180 ] && dur=180
 el "serving on $port for $dur s"
 timeout $(( dur + 30 )) $N/bin/frigg-bench load --url http://127.0.0.1:$port --streams 64 --duration-s $dur --prompt-tokens 512 \
     --max-tokens 256 2>> $R/log.txt | sed "s/^{/{\"tag\":\"defaults-streams-64--ctx-1024-${dur}s\",/" >> $R/load.jsonl
