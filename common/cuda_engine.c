@@ -477,9 +477,12 @@ static int enqueue_decode_gemm(frigg_backend *b, int B) {
             OK(gemm(im, &Ls[i].gqkv, im->a, B, im->gqkv));
             if (im->int8) {
                 OK(decode_attn_i8(b, slot, B));
-            } else if (hd == 32 || hd == 64 || hd == 128) {
+            } else if (B <= 32 && (hd == 32 || hd == 64 || hd == 128)) {
                 /* RoPE and the K/V write inside the attention: one launch less per layer than fk_rope_kv then
-                 * fk_attn_decode, the same bits (kernels.h) */
+                 * fk_attn_decode, the same bits (kernels.h). Decode at ctx 512 ran 1.027x at batch 16 and 1.031x at
+                 * 32, but 0.992x at 48 and 1.006x at 64 (0.983x and 0.994x at ctx 2048), where a row's splits span
+                 * two blocks and the writing block's extra latency is on every row's path
+                 * (benchmarks/h200-2026-12-03/writefix/ab-summary.txt): there the two kernels stay. */
                 OK(fk_attn_decode_write(kc, im->gqkv, im->cos_t, im->sin_t, k_slot(im, slot), v_slot(im, slot),
                                         im->seq_stride, rseq, rpos, B, H, hd, b->max_ctx, im->attn_work,
                                         im->attn_counters, im->y, s));
