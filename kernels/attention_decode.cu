@@ -847,6 +847,26 @@ extern "C" int fk_attn_decode(const fk_ctx *kc, const uint16_t *q, const uint16_
     return fk_check_launch("attn_decode");
 }
 
+/* The shapes the kernel with the step's write fused in takes (fk_attn_decode_write, fk_attn_decode_i8): grid
+ * dimensions within 65535, head_dim 32, 64 or 128 (dec_rope's 8-dim pieces per lane), a sequence stride of whole
+ * heads covering H heads of max_ctx positions. 0, or -1 with the error named by `who`. */
+static int dec_fused_shape(const char *who, int B, int H, int hd, int max_ctx, long long seq_stride) {
+    if (B < 1 || H < 1 || max_ctx < 1 || B > 65535 || H > 65535) {
+        frigg_set_error("%s: bad shape B=%d H=%d max_ctx=%d", who, B, H, max_ctx);
+        return -1;
+    }
+    if (hd != 32 && hd != 64 && hd != 128) {
+        frigg_set_error("%s: head_dim %d is not supported (32, 64 or 128)", who, hd);
+        return -1;
+    }
+    if (seq_stride < (long long)H * max_ctx * hd || seq_stride % hd) {
+        frigg_set_error("%s: sequence stride %lld is not a multiple of head_dim %d covering %d heads of %d positions", who,
+                        seq_stride, hd, H, max_ctx);
+        return -1;
+    }
+    return 0;
+}
+
 /* The bf16 cache with the step's write fused in, as the int8 cache's (below): from the gqkv rows as projected, every
  * block rotates its q, and the block holding the row's newest position rotates k and stores K and V into the
  * cache. For the GEMM decode step (batch > 8), whose projections are cuBLAS's and so cannot carry the write in an
@@ -856,19 +876,7 @@ extern "C" int fk_attn_decode_write(const fk_ctx *kc, const uint16_t *gqkv, cons
                                     uint16_t *k_slot, uint16_t *v_slot, long long seq_stride, const int32_t *row_seq,
                                     const int32_t *row_pos, int B, int H, int hd, int max_ctx, float *work, int *counters,
                                     uint16_t *y, cudaStream_t s) {
-    if (B < 1 || H < 1 || max_ctx < 1 || B > 65535 || H > 65535) {
-        frigg_set_error("attn_decode_write: bad shape B=%d H=%d max_ctx=%d", B, H, max_ctx);
-        return -1;
-    }
-    if (hd != 32 && hd != 64 && hd != 128) {
-        frigg_set_error("attn_decode_write: head_dim %d is not supported (32, 64 or 128)", hd);
-        return -1;
-    }
-    if (seq_stride < (long long)H * max_ctx * hd || seq_stride % hd) {
-        frigg_set_error("attn_decode_write: sequence stride %lld is not a multiple of head_dim %d covering %d heads of "
-                        "%d positions", seq_stride, hd, H, max_ctx);
-        return -1;
-    }
+    if (dec_fused_shape("attn_decode_write", B, H, hd, max_ctx, seq_stride)) return -1;
     /* a lane's 8 bf16 of K, V, q, k, v, cos and sin: one 16-byte load or store each */
     if (!fk_aligned16(k_slot) || !fk_aligned16(v_slot) || !fk_aligned16(gqkv) || !fk_aligned16(cos_t) ||
         !fk_aligned16(sin_t)) {
@@ -897,19 +905,7 @@ extern "C" int fk_attn_decode_i8(const fk_ctx *kc, const uint16_t *gqkv, const u
                                  int8_t *k8, int8_t *v8, float *k_scale, float *v_scale, long long seq_stride,
                                  const int32_t *row_seq, const int32_t *row_pos, int B, int H, int hd, int max_ctx,
                                  float *work, int *counters, uint16_t *y, cudaStream_t s) {
-    if (B < 1 || H < 1 || max_ctx < 1 || B > 65535 || H > 65535) {
-        frigg_set_error("attn_decode_i8: bad shape B=%d H=%d max_ctx=%d", B, H, max_ctx);
-        return -1;
-    }
-    if (hd != 32 && hd != 64 && hd != 128) {
-        frigg_set_error("attn_decode_i8: head_dim %d is not supported (32, 64 or 128)", hd);
-        return -1;
-    }
-    if (seq_stride < (long long)H * max_ctx * hd || seq_stride % hd) {
-        frigg_set_error("attn_decode_i8: sequence stride %lld is not a multiple of head_dim %d covering %d heads of %d "
-                        "positions", seq_stride, hd, H, max_ctx);
-        return -1;
-    }
+    if (dec_fused_shape("attn_decode_i8", B, H, hd, max_ctx, seq_stride)) return -1;
     /* a lane's 16 int8 values are one 16-byte load or store, a scale 4 bytes; each 8 of its bf16 of q, k, v, cos and
      * sin one 16-byte load */
     if (!fk_aligned16(k8) || !fk_aligned16(v8) || ((uintptr_t)k_scale | (uintptr_t)v_scale) & 3 || !fk_aligned16(gqkv) ||
