@@ -4,9 +4,9 @@
  * the bf16 values it holds); every buffer, including a static KV slab per sequence
  * [slot][head][max_ctx][head_dim] (bf16, or with kv_dtype INT8 int8 values and one fp32 scale per (slot, head,
  * position), quantized when written as the CPU engine quantizes them: frigg_kv_quantize), is allocated at
- * creation. Prefill: cuBLAS GEMMs + the tiled PrefixLM attention, a whole prompt at once or a slice of its layers per step (frigg_row.prefill_layers). Decode: up to 8 rows, fused GEMVs (one pass over the weights); 9 to 64 rows, the prefill's
+ * creation. Prefill: cuBLAS GEMMs + the tiled PrefixLM attention, a whole prompt at once or a slice of its layers per step (frigg_row.prefill_layers). Decode: up to 16 rows, fused GEMVs (one pass over the weights); 17 to 64 rows, the prefill's
  * cuBLAS GEMMs with the per-row RoPE/KV write and the decode attention (a GEMM reads the weights once for all
- * rows, where chained 8-row GEMVs would read them B/8 times); with batch_invariant, 8-row GEMV passes at every
+ * rows, where chained 16-row GEMVs would read them B/16 times); with batch_invariant, 16-row GEMV passes at every
  * size, so a row's result never depends on its neighbours. Each batch size's step is replayed from its own
  * CUDA graph, captured on first use; only ids (or the logits when asked) come back. Each engine binds its own
  * device and stream. */
@@ -27,7 +27,7 @@
 #include "util.h"
 
 #define MAX_BATCH 64 /* decode rows per step (the scheduler's cap, b->max_rows) */
-#define GEMV_ROWS 8  /* rows one GEMV pass takes (kernels.h); larger decode steps take the GEMM path */
+#define GEMV_ROWS FK_GEMV_MAX_ROWS /* rows one GEMV pass takes (kernels.h); larger decode steps take the GEMM path */
 #define LOGIT_CHUNK 64 /* rows of the lm_head GEMM when all prompt logits are asked for */
 /* Whole prompts of one step prefilled together (run_prefill_group): at most PF_GROUP of them (the rows of one
  * lm_head GEMV pass), at most PF_TOKENS tokens in all (the activation buffers hold that many rows). */
@@ -159,10 +159,11 @@ static int gemm(cuda_impl *im, const frigg_mat *W, const uint16_t *A, int T, uin
     return frigg_cuda_gemm_dq(im->kern, im->blas, W, A, T, C, im->dq_scratch, im->dq_bytes);
 }
 
-/* Whether a decode step of B > 8 rows runs its projections as GEMV passes of 8 rows (each pass reads the
- * weights) rather than cuBLAS: only when batch-invariant. Quantized weights too take the GEMM (dequantized
- * into the scratch): the quantized GEMV is compute-bound at 8 rows, and 64 rows by passes of an int4 build
- * ran at 645.6 tok/s where the int8 build's dequantizing GEMM ran at 3,890.3 (benchmarks/h200-2026-12-02/quant/). */
+/* Whether a decode step runs its projections as GEMV passes (kernels.h: up to 16 rows in one pass over the
+ * weights, on tensor cores past 8) rather than cuBLAS: up to 16 rows, and at every size when batch-invariant.
+ * Past 16 quantized weights too take the GEMM (dequantized into the scratch): 64 rows by passes of an int4
+ * build (8 rows each, the CUDA-core kernel then) ran at 645.6 tok/s where the int8 build's dequantizing GEMM ran
+ * at 3,890.3 (benchmarks/h200-2026-12-02/quant/). */
 static int decode_by_passes(const cuda_impl *im, int B) { return B <= GEMV_ROWS || im->batch_invariant; }
 
 static uint16_t *k_slot(cuda_impl *im, int slot) { return im->kc + (size_t)slot * im->slot_stride; }
@@ -401,7 +402,7 @@ static int enqueue_decode(frigg_backend *b, int B) {
                           im->stream);
 }
 
-/* The GEMV step: each projection in passes of at most GEMV_ROWS rows. Up to 8 rows that is one pass over the
+/* The GEMV step: each projection in passes of at most GEMV_ROWS rows. Up to 16 rows that is one pass over the
  * weights; beyond (batch_invariant only) each pass computes its rows exactly as a step of those rows alone
  * would (kernels.h: a GEMV row's result does not depend on the other rows of its pass under one impl). */
 static int enqueue_decode_gemv(frigg_backend *b, int B) {
@@ -449,6 +450,10 @@ static int enqueue_decode_gemv(frigg_backend *b, int B) {
         }
         OK(run_end(im, &A, c, r, B));
     }
+    /* Past 8 rows a bf16 lm_head is cuBLAS's (the GEMM step's): at 16 rows 191.5 us against the tensor-core
+     * GEMV's 217.2 at 8 (benchmarks/h200-2026-12-03/attnab/gemm.txt; gemv.cu's table). Batch-invariant steps
+     * keep the GEMV, whose rows do not depend on their neighbours. */
+    if (B > 8 && !im->batch_invariant && im->lm_head.dtype == FRIGG_DT_BF16) return gemm(im, &im->lm_head, im->zH, B, im->logits);
     for (int r0 = 0; r0 < B; r0 += GEMV_ROWS) {
         int n = B - r0 < GEMV_ROWS ? B - r0 : GEMV_ROWS;
         OK(fk_gemv(kc, &im->lm_head, im->zH + (size_t)r0 * D, n, 0, eps, FK_GEMV_STORE,
@@ -1002,7 +1007,7 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     }
     int hd = c->head_dim;
     if ((hd != 16 && hd != 32 && hd != 64 && hd != 128) || c->hidden_size % 8 || c->intermediate_size % 8 ||
-        c->hidden_size * GEMV_ROWS * 2 > 64 * 1024) {
+        c->hidden_size * 8 * 2 > 64 * 1024) { /* the CUDA-core GEMV's staged x: 8 rows (kernels/gemv.cu) */
         frigg_set_error("backend \"cuda\": unsupported shape (head_dim %d, hidden %d, intermediate %d); head_dim must "
                         "be 16/32/64/128 and the widths multiples of 8, hidden <= 4096", hd, c->hidden_size,
                         c->intermediate_size);

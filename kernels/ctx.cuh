@@ -7,6 +7,7 @@
 #include "kernels.h"
 
 #define FK_TC_MAX_WARPS 16 /* gemv_tc.cu: K split over up to 16 warps */
+#define FK_TC_NMODE 3      /* gemv_tc.cu: its batch modes (1 row, up to 8, up to 16) */
 #define GEMV_AUTO_ROWS 10  /* gemv.cu: five shape classes, for bf16 and for quantized weights */
 
 struct fk_ctx {
@@ -20,8 +21,8 @@ struct fk_ctx {
                                         * per batch size ('s' simt, 't' tc) */
     int tc_max_blocks;       /* 0: as many as fit */
     /* gemv_tc.cu: blocks of each instantiation and warp count that fit on one SM,
-     * [weight dtype (frigg_dtype)][batch 1][norm][epi][warps] */
-    int tc_fit[3][2][2][4][FK_TC_MAX_WARPS + 1];
+     * [weight dtype (frigg_dtype)][batch mode][norm][epi][warps] */
+    int tc_fit[3][FK_TC_NMODE][2][4][FK_TC_MAX_WARPS + 1];
     /* attention.cu */
     int prefill_impl;        /* FK_PREFILL_* */
     /* attention_decode.cu */

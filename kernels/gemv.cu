@@ -1,4 +1,4 @@
-/* gemv.cu — decode-time matrix·vector products for 1..8 rows in one pass over the weights, and the
+/* gemv.cu — decode-time matrix·vector products for 1..16 rows in one pass over the weights, and the
  * launcher that picks the implementation: FK_GEMV_IMPL_SIMT (this file's kernel), FK_GEMV_IMPL_TC (gemv_tc.cu),
  * or FK_GEMV_IMPL_AUTO (the default): per batch size and shape class, the one the H200 measured faster (the
  * table below). A forced implementation serves every batch size with one summation order, so batched decode
@@ -204,14 +204,16 @@ char gemv_auto_choice(const fk_ctx *kc, int quant, int B, int O, int K, int epi)
      * in the same step shape (Nsight Compute, benchmarks/h200-2026-12-03/kvdiag/kern-*.txt); on this row, decode
      * with the int8 cache ran 1.045x at batch 1 and ctx 4096, 1.025x at ctx 512 (kvgemv/ab-summary.txt, with the
      * attention writer's earlier loads). */
+    if (B > GEMV_SIMT_MAX_ROWS) return 't'; /* the table's batch sizes end at 8; beyond, one tensor-core pass */
     int cls = epi == FK_GEMV_QKV ? AUTO_GQKV : epi == FK_GEMV_SWIGLU ? AUTO_GATE_UP : O > 65536 ? AUTO_LM_HEAD
               : K > 2048 ? AUTO_DOWN : O >= 2 * K ? AUTO_GQKV : AUTO_O_PROJ;
     return kc->gemv_auto[(quant ? AUTO_Q : 0) + cls][B - 1];
 }
 static char auto_choice(const fk_ctx *kc, int B, int O, int K, int epi) { return gemv_auto_choice(kc, 0, B, O, K, epi); }
 static int auto_impl(const fk_ctx *kc, int quant, int B, int O, int K, int epi) {
-    return B >= 1 && B <= 8 && K <= GEMV_TC_MAX_K && gemv_auto_choice(kc, quant, B, O, K, epi) != 's' ? FK_GEMV_IMPL_TC
-                                                                                                       : FK_GEMV_IMPL_SIMT;
+    return B >= 1 && B <= FK_GEMV_MAX_ROWS && K <= GEMV_TC_MAX_K && gemv_auto_choice(kc, quant, B, O, K, epi) != 's'
+               ? FK_GEMV_IMPL_TC
+               : FK_GEMV_IMPL_SIMT;
 }
 extern "C" int fk_ctx_gemv_auto_impl(const fk_ctx *kc, int B, int O, int K, int epi) { return auto_impl(kc, 0, B, O, K, epi); }
 extern "C" int fk_ctx_gemv_q_auto_impl(const fk_ctx *kc, int B, int O, int K, int epi) { return auto_impl(kc, 1, B, O, K, epi); }
@@ -245,8 +247,45 @@ int fk_gemv_ctx_init(fk_ctx *kc) {
     return 0;
 }
 
+/* Batch rows [b0, b0 + n) of a call's operands: x, out (SwiGLU: O/2 columns) and the QKV epilogue's rows. */
+static void rows_from(int b0, int O, int K, int epi, const uint16_t **x, uint16_t **out, fk_qkv_epi *qa) {
+    *x += (size_t)b0 * K;
+    *out += (size_t)b0 * (epi == FK_GEMV_SWIGLU ? O / 2 : O);
+    if (epi == FK_GEMV_QKV) {
+        qa->row_seq += b0;
+        qa->row_pos += b0;
+        qa->q_out += (size_t)b0 * K; /* q_out [B][D], D = K */
+    }
+}
+
+static int gemv_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in,
+                       float eps, int epi, uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s);
+/* Past GEMV_SIMT_MAX_ROWS rows: one tensor-core launch where the kernel takes the shape (every implementation
+ * but simt: auto's table ends at 8 rows, and beyond, the tensor-core pass reads the weights once for all
+ * rows), else launches of 8 rows (the CUDA-core kernel's limit), whose rows have the bits they would alone. */
+static int gemv_wide(const fk_ctx *kc, const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in,
+                     float eps, int epi, uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s) {
+    if (B > FK_GEMV_MAX_ROWS || K % 8 || epi < 0 || epi > 3 || (epi != FK_GEMV_STORE && epi != FK_GEMV_RESID && O % 2) ||
+        (epi == FK_GEMV_QKV && (O % 4 || qa->hd % 2 || (O / 4) % qa->hd))) {
+        frigg_set_error("gemv: unsupported shape (rows %d, out %d, in %d, epilogue %d)", B, O, K, epi);
+        return -1;
+    }
+    if (kc->gemv_impl != FK_GEMV_IMPL_SIMT && K <= GEMV_TC_MAX_K)
+        return gemv_tc_launch(kc, W, O, K, x, B, norm_in, eps, epi, out, qa, s);
+    for (int b0 = 0, n; b0 < B; b0 += n) {
+        n = B - b0 < GEMV_SIMT_MAX_ROWS ? B - b0 : GEMV_SIMT_MAX_ROWS;
+        const uint16_t *xb = x;
+        uint16_t *ob = out;
+        fk_qkv_epi qb = *qa;
+        rows_from(b0, O, K, epi, &xb, &ob, &qb);
+        if (gemv_launch(kc, W, O, K, xb, n, norm_in, eps, epi, ob, &qb, s)) return -1;
+    }
+    return 0;
+}
+
 static int gemv_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in,
                        float eps, int epi, uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s) {
+    if (B > GEMV_SIMT_MAX_ROWS) return gemv_wide(kc, W, O, K, x, B, norm_in, eps, epi, out, qa, s);
     size_t smem = norm_in ? (size_t)B * K * 2 : 0;
     if (B < 1 || B > 8 || K % 8 || (epi != FK_GEMV_STORE && epi != FK_GEMV_RESID && O % 2) || smem > GEMV_MAX_SMEM ||
         epi < 0 || epi > 3 || (epi == FK_GEMV_QKV && (O % 4 || qa->hd % 2 || (O / 4) % qa->hd))) {

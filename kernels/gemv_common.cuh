@@ -180,6 +180,8 @@ char gemv_auto_choice(const fk_ctx *kc, int quant, int B, int O, int K, int epi)
 
 /* gemv_tc.cu */
 #define GEMV_TC_MAX_K 4096 /* the tensor-core kernel's largest K (one round of steps per warp; gemv_tc.cu) */
+#define GEMV_TC_MAX_ROWS 16 /* its batch rows per launch (both halves of the mma's 16 rows) */
+#define GEMV_SIMT_MAX_ROWS 8 /* the CUDA-core kernels' (gemv.cu, gemv_q.cu): larger B runs in launches of 8 */
 /* 0, or -1 with frigg_error set (K beyond one round, a failed launch). */
 int gemv_tc_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps,
                    int epi, uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s);

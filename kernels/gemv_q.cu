@@ -1,4 +1,4 @@
-/* gemv_q.cu — decode GEMV for 1..8 rows on quantized weights read as they are packed (INT8: one byte per
+/* gemv_q.cu — decode GEMV for 1..16 rows on quantized weights read as they are packed (INT8: one byte per
  * weight, INT4: two per byte; model.h's frigg_mat layout, the compressed-tensors pack-quantized bytes), and
  * the dequantization into bf16 that the prefill GEMM (cuda_gemm.h: frigg_cuda_gemm_dq) runs cuBLAS on.
  *
@@ -291,8 +291,10 @@ int gemv_q_launch(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B
     qgeom g;
     if (q_check(W, "gemv", &g)) return -1;
     const int O = W->rows, K = W->cols;
-    size_t smem = norm_in ? (size_t)B * K * 2 : 0;
-    if (B < 1 || B > 8 || (epi != FK_GEMV_STORE && epi != FK_GEMV_RESID && epi != FK_GEMV_SWIGLU) ||
+    /* the CUDA-core kernel's staged x of up to 8 rows: past 8 the tensor-core kernel takes the call, or launches
+     * of at most 8 (q_launch_simt: of 2) */
+    size_t smem = norm_in ? (size_t)(B < GEMV_SIMT_MAX_ROWS ? B : GEMV_SIMT_MAX_ROWS) * K * 2 : 0;
+    if (B < 1 || B > FK_GEMV_MAX_ROWS || (epi != FK_GEMV_STORE && epi != FK_GEMV_RESID && epi != FK_GEMV_SWIGLU) ||
         (epi == FK_GEMV_SWIGLU && O % 2) || smem > GEMV_MAX_SMEM || !fk_aligned16(x)) {
         frigg_set_error("gemv: unsupported shape for %s weights (rows %d, out %d, in %d, epilogue %d%s)",
                         frigg_dtype_name(W->dtype), B, O, K, epi, fk_aligned16(x) ? "" : ", x not 16-byte aligned");
@@ -316,7 +318,8 @@ int gemv_q_qkv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, f
         frigg_set_error("gemv_qkv: head_dim %d does not divide the hidden size %d into heads", qa->hd, D);
         return -1;
     }
-    if (B < 1 || B > 8 || (size_t)B * D * 2 > GEMV_MAX_SMEM || !fk_aligned16(x)) {
+    if (B < 1 || B > FK_GEMV_MAX_ROWS || (size_t)(B < GEMV_SIMT_MAX_ROWS ? B : GEMV_SIMT_MAX_ROWS) * D * 2 > GEMV_MAX_SMEM ||
+        !fk_aligned16(x)) {
         frigg_set_error("gemv_qkv: unsupported shape for %s weights (rows %d, in %d)", frigg_dtype_name(W->dtype), B, D);
         return -1;
     }

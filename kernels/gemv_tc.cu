@@ -109,7 +109,21 @@ __device__ __forceinline__ bool tile_row(int tile, int g, int O, int hd, int *ro
 template <int DT> struct tc_depth {
     static constexpr int n = DT == FRIGG_DT_BF16 ? 2 : DT == FRIGG_DT_INT8 ? 3 : 4;
 };
-template <bool NORM, int EPI, bool ONE, int DT>
+/* Batch rows per launch (the kernel's MODE): TC_ONE one row (its own x staging), TC_8 up to 8 (A rows 0..7 of
+ * the mma; 8..15 zero), TC_16 up to 16: rows 8..15 of the same mma's hold batch rows 8..15, so a weight is
+ * loaded and dequantized once for 16 rows at no more mma's than for 8. Each lane then stages two x fragments
+ * (batch rows g and g + 8: twice the shared memory) and the thread holding C[g][.] also holds C[g + 8][.], which
+ * it reduces and stores the same way. A C row depends only on its own A row, and row g + 8's x is staged,
+ * normalised and summed in row g's order, so a row's bits are the same in either half: 16-row passes keep
+ * batched decode bit-identical to single-row decode (tests/test_cuda_gemv.c checks every B up to 16). */
+enum { TC_ONE = 0, TC_8 = 1, TC_16 = 2, TC_NMODE = 3 };
+template <int MODE> struct tc_mode {
+    static constexpr bool one = MODE == TC_ONE;
+    static constexpr int na = MODE == TC_16 ? 2 : 1; /* 8-row groups of batch rows */
+};
+static int tc_mode_of(int B) { return B == 1 ? TC_ONE : B <= 8 ? TC_8 : TC_16; }
+
+template <bool NORM, int EPI, int MODE, int DT>
 __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
     gemv_tc_kernel(const void *__restrict__ W, const uint16_t *__restrict__ S, qgeom geo, int O, int K,
                    const uint16_t *__restrict__ x, int B, float eps, uint16_t *__restrict__ out, fk_qkv_epi qa) {
@@ -117,9 +131,11 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
     constexpr bool QUANT = DT != FRIGG_DT_BF16;
     constexpr int DEPTH = tc_depth<DT>::n;
     constexpr bool PAIRED = EPI == FK_GEMV_SWIGLU || EPI == FK_GEMV_QKV;
-    extern __shared__ uint4 xw[];                 /* [nw][TC_STEPS][32]: each lane's x fragment, normalised */
-    __shared__ float2 part[2][TC_MAX_WARPS * 32]; /* per-warp tile partials, double-buffered by tile parity */
-    __shared__ float red[8][TC_MAX_WARPS];        /* per-warp sums of squares of the batch rows (NORM) */
+    constexpr bool ONE = tc_mode<MODE>::one;
+    constexpr int NA = tc_mode<MODE>::na;
+    extern __shared__ uint4 xw[];                     /* [NA][nw][TC_STEPS][32]: each lane's x fragments, normalised */
+    __shared__ float2 part[NA][2][TC_MAX_WARPS * 32]; /* per-warp tile partials, double-buffered by tile parity */
+    __shared__ float red[8 * NA][TC_MAX_WARPS];       /* per-warp sums of squares of the batch rows (NORM) */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5, nch = K / 8;
     const int g = lane >> 2, t = lane & 3;
     const int tiles = PAIRED ? (O / 2 + 3) / 4 : (O + 7) / 8;
@@ -166,7 +182,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
      * not before: loads that depend on loads (row_pos, then the RoPE tables) ahead of the trigger in pdl_wait
      * would hold back the next kernel's launch (7edf85e). */
     gemv_pre pre1 = {0, 0, 0, 0.0f, false, false}, pre2 = pre1;
-    const bool xok = g < B;
+    const bool xok = g < B, xok1 = NA > 1 && g + 8 < B; /* batch rows g and (TC_16) g + 8 */
     const bool first_ok = warp == 0 && xok && tile < tiles;
     if (EPI == FK_GEMV_QKV && first_ok) {
         int unit = tile * 4 + t, r1, r2;
@@ -195,6 +211,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
      *   0 and 1 in the lane, then the lanes t ^ 2 and t ^ 1.
      * Then the warps' partials in warp order: fixed by K alone, never by B. */
     uint4 *xl = xw + (size_t)warp * TC_STEPS * 32 + lane; /* this lane's fragment, step s at xl[32 s] */
+    const size_t xhi = (size_t)nw * TC_STEPS * 32;         /* TC_16: row g + 8's fragment at xl[xhi + 32 s] */
     if (ONE) {
         uint4 v = lane < n ? ld_act((const uint4 *)x + c_lo + lane) : zero; /* zero past the slice */
         if (NORM) {
@@ -207,37 +224,48 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
         }
         xw[(size_t)warp * TC_STEPS * 32 + (lane >> 2) * 32 + (lane & 3)] = v; /* step lane / 4, lane (0, lane % 4) */
     } else {
-        const uint4 *xr = (const uint4 *)x + (size_t)(xok ? g : 0) * nch + c_lo;
-        uint4 xf[TC_STEPS];
+        /* each 8-row group j (batch row g + 8j) the same way, so row g + 8's bits are row g's would be */
+        float ss[NA];
 #pragma unroll
-        for (int s = 0; s < TC_STEPS; s++) {
-            int c = 4 * s + t;
-            xf[s] = xok && c < n ? ld_act(xr + c) : zero; /* zero past the slice: adds nothing */
+        for (int j = 0; j < NA; j++) {
+            const bool ok = j ? xok1 : xok;
+            const uint4 *xr = (const uint4 *)x + (size_t)(ok ? g + 8 * j : 0) * nch + c_lo;
+            uint4 xf[TC_STEPS];
+#pragma unroll
+            for (int s = 0; s < TC_STEPS; s++) {
+                int c = 4 * s + t;
+                xf[s] = ok && c < n ? ld_act(xr + c) : zero; /* zero past the slice: adds nothing */
+            }
+            /* Parked in shared memory for the tiles (lane-contiguous: conflict-free), not held in registers:
+             * with two tiles of weights in flight that would pass 128 registers and spill inside the tile loop. */
+            float u[TC_STEPS];
+#pragma unroll
+            for (int s = 0; s < TC_STEPS; s++) {
+                if (NORM) u[s] = sq8(xf[s]);
+                xl[j * xhi + 32 * s] = xf[s];
+            }
+            if (NORM) {
+                static_assert(TC_STEPS == 8, "the in-lane levels below are warp_sum's distances 16, 8, 4 in chunks");
+#pragma unroll
+                for (int s = 0; s < 4; s++) u[s] = u[s] + u[s + 4];
+#pragma unroll
+                for (int s = 0; s < 2; s++) u[s] = u[s] + u[s + 2];
+                ss[j] = u[0] + u[1];
+                ss[j] += __shfl_xor_sync(0xffffffffu, ss[j], 2);
+                ss[j] += __shfl_xor_sync(0xffffffffu, ss[j], 1);
+                if (t == 0) red[g + 8 * j][warp] = ss[j];
+            }
         }
-        /* Parked in shared memory for the tiles (lane-contiguous: conflict-free), not held in registers: with
-         * two tiles of weights in flight that would pass 128 registers and spill inside the tile loop. */
-        float u[TC_STEPS];
-#pragma unroll
-        for (int s = 0; s < TC_STEPS; s++) {
-            if (NORM) u[s] = sq8(xf[s]);
-            xl[32 * s] = xf[s];
-        }
-        if (NORM) { /* x -> bf16(x * rsqrt(mean(x^2) + eps)), row g, in place */
-            static_assert(TC_STEPS == 8, "the in-lane levels below are warp_sum's distances 16, 8, 4 in chunks");
-#pragma unroll
-            for (int s = 0; s < 4; s++) u[s] = u[s] + u[s + 4];
-#pragma unroll
-            for (int s = 0; s < 2; s++) u[s] = u[s] + u[s + 2];
-            float ss = u[0] + u[1];
-            ss += __shfl_xor_sync(0xffffffffu, ss, 2);
-            ss += __shfl_xor_sync(0xffffffffu, ss, 1);
-            if (t == 0) red[g][warp] = ss;
+        if (NORM) { /* x -> bf16(x * rsqrt(mean(x^2) + eps)), rows g (and g + 8), in place */
             __syncthreads();
-            float tot = 0.0f;
-            for (int w = 0; w < nw; w++) tot += red[g][w];
-            const float r = 1.0f / sqrtf(tot / (float)K + eps);
 #pragma unroll
-            for (int s = 0; s < TC_STEPS; s++) xl[32 * s] = scale8(xl[32 * s], r);
+            for (int j = 0; j < NA; j++) {
+                float tot = 0.0f;
+                for (int w = 0; w < nw; w++) tot += red[g + 8 * j][w];
+                const float r = 1.0f / sqrtf(tot / (float)K + eps);
+#pragma unroll
+                for (int s = 0; s < TC_STEPS; s++) xl[j * xhi + 32 * s] = scale8(xl[j * xhi + 32 * s], r);
+            }
         }
     }
     __syncwarp();
@@ -261,27 +289,34 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
 #pragma unroll
             for (int s = 0; s < TC_STEPS; s++) {
                 const uint4 xx = xok ? xl[32 * s] : zero, ws = tc_dq(w[s], scale2(s));
+                const uint4 xh = xok1 ? xl[xhi + 32 * s] : zero; /* A rows 8..15: zero below TC_16 */
                 /* k-slots 2t,2t+1 <- elements 0,1 (then 4,5); 2t+8,2t+9 <- elements 2,3 (then 6,7) */
-                mma_bf16_16816(acc, xx.x, 0u, xx.y, 0u, ws.x, ws.y);
-                mma_bf16_16816(acc2, xx.z, 0u, xx.w, 0u, ws.z, ws.w);
+                mma_bf16_16816(acc, xx.x, xh.x, xx.y, xh.y, ws.x, ws.y);
+                mma_bf16_16816(acc2, xx.z, xh.z, xx.w, xh.w, ws.z, ws.w);
             }
             acc[0] += acc2[0];
             acc[1] += acc2[1];
+            if (NA > 1) {
+                acc[2] += acc2[2];
+                acc[3] += acc2[3];
+            }
         } else {
 #pragma unroll
             for (int s = 0; s < TC_STEPS; s++) {
                 if (4 * s >= n) break; /* warp-uniform: the mma needs every lane */
                 const uint4 xx = xok ? xl[32 * s] : zero, ws = tc_dq(w[s], scale2(s));
-                mma_bf16_16816(acc, xx.x, 0u, xx.y, 0u, ws.x, ws.y);
-                mma_bf16_16816(acc, xx.z, 0u, xx.w, 0u, ws.z, ws.w);
+                const uint4 xh = xok1 ? xl[xhi + 32 * s] : zero;
+                mma_bf16_16816(acc, xx.x, xh.x, xx.y, xh.y, ws.x, ws.y);
+                mma_bf16_16816(acc, xx.z, xh.z, xx.w, xh.w, ws.z, ws.w);
             }
         }
         const int next = cur + DEPTH * (int)gridDim.x;
         if (next < tiles) fetch(w, sc, next); /* in flight during the reduction below */
-        /* acc[0], acc[1] = batch row g, tile columns 2t, 2t+1 (acc[2], acc[3]: the zero rows 8..15) */
+        /* acc[0], acc[1] = batch row g, tile columns 2t, 2t+1 (acc[2], acc[3]: row g + 8, zero below TC_16) */
         if (nw > 1) {
-            float2 *pt = part[it & 1];
+            float2 *pt = part[0][it & 1], *ph = part[NA - 1][it & 1];
             pt[warp * 32 + lane] = make_float2(acc[0], acc[1]);
+            if (NA > 1) ph[warp * 32 + lane] = make_float2(acc[2], acc[3]);
             __syncthreads();
             /* Warp 0 reduces the tile, in warp order, and runs its epilogue (dependent loads: row_pos, RoPE
              * tables, the residual). */
@@ -297,6 +332,17 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
             }
             acc[0] = s.x;
             acc[1] = s.y;
+            if (NA > 1 && xok1) { /* row g + 8's partials, in the same order */
+                float2 h = ph[lane];
+#pragma unroll 4
+                for (int v = 1; v < nw; v++) {
+                    float2 p = ph[v * 32 + lane];
+                    h.x += p.x;
+                    h.y += p.y;
+                }
+                acc[2] = h.x;
+                acc[3] = h.y;
+            }
         }
         if (!xok) return;
         /* the first tile's operands were loaded early (pre1, pre2: warp 0's, and the first tile is warp 0's).
@@ -308,11 +354,16 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
             if (unit < O / 2) {
                 pair_rows<EPI>(unit, O, qa.hd, &r1, &r2);
                 gemv_store<EPI>(unit, r1, g, acc[0], acc[1], O, out, qa, p1);
+                if (NA > 1 && xok1) gemv_store<EPI>(unit, r1, g + 8, acc[2], acc[3], O, out, qa, none);
             }
         } else {
             int row = cur * 8 + 2 * t;
             if (row < O) gemv_store<EPI>(row, row, g, acc[0], 0.0f, O, out, qa, p1);
             if (row + 1 < O) gemv_store<EPI>(row + 1, row + 1, g, acc[1], 0.0f, O, out, qa, p2);
+            if (NA > 1 && xok1) {
+                if (row < O) gemv_store<EPI>(row, row, g + 8, acc[2], 0.0f, O, out, qa, none);
+                if (row + 1 < O) gemv_store<EPI>(row + 1, row + 1, g + 8, acc[3], 0.0f, O, out, qa, none);
+            }
         }
     };
     /* every warp of the block walks the same tiles, so the __syncthreads above match */
@@ -330,28 +381,32 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
 typedef void (*gemv_tc_fn)(const void *, const uint16_t *, qgeom, int, int, const uint16_t *, int, float, uint16_t *,
                            fk_qkv_epi);
 
-template <bool ONE, int DT>
-static gemv_tc_fn pick_tc_one(int norm, int epi) {
+template <int MODE, int DT>
+static gemv_tc_fn pick_tc_mode(int norm, int epi) {
     switch (epi) {
     case FK_GEMV_STORE:
-        return norm ? gemv_tc_kernel<true, FK_GEMV_STORE, ONE, DT> : gemv_tc_kernel<false, FK_GEMV_STORE, ONE, DT>;
+        return norm ? gemv_tc_kernel<true, FK_GEMV_STORE, MODE, DT> : gemv_tc_kernel<false, FK_GEMV_STORE, MODE, DT>;
     case FK_GEMV_RESID:
-        return norm ? gemv_tc_kernel<true, FK_GEMV_RESID, ONE, DT> : gemv_tc_kernel<false, FK_GEMV_RESID, ONE, DT>;
+        return norm ? gemv_tc_kernel<true, FK_GEMV_RESID, MODE, DT> : gemv_tc_kernel<false, FK_GEMV_RESID, MODE, DT>;
     case FK_GEMV_SWIGLU:
-        return norm ? gemv_tc_kernel<true, FK_GEMV_SWIGLU, ONE, DT> : gemv_tc_kernel<false, FK_GEMV_SWIGLU, ONE, DT>;
+        return norm ? gemv_tc_kernel<true, FK_GEMV_SWIGLU, MODE, DT> : gemv_tc_kernel<false, FK_GEMV_SWIGLU, MODE, DT>;
     }
-    return norm ? gemv_tc_kernel<true, FK_GEMV_QKV, ONE, DT> : gemv_tc_kernel<false, FK_GEMV_QKV, ONE, DT>;
+    return norm ? gemv_tc_kernel<true, FK_GEMV_QKV, MODE, DT> : gemv_tc_kernel<false, FK_GEMV_QKV, MODE, DT>;
 }
 template <int DT>
-static gemv_tc_fn pick_tc_dt(int norm, int epi, int one) {
-    return one ? pick_tc_one<true, DT>(norm, epi) : pick_tc_one<false, DT>(norm, epi);
+static gemv_tc_fn pick_tc_dt(int norm, int epi, int mode) {
+    return mode == TC_ONE ? pick_tc_mode<TC_ONE, DT>(norm, epi)
+           : mode == TC_8 ? pick_tc_mode<TC_8, DT>(norm, epi)
+                          : pick_tc_mode<TC_16, DT>(norm, epi);
 }
-/* one: the batch-1 instantiation (its own x staging; the B > 1 one keeps the code batch 8 was measured with) */
-static gemv_tc_fn pick_tc(int dt, int norm, int epi, int one) {
-    return dt == FRIGG_DT_INT8   ? pick_tc_dt<FRIGG_DT_INT8>(norm, epi, one)
-           : dt == FRIGG_DT_INT4 ? pick_tc_dt<FRIGG_DT_INT4>(norm, epi, one)
-                                 : pick_tc_dt<FRIGG_DT_BF16>(norm, epi, one);
+/* mode: tc_mode_of(B) (batch 1 its own x staging; TC_8 keeps the code batch 8 was measured with) */
+static gemv_tc_fn pick_tc(int dt, int norm, int epi, int mode) {
+    return dt == FRIGG_DT_INT8   ? pick_tc_dt<FRIGG_DT_INT8>(norm, epi, mode)
+           : dt == FRIGG_DT_INT4 ? pick_tc_dt<FRIGG_DT_INT4>(norm, epi, mode)
+                                 : pick_tc_dt<FRIGG_DT_BF16>(norm, epi, mode);
 }
+/* dynamic shared memory of a launch: the x fragments of nw warps, twice for TC_16 */
+static size_t tc_smem(int nw, int mode) { return TC_XW_BYTES(nw) * (mode == TC_16 ? 2 : 1); }
 
 extern "C" void fk_ctx_set_gemv_tc_max_blocks(fk_ctx *kc, int blocks) { kc->tc_max_blocks = blocks > 0 ? blocks : 0; }
 
@@ -360,16 +415,17 @@ extern "C" void fk_ctx_set_gemv_tc_max_blocks(fk_ctx *kc, int blocks) { kc->tc_m
  * shared memory). */
 int fk_gemv_tc_ctx_init(fk_ctx *kc) {
     cudaError_t e = cudaSuccess;
+    static_assert(TC_NMODE == FK_TC_NMODE, "ctx.cuh sizes tc_fit by the kernel's modes");
     for (int dt = 0; dt < 3 && e == cudaSuccess; dt++)
-        for (int one = 0; one <= 1 && e == cudaSuccess; one++)
+        for (int mode = 0; mode < TC_NMODE && e == cudaSuccess; mode++)
             for (int norm = 0; norm <= 1 && e == cudaSuccess; norm++)
                 for (int epi = 0; epi < 4 && e == cudaSuccess; epi++) {
-                    gemv_tc_fn fn = pick_tc(dt, norm, epi, one);
+                    gemv_tc_fn fn = pick_tc(dt, norm, epi, mode);
                     e = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             TC_XW_BYTES(TC_MAX_WARPS));
+                                             tc_smem(TC_MAX_WARPS, mode));
                     for (int nw = 1; nw <= TC_MAX_WARPS && e == cudaSuccess; nw++)
-                        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&kc->tc_fit[dt][one][norm][epi][nw], fn, nw * 32,
-                                                                          TC_XW_BYTES(nw));
+                        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&kc->tc_fit[dt][mode][norm][epi][nw], fn, nw * 32,
+                                                                          tc_smem(nw, mode));
                 }
     if (e != cudaSuccess) {
         frigg_set_error("gemv_tc: cannot set up the kernels: %s", cudaGetErrorString(e));
@@ -393,21 +449,26 @@ int gemv_tc_launch_dt(const fk_ctx *kc, int dt, const void *W, const uint16_t *S
         frigg_set_error("gemv_tc: K %d is more than one round of steps (%d)", K, TC_MAX_K);
         return -1;
     }
+    if (B < 1 || B > GEMV_TC_MAX_ROWS) {
+        frigg_set_error("gemv_tc: %d rows (1..%d per launch)", B, GEMV_TC_MAX_ROWS);
+        return -1;
+    }
     if (tiles == 0) return 0;
     if (dt != FRIGG_DT_BF16 && dt != FRIGG_DT_INT8 && dt != FRIGG_DT_INT4) {
         frigg_set_error("gemv_tc: dtype %d", dt);
         return -1;
     }
-    gemv_tc_fn fn = pick_tc(dt, norm_in, epi, B == 1);
+    const int mode = tc_mode_of(B);
+    gemv_tc_fn fn = pick_tc(dt, norm_in, epi, mode);
     /* Persistent grid: every block resident at once (registers, threads and the kernel's static shared
      * memory, all in tc_fit); then the fewest blocks that keep the same number of rounds, so each block takes
      * the same number of tiles. The grid changes no result. */
-    int per_sm = kc->tc_fit[dt][B == 1][norm_in != 0][epi][nw];
+    int per_sm = kc->tc_fit[dt][mode][norm_in != 0][epi][nw];
     long long cap = (long long)kc->sms * (per_sm > 0 ? per_sm : 1);
     if (kc->tc_max_blocks && cap > kc->tc_max_blocks) cap = kc->tc_max_blocks;
     int rounds = (int)((tiles + cap - 1) / cap);
     int grid = (tiles + rounds - 1) / rounds;
-    fk_launch(kc, fn, grid, nw * 32, TC_XW_BYTES(nw), s, W, S, geo, O, K, x, B, eps, out, *qa);
+    fk_launch(kc, fn, grid, nw * 32, tc_smem(nw, mode), s, W, S, geo, O, K, x, B, eps, out, *qa);
     return fk_check_launch("gemv_tc");
 }
 

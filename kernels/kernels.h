@@ -146,14 +146,17 @@ int fk_ctx_set_attn_decode_impl(fk_ctx *kc, int impl, int spb);
 int fk_ctx_set_attn_decode_split_blocks(fk_ctx *kc, int n);
 int fk_ctx_attn_decode_impl(const fk_ctx *kc);
 
-/* ---- gemv.cu (decode: 1..8 rows per pass over the weights) ---- */
+/* ---- gemv.cu (decode: 1..16 rows per pass over the weights) ---- */
+#define FK_GEMV_MAX_ROWS 16 /* rows of one fk_gemv / fk_gemv_qkv call */
 enum {
     FK_GEMV_STORE = 0,   /* out[b][o] = bf16(acc) */
     FK_GEMV_RESID = 1,   /* out[b][o] = bf16(out[b][o] + bf16(acc)): residual add in the epilogue */
     FK_GEMV_SWIGLU = 2,  /* W is gate_up [2I][K]: out[b][i] = bf16(bf16(silu(bf16(acc_i))) * bf16(acc_{I+i})) */
     FK_GEMV_QKV = 3,     /* only through fk_gemv_qkv */
 };
-/* y = W·x for B rows (1..8). W: an [O][K] matrix descriptor (frigg_mat, w in device memory), K % 8 == 0: BF16,
+/* y = W·x for B rows (1..FK_GEMV_MAX_ROWS). Past 8 rows the tensor-core kernel takes all B in one pass (under
+ * tc and auto, K <= 4096); the CUDA-core kernel (simt, or K > 4096) runs them 8 at a time, the same bits.
+ * W: an [O][K] matrix descriptor (frigg_mat, w in device memory), K % 8 == 0: BF16,
  * or INT8 / INT4 (gemv_q.cu, below); a dtype without a kernel is an error that names it. x [B][K], 16-byte
  * aligned. norm_in: x is first replaced by rmsnorm(x)
  * (each block normalises the B rows itself, so no separate norm kernel is needed).

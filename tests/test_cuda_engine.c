@@ -384,11 +384,11 @@ static void test_two_settings(const frigg_model *m) {
     free(turn);
 }
 
-/* Decode steps of more than 8 rows (the GEMM path, 9..64 rows, up to the scheduler's 64): each row of a
- * wide step against the same row decoded alone (within the decode tolerance: other kernels, other summation
- * orders) and against the CPU engine; graph replay equal to eager launches; greedy steps queued two deep equal
- * to greedy steps one by one; and with batch_invariant (8-row GEMV passes at every size) a wide step's rows equal
- * single-row steps bit for bit. */
+/* Decode steps of more than 8 rows (9..16: one GEMV pass, the tensor-core kernel's two mma halves; 17..64: the
+ * GEMM path, up to the scheduler's 64): each row of a wide step against the same row decoded alone (within the
+ * decode tolerance: other kernels, other summation orders) and against the CPU engine; graph replay equal to
+ * eager launches; greedy steps queued two deep equal to greedy steps one by one; and with batch_invariant (16-row
+ * GEMV passes at every size) a wide step's rows equal single-row steps bit for bit. */
 #define WIDE 64
 static void wide_prefill(frigg_backend *b, int nseq, int V) {
     uint64_t s = 777;
@@ -417,8 +417,8 @@ static void test_wide_batch(const frigg_model *m) {
     int seqs[WIDE];
     int32_t tok[WIDE], g1[WIDE], g2[WIDE];
     for (int i = 0; i < WIDE; i++) seqs[i] = i, tok[i] = 3 + (i * 37) % (V - 3);
-    static const int Bs[] = {9, 16, 33, WIDE};
-    for (int bi = 0; bi < 4; bi++) {
+    static const int Bs[] = {9, 12, 16, 17, 33, WIDE};
+    for (int bi = 0; bi < (int)(sizeof Bs / sizeof Bs[0]); bi++) {
         int B = Bs[bi];
         wide_prefill(gpu, B, V);
         wide_prefill(cpu, B, V);
@@ -441,14 +441,16 @@ static void test_wide_batch(const frigg_model *m) {
               worst_cpu);
         fprintf(stderr, "wide B %d: max |d| %.4f vs single rows, %.4f vs CPU\n", B, worst, worst_cpu);
     }
-    /* graph replay vs eager at 33 rows: bit for bit */
-    wide_prefill(gpu, 33, V);
-    CHECK(frigg_decode(gpu, 33, seqs, tok, wide) == 0, "%s", frigg_error());
-    frigg_cuda_set_graphs(gpu, 0);
-    wide_prefill(gpu, 33, V);
-    CHECK(frigg_decode(gpu, 33, seqs, tok, one) == 0, "%s", frigg_error());
-    frigg_cuda_set_graphs(gpu, 1);
-    CHECK(!memcmp(wide, one, sizeof(float) * V * 33), "wide: graph replay at 33 rows differs from eager launches");
+    /* graph replay vs eager at 16 rows (the GEMV step) and 33 (the GEMM step): bit for bit */
+    for (int gb = 16; gb <= 33; gb += 17) {
+        wide_prefill(gpu, gb, V);
+        CHECK(frigg_decode(gpu, gb, seqs, tok, wide) == 0, "%s", frigg_error());
+        frigg_cuda_set_graphs(gpu, 0);
+        wide_prefill(gpu, gb, V);
+        CHECK(frigg_decode(gpu, gb, seqs, tok, one) == 0, "%s", frigg_error());
+        frigg_cuda_set_graphs(gpu, 1);
+        CHECK(!memcmp(wide, one, sizeof(float) * V * gb), "wide: graph replay at %d rows differs from eager launches", gb);
+    }
     /* greedy: 6 steps of 64 rows queued two deep (LAST_GREEDY on the device) vs steps one by one */
     enum { GSTEPS = 6 };
     int32_t pipe_ids[GSTEPS][WIDE];

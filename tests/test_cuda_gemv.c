@@ -1,5 +1,6 @@
 /* test_cuda_gemv.c — the decode GEMV implementations (tensor cores, CUDA cores) on the cases their tiling
- * has edges at: every batch size 1..8, partial 8-row tiles (O % 8 != 0, paired O/2 % 4 != 0), K slices that
+ * has edges at: every batch size 1..16 (past 8 the tensor-core kernel's rows 8..15 of the mma, or the CUDA-core
+ * kernel in launches of 8), partial 8-row tiles (O % 8 != 0, paired O/2 % 4 != 0), K slices that
  * do not divide evenly into warps (K/8 = 257), and K > 4096, which every implementation hands to the CUDA-core
  * kernel (the tensor-core kernel keeps one round of K per warp), against the CPU reference ops. And the properties batched decode relies on, bit for bit: each batch row's result equals
  * the single-row pass on that row, for every B; results do not depend on the tensor-core kernel's grid
@@ -28,37 +29,40 @@
 
 
 static fk_ctx *kc;            /* the context every launch below uses */
+#define TB FK_GEMV_MAX_ROWS   /* batch rows tested: every B up to one call's limit */
 static const char *impl_name; /* "tc", "simt", "auto" */
 
 /* One (O, K) shape: every B, every epilogue, with and without the fused norm, against the CPU ops. */
 static void test_shape(frigg_pool *pool, int O, int K) {
-    float *W = malloc(sizeof(float) * O * K), *x = malloc(sizeof(float) * 8 * K), *h = malloc(sizeof(float) * 8 * O);
+    float *W = malloc(sizeof(float) * O * K), *x = malloc(sizeof(float) * TB * K), *h = malloc(sizeof(float) * TB * O);
     ct_fill(W, (size_t)O * K, 1.0f / sqrtf((float)K));
-    ct_fill(x, (size_t)8 * K, 2.0f);
-    ct_fill(h, (size_t)8 * O, 1.0f);
+    ct_fill(x, (size_t)TB * K, 2.0f);
+    ct_fill(h, (size_t)TB * O, 1.0f);
     uint16_t *Wb = malloc((size_t)O * K * 2);
     for (size_t i = 0; i < (size_t)O * K; i++) Wb[i] = frigg_f32_to_bf16(W[i]);
     frigg_mat M = {.w = Wb, .rows = O, .cols = K};
-    uint16_t *dW = ct_to_dev(W, (size_t)O * K), *dx = ct_to_dev(x, (size_t)8 * K), *dout;
+    uint16_t *dW = ct_to_dev(W, (size_t)O * K), *dx = ct_to_dev(x, (size_t)TB * K), *dout;
     const frigg_mat dM = {.w = dW, .rows = O, .cols = K, .dtype = FRIGG_DT_BF16};
-    cudaMalloc((void **)&dout, (size_t)8 * O * 2);
-    float *xn = malloc(sizeof(float) * 8 * K), *lin[2], *ref = malloc(sizeof(float) * 8 * O), *got = malloc(sizeof(float) * 8 * O);
-    lin[0] = malloc(sizeof(float) * 8 * O);
-    lin[1] = malloc(sizeof(float) * 8 * O);
-    frigg_cpu_linear(FRIGG_PREC_BF16, pool, &M, x, 8, lin[0]); /* rows are independent: the B-row references are the first B rows */
-    frigg_cpu_rmsnorm(FRIGG_PREC_BF16, x, 8, K, 1e-6, xn);
-    frigg_cpu_linear(FRIGG_PREC_BF16, pool, &M, xn, 8, lin[1]);
+    cudaMalloc((void **)&dout, (size_t)TB * O * 2);
+    float *xn = malloc(sizeof(float) * TB * K), *lin[2], *ref = malloc(sizeof(float) * TB * O), *got = malloc(sizeof(float) * TB * O);
+    lin[0] = malloc(sizeof(float) * TB * O);
+    lin[1] = malloc(sizeof(float) * TB * O);
+    frigg_cpu_linear(FRIGG_PREC_BF16, pool, &M, x, TB, lin[0]); /* rows are independent: the B-row references are the first B rows */
+    frigg_cpu_rmsnorm(FRIGG_PREC_BF16, x, TB, K, 1e-6, xn);
+    frigg_cpu_linear(FRIGG_PREC_BF16, pool, &M, xn, TB, lin[1]);
     int I = O / 2;
-    for (int B = 1; B <= 8; B++)
+    for (int B = 1; B <= TB; B++)
         for (int norm = 0; norm <= 1; norm++) {
             char what[128];
             double frac = norm ? 0.3 : 0.03;
-            if (norm && (size_t)B * K * 2 > 64 * 1024) { /* beyond the staged-x limit: must be refused */
+            /* The CUDA-core kernel stages x for up to 8 rows per launch; beyond the staged-x limit a call it runs
+             * must be refused (the tensor-core kernel, K <= 4096, has no such limit) */
+            if (norm && (size_t)(B < 8 ? B : 8) * K * 2 > 64 * 1024) {
                 CHECK(fk_gemv(kc, &dM, dx, B, norm, 1e-6f, FK_GEMV_STORE, dout, 0) != 0,
                       "gemv %s %dx%d B=%d norm: accepted %zu bytes of staged x", impl_name, O, K, B, (size_t)B * K * 2);
                 continue;
             }
-            ct_poison(dout, (size_t)8 * O);
+            ct_poison(dout, (size_t)TB * O);
             CHECK(fk_gemv(kc, &dM, dx, B, norm, 1e-6f, FK_GEMV_STORE, dout, 0) == 0, "%s", frigg_error());
             ct_from_dev(dout, (size_t)B * O, got);
             snprintf(what, sizeof what, "gemv %s %dx%d B=%d norm=%d store", impl_name, O, K, B, norm);
@@ -74,7 +78,7 @@ static void test_shape(frigg_pool *pool, int O, int K) {
 
             for (int b = 0; b < B; b++)
                 frigg_cpu_swiglu(FRIGG_PREC_BF16, lin[norm] + (size_t)b * O, lin[norm] + (size_t)b * O + I, I, ref + (size_t)b * I);
-            ct_poison(dout, (size_t)8 * O);
+            ct_poison(dout, (size_t)TB * O);
             CHECK(fk_gemv(kc, &dM, dx, B, norm, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
             ct_from_dev(dout, (size_t)B * I, got);
             snprintf(what, sizeof what, "gemv %s %dx%d B=%d norm=%d swiglu", impl_name, O, K, B, norm);
@@ -85,15 +89,15 @@ static void test_shape(frigg_pool *pool, int O, int K) {
     if (!strcmp(impl_name, "auto")) {
         /* auto runs, for each B, exactly the implementation its table names (bit for bit); its rows are not
          * batch-invariant (B = 1 and B = 8 may run different kernels), so the checks below are not for it */
-        float *forced = malloc(sizeof(float) * 8 * O);
+        float *forced = malloc(sizeof(float) * TB * O);
         for (int epi = FK_GEMV_STORE; epi <= FK_GEMV_SWIGLU; epi++)
-            for (int B = 1; B <= 8; B++) {
+            for (int B = 1; B <= TB; B++) {
                 int cols = epi == FK_GEMV_SWIGLU ? I : O, named = fk_ctx_gemv_auto_impl(kc, B, O, K, epi);
                 CHECK(named == FK_GEMV_IMPL_SIMT || named == FK_GEMV_IMPL_TC, "auto names implementation %d", named);
                 for (int k = 0; k < 2; k++) {
                     fk_ctx_set_gemv_impl(kc, k ? named : FK_GEMV_IMPL_AUTO);
-                    uint16_t *hd = ct_to_dev(h, (size_t)8 * O); /* RESID adds into its output: a fresh copy each run */
-                    ct_poison(dout, (size_t)8 * O);
+                    uint16_t *hd = ct_to_dev(h, (size_t)TB * O); /* RESID adds into its output: a fresh copy each run */
+                    ct_poison(dout, (size_t)TB * O);
                     uint16_t *o = epi == FK_GEMV_RESID ? hd : dout;
                     CHECK(fk_gemv(kc, &dM, dx, B, epi == FK_GEMV_SWIGLU && norm_ok, 1e-6f, epi, o, 0) == 0, "%s",
                           frigg_error());
@@ -107,17 +111,17 @@ static void test_shape(frigg_pool *pool, int O, int K) {
         free(forced);
     } else {
     /* Batch rows are independent, bit for bit: row b of a B-row pass equals the 1-row pass on x row b. */
-    float *one = malloc(sizeof(float) * 8 * O);
+    float *one = malloc(sizeof(float) * TB * O);
     for (int epi = FK_GEMV_STORE; epi <= FK_GEMV_SWIGLU; epi += FK_GEMV_SWIGLU) {
         int cols = epi == FK_GEMV_SWIGLU ? I : O;
-        for (int b = 0; b < 8; b++) {
+        for (int b = 0; b < TB; b++) {
             CHECK(fk_gemv(kc, &dM, dx + (size_t)b * K, 1, norm_ok, 1e-6f, epi, dout + (size_t)b * cols, 0) == 0, "%s",
                   frigg_error());
         }
-        ct_from_dev(dout, (size_t)8 * cols, one);
+        ct_from_dev(dout, (size_t)TB * cols, one);
         int same = 1;
-        for (int B = 2; B <= 8; B++) {
-            ct_poison(dout, (size_t)8 * O);
+        for (int B = 2; B <= TB; B++) {
+            ct_poison(dout, (size_t)TB * O);
             fk_gemv(kc, &dM, dx, B, norm_ok, 1e-6f, epi, dout, 0);
             ct_from_dev(dout, (size_t)B * cols, got);
             same &= !memcmp(got, one, sizeof(float) * B * cols);
@@ -130,19 +134,21 @@ static void test_shape(frigg_pool *pool, int O, int K) {
      * a repeated launch neither. */
     if (!strcmp(impl_name, "tc")) {
         static const int caps[] = {1, 7, 0};
-        float *base = malloc(sizeof(float) * 8 * O);
-        int B = norm_ok ? 8 : 3;
+        float *base = malloc(sizeof(float) * TB * O);
+        for (int B = norm_ok ? 16 : 3;; B = 8) {
         for (size_t c = 0; c < sizeof caps / sizeof caps[0]; c++) {
             fk_ctx_set_gemv_tc_max_blocks(kc, caps[c]);
             for (int rep = 0; rep < 2; rep++) {
-                ct_poison(dout, (size_t)8 * O);
+                ct_poison(dout, (size_t)TB * O);
                 CHECK(fk_gemv(kc, &dM, dx, B, 1, 1e-6f, FK_GEMV_SWIGLU, dout, 0) == 0, "%s", frigg_error());
                 ct_from_dev(dout, (size_t)B * I, got);
                 if (c == 0 && rep == 0) memcpy(base, got, sizeof(float) * B * I);
                 else
-                    CHECK(!memcmp(got, base, sizeof(float) * B * I), "gemv tc %dx%d: grid cap %d (run %d) changed the result",
-                          O, K, caps[c], rep);
+                    CHECK(!memcmp(got, base, sizeof(float) * B * I), "gemv tc %dx%d B=%d: grid cap %d (run %d) changed the result",
+                          O, K, B, caps[c], rep);
             }
+        }
+        if (B == 8 || !norm_ok) break; /* 16 rows (both mma halves), then 8 */
         }
         fk_ctx_set_gemv_tc_max_blocks(kc, 0);
         free(base);
@@ -275,6 +281,17 @@ int main(void) {
         /* K past the tensor-core kernel's one round goes to the CUDA-core kernel at every batch size */
         CHECK(fk_ctx_gemv_auto_impl(kc, 8, 1536, 4104, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "auto B=8 K=4104: not simt");
         CHECK(fk_ctx_gemv_auto_impl(kc, 8, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_TC, "auto B=8 K=4096: not tc");
+        /* past 8 rows (the table's end): one tensor-core pass where K allows, else the CUDA-core kernel */
+        CHECK(fk_ctx_gemv_auto_impl(kc, 16, 1536, 4096, FK_GEMV_RESID) == FK_GEMV_IMPL_TC, "auto B=16 K=4096: not tc");
+        CHECK(fk_ctx_gemv_auto_impl(kc, 9, 6144, 1536, FK_GEMV_QKV) == FK_GEMV_IMPL_TC, "auto B=9 gqkv: not tc");
+        CHECK(fk_ctx_gemv_auto_impl(kc, 16, 1536, 4104, FK_GEMV_RESID) == FK_GEMV_IMPL_SIMT, "auto B=16 K=4104: not simt");
+        CHECK(fk_ctx_gemv_q_auto_impl(kc, 12, 1536, 1536, FK_GEMV_RESID) == FK_GEMV_IMPL_TC, "q. auto B=12: not tc");
+        {
+            const frigg_mat none = {.w = (void *)16, .rows = 64, .cols = 64, .dtype = FRIGG_DT_BF16};
+            CHECK(fk_gemv(kc, &none, (const uint16_t *)16, FK_GEMV_MAX_ROWS + 1, 0, 1e-6f, FK_GEMV_STORE, (uint16_t *)16, 0) == -1 &&
+                      strstr(frigg_error(), "rows 17"),
+                  "17 rows accepted: %s", frigg_error());
+        }
         fk_ctx_set_gemv_impl(kc, impl_env);
         test_auto_table();
         test_two_contexts();

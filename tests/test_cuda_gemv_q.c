@@ -3,7 +3,7 @@
  * matrices in model.h's packed layout with q over the whole code range and random bf16 scales:
  *   - fk_dequant_bf16 equals frigg_mat_row's bf16(q * scale) bit for bit (whole matrices and row ranges;
  *     one scale per row and groups of 8, 32, 64, 128; negative, tiny and subnormal scales too);
- *   - fk_gemv on an INT8/INT4 descriptor, every batch size 1..8, epilogues STORE, RESID and SWIGLU, with and
+ *   - fk_gemv on an INT8/INT4 descriptor, every batch size 1..16, epilogues STORE, RESID and SWIGLU, with and
  *     without the fused input RMSNorm, under both implementations (simt: gemv_q.cu's CUDA-core kernel; tc:
  *     gemv_tc.cu's tensor-core kernel reading the packed weights): within the bf16 tolerance of
  *     frigg_cpu_linear on the same quantized host matrix, AND bit for bit the bf16 GEMV of the same
@@ -141,6 +141,7 @@ static void test_packing(void) {
 
 #ifdef FRIGG_CUDA
 static fk_ctx *kc;
+#define TB FK_GEMV_MAX_ROWS /* batch rows tested: every B up to one call's limit */
 static int quick;
 
 static void *dev_copy(const void *h, size_t bytes) {
@@ -215,21 +216,21 @@ static void test_gemv(frigg_pool *pool, frigg_dtype dt, int O, int K, int group,
     qmat a = qmat_make(dt, O, K, group, 1.0f / sqrtf((float)K), SCALES_NORMAL);
     uint16_t *dqh = qmat_bf16(&a);
     frigg_mat dQ = qmat_dev(&a), dB = bf16_dev(dqh, O, K);
-    float *x = malloc(sizeof(float) * 8 * K), *h = malloc(sizeof(float) * 8 * O), *xn = malloc(sizeof(float) * 8 * K);
-    float *lin[2], *ref = malloc(sizeof(float) * 8 * O), *got = malloc(sizeof(float) * 8 * O);
-    float *simt = malloc(sizeof(float) * 8 * O), *one = malloc(sizeof(float) * 8 * O);
+    float *x = malloc(sizeof(float) * TB * K), *h = malloc(sizeof(float) * TB * O), *xn = malloc(sizeof(float) * TB * K);
+    float *lin[2], *ref = malloc(sizeof(float) * TB * O), *got = malloc(sizeof(float) * TB * O);
+    float *simt = malloc(sizeof(float) * TB * O), *one = malloc(sizeof(float) * TB * O);
     static const int impls[] = {FK_GEMV_IMPL_SIMT, FK_GEMV_IMPL_TC, FK_GEMV_IMPL_AUTO};
-    ct_fill(x, (size_t)8 * K, 2.0f);
-    ct_fill(h, (size_t)8 * O, 1.0f);
-    lin[0] = malloc(sizeof(float) * 8 * O);
-    lin[1] = malloc(sizeof(float) * 8 * O);
+    ct_fill(x, (size_t)TB * K, 2.0f);
+    ct_fill(h, (size_t)TB * O, 1.0f);
+    lin[0] = malloc(sizeof(float) * TB * O);
+    lin[1] = malloc(sizeof(float) * TB * O);
     /* the CPU op on the quantized matrix itself; rows are independent, so B rows are the first B */
-    if (norms & N_OFF) frigg_cpu_linear(FRIGG_PREC_BF16, pool, &a.m, x, 8, lin[0]);
-    frigg_cpu_rmsnorm(FRIGG_PREC_BF16, x, 8, K, 1e-6, xn);
-    if (norms & N_ON) frigg_cpu_linear(FRIGG_PREC_BF16, pool, &a.m, xn, 8, lin[1]);
-    uint16_t *dx = ct_to_dev(x, (size_t)8 * K), *dout, *dh;
-    cudaMalloc((void **)&dout, (size_t)8 * O * 2);
-    cudaMalloc((void **)&dh, (size_t)8 * O * 2);
+    if (norms & N_OFF) frigg_cpu_linear(FRIGG_PREC_BF16, pool, &a.m, x, TB, lin[0]);
+    frigg_cpu_rmsnorm(FRIGG_PREC_BF16, x, TB, K, 1e-6, xn);
+    if (norms & N_ON) frigg_cpu_linear(FRIGG_PREC_BF16, pool, &a.m, xn, TB, lin[1]);
+    uint16_t *dx = ct_to_dev(x, (size_t)TB * K), *dout, *dh;
+    cudaMalloc((void **)&dout, (size_t)TB * O * 2);
+    cudaMalloc((void **)&dh, (size_t)TB * O * 2);
     const char *dn = frigg_dtype_name(dt);
     int I = O / 2;
     for (int epi = FK_GEMV_STORE; epi <= FK_GEMV_SWIGLU; epi++) {
@@ -242,8 +243,9 @@ static void test_gemv(frigg_pool *pool, frigg_dtype dt, int O, int K, int group,
             const char *in = fk_gemv_impl_name(impls[im]);
             double frac = (norm ? 0.3 : 0.03) + (epi == FK_GEMV_SWIGLU ? 0.05 : 0.0);
             int same_as_simt = 1, same_as_one = 1;
-            for (int B = 1; B <= 8; B++) {
-                if (norm && (size_t)B * K * 2 > 64 * 1024) { /* beyond the staged-x limit: refused */
+            for (int B = 1; B <= TB; B++) {
+                /* beyond the CUDA-core kernel's staged-x limit (8 rows per launch): refused */
+                if (norm && (size_t)(B < 8 ? B : 8) * K * 2 > 64 * 1024) {
                     CHECK(fk_gemv(kc, &dQ, dx, B, 1, 1e-6f, epi, dout, 0) != 0, "gemv %s %dx%d B=%d norm: accepted", dn, O,
                           K, B);
                     continue;
@@ -252,8 +254,8 @@ static void test_gemv(frigg_pool *pool, frigg_dtype dt, int O, int K, int group,
                  * matrix, same inputs */
                 for (int k = 0; k < 2; k++) {
                     uint16_t *o = epi == FK_GEMV_RESID ? dh : dout;
-                    ct_poison(dout, (size_t)8 * O);
-                    if (epi == FK_GEMV_RESID) upload_bf16(dh, h, (size_t)8 * O); /* RESID adds into it: fresh each run */
+                    ct_poison(dout, (size_t)TB * O);
+                    if (epi == FK_GEMV_RESID) upload_bf16(dh, h, (size_t)TB * O); /* RESID adds into it: fresh each run */
                     fk_ctx_set_gemv_impl(kc, impls[im]);
                     CHECK(fk_gemv(kc, k ? &dB : &dQ, dx, B, norm, 1e-6f, epi, o, 0) == 0, "%s", frigg_error());
                     ct_from_dev(o, (size_t)B * cols, k ? simt : got);
@@ -291,30 +293,30 @@ static void test_gemv(frigg_pool *pool, frigg_dtype dt, int O, int K, int group,
      * the implementation its table names (fk_ctx_gemv_q_auto_impl), bit for bit. */
     {
         int epi = (epis & E_SWIGLU) ? FK_GEMV_SWIGLU : FK_GEMV_STORE, cols = epi == FK_GEMV_SWIGLU ? I : O;
-        int norm = (norms & N_ON) && (size_t)8 * K * 2 <= 64 * 1024;
-        float *single[2] = {malloc(sizeof(float) * 8 * cols), malloc(sizeof(float) * 8 * cols)}; /* simt, tc */
+        int norm = (norms & N_ON) && (size_t)TB * K * 2 <= 64 * 1024;
+        float *single[2] = {malloc(sizeof(float) * TB * cols), malloc(sizeof(float) * TB * cols)}; /* simt, tc */
         for (int k = 0; k < 3; k++) {
             fk_ctx_set_gemv_impl(kc, impls[k]);
-            for (int b = 0; b < 8; b++)
+            for (int b = 0; b < TB; b++)
                 CHECK(fk_gemv(kc, &dQ, dx + (size_t)b * K, 1, norm, 1e-6f, epi, dout + (size_t)b * cols, 0) == 0, "%s",
                       frigg_error());
-            ct_from_dev(dout, (size_t)8 * cols, one);
-            ct_poison(dout, (size_t)8 * O);
-            CHECK(fk_gemv(kc, &dQ, dx, 8, norm, 1e-6f, epi, dout, 0) == 0, "%s", frigg_error());
-            ct_from_dev(dout, (size_t)8 * cols, got);
+            ct_from_dev(dout, (size_t)TB * cols, one);
+            ct_poison(dout, (size_t)TB * O);
+            CHECK(fk_gemv(kc, &dQ, dx, TB, norm, 1e-6f, epi, dout, 0) == 0, "%s", frigg_error());
+            ct_from_dev(dout, (size_t)TB * cols, got);
             if (k < 2) {
-                memcpy(single[k], one, sizeof(float) * 8 * cols);
-                CHECK(!memcmp(got, one, sizeof(float) * 8 * cols),
-                      "gemv %s g%d %dx%d (impl %s): the batch-8 pass differs from the single-row passes", dn, group, O, K,
+                memcpy(single[k], one, sizeof(float) * TB * cols);
+                CHECK(!memcmp(got, one, sizeof(float) * TB * cols),
+                      "gemv %s g%d %dx%d (impl %s): the batch-16 pass differs from the single-row passes", dn, group, O, K,
                       fk_gemv_impl_name(impls[k]));
                 continue;
             }
-            int at1 = fk_ctx_gemv_q_auto_impl(kc, 1, O, K, epi), at8 = fk_ctx_gemv_q_auto_impl(kc, 8, O, K, epi);
-            CHECK(!memcmp(one, single[at1 == FK_GEMV_IMPL_TC], sizeof(float) * 8 * cols),
+            int at1 = fk_ctx_gemv_q_auto_impl(kc, 1, O, K, epi), at8 = fk_ctx_gemv_q_auto_impl(kc, TB, O, K, epi);
+            CHECK(!memcmp(one, single[at1 == FK_GEMV_IMPL_TC], sizeof(float) * TB * cols),
                   "gemv %s g%d %dx%d: auto at batch 1 is not the %s kernel its table names", dn, group, O, K,
                   fk_gemv_impl_name(at1));
-            CHECK(!memcmp(got, single[at8 == FK_GEMV_IMPL_TC], sizeof(float) * 8 * cols),
-                  "gemv %s g%d %dx%d: auto at batch 8 is not the %s kernel its table names", dn, group, O, K,
+            CHECK(!memcmp(got, single[at8 == FK_GEMV_IMPL_TC], sizeof(float) * TB * cols),
+                  "gemv %s g%d %dx%d: auto at batch 16 is not the %s kernel its table names", dn, group, O, K,
                   fk_gemv_impl_name(at8));
         }
         fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_AUTO);
@@ -347,53 +349,54 @@ static void test_qkv(frigg_pool *pool, frigg_dtype dt, int D, int hd, int group)
     qmat a = qmat_make(dt, O, D, group, 1.0f / sqrtf((float)D), SCALES_NORMAL);
     uint16_t *dqh = qmat_bf16(&a);
     frigg_mat dQ = qmat_dev(&a), dB = bf16_dev(dqh, O, D);
-    float *x = malloc(sizeof(float) * 8 * D), *xn = malloc(sizeof(float) * 8 * D), *lin = malloc(sizeof(float) * 8 * O);
+    float *x = malloc(sizeof(float) * TB * D), *xn = malloc(sizeof(float) * TB * D), *lin = malloc(sizeof(float) * TB * O);
     float *cs = malloc(sizeof(float) * max_ctx * hd), *sn = malloc(sizeof(float) * max_ctx * hd);
-    ct_fill(x, (size_t)8 * D, 2.0f);
+    ct_fill(x, (size_t)TB * D, 2.0f);
     ct_fill(cs, (size_t)max_ctx * hd, 1.0f);
     ct_fill(sn, (size_t)max_ctx * hd, 1.0f);
-    frigg_cpu_rmsnorm(FRIGG_PREC_BF16, x, 8, D, 1e-6, xn);
-    frigg_cpu_linear(FRIGG_PREC_BF16, pool, &a.m, xn, 8, lin);
-    const int32_t seq[8] = {0, 1, 2, 3, 4, 5, 6, 7}, pos[8] = {0, 5, 17, 63, 1, 30, 42, 9};
+    frigg_cpu_rmsnorm(FRIGG_PREC_BF16, x, TB, D, 1e-6, xn);
+    frigg_cpu_linear(FRIGG_PREC_BF16, pool, &a.m, xn, TB, lin);
+    const int32_t seq[TB] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+                  pos[TB] = {0, 5, 17, 63, 1, 30, 42, 9, 2, 61, 33, 7, 50, 11, 26, 40};
     long long seq_stride = (long long)H * max_ctx * hd;
-    size_t cache = (size_t)8 * seq_stride;
-    uint16_t *dx = ct_to_dev(x, (size_t)8 * D), *dcs = ct_to_dev(cs, (size_t)max_ctx * hd), *dsn = ct_to_dev(sn, (size_t)max_ctx * hd);
+    size_t cache = (size_t)TB * seq_stride;
+    uint16_t *dx = ct_to_dev(x, (size_t)TB * D), *dcs = ct_to_dev(cs, (size_t)max_ctx * hd), *dsn = ct_to_dev(sn, (size_t)max_ctx * hd);
     int32_t *dseq = dev_copy(seq, sizeof seq), *dpos = dev_copy(pos, sizeof pos);
     uint16_t *g[2], *q[2], *kcache[2], *vcache[2];
     uint16_t *hg[2], *hq[2], *hk[2], *hv[2];
     for (int k = 0; k < 2; k++) {
-        cudaMalloc((void **)&g[k], (size_t)8 * O * 2);
-        cudaMalloc((void **)&q[k], (size_t)8 * D * 2);
+        cudaMalloc((void **)&g[k], (size_t)TB * O * 2);
+        cudaMalloc((void **)&q[k], (size_t)TB * D * 2);
         cudaMalloc((void **)&kcache[k], cache * 2);
         cudaMalloc((void **)&vcache[k], cache * 2);
-        hg[k] = malloc((size_t)8 * O * 2);
-        hq[k] = malloc((size_t)8 * D * 2);
+        hg[k] = malloc((size_t)TB * O * 2);
+        hq[k] = malloc((size_t)TB * D * 2);
         hk[k] = malloc(cache * 2);
         hv[k] = malloc(cache * 2);
     }
-    float *ref = malloc(sizeof(float) * 8 * D), *gotf = malloc(sizeof(float) * 8 * D);
+    float *ref = malloc(sizeof(float) * TB * D), *gotf = malloc(sizeof(float) * TB * D);
     for (int im = 0; im < 2; im++)
-    for (int B = 1; B <= 8; B++) {
+    for (int B = 1; B <= TB; B++) {
         const int impl = im ? FK_GEMV_IMPL_TC : FK_GEMV_IMPL_SIMT;
         const char *in = fk_gemv_impl_name(impl);
         for (int k = 0; k < 2; k++) { /* k 0: quantized; 1: the fused bf16 kernel of that implementation, dequantized */
-            ct_poison(g[k], (size_t)8 * O);
-            ct_poison(q[k], (size_t)8 * D);
+            ct_poison(g[k], (size_t)TB * O);
+            ct_poison(q[k], (size_t)TB * D);
             ct_poison(kcache[k], cache);
             ct_poison(vcache[k], cache);
             fk_qkv_epi qa = {dcs, dsn, dseq, dpos, q[k], kcache[k], vcache[k], seq_stride, max_ctx, hd};
             fk_ctx_set_gemv_impl(kc, impl);
             CHECK(fk_gemv_qkv(kc, k ? &dB : &dQ, dx, B, 1e-6f, g[k], &qa, 0) == 0, "%s", frigg_error());
             fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_AUTO);
-            bits_from_dev(g[k], (size_t)8 * O, hg[k]);
-            bits_from_dev(q[k], (size_t)8 * D, hq[k]);
+            bits_from_dev(g[k], (size_t)TB * O, hg[k]);
+            bits_from_dev(q[k], (size_t)TB * D, hq[k]);
             bits_from_dev(kcache[k], cache, hk[k]);
             bits_from_dev(vcache[k], cache, hv[k]);
         }
         int gate_same = 1;
         for (int b = 0; b < B; b++) gate_same &= first_diff(hg[0] + (size_t)b * O, hg[1] + (size_t)b * O, D) < 0;
         CHECK(gate_same, "gemv_qkv %s %s %d/%d B=%d: gate rows differ from the fused bf16 kernel's", dn, in, D, hd, B);
-        CHECK(first_diff(hq[0], hq[1], (size_t)8 * D) < 0,
+        CHECK(first_diff(hq[0], hq[1], (size_t)TB * D) < 0,
               "gemv_qkv %s %s %d/%d B=%d: q differs from the fused bf16 kernel's", dn, in, D, hd, B);
         CHECK(first_diff(hk[0], hk[1], cache) < 0 && first_diff(hv[0], hv[1], cache) < 0,
               "gemv_qkv %s %s %d/%d B=%d: the K/V cache differs from the fused bf16 kernel's", dn, in, D, hd, B);
@@ -533,7 +536,8 @@ static void test_refusals(void) {
     CHECK(fk_gemv(kc, &bad, dx, 1, 0, 1e-6f, FK_GEMV_STORE, dout, 0) == -1 && strstr(frigg_error(), "aligned"),
           "misaligned values: %s", frigg_error());
     CHECK(fk_gemv(kc, &d, dx + 1, 1, 0, 1e-6f, FK_GEMV_STORE, dout, 0) == -1, "misaligned x accepted");
-    CHECK(fk_gemv(kc, &d, dx, 9, 0, 1e-6f, FK_GEMV_STORE, dout, 0) == -1, "9 rows accepted");
+    CHECK(fk_gemv(kc, &d, dx, FK_GEMV_MAX_ROWS + 1, 0, 1e-6f, FK_GEMV_STORE, dout, 0) == -1, "%d rows accepted",
+          FK_GEMV_MAX_ROWS + 1);
     CHECK(fk_gemv(kc, &d, dx, 1, 0, 1e-6f, FK_GEMV_QKV, dout, 0) == -1, "the QKV epilogue through fk_gemv accepted");
     cudaFree(dx);
     cudaFree(dout);
