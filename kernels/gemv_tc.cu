@@ -53,6 +53,12 @@ __device__ __forceinline__ uint4 scale8(uint4 v, float r) {
     return v;
 }
 
+/* 16 bytes global -> shared without registers (L2, coherent: what the kernel in front wrote, after the wait). */
+__device__ __forceinline__ void cp_async16_cg(void *smem, const void *gmem) {
+    const uint32_t sa = (uint32_t)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sa), "l"(act_launder(gmem)) : "memory");
+}
+
 __device__ __forceinline__ void mma_bf16_16816(float c[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                                uint32_t b0, uint32_t b1) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -224,7 +230,24 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
         }
         xw[(size_t)warp * TC_STEPS * 32 + (lane >> 2) * 32 + (lane & 3)] = v; /* step lane / 4, lane (0, lane % 4) */
     } else {
-        /* each 8-row group j (batch row g + 8j) the same way, so row g + 8's bits are row g's would be */
+        /* each 8-row group j (batch row g + 8j) the same way, so row g + 8's bits are row g's would be.
+         * TC_16: both rows' 16 chunks go out at once as cp.async, straight into shared memory: loaded into
+         * registers (as TC_8 does), the second row's loads waited for the first's, as the weight sets leave no
+         * room for both. A lane reads back only what it copied, so its own wait_group is all it needs. */
+        if (NA > 1) {
+#pragma unroll
+            for (int j = 0; j < NA; j++) {
+                const bool ok = j ? xok1 : xok;
+                const uint4 *xr = (const uint4 *)x + (size_t)(ok ? g + 8 * j : 0) * nch + c_lo;
+#pragma unroll
+                for (int s = 0; s < TC_STEPS; s++) {
+                    int c = 4 * s + t;
+                    if (ok && c < n) cp_async16_cg(&xl[j * xhi + 32 * s], xr + c);
+                    else xl[j * xhi + 32 * s] = zero;
+                }
+            }
+            asm volatile("cp.async.commit_group;\n\tcp.async.wait_group 0;" ::: "memory");
+        }
         float ss[NA];
 #pragma unroll
         for (int j = 0; j < NA; j++) {
@@ -234,7 +257,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
 #pragma unroll
             for (int s = 0; s < TC_STEPS; s++) {
                 int c = 4 * s + t;
-                xf[s] = ok && c < n ? ld_act(xr + c) : zero; /* zero past the slice: adds nothing */
+                xf[s] = NA > 1 ? xl[j * xhi + 32 * s] : ok && c < n ? ld_act(xr + c) : zero; /* zero past the slice */
             }
             /* Parked in shared memory for the tiles (lane-contiguous: conflict-free), not held in registers:
              * with two tiles of weights in flight that would pass 128 registers and spill inside the tile loop. */
@@ -242,7 +265,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
 #pragma unroll
             for (int s = 0; s < TC_STEPS; s++) {
                 if (NORM) u[s] = sq8(xf[s]);
-                xl[j * xhi + 32 * s] = xf[s];
+                if (NA == 1) xl[32 * s] = xf[s];
             }
             if (NORM) {
                 static_assert(TC_STEPS == 8, "the in-lane levels below are warp_sum's distances 16, 8, 4 in chunks");
@@ -313,26 +336,33 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
         const int next = cur + DEPTH * (int)gridDim.x;
         if (next < tiles) fetch(w, sc, next); /* in flight during the reduction below */
         /* acc[0], acc[1] = batch row g, tile columns 2t, 2t+1 (acc[2], acc[3]: row g + 8, zero below TC_16) */
+        bool lo = true, up = NA > 1; /* this thread stores rows g / rows g + 8 (one warp: both) */
         if (nw > 1) {
             float2 *pt = part[0][it & 1], *ph = part[NA - 1][it & 1];
             pt[warp * 32 + lane] = make_float2(acc[0], acc[1]);
             if (NA > 1) ph[warp * 32 + lane] = make_float2(acc[2], acc[3]);
             __syncthreads();
             /* Warp 0 reduces the tile, in warp order, and runs its epilogue (dependent loads: row_pos, RoPE
-             * tables, the residual). */
-            if (warp != 0) return;
-            float2 s = pt[lane];
-            /* unrolled, so the partials' loads are in flight together (aa4e062: batch 8 1,597-1,600 against
-             * 1,560-1,563 tok/s; the same sum in the same order) */
+             * tables, the residual); under TC_16 warp 1 does the same for rows g + 8 beside it. Both read their
+             * partials before they reach the next tile's barrier, so the parity buffer they read is not
+             * rewritten until the tile after next. */
+            lo = warp == 0;
+            up = NA > 1 && warp == 1;
+            if (!lo && !up) return;
+            if (lo) {
+                float2 s = pt[lane];
+                /* unrolled, so the partials' loads are in flight together (aa4e062: batch 8 1,597-1,600 against
+                 * 1,560-1,563 tok/s; the same sum in the same order) */
 #pragma unroll 4
-            for (int v = 1; v < nw; v++) {
-                float2 p = pt[v * 32 + lane];
-                s.x += p.x;
-                s.y += p.y;
+                for (int v = 1; v < nw; v++) {
+                    float2 p = pt[v * 32 + lane];
+                    s.x += p.x;
+                    s.y += p.y;
+                }
+                acc[0] = s.x;
+                acc[1] = s.y;
             }
-            acc[0] = s.x;
-            acc[1] = s.y;
-            if (NA > 1 && xok1) { /* row g + 8's partials, in the same order */
+            if (up && xok1) { /* row g + 8's partials, in the same order */
                 float2 h = ph[lane];
 #pragma unroll 4
                 for (int v = 1; v < nw; v++) {
@@ -344,7 +374,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
                 acc[3] = h.y;
             }
         }
-        if (!xok) return;
+        if (!(lo ? xok : xok1)) return; /* xok1 implies xok */
         /* the first tile's operands were loaded early (pre1, pre2: warp 0's, and the first tile is warp 0's).
          * Loading every later tile's at the start of its run_tile measured slower (51b6c97: batch 1 298.7 against
          * 299.6-299.8 tok/s, batch 8 1,255.6 against 1,277.7). */
@@ -353,14 +383,14 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
             int unit = cur * 4 + t, r1, r2;
             if (unit < O / 2) {
                 pair_rows<EPI>(unit, O, qa.hd, &r1, &r2);
-                gemv_store<EPI>(unit, r1, g, acc[0], acc[1], O, out, qa, p1);
-                if (NA > 1 && xok1) gemv_store<EPI>(unit, r1, g + 8, acc[2], acc[3], O, out, qa, none);
+                if (lo) gemv_store<EPI>(unit, r1, g, acc[0], acc[1], O, out, qa, p1);
+                if (up && xok1) gemv_store<EPI>(unit, r1, g + 8, acc[2], acc[3], O, out, qa, none);
             }
         } else {
             int row = cur * 8 + 2 * t;
-            if (row < O) gemv_store<EPI>(row, row, g, acc[0], 0.0f, O, out, qa, p1);
-            if (row + 1 < O) gemv_store<EPI>(row + 1, row + 1, g, acc[1], 0.0f, O, out, qa, p2);
-            if (NA > 1 && xok1) {
+            if (lo && row < O) gemv_store<EPI>(row, row, g, acc[0], 0.0f, O, out, qa, p1);
+            if (lo && row + 1 < O) gemv_store<EPI>(row + 1, row + 1, g, acc[1], 0.0f, O, out, qa, p2);
+            if (up && xok1) {
                 if (row < O) gemv_store<EPI>(row, row, g + 8, acc[2], 0.0f, O, out, qa, none);
                 if (row + 1 < O) gemv_store<EPI>(row + 1, row + 1, g + 8, acc[3], 0.0f, O, out, qa, none);
             }
