@@ -427,6 +427,19 @@ static int enqueue_decode_gemv(frigg_backend *b, int B) {
                                im->gqkv + (size_t)r0 * 4 * D, s));
                 }
                 OK(decode_attn_i8(b, slot, B));
+            } else if (B > 8 && (hd == 32 || hd == 64 || hd == 128)) {
+                /* Past 8 rows the gqkv rows as projected, then RoPE, the K/V write and the attention in one
+                 * kernel (fk_attn_decode_write, the GEMM step's up to 32 rows; the same bits as the QKV epilogue
+                 * then fk_attn_decode): with the QKV epilogue, batch 16 decoded 0.963x the GEMM step at ctx 4096
+                 * (benchmarks/h200-2026-12-04/kvab/ab-summary.txt). */
+                for (int r0 = 0; r0 < B; r0 += GEMV_ROWS) {
+                    int n = B - r0 < GEMV_ROWS ? B - r0 : GEMV_ROWS;
+                    OK(fk_gemv(kc, &Ls[i].gqkv, im->x + (size_t)r0 * D, n, 1, eps, FK_GEMV_STORE,
+                               im->gqkv + (size_t)r0 * 4 * D, s));
+                }
+                OK(fk_attn_decode_write(kc, im->gqkv, im->cos_t, im->sin_t, k_slot(im, slot), v_slot(im, slot),
+                                        im->seq_stride, rseq, rpos, B, H, hd, b->max_ctx, im->attn_work,
+                                        im->attn_counters, im->y, s));
             } else {
                 for (int r0 = 0; r0 < B; r0 += GEMV_ROWS) {
                     int n = B - r0 < GEMV_ROWS ? B - r0 : GEMV_ROWS;

@@ -83,7 +83,8 @@ static void test_gemv(frigg_pool *pool) {
         CHECK(!memcmp(got, row8 + (size_t)3 * O, sizeof(float) * O), "gemv %s %dx%d: batch row differs from single row", gemv_impl_name, O, K);
         free(row8);
         /* A bad shape is an error, not a silent no-op. */
-        CHECK(fk_gemv(kctx, &dM, dx, 9, 0, 1e-6f, FK_GEMV_STORE, dout, 0) != 0, "gemv accepted 9 rows");
+        CHECK(fk_gemv(kctx, &dM, dx, FK_GEMV_MAX_ROWS + 1, 0, 1e-6f, FK_GEMV_STORE, dout, 0) != 0, "gemv accepted %d rows",
+              FK_GEMV_MAX_ROWS + 1);
         cudaFree(dW);
         cudaFree(dx);
         cudaFree(dout);
