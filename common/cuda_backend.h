@@ -11,8 +11,8 @@
 void frigg_cuda_set_graphs(frigg_backend *b, int on);
 /* Kernel nodes in the captured decode-step graph for nseq rows (captures it if needed); -1 on error. */
 int frigg_cuda_kernels_per_step(frigg_backend *b, int nseq);
-/* How a decode step of nseq rows runs its projections: "gemv" (fused GEMV passes of at most 8 rows) or "gemm"
- * (cuBLAS, 9 rows and more unless the engine is batch-invariant). */
+/* How a decode step of nseq rows runs its projections: "gemv" (fused GEMV passes of at most 16 rows) or "gemm"
+ * (cuBLAS, 17 rows and more unless the engine is batch-invariant). */
 const char *frigg_cuda_decode_proj(const frigg_backend *b, int nseq);
 /* The engine's kernel context (kernels/kernels.h): its device's properties and the kernel choices of this engine
  * alone (tests and frigg-bench set and report them; no other engine is affected). Changing a choice after a

@@ -475,7 +475,7 @@ static int enqueue_decode_gemv(frigg_backend *b, int B) {
     return 0;
 }
 
-/* The GEMM step (9..64 rows): the prefill's layer (cuBLAS projections, separate norms, SwiGLU) with the decode
+/* The GEMM step (17..64 rows): the prefill's layer (cuBLAS projections, separate norms, SwiGLU) with the decode
  * step's per-row RoPE/KV write and attention. Same rounding points as the GEMV step (kernels.h); the sums run
  * in cuBLAS's order, so a row agrees with the GEMV step within rounding, not bit for bit. */
 static int enqueue_decode_gemm(frigg_backend *b, int B) {
