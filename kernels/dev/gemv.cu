@@ -7,8 +7,9 @@
  * below so that the two designs can be compared.
  *
  * 1. Every version is checked against the CPU reference ops (cpu_ops.h) on random inputs, outputs poisoned
- *    first, for batch sizes 1, 2, 4, 8: PASS/FAIL per (version, shape, B); also (every version but auto, whose
- *    kernel changes with B) that each batch row equals the same row of the batch-8 pass bit for bit, and that
+ *    first, for batch sizes 1, 2, 4, 8, 16 (tc-old: up to 8): PASS/FAIL per (version, shape, B); also (every
+ *    version but auto, whose kernel changes with B) that each batch row equals the same row of the batch-16 pass
+ *    bit for bit (tc at 16: the mma's upper half; simt: launches of 8), and that
  *    the capped tc versions equal tc, and auto the implementation it picks (printed), bit for bit. Exit
  *    status 1 on any FAIL.
  * 2. Each version is timed per (shape, B) in a CUDA graph of launches over distinct weight copies (128 per
@@ -17,7 +18,7 @@
  *    bytes the launch must move: weights, x, outputs). A table ends the output.
  *
  *   gemv [--quick] [--max-blocks N] [--auto ROWS] [--only NAME[,NAME...]]
- *   (--quick: B 1 and 8, fewer replays; --max-blocks: cap tc's and auto's grid (fk_ctx_set_gemv_tc_max_blocks);
+ *   (--quick: B 1, 8 and 16, fewer replays; --max-blocks: cap tc's and auto's grid (fk_ctx_set_gemv_tc_max_blocks);
  *   --auto: rows of auto's table, fk_ctx_set_gemv_auto's format, e.g. "down=sttttttt,o_proj=tttttttt";
  *   --only: these versions) */
 #include "gemv_common.cuh"
@@ -166,6 +167,10 @@ static int old_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const u
 
 /* ---------------- the harness ---------------- */
 
+#define MAXB 16 /* batch rows: fk_gemv's limit (FK_GEMV_MAX_ROWS); tc-old takes at most 8 */
+static_assert(MAXB == FK_GEMV_MAX_ROWS, "the harness tests every batch size fk_gemv takes");
+static int bidx_of(int B) { return B == 1 ? 0 : B == 2 ? 1 : B == 4 ? 2 : B == 8 ? 3 : 4; }
+
 /* The versions: the implementation set on the context (or -1: tc-old) and tc's grid cap. */
 struct Version {
     const char *name;
@@ -273,16 +278,16 @@ static bool close_enough(const float *got, const float *ref, size_t n, double fr
     return bad == 0 && off <= frac * n + 1;
 }
 
-/* The reference outputs for all 8 rows, in the order `gather` reads the device: [8][cols] (QKV: gate, q, k, v
- * each [8][D]). */
+/* The reference outputs for all MAXB rows, in the order `gather` reads the device: [MAXB][cols] (QKV: gate, q, k,
+ * v each [MAXB][D]). */
 static std::vector<float> reference(frigg_pool *pool, const Shape &sh, const uint16_t *Wh, const std::vector<float> &x,
                                     const std::vector<float> &h, const std::vector<float> &cs, const std::vector<float> &sn,
                                     const int *pos) {
     int O = sh.O, K = sh.K;
-    std::vector<float> xn(x), lin((size_t)8 * O);
-    if (sh.norm) frigg_cpu_rmsnorm(FRIGG_PREC_BF16, x.data(), 8, K, EPS, xn.data());
+    std::vector<float> xn(x), lin((size_t)MAXB * O);
+    if (sh.norm) frigg_cpu_rmsnorm(FRIGG_PREC_BF16, x.data(), MAXB, K, EPS, xn.data());
     frigg_mat M = {.w = Wh, .rows = O, .cols = K, .dtype = FRIGG_DT_BF16, .scales = NULL, .group = 0};
-    frigg_cpu_linear(FRIGG_PREC_BF16, pool, &M, xn.data(), 8, lin.data());
+    frigg_cpu_linear(FRIGG_PREC_BF16, pool, &M, xn.data(), MAXB, lin.data());
     if (sh.epi == FK_GEMV_STORE) return lin;
     if (sh.epi == FK_GEMV_RESID) {
         for (size_t i = 0; i < lin.size(); i++) lin[i] = frigg_round_bf16(h[i] + lin[i]);
@@ -290,15 +295,15 @@ static std::vector<float> reference(frigg_pool *pool, const Shape &sh, const uin
     }
     if (sh.epi == FK_GEMV_SWIGLU) {
         int I = O / 2;
-        std::vector<float> r((size_t)8 * I);
-        for (int b = 0; b < 8; b++) frigg_cpu_swiglu(FRIGG_PREC_BF16, &lin[(size_t)b * O], &lin[(size_t)b * O + I], I, &r[(size_t)b * I]);
+        std::vector<float> r((size_t)MAXB * I);
+        for (int b = 0; b < MAXB; b++) frigg_cpu_swiglu(FRIGG_PREC_BF16, &lin[(size_t)b * O], &lin[(size_t)b * O + I], I, &r[(size_t)b * I]);
         return r;
     }
     int D = O / 4;
-    std::vector<float> r((size_t)4 * 8 * D);
+    std::vector<float> r((size_t)4 * MAXB * D);
     for (int sec = 0; sec < 4; sec++)
-        for (int b = 0; b < 8; b++) {
-            float *dst = &r[((size_t)sec * 8 + b) * D];
+        for (int b = 0; b < MAXB; b++) {
+            float *dst = &r[((size_t)sec * MAXB + b) * D];
             memcpy(dst, &lin[(size_t)b * O + (size_t)sec * D], sizeof(float) * D);
             if (sec == 1 || sec == 2)
                 frigg_cpu_rope_apply(FRIGG_PREC_BF16, dst, 1, D / HD, HD, &cs[(size_t)pos[b] * HD], &sn[(size_t)pos[b] * HD]);
@@ -311,7 +316,7 @@ static std::vector<float> gather(const Shape &sh, const Io &io, int B, const int
     if (sh.epi != FK_GEMV_QKV) return to_host(io.out, (size_t)B * out_cols(sh));
     int D = sh.O / 4;
     std::vector<float> g = to_host(io.out, (size_t)B * sh.O), q = to_host(io.q, (size_t)B * D);
-    std::vector<float> kc = to_host(io.kc, (size_t)8 * io.seq_stride), vc = to_host(io.vc, (size_t)8 * io.seq_stride);
+    std::vector<float> kc = to_host(io.kc, (size_t)MAXB * io.seq_stride), vc = to_host(io.vc, (size_t)MAXB * io.seq_stride);
     std::vector<float> r((size_t)4 * B * D);
     for (int b = 0; b < B; b++)
         for (int j = 0; j < D; j++) {
@@ -361,8 +366,8 @@ int main(int argc, char **argv) {
     sm_count = prop.multiProcessorCount;
     printf("device: %s, %d SMs; %s; tc grid cap %d (0: none); auto table %s\n", prop.name, sm_count, quick ? "quick" : "full",
            max_blocks, auto_rows ? auto_rows : "as shipped");
-    const int Bs_full[] = {1, 2, 4, 8}, Bs_quick[] = {1, 8};
-    const int *Bs = quick ? Bs_quick : Bs_full, nB = quick ? 2 : 4;
+    const int Bs_full[] = {1, 2, 4, 8, 16}, Bs_quick[] = {1, 8, 16};
+    const int *Bs = quick ? Bs_quick : Bs_full, nB = quick ? 3 : 5;
     const int reps = quick ? 5 : 9;
     frigg_pool *pool = frigg_pool_create(0);
     cudaStream_t s;
@@ -370,23 +375,24 @@ int main(int argc, char **argv) {
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
-    static double us[NSHAPE][4][NV], gbs[NSHAPE][4][NV];
+    static double us[NSHAPE][5][NV], gbs[NSHAPE][5][NV]; /* [shape][bidx_of(B)][version]; NaN: not run */
     int fails = 0;
 
     /* shared small buffers (sized for the largest shape) */
     const int maxO = 262144, maxK = 4096, D = 1536;
     Io io = {};
     io.seq_stride = (long long)(D / HD) * MAX_CTX * HD;
-    CK(cudaMalloc((void **)&io.x, (size_t)8 * maxK * 2));
-    CK(cudaMalloc((void **)&io.out, (size_t)8 * maxO * 2));
-    CK(cudaMalloc((void **)&io.q, (size_t)8 * D * 2));
-    CK(cudaMalloc((void **)&io.kc, (size_t)8 * io.seq_stride * 2));
-    CK(cudaMalloc((void **)&io.vc, (size_t)8 * io.seq_stride * 2));
+    CK(cudaMalloc((void **)&io.x, (size_t)MAXB * maxK * 2));
+    CK(cudaMalloc((void **)&io.out, (size_t)MAXB * maxO * 2));
+    CK(cudaMalloc((void **)&io.q, (size_t)MAXB * D * 2));
+    CK(cudaMalloc((void **)&io.kc, (size_t)MAXB * io.seq_stride * 2));
+    CK(cudaMalloc((void **)&io.vc, (size_t)MAXB * io.seq_stride * 2));
     CK(cudaMalloc((void **)&io.cs, (size_t)MAX_CTX * HD * 2));
     CK(cudaMalloc((void **)&io.sn, (size_t)MAX_CTX * HD * 2));
-    CK(cudaMalloc((void **)&io.seq, 8 * sizeof(int32_t)));
-    CK(cudaMalloc((void **)&io.pos, 8 * sizeof(int32_t)));
-    const int seq[8] = {0, 1, 2, 3, 4, 5, 6, 7}, pos[8] = {0, 5, 17, 63, 1, 30, 42, 9};
+    CK(cudaMalloc((void **)&io.seq, MAXB * sizeof(int32_t)));
+    CK(cudaMalloc((void **)&io.pos, MAXB * sizeof(int32_t)));
+    const int seq[MAXB] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+              pos[MAXB] = {0, 5, 17, 63, 1, 30, 42, 9, 2, 61, 33, 7, 50, 11, 26, 40};
     CK(cudaMemcpy(io.seq, seq, sizeof seq, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(io.pos, pos, sizeof pos, cudaMemcpyHostToDevice));
     fill_dev(io.cs, (size_t)MAX_CTX * HD, 11, 1.0f);
@@ -401,10 +407,10 @@ int main(int argc, char **argv) {
         for (int c = 0; c < sh.copies; c++) fill_dev(W + wn * c, wn, 1000 + 77 * si + c, 1.0f / sqrtf((float)sh.K));
         /* fresh inputs: x (magnitude ~2 for the normed shapes, ~1 otherwise), h (the residual) */
         uint16_t *hdev;
-        CK(cudaMalloc((void **)&hdev, (size_t)8 * sh.O * 2));
-        fill_dev(io.x, (size_t)8 * sh.K, 500 + si, sh.norm ? 2.0f : 1.0f);
-        fill_dev(hdev, (size_t)8 * sh.O, 600 + si, 1.0f);
-        std::vector<float> x = to_host(io.x, (size_t)8 * sh.K), h = to_host(hdev, (size_t)8 * sh.O);
+        CK(cudaMalloc((void **)&hdev, (size_t)MAXB * sh.O * 2));
+        fill_dev(io.x, (size_t)MAXB * sh.K, 500 + si, sh.norm ? 2.0f : 1.0f);
+        fill_dev(hdev, (size_t)MAXB * sh.O, 600 + si, 1.0f);
+        std::vector<float> x = to_host(io.x, (size_t)MAXB * sh.K), h = to_host(hdev, (size_t)MAXB * sh.O);
         std::vector<uint16_t> Wh(wn);
         CK(cudaMemcpy(Wh.data(), W, wn * 2, cudaMemcpyDeviceToHost));
         std::vector<float> ref = reference(pool, sh, Wh.data(), x, h, cs, sn, pos);
@@ -422,17 +428,18 @@ int main(int argc, char **argv) {
 
         /* 1. correctness. base: simt's and tc's results per B, which the capped tc versions and auto must
          * reproduce bit for bit (the grid cap moves no arithmetic; auto runs one of the two). */
-        std::vector<float> base[2][4];
+        std::vector<float> base[2][5];
         for (int v = 0; v < NV; v++) {
             if (!enabled[v]) continue;
-            std::vector<float> got8;
-            for (int bi = 3; bi >= 0; bi--) { /* B = 8 first: the others are compared with its rows */
+            std::vector<float> gotw;                  /* the widest pass's rows */
+            const int top = versions[v].impl < 0 ? 3 : 4; /* tc-old: up to 8 rows */
+            for (int bi = top; bi >= 0; bi--) { /* the widest first: the others are compared with its rows */
                 int B = Bs_full[bi];
-                CK(cudaMemset(io.out, 0xff, (size_t)8 * sh.O * 2)); /* poison: bf16 NaN */
-                CK(cudaMemset(io.q, 0xff, (size_t)8 * D * 2));
-                CK(cudaMemset(io.kc, 0xff, (size_t)8 * io.seq_stride * 2));
-                CK(cudaMemset(io.vc, 0xff, (size_t)8 * io.seq_stride * 2));
-                if (sh.epi == FK_GEMV_RESID) CK(cudaMemcpy(io.out, hdev, (size_t)8 * sh.O * 2, cudaMemcpyDeviceToDevice));
+                CK(cudaMemset(io.out, 0xff, (size_t)MAXB * sh.O * 2)); /* poison: bf16 NaN */
+                CK(cudaMemset(io.q, 0xff, (size_t)MAXB * D * 2));
+                CK(cudaMemset(io.kc, 0xff, (size_t)MAXB * io.seq_stride * 2));
+                CK(cudaMemset(io.vc, 0xff, (size_t)MAXB * io.seq_stride * 2));
+                if (sh.epi == FK_GEMV_RESID) CK(cudaMemcpy(io.out, hdev, (size_t)MAXB * sh.O * 2, cudaMemcpyDeviceToDevice));
                 if (launch(v, sh, W, io, B, s)) {
                     fprintf(stderr, "%s %s B=%d: %s\n", versions[v].name, sh.name, B, frigg_error());
                     return 2;
@@ -442,16 +449,17 @@ int main(int argc, char **argv) {
                 bool ok = true, same = true;
                 char why[160] = "";
                 for (int sec = 0; sec < sections; sec++) {
-                    const float *gp = &got[(size_t)sec * B * cols], *rp = &ref[(size_t)sec * 8 * cols];
+                    const float *gp = &got[(size_t)sec * B * cols], *rp = &ref[(size_t)sec * MAXB * cols];
                     char w1[128];
                     bool two_sums = sh.epi == FK_GEMV_SWIGLU || (sh.epi == FK_GEMV_QKV && (sec == 1 || sec == 2));
                     if (!close_enough(gp, rp, (size_t)B * cols, two_sums ? frac2 : frac1, w1, sizeof w1)) {
                         ok = false;
                         snprintf(why, sizeof why, "section %d: %s", sec, w1);
                     }
-                    if (B < 8 && versions[v].impl != FK_GEMV_IMPL_AUTO && memcmp(gp, &got8[(size_t)sec * 8 * cols], sizeof(float) * B * cols)) same = false;
+                    const int W = Bs_full[top];
+                    if (B < W && versions[v].impl != FK_GEMV_IMPL_AUTO && memcmp(gp, &gotw[(size_t)sec * W * cols], sizeof(float) * B * cols)) same = false;
                 }
-                if (B == 8) got8 = got;
+                if (bi == top) gotw = got;
                 /* the version whose bits this one must have: tc for the capped ones, auto's pick for auto */
                 int like = -1;
                 if (versions[v].impl == FK_GEMV_IMPL_TC && v != V_TC) like = V_TC;
@@ -466,7 +474,7 @@ int main(int argc, char **argv) {
                          versions[v].impl == FK_GEMV_IMPL_AUTO ? versions[like].name : "");
                 printf("check %-10s %-8s B=%d %s%s%s%s\n", name, sh.name, B, ok && same && as_like ? "PASS" : "FAIL",
                        ok ? "" : " (reference: ", ok ? "" : why, ok ? "" : ")");
-                if (!same) printf("  rows differ from the batch-8 pass\n");
+                if (!same) printf("  rows differ from the batch-%d pass\n", Bs_full[top]);
                 if (!as_like) printf("  not bit-identical to %s\n", versions[like].name);
                 fails += !(ok && same && as_like);
             }
@@ -475,9 +483,13 @@ int main(int argc, char **argv) {
         /* 2. timing: one graph per (version, B) */
         size_t bytes_w = wn * 2;
         for (int bi = 0; bi < nB; bi++) {
-            int B = Bs[bi], bidx = B == 1 ? 0 : B == 2 ? 1 : B == 4 ? 2 : 3;
+            int B = Bs[bi], bidx = bidx_of(B);
             for (int v = 0; v < NV; v++) {
                 if (!enabled[v]) continue;
+                if (versions[v].impl < 0 && B > 8) { /* tc-old's kernel takes at most 8 rows */
+                    us[si][bidx][v] = gbs[si][bidx][v] = NAN;
+                    continue;
+                }
                 cudaGraph_t graph;
                 cudaGraphExec_t exec;
                 CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
@@ -520,12 +532,12 @@ int main(int argc, char **argv) {
     printf(" | %-10s %8s\n", "fastest", "GB/s");
     for (int si = 0; si < NSHAPE; si++)
         for (int bi = 0; bi < nB; bi++) {
-            int B = Bs[bi], b = B == 1 ? 0 : B == 2 ? 1 : B == 4 ? 2 : 3, best = -1;
+            int B = Bs[bi], b = bidx_of(B), best = -1;
             printf("%-8s %2d |", shapes[si].name, B);
             for (int v = 0; v < NV; v++) {
                 if (!enabled[v]) continue;
                 printf(" %10.2f", us[si][b][v]);
-                if (best < 0 || us[si][b][v] < us[si][b][best]) best = v;
+                if (!isnan(us[si][b][v]) && (best < 0 || us[si][b][v] < us[si][b][best])) best = v;
             }
             if (best >= 0) printf(" | %-10s %8.1f\n", versions[best].name, gbs[si][b][best]);
             else printf("\n");

@@ -5,7 +5,7 @@
  * prefill path (fk_dequant_bf16 alone, and frigg_cuda_gemm_dq: dequantization + cuBLAS) beside the bf16 ones.
  *
  * 1. Checks, outputs poisoned first (exit 1 on any FAIL): fk_dequant_bf16 of the first weight copy equals
- *    frigg_mat_row's bf16(q * scale) on the host bit for bit; each quantized GEMV (B 1, 2, 4, 8), under each
+ *    frigg_mat_row's bf16(q * scale) on the host bit for bit; each quantized GEMV (B 1, 2, 4, 8, 16), under each
  *    implementation (simt: gemv_q.cu's CUDA-core kernel; tc: gemv_tc.cu's tensor-core kernel),
  *    equals bit for bit the bf16 GEMV of the same implementation on that dequantized matrix, which is what
  *    gemv_q.cu promises (tests/test_cuda_gemv_q.c checks both against the CPU ops as well).
@@ -20,7 +20,7 @@
  *    the bf16 matrix: what the dequantization adds to a prefill GEMM.
  *
  *   gemv_q [--quick] [--only int8|int4] [--no-bf16] [--no-prefill]
- *   (--quick: B 1 and 8, 5 replays, prefill T = 4096 only; --no-bf16: skip the bf16 comparison (and its
+ *   (--quick: B 1, 8 and 16, 5 replays, prefill T = 4096 only; --no-bf16: skip the bf16 comparison (and its
  *   copies' memory)) */
 #include "gemv_common.cuh"
 #include "dev.cuh"
@@ -36,6 +36,9 @@ extern "C" {
 #include "util.h"
 }
 #include "cuda_gemm.h"
+
+#define MAXB 16 /* batch rows: fk_gemv's limit (FK_GEMV_MAX_ROWS) */
+static_assert(MAXB == FK_GEMV_MAX_ROWS, "the harness tests every batch size fk_gemv takes");
 
 #define FK(call)                                                                              \
     do {                                                                                      \
@@ -145,7 +148,7 @@ static std::vector<uint16_t> results(const Shape &sh, const Io &io, int B) {
     }
     if (sh.epi == FK_GEMV_QKV) {
         int D = sh.O / 4;
-        std::vector<uint16_t> q((size_t)B * D), k((size_t)8 * io.seq_stride), v((size_t)8 * io.seq_stride);
+        std::vector<uint16_t> q((size_t)B * D), k((size_t)MAXB * io.seq_stride), v((size_t)MAXB * io.seq_stride);
         CK(cudaMemcpy(q.data(), io.q, q.size() * 2, cudaMemcpyDeviceToHost));
         CK(cudaMemcpy(k.data(), io.kc, k.size() * 2, cudaMemcpyDeviceToHost));
         CK(cudaMemcpy(v.data(), io.vc, v.size() * 2, cudaMemcpyDeviceToHost));
@@ -156,11 +159,11 @@ static std::vector<uint16_t> results(const Shape &sh, const Io &io, int B) {
     return r;
 }
 static void poison(const Shape &sh, const Io &io, const uint16_t *h) {
-    CK(cudaMemset(io.out, 0xff, (size_t)8 * sh.O * 2));
-    CK(cudaMemset(io.q, 0xff, (size_t)8 * 1536 * 2));
-    CK(cudaMemset(io.kc, 0xff, (size_t)8 * io.seq_stride * 2));
-    CK(cudaMemset(io.vc, 0xff, (size_t)8 * io.seq_stride * 2));
-    if (sh.epi == FK_GEMV_RESID) CK(cudaMemcpy(io.out, h, (size_t)8 * sh.O * 2, cudaMemcpyDeviceToDevice));
+    CK(cudaMemset(io.out, 0xff, (size_t)MAXB * sh.O * 2));
+    CK(cudaMemset(io.q, 0xff, (size_t)MAXB * 1536 * 2));
+    CK(cudaMemset(io.kc, 0xff, (size_t)MAXB * io.seq_stride * 2));
+    CK(cudaMemset(io.vc, 0xff, (size_t)MAXB * io.seq_stride * 2));
+    if (sh.epi == FK_GEMV_RESID) CK(cudaMemcpy(io.out, h, (size_t)MAXB * sh.O * 2, cudaMemcpyDeviceToDevice));
     CK(cudaDeviceSynchronize()); /* the legacy stream's work done before the launch on the non-blocking stream */
 }
 
@@ -189,22 +192,23 @@ int main(int argc, char **argv) {
            prop.multiProcessorCount, quick ? "quick" : "full");
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    const int Bs_full[] = {1, 2, 4, 8}, Bs_quick[] = {1, 8};
-    const int *Bs = quick ? Bs_quick : Bs_full, nB = quick ? 2 : 4;
+    const int Bs_full[] = {1, 2, 4, 8, 16}, Bs_quick[] = {1, 8, 16};
+    const int *Bs = quick ? Bs_quick : Bs_full, nB = quick ? 3 : 5;
     int fails = 0;
     const int D = 1536, maxO = 262144, maxK = 4096;
     Io io = {};
     io.seq_stride = (long long)(D / HD) * MAX_CTX * HD;
-    CK(cudaMalloc((void **)&io.x, (size_t)8 * maxK * 2));
-    CK(cudaMalloc((void **)&io.out, (size_t)8 * maxO * 2));
-    CK(cudaMalloc((void **)&io.q, (size_t)8 * D * 2));
-    CK(cudaMalloc((void **)&io.kc, (size_t)8 * io.seq_stride * 2));
-    CK(cudaMalloc((void **)&io.vc, (size_t)8 * io.seq_stride * 2));
+    CK(cudaMalloc((void **)&io.x, (size_t)MAXB * maxK * 2));
+    CK(cudaMalloc((void **)&io.out, (size_t)MAXB * maxO * 2));
+    CK(cudaMalloc((void **)&io.q, (size_t)MAXB * D * 2));
+    CK(cudaMalloc((void **)&io.kc, (size_t)MAXB * io.seq_stride * 2));
+    CK(cudaMalloc((void **)&io.vc, (size_t)MAXB * io.seq_stride * 2));
     CK(cudaMalloc((void **)&io.cs, (size_t)MAX_CTX * HD * 2));
     CK(cudaMalloc((void **)&io.sn, (size_t)MAX_CTX * HD * 2));
-    CK(cudaMalloc((void **)&io.seq, 8 * sizeof(int32_t)));
-    CK(cudaMalloc((void **)&io.pos, 8 * sizeof(int32_t)));
-    const int seq[8] = {0, 1, 2, 3, 4, 5, 6, 7}, pos[8] = {0, 5, 17, 63, 1, 30, 42, 9};
+    CK(cudaMalloc((void **)&io.seq, MAXB * sizeof(int32_t)));
+    CK(cudaMalloc((void **)&io.pos, MAXB * sizeof(int32_t)));
+    const int seq[MAXB] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+              pos[MAXB] = {0, 5, 17, 63, 1, 30, 42, 9, 2, 61, 33, 7, 50, 11, 26, 40};
     CK(cudaMemcpy(io.seq, seq, sizeof seq, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(io.pos, pos, sizeof pos, cudaMemcpyHostToDevice));
     fill_bf16<<<64, 256>>>(io.cs, (size_t)MAX_CTX * HD, 11, 1.0f, 0);
@@ -234,9 +238,9 @@ int main(int argc, char **argv) {
             fill_bytes<<<1024, 256>>>(W, wbytes * sh.copies, 100 + si);
             int qmax = M.dtype == FRIGG_DT_INT8 ? 128 : 8;
             fill_bf16<<<1024, 256>>>(S, sn * sh.copies, 200 + si, 1.0f / sqrtf((float)sh.K) / qmax, 1);
-            CK(cudaMalloc((void **)&h, (size_t)8 * sh.O * 2));
-            fill_bf16<<<256, 256>>>(io.x, (size_t)8 * sh.K, 300 + si, sh.norm ? 2.0f : 1.0f, 0);
-            fill_bf16<<<256, 256>>>(h, (size_t)8 * sh.O, 400 + si, 1.0f, 0);
+            CK(cudaMalloc((void **)&h, (size_t)MAXB * sh.O * 2));
+            fill_bf16<<<256, 256>>>(io.x, (size_t)MAXB * sh.K, 300 + si, sh.norm ? 2.0f : 1.0f, 0);
+            fill_bf16<<<256, 256>>>(h, (size_t)MAXB * sh.O, 400 + si, 1.0f, 0);
             CK(cudaGetLastError());
             CK(cudaDeviceSynchronize()); /* the fills (legacy stream) before anything on s reads them */
             std::vector<frigg_mat> mats(sh.copies, M), bmats;
@@ -274,7 +278,7 @@ int main(int argc, char **argv) {
             }
             /* ... and the GEMV, under each implementation, against the bf16 GEMV of that implementation on it */
             for (int impl : {FK_GEMV_IMPL_SIMT, FK_GEMV_IMPL_TC})
-                for (int bi = 0; bi < 4; bi++) {
+                for (int bi = 0; bi < 5; bi++) {
                     int B = Bs_full[bi];
                     FK(fk_ctx_set_gemv_impl(kc, impl));
                     poison(sh, io, h);
