@@ -349,30 +349,21 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
             lo = warp == 0;
             up = NA > 1 && warp == 1;
             if (!lo && !up) return;
-            if (lo) {
-                float2 s = pt[lane];
-                /* unrolled, so the partials' loads are in flight together (aa4e062: batch 8 1,597-1,600 against
-                 * 1,560-1,563 tok/s; the same sum in the same order) */
+            /* one half's partials summed in warp order; unrolled, so their loads are in flight together (aa4e062:
+             * batch 8 1,597-1,600 against 1,560-1,563 tok/s; the same sum in the same order) */
+            auto sum_parts = [&](const float2 *pp, float *a) {
+                float2 s = pp[lane];
 #pragma unroll 4
                 for (int v = 1; v < nw; v++) {
-                    float2 p = pt[v * 32 + lane];
+                    float2 p = pp[v * 32 + lane];
                     s.x += p.x;
                     s.y += p.y;
                 }
-                acc[0] = s.x;
-                acc[1] = s.y;
-            }
-            if (up && xok1) { /* row g + 8's partials, in the same order */
-                float2 h = ph[lane];
-#pragma unroll 4
-                for (int v = 1; v < nw; v++) {
-                    float2 p = ph[v * 32 + lane];
-                    h.x += p.x;
-                    h.y += p.y;
-                }
-                acc[2] = h.x;
-                acc[3] = h.y;
-            }
+                a[0] = s.x;
+                a[1] = s.y;
+            };
+            if (lo) sum_parts(pt, acc);
+            if (up && xok1) sum_parts(ph, acc + 2); /* row g + 8's */
         }
         if (!(lo ? xok : xok1)) return; /* xok1 implies xok */
         /* the first tile's operands were loaded early (pre1, pre2: warp 0's, and the first tile is warp 0's).
