@@ -1,6 +1,7 @@
-/* gemv_tc.cu — the decode GEMV on tensor cores: out[b] = W·x[b] for B <= 8 rows, one mma.sync m16n8k16 per
+/* gemv_tc.cu — the decode GEMV on tensor cores: out[b] = W·x[b] for B <= 16 rows, one mma.sync m16n8k16 per
  * 8 weight rows x 16 K-elements with the WEIGHTS as the mma's B operand (the n = 8 columns) and the batch
- * rows as A (rows 0..7 of the 16; rows 8..15 are zero). Tensor-core work is not the limit (at batch 8 this
+ * rows as A (rows 0..7 of the 16; rows 8..15 are zero up to 8 batch rows and batch rows 8..15 beyond: the
+ * kernel's MODE, below). Tensor-core work is not the limit (at batch 8 this
  * is 16 FLOP per weight byte, far below the ridge); what the layout buys is 8-row tiles: twice as many
  * tiles as the older 16-row design (weights as A), so the 1536-row outputs have 192 tiles for 132 SMs.
  *
