@@ -188,6 +188,20 @@ static int decode_attn_i8(frigg_backend *b, int slot, int B) {
                              b->max_ctx, im->attn_work, im->attn_counters, im->y, im->stream);
 }
 
+/* The head_dims of the attention kernel with the step's K/V write inside it (fk_attn_decode_write, _i8). */
+static int fused_write_hd(int hd) { return hd == 32 || hd == 64 || hd == 128; }
+
+/* The same for the bf16 cache (fk_attn_decode_write): RoPE, K and V into the slot and the attention, from the
+ * step's gqkv rows as projected; the bits of fk_rope_kv then fk_attn_decode (kernels.h). */
+static int decode_attn_write(frigg_backend *b, int slot, int B) {
+    cuda_impl *im = b->impl;
+    const frigg_config *c = &b->model->cfg;
+    const int32_t *rseq = im->d_step + MAX_BATCH, *rpos = im->d_step + 2 * MAX_BATCH;
+    return fk_attn_decode_write(im->kern, im->gqkv, im->cos_t, im->sin_t, k_slot(im, slot), v_slot(im, slot),
+                                im->seq_stride, rseq, rpos, B, c->num_heads, c->head_dim, b->max_ctx, im->attn_work,
+                                im->attn_counters, im->y, im->stream);
+}
+
 /* A prompt's K/V write and attention on the int8 cache (one layer of sequence seq, slot `slot`, from gqkv rows
  * [T][4D]): q and the RoPE'd K, V rows at positions 0..T-1 (fk_rope_rows), quantized into positions [0, T) as
  * the CPU engine writes them (fk_kv_write_i8), then read back as bf16 (fk_kv_dequant_i8, into kd/vd) for the
@@ -418,28 +432,17 @@ static int enqueue_decode_gemv(frigg_backend *b, int B) {
         const dev_layer *Ls = im->layers[frigg_run_stack(c, r)];
         for (int i = 0; i < c->layers_per_stack; i++) {
             int slot = frigg_slot(c, r, i);
-            if (im->int8) {
-                /* norm + gqkv into the gqkv rows (all four sections), then RoPE, the int8 write and attention in
-                 * one kernel: the fused epilogue below writes K and V only into a bf16 cache */
+            if (im->int8 || (B > 8 && fused_write_hd(hd))) {
+                /* norm + gqkv into the gqkv rows (all four sections) as projected, then RoPE, the K/V write and
+                 * attention in one kernel: always for the int8 cache (the QKV epilogue below writes only a bf16
+                 * one), and for the bf16 cache past 8 rows, where with the QKV epilogue batch 16 decoded 0.963x the
+                 * GEMM step at ctx 4096 (benchmarks/h200-2026-12-04/kvab/ab-summary.txt; the same bits) */
                 for (int r0 = 0; r0 < B; r0 += GEMV_ROWS) {
                     int n = B - r0 < GEMV_ROWS ? B - r0 : GEMV_ROWS;
                     OK(fk_gemv(kc, &Ls[i].gqkv, im->x + (size_t)r0 * D, n, 1, eps, FK_GEMV_STORE,
                                im->gqkv + (size_t)r0 * 4 * D, s));
                 }
-                OK(decode_attn_i8(b, slot, B));
-            } else if (B > 8 && (hd == 32 || hd == 64 || hd == 128)) {
-                /* Past 8 rows the gqkv rows as projected, then RoPE, the K/V write and the attention in one
-                 * kernel (fk_attn_decode_write, the GEMM step's up to 32 rows; the same bits as the QKV epilogue
-                 * then fk_attn_decode): with the QKV epilogue, batch 16 decoded 0.963x the GEMM step at ctx 4096
-                 * (benchmarks/h200-2026-12-04/kvab/ab-summary.txt). */
-                for (int r0 = 0; r0 < B; r0 += GEMV_ROWS) {
-                    int n = B - r0 < GEMV_ROWS ? B - r0 : GEMV_ROWS;
-                    OK(fk_gemv(kc, &Ls[i].gqkv, im->x + (size_t)r0 * D, n, 1, eps, FK_GEMV_STORE,
-                               im->gqkv + (size_t)r0 * 4 * D, s));
-                }
-                OK(fk_attn_decode_write(kc, im->gqkv, im->cos_t, im->sin_t, k_slot(im, slot), v_slot(im, slot),
-                                        im->seq_stride, rseq, rpos, B, H, hd, b->max_ctx, im->attn_work,
-                                        im->attn_counters, im->y, s));
+                OK(im->int8 ? decode_attn_i8(b, slot, B) : decode_attn_write(b, slot, B));
             } else {
                 for (int r0 = 0; r0 < B; r0 += GEMV_ROWS) {
                     int n = B - r0 < GEMV_ROWS ? B - r0 : GEMV_ROWS;
@@ -495,15 +498,13 @@ static int enqueue_decode_gemm(frigg_backend *b, int B) {
             OK(gemm(im, &Ls[i].gqkv, im->a, B, im->gqkv));
             if (im->int8) {
                 OK(decode_attn_i8(b, slot, B));
-            } else if (B <= 32 && (hd == 32 || hd == 64 || hd == 128)) {
+            } else if (B <= 32 && fused_write_hd(hd)) {
                 /* RoPE and the K/V write inside the attention: one launch less per layer than fk_rope_kv then
                  * fk_attn_decode, the same bits (kernels.h). Decode at ctx 512 ran 1.027x at batch 16 and 1.031x at
                  * 32, but 0.992x at 48 and 1.006x at 64 (0.983x and 0.994x at ctx 2048), where a row's splits span
                  * two blocks and the writing block's extra latency is on every row's path
                  * (benchmarks/h200-2026-12-03/writefix/ab-summary.txt): there the two kernels stay. */
-                OK(fk_attn_decode_write(kc, im->gqkv, im->cos_t, im->sin_t, k_slot(im, slot), v_slot(im, slot),
-                                        im->seq_stride, rseq, rpos, B, H, hd, b->max_ctx, im->attn_work,
-                                        im->attn_counters, im->y, s));
+                OK(decode_attn_write(b, slot, B));
             } else {
                 OK(fk_rope_kv(kc, im->gqkv, B, H, hd, rseq, rpos, im->cos_t, im->sin_t, im->q, k_slot(im, slot),
                               v_slot(im, slot), im->seq_stride, b->max_ctx, s));
@@ -1026,7 +1027,7 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
                         c->intermediate_size);
         return -1;
     }
-    if (im->int8 && hd != 32 && hd != 64 && hd != 128) {
+    if (im->int8 && !fused_write_hd(hd)) {
         frigg_set_error("backend \"cuda\": an int8 KV cache needs head_dim 32, 64 or 128 (the model's is "
                         "%d; --kv-dtype bf16 runs it)", hd);
         return -1;

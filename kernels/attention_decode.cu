@@ -869,8 +869,9 @@ static int dec_fused_shape(const char *who, int B, int H, int hd, int max_ctx, l
 
 /* The bf16 cache with the step's write fused in, as the int8 cache's (below): from the gqkv rows as projected, every
  * block rotates its q, and the block holding the row's newest position rotates k and stores K and V into the
- * cache. For the GEMM decode step (batch > 8), whose projections are cuBLAS's and so cannot carry the write in an
- * epilogue: there it replaces fk_rope_kv and its launch. The same RoPE (dec_rope: fk_rope_kv's arithmetic), so the
+ * cache. For the decode steps past 8 rows: the GEMM step's projections are cuBLAS's and cannot carry the write in
+ * an epilogue (there it replaces fk_rope_kv and its launch), and the GEMV step there runs a plain gqkv pass then
+ * this in place of its QKV epilogue (cuda_engine.c). The same RoPE (dec_rope: fk_rope_kv's arithmetic), so the
  * same cache bits and the same output as fk_rope_kv then fk_attn_decode. */
 extern "C" int fk_attn_decode_write(const fk_ctx *kc, const uint16_t *gqkv, const uint16_t *cos_t, const uint16_t *sin_t,
                                     uint16_t *k_slot, uint16_t *v_slot, long long seq_stride, const int32_t *row_seq,

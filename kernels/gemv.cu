@@ -247,47 +247,10 @@ int fk_gemv_ctx_init(fk_ctx *kc) {
     return 0;
 }
 
-/* Batch rows [b0, b0 + n) of a call's operands: x, out (SwiGLU: O/2 columns) and the QKV epilogue's rows. */
-static void rows_from(int b0, int O, int K, int epi, const uint16_t **x, uint16_t **out, fk_qkv_epi *qa) {
-    *x += (size_t)b0 * K;
-    *out += (size_t)b0 * (epi == FK_GEMV_SWIGLU ? O / 2 : O);
-    if (epi == FK_GEMV_QKV) {
-        qa->row_seq += b0;
-        qa->row_pos += b0;
-        qa->q_out += (size_t)b0 * K; /* q_out [B][D], D = K */
-    }
-}
-
-static int gemv_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in,
-                       float eps, int epi, uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s);
-/* Past GEMV_SIMT_MAX_ROWS rows: one tensor-core launch where the kernel takes the shape (every implementation
- * but simt: auto's table ends at 8 rows, and beyond, the tensor-core pass reads the weights once for all
- * rows), else launches of 8 rows (the CUDA-core kernel's limit), whose rows have the bits they would alone. */
-static int gemv_wide(const fk_ctx *kc, const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in,
-                     float eps, int epi, uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s) {
-    if (B > FK_GEMV_MAX_ROWS || K % 8 || epi < 0 || epi > 3 || (epi != FK_GEMV_STORE && epi != FK_GEMV_RESID && O % 2) ||
-        (epi == FK_GEMV_QKV && (O % 4 || qa->hd % 2 || (O / 4) % qa->hd))) {
-        frigg_set_error("gemv: unsupported shape (rows %d, out %d, in %d, epilogue %d)", B, O, K, epi);
-        return -1;
-    }
-    if (kc->gemv_impl != FK_GEMV_IMPL_SIMT && K <= GEMV_TC_MAX_K)
-        return gemv_tc_launch(kc, W, O, K, x, B, norm_in, eps, epi, out, qa, s);
-    for (int b0 = 0, n; b0 < B; b0 += n) {
-        n = B - b0 < GEMV_SIMT_MAX_ROWS ? B - b0 : GEMV_SIMT_MAX_ROWS;
-        const uint16_t *xb = x;
-        uint16_t *ob = out;
-        fk_qkv_epi qb = *qa;
-        rows_from(b0, O, K, epi, &xb, &ob, &qb);
-        if (gemv_launch(kc, W, O, K, xb, n, norm_in, eps, epi, ob, &qb, s)) return -1;
-    }
-    return 0;
-}
-
 static int gemv_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in,
                        float eps, int epi, uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s) {
-    if (B > GEMV_SIMT_MAX_ROWS) return gemv_wide(kc, W, O, K, x, B, norm_in, eps, epi, out, qa, s);
-    size_t smem = norm_in ? (size_t)B * K * 2 : 0;
-    if (B < 1 || B > 8 || K % 8 || (epi != FK_GEMV_STORE && epi != FK_GEMV_RESID && O % 2) || smem > GEMV_MAX_SMEM ||
+    size_t smem = norm_in ? (size_t)gemv_simt_rows(B) * K * 2 : 0; /* a CUDA-core launch's staged x */
+    if (B < 1 || B > FK_GEMV_MAX_ROWS || K % 8 || (epi != FK_GEMV_STORE && epi != FK_GEMV_RESID && O % 2) || smem > GEMV_MAX_SMEM ||
         epi < 0 || epi > 3 || (epi == FK_GEMV_QKV && (O % 4 || qa->hd % 2 || (O / 4) % qa->hd))) {
         frigg_set_error("gemv: unsupported shape (rows %d, out %d, in %d, epilogue %d)", B, O, K, epi);
         return -1;
@@ -297,6 +260,20 @@ static int gemv_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const 
                                                     : auto_choice(kc, B, O, K, epi);
     if (K > GEMV_TC_MAX_K) use = 's'; /* the tensor-core kernel keeps one round of K per warp (DFM-Mimir: K <= 4096) */
     if (use != 's') return gemv_tc_launch(kc, W, O, K, x, B, norm_in, eps, epi, out, qa, s);
+    /* Past 8 rows (simt forced, or K past the tensor-core kernel; under auto the table ends at 8 and beyond one
+     * tensor-core pass reads the weights once for all rows): launches of 8, whose rows have the bits they would
+     * alone. */
+    if (B > GEMV_SIMT_MAX_ROWS) {
+        for (int b0 = 0, n; b0 < B; b0 += n) {
+            n = gemv_simt_rows(B - b0);
+            const uint16_t *xb = x;
+            uint16_t *ob = out;
+            fk_qkv_epi qb = *qa;
+            gemv_rows_from(b0, O, K, epi, &xb, &ob, &qb);
+            if (gemv_launch(kc, W, O, K, xb, n, norm_in, eps, epi, ob, &qb, s)) return -1;
+        }
+        return 0;
+    }
     /* Two rows per warp only where the epilogue needs the pair. Pairing plain rows to halve the x reads at
      * batch >= 3 was measured slower on the H200 (batch 8: 581 against 643 tok/s), so it is not done. */
     int pair = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;

@@ -182,6 +182,19 @@ char gemv_auto_choice(const fk_ctx *kc, int quant, int B, int O, int K, int epi)
 #define GEMV_TC_MAX_K 4096 /* the tensor-core kernel's largest K (one round of steps per warp; gemv_tc.cu) */
 #define GEMV_TC_MAX_ROWS 16 /* its batch rows per launch (both halves of the mma's 16 rows) */
 #define GEMV_SIMT_MAX_ROWS 8 /* the CUDA-core kernels' (gemv.cu, gemv_q.cu): larger B runs in launches of 8 */
+/* The rows of x one CUDA-core launch stages (its shared memory: rows x K x 2 bytes when normed). */
+static inline int gemv_simt_rows(int B) { return B < GEMV_SIMT_MAX_ROWS ? B : GEMV_SIMT_MAX_ROWS; }
+/* A call's operands from batch row b0 on, for a launch of its later rows: x [B][K], out [B][O] (SwiGLU: [B][O/2]),
+ * and the QKV epilogue's rows (row_seq, row_pos, q_out [B][D], D = K). */
+static inline void gemv_rows_from(int b0, int O, int K, int epi, const uint16_t **x, uint16_t **out, fk_qkv_epi *qa) {
+    *x += (size_t)b0 * K;
+    *out += (size_t)b0 * (epi == FK_GEMV_SWIGLU ? O / 2 : O);
+    if (epi == FK_GEMV_QKV) {
+        qa->row_seq += b0;
+        qa->row_pos += b0;
+        qa->q_out += (size_t)b0 * K;
+    }
+}
 /* 0, or -1 with frigg_error set (K beyond one round, a failed launch). */
 int gemv_tc_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps,
                    int epi, uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s);

@@ -268,18 +268,15 @@ static int q_launch_simt(const fk_ctx *kc, const frigg_mat *W, const qgeom &g, c
     const int O = W->rows, K = W->cols;
     const int units = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV ? O / 2 : O;
     const int load = gq_scale_mode(W->dtype, g, K / 8) == GQ_SC_LOAD;
-    const size_t out_row = epi == FK_GEMV_SWIGLU ? (size_t)O / 2 : (size_t)O;
     for (int b = 0, n; b < B; b += n) { /* launches of GQ_SIMT_ROWS rows, the last maybe fewer; GQ_SC_LOAD: one */
         n = load ? 1 : B - b < GQ_SIMT_ROWS ? B - b : GQ_SIMT_ROWS;
+        const uint16_t *xb = x;
+        uint16_t *ob = out;
         fk_qkv_epi qb = qa;
-        if (epi == FK_GEMV_QKV && b) {
-            qb.row_seq += b;
-            qb.row_pos += b;
-            qb.q_out += (size_t)b * K; /* q_out [B][D], D = K */
-        }
+        gemv_rows_from(b, O, K, epi, &xb, &ob, &qb);
         fk_launch(kc, pick_q_any(W->dtype, n, norm_in, epi, gq_short(K), load), (units + GQ_WARPS - 1) / GQ_WARPS,
                   GQ_WARPS * 32, norm_in ? (size_t)n * K * 2 : 0, s, (const unsigned char *)W->w, W->scales, O, K, g,
-                  x + (size_t)b * K, eps, out + (size_t)b * out_row, qb);
+                  xb, eps, ob, qb);
         if (fk_check_launch("gemv_q")) return -1;
     }
     return 0;
@@ -293,7 +290,7 @@ int gemv_q_launch(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B
     const int O = W->rows, K = W->cols;
     /* the CUDA-core kernel's staged x of up to 8 rows: past 8 the tensor-core kernel takes the call, or launches
      * of at most 8 (q_launch_simt: of 2) */
-    size_t smem = norm_in ? (size_t)(B < GEMV_SIMT_MAX_ROWS ? B : GEMV_SIMT_MAX_ROWS) * K * 2 : 0;
+    size_t smem = norm_in ? (size_t)gemv_simt_rows(B) * K * 2 : 0;
     if (B < 1 || B > FK_GEMV_MAX_ROWS || (epi != FK_GEMV_STORE && epi != FK_GEMV_RESID && epi != FK_GEMV_SWIGLU) ||
         (epi == FK_GEMV_SWIGLU && O % 2) || smem > GEMV_MAX_SMEM || !fk_aligned16(x)) {
         frigg_set_error("gemv: unsupported shape for %s weights (rows %d, out %d, in %d, epilogue %d%s)",
@@ -318,7 +315,7 @@ int gemv_q_qkv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, f
         frigg_set_error("gemv_qkv: head_dim %d does not divide the hidden size %d into heads", qa->hd, D);
         return -1;
     }
-    if (B < 1 || B > FK_GEMV_MAX_ROWS || (size_t)(B < GEMV_SIMT_MAX_ROWS ? B : GEMV_SIMT_MAX_ROWS) * D * 2 > GEMV_MAX_SMEM ||
+    if (B < 1 || B > FK_GEMV_MAX_ROWS || (size_t)gemv_simt_rows(B) * D * 2 > GEMV_MAX_SMEM ||
         !fk_aligned16(x)) {
         frigg_set_error("gemv_qkv: unsupported shape for %s weights (rows %d, in %d)", frigg_dtype_name(W->dtype), B, D);
         return -1;
