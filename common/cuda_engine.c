@@ -32,6 +32,7 @@
 /* Whole prompts of one step prefilled together (run_prefill_group): at most PF_GROUP of them (the rows of one
  * lm_head GEMV pass), at most PF_TOKENS tokens in all (the activation buffers hold that many rows). */
 #define PF_GROUP 8
+_Static_assert(PF_GROUP <= FK_PREFILL_GROUP_MAX, "a group's attention is one fk_attn_prefill_group launch");
 #define PF_TOKENS 4096
 _Static_assert(LOGIT_CHUNK >= MAX_BATCH, "the logits buffers hold a decode step's rows");
 
@@ -366,6 +367,16 @@ static int run_prefill_group(frigg_backend *b, frigg_row *const *g, int n, float
         T += g[i]->n;
         im->len[g[i]->seq] = 0;
     }
+    /* the attention of all n prompts in one launch (each prompt's bits are its own launch's) */
+    fk_prefill_group grp;
+    memset(&grp, 0, sizeof grp);
+    grp.n = n;
+    for (int p = 0; p < n; p++) {
+        grp.row0[p] = t0[p];
+        grp.T[p] = g[p]->n;
+        grp.P[p] = g[p]->prefix_len;
+        grp.kv_off[p] = (long long)g[p]->seq * im->seq_stride;
+    }
     CU(cudaSetDevice(im->device));
     CU(cudaMemcpyAsync(im->d_ids, hid, (size_t)T * 4, cudaMemcpyHostToDevice, s));
     CU(cudaMemcpyAsync(im->d_pseq, hseq, (size_t)T * 4, cudaMemcpyHostToDevice, s));
@@ -379,11 +390,7 @@ static int run_prefill_group(frigg_backend *b, frigg_row *const *g, int n, float
         OK(gemm(im, &L->gqkv, A.a, T, im->gqkv));
         OK(fk_rope_kv(kc, im->gqkv, T, H, hd, im->d_pseq, im->d_ppos, im->cos_t, im->sin_t, im->q, ks, vs,
                       im->seq_stride, b->max_ctx, s));
-        for (int p = 0; p < n; p++) {
-            size_t off = (size_t)g[p]->seq * im->seq_stride, r0 = (size_t)t0[p];
-            OK(fk_attn_prefill(kc, im->q + r0 * D, ks + off, vs + off, im->gqkv + r0 * 4 * D, g[p]->n, H, hd,
-                               b->max_ctx, g[p]->prefix_len, im->y + r0 * D, s));
-        }
+        OK(fk_attn_prefill_group(kc, im->q, ks, vs, im->gqkv, &grp, H, hd, b->max_ctx, im->y, s));
         OK(layer_mlp(im, c, L, A.x, A.a, T));
         if (i == Ls - 1) OK(run_end(im, &A, c, r, T));
     }

@@ -66,11 +66,14 @@ __device__ __forceinline__ float ex2(float x) {
  * kernels/dev/prefill.cu and were slower (the kernels/dev/prefill timings in benchmarks/h200-2026-11-30/); git keeps them. */
 #define MM_NW 4
 #define MM_MINB 3
-template <int HD, bool SPLIT>
+/* GROUP: the prompts of fk_attn_prefill_group, prompt blockIdx.z's rows and cache taken from `grp` (a kernel
+ * parameter: no copy of its own to order against the kernels in front); a block past its prompt's rows exits.
+ * Every other block computes what the one-prompt kernel computes for that prompt: the same bits. */
+template <int HD, bool SPLIT, bool GROUP>
 __global__ void __launch_bounds__(MM_NW * 32, MM_MINB)
     attn_prefill_mma(const uint16_t *__restrict__ q, const uint16_t *__restrict__ kc, const uint16_t *__restrict__ vc,
                      const uint16_t *__restrict__ gqkv, int T, int H, int max_ctx, int P, float sl2,
-                     uint16_t *__restrict__ y) {
+                     uint16_t *__restrict__ y, fk_prefill_group grp) {
     constexpr int NW = MM_NW;
     constexpr int BQ = 16 * NW, KS = HD + 8, NT = MM_BK / 8, DT = HD / 8, KK = HD / 16, TILE = MM_BK * KS;
     static_assert(DT % 2 == 0, "V fragments are loaded two 8-column tiles at a time");
@@ -78,12 +81,24 @@ __global__ void __launch_bounds__(MM_NW * 32, MM_MINB)
     extern __shared__ __align__(16) uint16_t kv_smem[];
     uint16_t *Kbuf = kv_smem, *Vbuf = kv_smem + 2 * TILE;
     /* Last query tiles first: under a causal mask they see the most keys, so the long blocks start early and
-     * the short ones fill the tail of the grid. */
+     * the short ones fill the tail of the grid. A group's grid is as wide as its longest prompt: a shorter
+     * prompt's first tile is its block x = gridDim.x - 1 all the same. */
     const int h = blockIdx.y, t0 = (gridDim.x - 1 - blockIdx.x) * BQ, D = H * HD;
+    if (GROUP) {
+        const int z = blockIdx.z;
+        T = grp.T[z];
+        P = grp.P[z];
+        q += (size_t)grp.row0[z] * D;
+        gqkv += (size_t)grp.row0[z] * 4 * D;
+        y += (size_t)grp.row0[z] * D;
+        kc += grp.kv_off[z];
+        vc += grp.kv_off[z];
+    }
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
     const int w0 = t0 + warp * 16;               /* this warp's first query row */
     const int r0 = w0 + g, r1 = r0 + 8;          /* this thread's two query rows */
     pdl_wait();
+    if (GROUP && t0 >= T) return;
     uint32_t qa[KK][4];
 #pragma unroll
     for (int kk = 0; kk < KK; kk++) {
@@ -276,32 +291,40 @@ static size_t mma_smem(void) {
     return 4 * (size_t)MM_BK * (HD + 8) * 2; /* two K and two V tiles */
 }
 
+/* grp.n == 0: one prompt (T, P, the pointers as given); else grp's prompts, T its longest. */
 template <int HD, bool SPLIT>
 static int launch_prefill_mma(const fk_ctx *kc, const uint16_t *q, const uint16_t *k, const uint16_t *v,
-                              const uint16_t *gqkv, int T, int H, int max_ctx, int P, uint16_t *y, cudaStream_t s) {
-    dim3 grid((T + 16 * MM_NW - 1) / (16 * MM_NW), H);
+                              const uint16_t *gqkv, int T, int H, int max_ctx, int P, uint16_t *y,
+                              const fk_prefill_group *grp, cudaStream_t s) {
+    dim3 grid((T + 16 * MM_NW - 1) / (16 * MM_NW), H, grp->n ? grp->n : 1);
     float sl2 = (float)(1.4426950408889634 / sqrt((double)HD)); /* scale * log2(e) */
-    fk_launch(kc, attn_prefill_mma<HD, SPLIT>, grid, MM_NW * 32, mma_smem<HD>(), s, q, k, v, gqkv, T, H, max_ctx, P, sl2, y);
+    if (grp->n)
+        fk_launch(kc, attn_prefill_mma<HD, SPLIT, true>, grid, MM_NW * 32, mma_smem<HD>(), s, q, k, v, gqkv, T, H, max_ctx,
+                  P, sl2, y, *grp);
+    else
+        fk_launch(kc, attn_prefill_mma<HD, SPLIT, false>, grid, MM_NW * 32, mma_smem<HD>(), s, q, k, v, gqkv, T, H,
+                  max_ctx, P, sl2, y, *grp);
     return fk_check_launch("attn_prefill_mma");
 }
 
 template <int HD>
 static int launch_hd(const fk_ctx *kc, const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *gqkv,
-                     int T, int H, int max_ctx, int P, uint16_t *y, cudaStream_t s) {
+                     int T, int H, int max_ctx, int P, uint16_t *y, const fk_prefill_group *grp, cudaStream_t s) {
     /* bf16 P by default: HF's own forward rounds P to bf16, and it halves the P·V tensor work (420 against 534 µs
      * at T = 4096: the kernels/dev/prefill timing in benchmarks/h200-2026-11-30/) */
-    if (kc->prefill_impl == FK_PREFILL_MMA) return launch_prefill_mma<HD, true>(kc, q, k, v, gqkv, T, H, max_ctx, P, y, s);
-    return launch_prefill_mma<HD, false>(kc, q, k, v, gqkv, T, H, max_ctx, P, y, s);
+    if (kc->prefill_impl == FK_PREFILL_MMA) return launch_prefill_mma<HD, true>(kc, q, k, v, gqkv, T, H, max_ctx, P, y, grp, s);
+    return launch_prefill_mma<HD, false>(kc, q, k, v, gqkv, T, H, max_ctx, P, y, grp, s);
 }
 
 /* Function attributes are per device: set for each context, on its device. */
 template <int HD>
 static int raise_smem(void) {
-    const void *mma[] = {(const void *)attn_prefill_mma<HD, true>, (const void *)attn_prefill_mma<HD, false>};
+    const void *mma[] = {(const void *)attn_prefill_mma<HD, true, false>, (const void *)attn_prefill_mma<HD, false, false>,
+                         (const void *)attn_prefill_mma<HD, true, true>, (const void *)attn_prefill_mma<HD, false, true>};
     cudaError_t e = cudaSuccess;
     /* All of the unified L1/shared array as shared memory: three 69.6 KB blocks per SM need 209 KB of it; the
      * K/V tiles bypass L1 (cp.async.cg), so the small L1 left costs little. */
-    for (int i = 0; i < 2 && e == cudaSuccess; i++) {
+    for (int i = 0; i < 4 && e == cudaSuccess; i++) {
         e = cudaFuncSetAttribute(mma[i], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)mma_smem<HD>());
         if (e == cudaSuccess)
             e = cudaFuncSetAttribute(mma[i], cudaFuncAttributePreferredSharedMemoryCarveout, (int)cudaSharedmemCarveoutMaxShared);
@@ -318,15 +341,41 @@ int fk_attention_ctx_init(fk_ctx *kc) {
     return raise_smem<16>() || raise_smem<32>() || raise_smem<64>() || raise_smem<128>() ? -1 : 0;
 }
 
-extern "C" int fk_attn_prefill(const fk_ctx *kc, const uint16_t *q, const uint16_t *k_seq, const uint16_t *v_seq,
-                               const uint16_t *gqkv, int T, int H, int hd, int max_ctx, int prefix_len, uint16_t *y,
-                               cudaStream_t s) {
+static int launch_any(const fk_ctx *kc, const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *gqkv,
+                      int T, int H, int hd, int max_ctx, int P, uint16_t *y, const fk_prefill_group *grp, cudaStream_t s) {
     switch (hd) {
-    case 16: return launch_hd<16>(kc, q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
-    case 32: return launch_hd<32>(kc, q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
-    case 64: return launch_hd<64>(kc, q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
-    case 128: return launch_hd<128>(kc, q, k_seq, v_seq, gqkv, T, H, max_ctx, prefix_len, y, s);
+    case 16: return launch_hd<16>(kc, q, k, v, gqkv, T, H, max_ctx, P, y, grp, s);
+    case 32: return launch_hd<32>(kc, q, k, v, gqkv, T, H, max_ctx, P, y, grp, s);
+    case 64: return launch_hd<64>(kc, q, k, v, gqkv, T, H, max_ctx, P, y, grp, s);
+    case 128: return launch_hd<128>(kc, q, k, v, gqkv, T, H, max_ctx, P, y, grp, s);
     }
     frigg_set_error("attention: head_dim %d is not supported by the CUDA backend (16, 32, 64 or 128)", hd);
     return -1;
+}
+
+extern "C" int fk_attn_prefill(const fk_ctx *kc, const uint16_t *q, const uint16_t *k_seq, const uint16_t *v_seq,
+                               const uint16_t *gqkv, int T, int H, int hd, int max_ctx, int prefix_len, uint16_t *y,
+                               cudaStream_t s) {
+    fk_prefill_group none;
+    memset(&none, 0, sizeof none);
+    return launch_any(kc, q, k_seq, v_seq, gqkv, T, H, hd, max_ctx, prefix_len, y, &none, s);
+}
+
+extern "C" int fk_attn_prefill_group(const fk_ctx *kc, const uint16_t *q, const uint16_t *k, const uint16_t *v,
+                                     const uint16_t *gqkv, const fk_prefill_group *grp, int H, int hd, int max_ctx,
+                                     uint16_t *y, cudaStream_t s) {
+    if (grp->n < 1 || grp->n > FK_PREFILL_GROUP_MAX) {
+        frigg_set_error("attention: a group of %d prompts (1..%d)", grp->n, FK_PREFILL_GROUP_MAX);
+        return -1;
+    }
+    int tmax = 0;
+    for (int i = 0; i < grp->n; i++) {
+        if (grp->T[i] < 1 || grp->row0[i] < 0 || grp->P[i] < 0 || grp->kv_off[i] < 0 || grp->T[i] > max_ctx) {
+            frigg_set_error("attention: group prompt %d: %d rows from row %d, prefix %d, cache offset %lld (context %d)", i,
+                            grp->T[i], grp->row0[i], grp->P[i], grp->kv_off[i], max_ctx);
+            return -1;
+        }
+        tmax = grp->T[i] > tmax ? grp->T[i] : tmax;
+    }
+    return launch_any(kc, q, k, v, gqkv, tmax, H, hd, max_ctx, 0, y, grp, s);
 }

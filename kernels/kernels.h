@@ -65,6 +65,19 @@ int fk_rope_rows(const fk_ctx *kc, const uint16_t *gqkv, int T, int H, int hd, c
  * the gate epilogue y = bf16(bf16(sigmoid(g)) * o) with g read from gqkv rows (stride 4D). */
 int fk_attn_prefill(const fk_ctx *kc, const uint16_t *q, const uint16_t *k_seq, const uint16_t *v_seq, const uint16_t *gqkv, int T,
                     int H, int hd, int max_ctx, int prefix_len, uint16_t *y, cudaStream_t s);
+/* The prefill attention of up to FK_PREFILL_GROUP_MAX prompts in one launch: prompt i is rows [row0[i], row0[i] +
+ * T[i]) of q, gqkv and y (the buffers as fk_attn_prefill takes them, not offset), its cache at k + kv_off[i] and
+ * v + kv_off[i] (elements: its sequence's offset), its prefix P[i]. Each prompt's result is fk_attn_prefill's for
+ * it alone, bit for bit (tests/test_cuda_prefill.c); one launch instead of n, so that a group of short prompts
+ * fills the GPU (a 512-token prompt alone is 8 x 12 blocks for 132 SMs). */
+#define FK_PREFILL_GROUP_MAX 8
+typedef struct {
+    int n;
+    int row0[FK_PREFILL_GROUP_MAX], T[FK_PREFILL_GROUP_MAX], P[FK_PREFILL_GROUP_MAX];
+    long long kv_off[FK_PREFILL_GROUP_MAX];
+} fk_prefill_group;
+int fk_attn_prefill_group(const fk_ctx *kc, const uint16_t *q, const uint16_t *k, const uint16_t *v, const uint16_t *gqkv,
+                          const fk_prefill_group *grp, int H, int hd, int max_ctx, uint16_t *y, cudaStream_t s);
 /* How P·V is computed: both kernels are register-tile mma.sync, 4 warps, tested against the same reference
  * (tests/test_cuda_prefill.c) and timed by kernels/dev/prefill.cu. mma-bf16p (the default) rounds P to bf16
  * before P·V, as HF does (eager casts the softmax to bf16 before P·V; SDPA/flash keep P in bf16): o moves by at

@@ -138,6 +138,75 @@ static void test_shapes(void) {
     }
 }
 
+/* fk_attn_prefill_group: prompts of different lengths and masks (whole prefix, causal, part prefix), in a cache of
+ * three sequences out of order, give each prompt's own fk_attn_prefill result bit for bit, in both
+ * implementations and at two head dims; a bad group is refused. */
+static void test_group(void) {
+    static const int hds[] = {128, 64};
+    for (size_t hi = 0; hi < sizeof hds / sizeof hds[0]; hi++) {
+        const int H = 3, hd = hds[hi], D = H * hd, max_ctx = 160, n = 3;
+        const int Ts[3] = {65, 17, 130}, Ps[3] = {65, 0, 100}, seqs[3] = {2, 0, 1};
+        const long long stride = (long long)H * max_ctx * hd;
+        int rows = 0, r0[3];
+        for (int p = 0; p < n; p++) {
+            r0[p] = rows;
+            rows += Ts[p];
+        }
+        float *q = malloc(sizeof(float) * rows * D), *g = malloc(sizeof(float) * rows * 4 * D);
+        float *kv = malloc(sizeof(float) * 3 * stride);
+        ct_fill(q, (size_t)rows * D, 2.0f);
+        ct_fill(g, (size_t)rows * 4 * D, 3.0f);
+        ct_fill(kv, (size_t)3 * stride, 2.0f);
+        uint16_t *dq = ct_to_dev(q, (size_t)rows * D), *dg = ct_to_dev(g, (size_t)rows * 4 * D);
+        uint16_t *dk = ct_to_dev(kv, (size_t)3 * stride);
+        ct_fill(kv, (size_t)3 * stride, 1.0f);
+        uint16_t *dv = ct_to_dev(kv, (size_t)3 * stride), *dy1, *dy2;
+        cudaMalloc((void **)&dy1, (size_t)rows * D * 2);
+        cudaMalloc((void **)&dy2, (size_t)rows * D * 2);
+        uint16_t *a = malloc((size_t)rows * D * 2), *b = malloc((size_t)rows * D * 2);
+        fk_prefill_group grp;
+        memset(&grp, 0, sizeof grp);
+        grp.n = n;
+        for (int p = 0; p < n; p++) {
+            grp.row0[p] = r0[p];
+            grp.T[p] = Ts[p];
+            grp.P[p] = Ps[p];
+            grp.kv_off[p] = seqs[p] * stride;
+        }
+        for (int impl = 0; impl < FK_PREFILL_NIMPL; impl++) {
+            CHECK(fk_ctx_set_prefill_impl(kctx, impl) == 0, "%s", frigg_error());
+            cudaMemset(dy1, 0xff, (size_t)rows * D * 2);
+            cudaMemset(dy2, 0xff, (size_t)rows * D * 2);
+            CHECK(fk_attn_prefill_group(kctx, dq, dk, dv, dg, &grp, H, hd, max_ctx, dy1, 0) == 0, "%s", frigg_error());
+            for (int p = 0; p < n; p++)
+                CHECK(fk_attn_prefill(kctx, dq + (size_t)r0[p] * D, dk + seqs[p] * stride, dv + seqs[p] * stride,
+                                      dg + (size_t)r0[p] * 4 * D, Ts[p], H, hd, max_ctx, Ps[p], dy2 + (size_t)r0[p] * D, 0) == 0,
+                      "%s", frigg_error());
+            cudaDeviceSynchronize();
+            cudaMemcpy(a, dy1, (size_t)rows * D * 2, cudaMemcpyDeviceToHost);
+            cudaMemcpy(b, dy2, (size_t)rows * D * 2, cudaMemcpyDeviceToHost);
+            size_t diff = 0, nan = 0;
+            for (size_t i = 0; i < (size_t)rows * D; i++) {
+                diff += a[i] != b[i];
+                nan += a[i] == 0xffff;
+            }
+            CHECK(diff == 0 && nan == 0, "attn_prefill_group %s hd=%d: %zu of %zu values differ from the prompts' own "
+                  "launches, %zu unwritten", fk_prefill_impl_name(impl), hd, diff, (size_t)rows * D, nan);
+        }
+        fk_prefill_group bad = grp;
+        bad.n = 0;
+        CHECK(fk_attn_prefill_group(kctx, dq, dk, dv, dg, &bad, H, hd, max_ctx, dy1, 0) != 0, "a group of 0 was accepted");
+        bad.n = FK_PREFILL_GROUP_MAX + 1;
+        CHECK(fk_attn_prefill_group(kctx, dq, dk, dv, dg, &bad, H, hd, max_ctx, dy1, 0) != 0, "a group past the most was accepted");
+        bad = grp;
+        bad.T[1] = max_ctx + 1;
+        CHECK(fk_attn_prefill_group(kctx, dq, dk, dv, dg, &bad, H, hd, max_ctx, dy1, 0) != 0, "a prompt past the context was accepted");
+        fk_ctx_set_prefill_impl(kctx, FK_PREFILL_MMA);
+        cudaFree(dq); cudaFree(dg); cudaFree(dk); cudaFree(dv); cudaFree(dy1); cudaFree(dy2);
+        free(q); free(g); free(kv); free(a); free(b);
+    }
+}
+
 static void test_errors(void) {
     uint16_t *d;
     cudaMalloc((void **)&d, 4096);
@@ -320,6 +389,7 @@ int main(void) {
         CHECK(fk_ctx_prefill_impl(kctx) == FK_PREFILL_MMA_BF16P, "the default prefill attention is %s, not mma-bf16p",
               fk_prefill_impl_name(fk_ctx_prefill_impl(kctx)));
         test_shapes();
+        test_group();
         test_errors();
         for (int general = 0; general < 2; general++) { /* the 16-byte paths, then the general ones at the same shapes */
             fk_ctx_set_eltwise_general(kctx, general);

@@ -10,7 +10,8 @@
  * and a JSON line per phase (decode tok/s, prefill prompt tok/s). If the GPU only took turns, each engine's
  * share of its own alone rate would add up to 1 ("sum" in the both line); above 1 is what running a prefill
  * beside the decode steps, instead of between them, could win.
- *   overlap [--batch 64] [--prompt 512] [--group 4] [--steps 256] [--seconds 20] [--seed 1] */
+ *   overlap [--batch 64] [--prompt 512] [--group 4] [--steps 256] [--seconds 20] [--seed 1] [--prefill-only]
+ * (--prefill-only: the prefill phase alone: how fast prompts of that size prefill by group size.) */
 #include <pthread.h>
 #include <time.h>
 #include <stdio.h>
@@ -140,8 +141,13 @@ static double rate(const worker *w) { return w->ms > 0 ? w->units / (w->ms / 1e3
 int main(int argc, char **argv) {
     int batch = 64, prompt = 512, group = 4, steps = 256, seed = 1;
     double seconds = 20;
+    int prefill_only = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--prefill-only")) {
+            prefill_only = 1;
+            continue;
+        }
         if (!v) {
             fprintf(stderr, "overlap: %s needs a value\n", a);
             return 2;
@@ -191,10 +197,10 @@ int main(int argc, char **argv) {
     free(ids);
     worker *both[2] = {&wd, &wp}, *d1[1] = {&wd}, *p1[1] = {&wp};
     /* warm-up: graphs, cuBLAS's first calls */
-    if (run_phase(d1, 1, 2) || run_phase(p1, 1, 2)) return 1;
+    if ((!prefill_only && run_phase(d1, 1, 2)) || run_phase(p1, 1, 2)) return 1;
     double d_alone = 0, p_alone = 0;
     const char *phase[3] = {"decode", "prefill", "both"};
-    for (int ph = 0; ph < 3; ph++) {
+    for (int ph = prefill_only; ph < (prefill_only ? 2 : 3); ph++) {
         int rc = ph == 0 ? run_phase(d1, 1, seconds) : ph == 1 ? run_phase(p1, 1, seconds) : run_phase(both, 2, seconds);
         if (rc) return 1;
         double dr = ph != 1 ? rate(&wd) : 0, pr = ph != 0 ? rate(&wp) : 0;
