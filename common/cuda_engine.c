@@ -342,7 +342,9 @@ static int run_prefill(frigg_backend *b, int seq, const int32_t *ids, int T, int
  * concatenated through the embedding, every projection GEMM and every row-wise kernel (norms, SwiGLU, the runs'
  * ends), which is most of a prefill's time and runs at a far higher FLOP rate on more rows (a 512-token
  * prompt's GEMMs have 512 rows); the RoPE/KV write with each token's own sequence and position, and the
- * attention one prompt at a time over its own cache with its own PrefixLM mask. Row by row the math is
+ * attention of every prompt over its own cache with its own PrefixLM mask, in one launch (fk_attn_prefill_group:
+ * each prompt's bits are its own launch's; groups of eight 512-token prompts 51.8k against 37.2k prompt tok/s
+ * with a launch per prompt, benchmarks/h200-2026-12-04/pfgroup/). Row by row the math is
  * run_prefill's; the GEMMs' sums may run in another order at another row count (cuBLAS picks its algorithm
  * by shape), so a prompt's logits agree with its lone prefill within rounding, not bit for bit (which is why a
  * batch-invariant engine prefills one prompt at a time). last[i]: the last row's logits of prompt i on the
