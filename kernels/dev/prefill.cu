@@ -13,6 +13,8 @@
  * reference at T = 4096 would take minutes) and prints PASS/FAIL; then timed as a CUDA graph of launches over
  * distinct buffers (far more data than the 60 MB L2), launched as the engine launches them (PDL on), median of
  * the replays after warm-up. A summary adds them up to a layer step and a 128-layer prefill. Exit 1 on any FAIL.
+ * attention group: a grouped prefill's prompts (run_prefill_group) as one fk_attn_prefill_group launch against one
+ *              fk_attn_prefill per prompt, their outputs compared bit for bit
  * --decode-gemm: only the GEMMs, at the decode step's T = 16, 32 and 64 rows, lm_head included, each over about
  * 256 MB of weight sets (the cuBLAS path of a decode step beyond 8 rows).
  *   prefill [--quick] [--decode-gemm]     (--quick: T = 4096 only, 5 replays, 4 cuBLASLt candidates) */
@@ -274,6 +276,67 @@ static void bench_attention(cudaStream_t s, frigg_pool *pool, int ti, int T, int
     free(K);
     free(V);
     free(g);
+}
+
+/* A grouped prefill's attention (cuda_engine.c: run_prefill_group): n prompts of T tokens, each its own bidirectional
+ * prefix, in a cache of n sequences — one fk_attn_prefill launch per prompt against one fk_attn_prefill_group for
+ * all, each timed over nsets buffer sets; the group's output must equal the per-prompt launches' bit for bit. */
+static void bench_attention_group(cudaStream_t s, int n, int T, int nsets) {
+    const size_t rows = (size_t)n * T, seq_stride = (size_t)H * T * HD;
+    attn_set *set = (attn_set *)calloc(nsets, sizeof *set);
+    uint16_t *y1 = dev_alloc(rows * D);
+    for (int i = 0; i < nsets; i++) {
+        set[i].q = dev_random(rows * D, 2.0f);
+        set[i].k = dev_random(n * seq_stride, 2.0f);
+        set[i].v = dev_random(n * seq_stride, 1.0f);
+        set[i].g = dev_random(rows * 4 * D, 3.0f);
+        set[i].y = dev_alloc(rows * D);
+    }
+    fk_prefill_group grp;
+    memset(&grp, 0, sizeof grp);
+    grp.n = n;
+    for (int p = 0; p < n; p++) {
+        grp.row0[p] = p * T;
+        grp.T[p] = grp.P[p] = T;
+        grp.kv_off[p] = (long long)(p * seq_stride);
+    }
+    auto serial = [&](int i, cudaStream_t st) {
+        const attn_set *a = &set[i < 0 ? 0 : i]; /* i < 0: set 0 into y1 */
+        for (int p = 0; p < n; p++) {
+            const size_t r0 = (size_t)p * T;
+            if (fk_attn_prefill(kc, a->q + r0 * D, a->k + p * seq_stride, a->v + p * seq_stride, a->g + r0 * 4 * D, T, H,
+                                HD, T, T, (i < 0 ? y1 : a->y) + r0 * D, st))
+                return -1;
+        }
+        return 0;
+    };
+    auto group = [&](int i, cudaStream_t st) {
+        return fk_attn_prefill_group(kc, set[i].q, set[i].k, set[i].v, set[i].g, &grp, H, HD, T, set[i].y, st);
+    };
+    FK(serial(-1, s)); /* set 0's inputs into y1 */
+    FK(group(0, s));
+    CK(cudaStreamSynchronize(s));
+    uint16_t *a = (uint16_t *)malloc(rows * D * 2), *b = (uint16_t *)malloc(rows * D * 2);
+    CK(cudaMemcpy(a, y1, rows * D * 2, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(b, set[0].y, rows * D * 2, cudaMemcpyDeviceToHost));
+    size_t diff = 0;
+    for (size_t i = 0; i < rows * D; i++) diff += a[i] != b[i] || a[i] == 0xffff;
+    if (diff) fails++;
+    double us_serial = time_graph(s, nsets, serial), us_group = time_graph(s, nsets, group);
+    printf("time  attn group %s %d x T=%d P=T: a launch per prompt %9.1f us, one launch %9.1f us (x%.2f)  %s (%zu of %zu differ)\n",
+           fk_prefill_impl_name(default_impl), n, T, us_serial, us_group, us_serial / us_group, diff ? "FAIL" : "PASS", diff,
+           rows * D);
+    free(a);
+    free(b);
+    cudaFree(y1);
+    for (int i = 0; i < nsets; i++) {
+        cudaFree(set[i].q);
+        cudaFree(set[i].k);
+        cudaFree(set[i].v);
+        cudaFree(set[i].g);
+        cudaFree(set[i].y);
+    }
+    free(set);
 }
 
 /* ------------------------------------------------------------------ GEMMs */
@@ -614,6 +677,10 @@ int main(int argc, char **argv) {
     /* attention: 16 buffer sets (~100 MB each at T = 4096) */
     if (!quick) bench_attention(s, pool, 0, 1024, 16);
     bench_attention(s, pool, 1, T4, 16);
+    /* a grouped prefill's attention: 8 and 4 prompts of 512 tokens (frigg-serve's 64-stream load), 2 of 2048 */
+    bench_attention_group(s, 8, 512, 16);
+    bench_attention_group(s, 4, 512, 16);
+    bench_attention_group(s, 2, 2048, 16);
     /* GEMMs at T = 4096: 8 weight/activation sets per shape */
     bench_gemm(s, blas, pool, T4, 8, quick ? 4 : 16, 4);
     bench_eltwise(s, T4, 8);
