@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "cpu_ops.h"
 #include "generate.h"
+#include "gpu_state.h"
 #include "model.h"
 #include "model_random.h"
 #include "sampler.h"
@@ -141,47 +142,16 @@ static stat3 stats(double *v, int n) {
     return s;
 }
 
-/* GPU name, SM/memory clock (MHz) and temperature (C), read now, through nvidia-smi (part of the driver). */
+/* GPU name, SM/memory clock (MHz) and temperature (C), read now (gpu_state.h); a CPU-backend run names "cpu". */
 static void gpu_state(const opts_t *o, char *out, size_t n) {
-    char cmd[160], line[256] = "";
-    snprintf(cmd, sizeof cmd,
-             "nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader,nounits -i %d "
-             "2>/dev/null", o->device);
-    FILE *p = popen(cmd, "r");
-    if (p) {
-        if (!fgets(line, sizeof line, p)) line[0] = 0;
-        pclose(p);
-    }
-    char name[128] = "unknown";
-    int sm = -1, mem = -1, temp = -1;
-    char *f[4] = {0};
-    int k = 0;
-    for (char *save = NULL, *t = strtok_r(line, ",\n", &save); t && k < 4; t = strtok_r(NULL, ",\n", &save)) f[k++] = t;
-    if (k == 4) {
-        while (*f[0] == ' ') f[0]++;
-        snprintf(name, sizeof name, "%s", f[0]);
-        sm = atoi(f[1]);
-        mem = atoi(f[2]);
-        temp = atoi(f[3]);
-    } else if (!strcmp(o->backend, "cpu") && !o->load) {
-        snprintf(name, sizeof name, "cpu");
-    }
-    snprintf(out, n, "\"gpu\":\"%s\",\"sm_clock_mhz\":%d,\"mem_clock_mhz\":%d,\"temp_c\":%d", name, sm, mem, temp);
+    frigg_gpu_state st;
+    if (frigg_gpu_state_read(o->device, &st) && !strcmp(o->backend, "cpu") && !o->load)
+        snprintf(st.name, sizeof st.name, "cpu");
+    frigg_gpu_state_json(&st, out, n);
 }
 
-/* The GPU's temperature (C) now, read as gpu_state reads it (nvidia-smi); -1 where it cannot be read. */
-static int gpu_temp(const opts_t *o) {
-    char cmd[160], line[64] = "";
-    snprintf(cmd, sizeof cmd, "nvidia-smi --query-gpu=temperature.gpu --format=csv,noheader,nounits -i %d 2>/dev/null",
-             o->device);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    if (!fgets(line, sizeof line, p)) line[0] = 0;
-    pclose(p);
-    char *end;
-    long t = strtol(line, &end, 10);
-    return end == line || t < 0 || t > 200 ? -1 : (int)t;
-}
+/* The GPU's temperature (C) now, read as gpu_state reads it; -1 where it cannot be read. */
+static int gpu_temp(const opts_t *o) { return frigg_gpu_temp(o->device); }
 
 /* --cooldown-c: wait until the GPU is at or below it (polled every second); *waited_s: how long that took.
  * -1 when the temperature can no longer be read or the GPU stays hotter than C for COOLDOWN_MAX_S. */

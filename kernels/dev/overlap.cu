@@ -7,9 +7,9 @@
  *   decode   D alone
  *   prefill  P alone
  *   both     D and P at once
- * and a JSON line per phase (decode tok/s, prefill prompt tok/s). If the GPU only took turns, each engine's
- * share of its own alone rate would add up to 1 ("sum" in the both line); above 1 is what running a prefill
- * beside the decode steps, instead of between them, could win.
+ * and a JSON line per phase (decode tok/s, prefill prompt tok/s, the GPU's clocks and temperature at its end). If
+ * the GPU only took turns, each engine's share of its own alone rate would add up to 1 ("sum" in the both line);
+ * above 1 is what running a prefill beside the decode steps, instead of between them, could win.
  *   overlap [--batch 64] [--prompt 512] [--group 4] [--steps 256] [--seconds 20] [--seed 1] [--prefill-only]
  * (--prefill-only: the prefill phase alone: how fast prompts of that size prefill by group size.) */
 #include <pthread.h>
@@ -20,6 +20,7 @@
 
 extern "C" {
 #include "backend.h"
+#include "gpu_state.h"
 #include "model_random.h"
 #include "util.h"
 }
@@ -212,7 +213,11 @@ int main(int argc, char **argv) {
         if (ph == 2)
             printf(",\"decode_share\":%.3f,\"prefill_share\":%.3f,\"sum\":%.3f", dr / d_alone, pr / p_alone,
                    dr / d_alone + pr / p_alone);
-        printf("}\n");
+        frigg_gpu_state st; /* read at the phase's end */
+        char gs[256];
+        frigg_gpu_state_read(0, &st);
+        frigg_gpu_state_json(&st, gs, sizeof gs);
+        printf(",%s}\n", gs);
         fflush(stdout);
     }
     frigg_backend_destroy(bp);
