@@ -213,6 +213,16 @@ static void ref_attn_row(frigg_pool *pool, const float *q, const float *K, const
 typedef struct {
     uint16_t *q, *k, *v, *g, *y;
 } attn_set;
+static void free_sets(attn_set *set, int nsets) {
+    for (int i = 0; i < nsets; i++) {
+        cudaFree(set[i].q);
+        cudaFree(set[i].k);
+        cudaFree(set[i].v);
+        cudaFree(set[i].g);
+        cudaFree(set[i].y);
+    }
+    free(set);
+}
 
 #define NVER FK_PREFILL_NIMPL /* every FK_PREFILL_* implementation */
 static double attn_us[2][2][NVER]; /* [T index][P = T, P = 0][version] */
@@ -264,14 +274,7 @@ static void bench_attention(cudaStream_t s, frigg_pool *pool, int ti, int T, int
         free(bnd);
     }
     FK(fk_ctx_set_prefill_impl(kc, default_impl)); /* the default again */
-    for (int i = 0; i < nsets; i++) {
-        cudaFree(set[i].q);
-        cudaFree(set[i].k);
-        cudaFree(set[i].v);
-        cudaFree(set[i].g);
-        cudaFree(set[i].y);
-    }
-    free(set);
+    free_sets(set, nsets);
     free(q);
     free(K);
     free(V);
@@ -329,14 +332,7 @@ static void bench_attention_group(cudaStream_t s, int n, int T, int nsets) {
     free(a);
     free(b);
     cudaFree(y1);
-    for (int i = 0; i < nsets; i++) {
-        cudaFree(set[i].q);
-        cudaFree(set[i].k);
-        cudaFree(set[i].v);
-        cudaFree(set[i].g);
-        cudaFree(set[i].y);
-    }
-    free(set);
+    free_sets(set, nsets);
 }
 
 /* ------------------------------------------------------------------ GEMMs */
