@@ -441,7 +441,7 @@ static int enqueue_decode_gemv(frigg_backend *b, int B) {
         const dev_layer *Ls = im->layers[frigg_run_stack(c, r)];
         for (int i = 0; i < c->layers_per_stack; i++) {
             int slot = frigg_slot(c, r, i);
-            if (im->int8 || (B > 8 && fused_write_hd(hd))) {
+            if (im->int8 || (B > FK_GEMV_SIMT_ROWS && fused_write_hd(hd))) {
                 /* norm + gqkv into the gqkv rows (all four sections) as projected, then RoPE, the K/V write and
                  * attention in one kernel: always for the int8 cache (the QKV epilogue below writes only a bf16
                  * one), and for the bf16 cache past 8 rows, where with the QKV epilogue batch 16 decoded 0.963x the
@@ -478,7 +478,8 @@ static int enqueue_decode_gemv(frigg_backend *b, int B) {
     /* Past 8 rows a bf16 lm_head is cuBLAS's (the GEMM step's): at 16 rows 191.5 us against the tensor-core
      * GEMV's 217.2 at 8 (benchmarks/h200-2026-12-03/attnab/gemm.txt; gemv.cu's table). Batch-invariant steps
      * keep the GEMV, whose rows do not depend on their neighbours. */
-    if (B > 8 && !im->batch_invariant && im->lm_head.dtype == FRIGG_DT_BF16) return gemm(im, &im->lm_head, im->zH, B, im->logits);
+    if (B > FK_GEMV_SIMT_ROWS && !im->batch_invariant && im->lm_head.dtype == FRIGG_DT_BF16)
+        return gemm(im, &im->lm_head, im->zH, B, im->logits);
     for (int r0 = 0; r0 < B; r0 += GEMV_ROWS) {
         int n = B - r0 < GEMV_ROWS ? B - r0 : GEMV_ROWS;
         OK(fk_gemv(kc, &im->lm_head, im->zH + (size_t)r0 * D, n, 0, eps, FK_GEMV_STORE,
@@ -1030,7 +1031,7 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     }
     int hd = c->head_dim;
     if ((hd != 16 && hd != 32 && hd != 64 && hd != 128) || c->hidden_size % 8 || c->intermediate_size % 8 ||
-        c->hidden_size * 8 * 2 > 64 * 1024) { /* the CUDA-core GEMV's staged x: 8 rows (kernels/gemv.cu) */
+        c->hidden_size * FK_GEMV_SIMT_ROWS * 2 > 64 * 1024) { /* the CUDA-core GEMV's staged x (kernels/gemv.cu) */
         frigg_set_error("backend \"cuda\": unsupported shape (head_dim %d, hidden %d, intermediate %d); head_dim must "
                         "be 16/32/64/128 and the widths multiples of 8, hidden <= 4096", hd, c->hidden_size,
                         c->intermediate_size);

@@ -181,7 +181,7 @@ char gemv_auto_choice(const fk_ctx *kc, int quant, int B, int O, int K, int epi)
 /* gemv_tc.cu */
 #define GEMV_TC_MAX_K 4096 /* the tensor-core kernel's largest K (one round of steps per warp; gemv_tc.cu) */
 #define GEMV_TC_MAX_ROWS 16 /* its batch rows per launch (both halves of the mma's 16 rows) */
-#define GEMV_SIMT_MAX_ROWS 8 /* the CUDA-core kernels' (gemv.cu, gemv_q.cu): larger B runs in launches of 8 */
+#define GEMV_SIMT_MAX_ROWS FK_GEMV_SIMT_ROWS /* the CUDA-core kernels' (gemv.cu, gemv_q.cu): larger B runs in launches of 8 */
 /* The rows of x one CUDA-core launch stages (its shared memory: rows x K x 2 bytes when normed). */
 static inline int gemv_simt_rows(int B) { return B < GEMV_SIMT_MAX_ROWS ? B : GEMV_SIMT_MAX_ROWS; }
 /* A call's operands from batch row b0 on, for a launch of its later rows: x [B][K], out [B][O] (SwiGLU: [B][O/2]),

@@ -161,6 +161,7 @@ int fk_ctx_attn_decode_impl(const fk_ctx *kc);
 
 /* ---- gemv.cu (decode: 1..16 rows per pass over the weights) ---- */
 #define FK_GEMV_MAX_ROWS 16 /* rows of one fk_gemv / fk_gemv_qkv call */
+#define FK_GEMV_SIMT_ROWS 8 /* rows of one CUDA-core GEMV launch; the tensor-core kernel's lower mma half */
 enum {
     FK_GEMV_STORE = 0,   /* out[b][o] = bf16(acc) */
     FK_GEMV_RESID = 1,   /* out[b][o] = bf16(out[b][o] + bf16(acc)): residual add in the epilogue */
