@@ -258,17 +258,40 @@ __global__ void __launch_bounds__(MM_NW * 32, MM_MINB)
     l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    /* The gate's pairs (dims d, d + 1 of rows r0 and r1) loaded GC column tiles at a time before their stores:
+     * ld_act's laundered pointer may alias y for all the compiler knows, so a load after a store to y waits for
+     * it, and loading each gate value beside its store made DT * 4 L2 round trips one after another per thread
+     * (the PTX had them interleaved). GC = DT / 2 holds two round trips; all DT at once spilled 48 bytes in the
+     * group kernel at head_dim 128 (ptxas -v). */
+    constexpr int GC = DT >= 4 ? DT / 2 : DT;
 #pragma unroll
-    for (int dt = 0; dt < DT; dt++)
+    for (int d0 = 0; d0 < DT; d0 += GC) {
+        uint32_t gw[GC][2];
 #pragma unroll
-        for (int e = 0; e < 4; e++) {
-            int tt = e < 2 ? r0 : r1, d = dt * 8 + 2 * tq + (e & 1);
-            if (tt >= T) continue;
-            float ov = rbf(o[dt][e] / (e < 2 ? l0 : l1));
-            float gv = bf2f(ld_act16(gqkv + (size_t)tt * 4 * D + h * HD + d));
-            float sg = rbf(1.0f / (1.0f + expf(-gv)));
-            y[(size_t)tt * D + h * HD + d] = f2bf(sg * ov);
-        }
+        for (int dt = 0; dt < GC; dt++)
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                const int tt = hr ? r1 : r0;
+                gw[dt][hr] = tt < T ? ld_act32(gqkv + (size_t)tt * 4 * D + h * HD + (d0 + dt) * 8 + 2 * tq) : 0u;
+            }
+#pragma unroll
+        for (int dt = 0; dt < GC; dt++)
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                const int tt = hr ? r1 : r0;
+                if (tt >= T) continue;
+                const float l = hr ? l1 : l0;
+                uint32_t out = 0;
+#pragma unroll
+                for (int c = 0; c < 2; c++) {
+                    float ov = rbf(o[d0 + dt][2 * hr + c] / l);
+                    float gv = c ? bf_hi(gw[dt][hr]) : bf_lo(gw[dt][hr]);
+                    float sg = rbf(1.0f / (1.0f + expf(-gv)));
+                    out |= (uint32_t)f2bf(sg * ov) << (16 * c);
+                }
+                *(uint32_t *)(y + (size_t)tt * D + h * HD + (d0 + dt) * 8 + 2 * tq) = out;
+            }
+    }
 }
 
 extern "C" int fk_ctx_set_prefill_impl(fk_ctx *kc, int impl) {
