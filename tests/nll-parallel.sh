@@ -53,8 +53,11 @@ done
 s2=$(sed -nE 's/.*"nll_sum":([^,]+),.*"id":"s2".*/\1/p' "$T/p4"); s3=$(sed -nE 's/.*"nll_sum":([^,]+),.*"id":"s3".*/\1/p' "$T/p4")
 [ -n "$s2" ] && [ "$s2" != "$s3" ] && ok || no "the same ids with another prefix give the same nll ($s2 / $s3)"
 # input is read as it comes: with -P 2, two lines are answered before stdin closes
+# (the output file exists before the reader blocks on opening the fifo, so the polling below never reads a
+# file that is not there yet)
 mkfifo "$T/fifo"
-eval_nll -P 2 < "$T/fifo" > "$T/stream" 2>/dev/null &
+: > "$T/stream"
+eval_nll -P 2 > "$T/stream" < "$T/fifo" 2>/dev/null &
 pid=$!
 exec 3>"$T/fifo"
 sed -n 1,2p "$M/heldout.jsonl" >&3
