@@ -298,7 +298,31 @@ static int prefill_layers(frigg_backend *b, const act_bufs *A, int seq, int T, i
     return 0;
 }
 
-static int prefill_finish(frigg_backend *b, const act_bufs *A, int T, float *logits_last, float *logits_all) {
+/* Greedy ids of logits rows [0, n) (im->logits, the lm_head's bf16 output) found on the device: the argmax
+ * into topk_ids / topk_vals (free while a prefill runs: a step's top-k results are read back before its submit
+ * returns), its n ids and values behind them into h_pf (its prompt ids, sequences and positions were copied out
+ * earlier on the same stream). Where the host found them instead (4 MB of logits per four prompts back through
+ * pageable memory, then a scan of 262,144 values per prompt), that was several percent of a grouped prefill.
+ * prefill_greedy_read, after the stream is synchronized: out[p] (may be NULL) = row p's id, or -1 where its
+ * largest value is not finite (outputs_from_row's rule, which seqgen reads as non-finite logits). */
+static int prefill_greedy_enqueue(cuda_impl *im, int V, int n) {
+    OK(fk_argmax_bf16(im->kern, im->logits, n, V, im->topk_ids, NULL, im->topk_vals, im->argmax_work, im->stream));
+    CU(cudaMemcpyAsync(im->h_pf, im->topk_ids, (size_t)n * 4, cudaMemcpyDeviceToHost, im->stream));
+    CU(cudaMemcpyAsync(im->h_pf + PF_GROUP, im->topk_vals, (size_t)n * 4, cudaMemcpyDeviceToHost, im->stream));
+    return 0;
+}
+static void prefill_greedy_read(const cuda_impl *im, int n, int32_t *const *out) {
+    for (int p = 0; p < n; p++) {
+        float v;
+        memcpy(&v, im->h_pf + PF_GROUP + p, 4);
+        if (out[p]) *out[p] = isfinite(v) ? im->h_pf[p] : -1;
+    }
+}
+
+/* logits_last: the last row's fp32 logits to the host; greedy: its greedy id found on the device instead
+ * (prefill_greedy_enqueue; only without logits_all). */
+static int prefill_finish(frigg_backend *b, const act_bufs *A, int T, float *logits_last, float *logits_all,
+                          int32_t *greedy) {
     cuda_impl *im = b->impl;
     const frigg_config *c = &b->model->cfg;
     int D = c->hidden_size, V = c->vocab_size;
@@ -313,19 +337,23 @@ static int prefill_finish(frigg_backend *b, const act_bufs *A, int T, float *log
         }
         CU(cudaStreamSynchronize(s));
         if (logits_last) memcpy(logits_last, logits_all + (size_t)(T - 1) * V, (size_t)V * 4);
-    } else if (logits_last) {
+    } else if (logits_last || greedy) {
         OK(fk_gemv(kc, &im->lm_head, A->zH + (size_t)(T - 1) * D, 1, 0, 0, FK_GEMV_STORE, im->logits, s));
-        OK(fk_bf16_to_f32(kc, im->logits, V, im->logits_f, s));
-        CU(cudaMemcpyAsync(logits_last, im->logits_f, (size_t)V * 4, cudaMemcpyDeviceToHost, s));
+        if (logits_last) {
+            OK(fk_bf16_to_f32(kc, im->logits, V, im->logits_f, s));
+            CU(cudaMemcpyAsync(logits_last, im->logits_f, (size_t)V * 4, cudaMemcpyDeviceToHost, s));
+        }
+        if (greedy) OK(prefill_greedy_enqueue(im, V, 1));
     }
     CU(cudaStreamSynchronize(s));
+    if (greedy && !logits_all) prefill_greedy_read(im, 1, &greedy);
     return 0;
 }
 
 /* A whole prompt into sequence `seq` (the step's checks were made), in the engine's main buffers.
  * Synchronous. */
 static int run_prefill(frigg_backend *b, int seq, const int32_t *ids, int T, int prefix_len, float *logits_last,
-                       float *logits_all) {
+                       float *logits_all, int32_t *greedy) {
     cuda_impl *im = b->impl;
     const frigg_config *c = &b->model->cfg;
     act_bufs A = main_bufs(im);
@@ -333,7 +361,7 @@ static int run_prefill(frigg_backend *b, int seq, const int32_t *ids, int T, int
     im->len[seq] = 0;
     OK(prefill_begin(b, &A, ids, T));
     OK(prefill_layers(b, &A, seq, T, prefix_len, 0, frigg_num_runs(c) * c->layers_per_stack));
-    OK(prefill_finish(b, &A, T, logits_last, logits_all));
+    OK(prefill_finish(b, &A, T, logits_last, logits_all, greedy));
     im->len[seq] = T;
     return 0;
 }
@@ -348,8 +376,9 @@ static int run_prefill(frigg_backend *b, int seq, const int32_t *ids, int T, int
  * run_prefill's; the GEMMs' sums may run in another order at another row count (cuBLAS picks its algorithm
  * by shape), so a prompt's logits agree with its lone prefill within rounding, not bit for bit (which is why a
  * batch-invariant engine prefills one prompt at a time). last[i]: the last row's logits of prompt i on the
- * host, or NULL when not wanted. Synchronous. */
-static int run_prefill_group(frigg_backend *b, frigg_row *const *g, int n, float *const *last) {
+ * host, or NULL when not wanted; greedy[i]: its greedy id found on the device (prefill_greedy_enqueue), or
+ * NULL. Synchronous. */
+static int run_prefill_group(frigg_backend *b, frigg_row *const *g, int n, float *const *last, int32_t *const *greedy) {
     cuda_impl *im = b->impl;
     const frigg_config *c = &b->model->cfg;
     int D = c->hidden_size, H = c->num_heads, hd = c->head_dim, Ls = c->layers_per_stack, V = c->vocab_size;
@@ -401,11 +430,18 @@ static int run_prefill_group(frigg_backend *b, frigg_row *const *g, int n, float
         CU(cudaMemcpyAsync(im->y + (size_t)p * D, A.zH + (size_t)(t0[p] + g[p]->n - 1) * D, (size_t)D * 2,
                            cudaMemcpyDeviceToDevice, s));
     OK(fk_gemv(kc, &im->lm_head, im->y, n, 0, 0, FK_GEMV_STORE, im->logits, s));
-    OK(fk_bf16_to_f32(kc, im->logits, (size_t)n * V, im->logits_f, s));
+    int host = 0, dev = 0;
+    for (int p = 0; p < n; p++) {
+        host |= last[p] != NULL;
+        dev |= greedy[p] != NULL;
+    }
+    if (host) OK(fk_bf16_to_f32(kc, im->logits, (size_t)n * V, im->logits_f, s));
     for (int p = 0; p < n; p++)
         if (last[p])
             CU(cudaMemcpyAsync(last[p], im->logits_f + (size_t)p * V, (size_t)V * 4, cudaMemcpyDeviceToHost, s));
+    if (dev) OK(prefill_greedy_enqueue(im, V, n));
     CU(cudaStreamSynchronize(s));
+    if (dev) prefill_greedy_read(im, n, greedy);
     for (int p = 0; p < n; p++) im->len[g[p]->seq] = g[p]->n;
     return 0;
 }
@@ -421,7 +457,7 @@ static int enqueue_decode(frigg_backend *b, int B) {
     OK(fk_embed(im->kern, &im->embed, im->zli, ids, B, c->hidden_size, (float)c->embedding_scale, im->zH, im->zL, im->x,
                 im->stream));
     OK(decode_by_passes(im, B) ? enqueue_decode_gemv(b, B) : enqueue_decode_gemm(b, B));
-    return fk_argmax_bf16(im->kern, im->logits, B, c->vocab_size, im->d_step, (int32_t *)rpos, im->argmax_work,
+    return fk_argmax_bf16(im->kern, im->logits, B, c->vocab_size, im->d_step, (int32_t *)rpos, NULL, im->argmax_work,
                           im->stream);
 }
 
@@ -698,7 +734,7 @@ static int run_decode(frigg_backend *b, frigg_row **dr, int B, int qi) {
  * the part-way prompt in its own buffers. A row that is not the part-way prompt's (another seq, length or
  * prefix) starts a prompt of its own; if that one is part-way too, it takes the buffers, and the abandoned
  * sequence stays empty until its row starts it over. *done: the prompt's logits were written. */
-static int prefill_row(frigg_backend *b, const frigg_row *r, float *last, float *all, int *done) {
+static int prefill_row(frigg_backend *b, const frigg_row *r, float *last, float *all, int32_t *greedy, int *done) {
     cuda_impl *im = b->impl;
     const frigg_config *c = &b->model->cfg;
     int total = frigg_num_runs(c) * c->layers_per_stack;
@@ -707,7 +743,7 @@ static int prefill_row(frigg_backend *b, const frigg_row *r, float *last, float 
     int left = total - (cont ? im->pf.done : 0), n = r->prefill_layers && r->prefill_layers < left ? r->prefill_layers : left;
     *done = 0;
     if (!cont && n == total) {
-        OK(run_prefill(b, r->seq, r->ids, r->n, r->prefix_len, last, all));
+        OK(run_prefill(b, r->seq, r->ids, r->n, r->prefix_len, last, all, greedy));
         *done = 1;
         return 0;
     }
@@ -726,7 +762,7 @@ static int prefill_row(frigg_backend *b, const frigg_row *r, float *last, float 
     im->pf.done += n;
     if (im->pf.done < total) return 0;
     im->pf.active = 0;
-    OK(prefill_finish(b, &A, r->n, last, all));
+    OK(prefill_finish(b, &A, r->n, last, all, greedy));
     im->len[r->seq] = r->n;
     *done = 1;
     return 0;
@@ -773,13 +809,17 @@ static int cuda_submit(frigg_backend *b, frigg_row *rows, int nrows) {
         for (int k = 0; k < im->nq; k++) OK(wait_step(im, k));
         frigg_row *grp[PF_GROUP];
         float *glast[PF_GROUP];
+        int32_t *ggreedy[PF_GROUP];
         int gi[PF_GROUP], ng = 0, tok = 0;
         for (int j = i; j < nrows && ng < PF_GROUP && groupable(im, r, total); j++) {
             frigg_row *q = &rows[j];
             if (!q->prefill || grouped[j] || !groupable(im, q, total) || tok + q->n > im->rows) continue;
             tok += q->n;
-            glast[ng] = q->want == FRIGG_WANT_NONE ? NULL : q->want == FRIGG_WANT_LOGITS ? q->out_logits
-                                                                                        : im->host_row + (size_t)ng * V;
+            /* greedy rows' ids are found on the device; the others' logits come to the host */
+            glast[ng] = q->want == FRIGG_WANT_NONE || q->want == FRIGG_WANT_GREEDY ? NULL
+                        : q->want == FRIGG_WANT_LOGITS                             ? q->out_logits
+                                                                                   : im->host_row + (size_t)ng * V;
+            ggreedy[ng] = q->want == FRIGG_WANT_GREEDY ? q->out_id : NULL;
             gi[ng] = j;
             grp[ng++] = q;
         }
@@ -788,23 +828,24 @@ static int cuda_submit(frigg_backend *b, frigg_row *rows, int nrows) {
                 if (im->pf.active && im->pf.seq == grp[p]->seq) im->pf.active = 0; /* it takes another prompt */
                 grouped[gi[p]] = 1;
             }
-            if (run_prefill_group(b, grp, ng, glast)) return -1;
+            if (run_prefill_group(b, grp, ng, glast, ggreedy)) return -1;
             for (int p = 0; p < ng; p++) {
                 frigg_row *q = grp[p];
                 q->pending = 0;
-                outputs_from_row(q, glast[p] ? glast[p] : im->host_row, V);
+                if (glast[p]) outputs_from_row(q, glast[p], V);
                 if (q->want == FRIGG_WANT_GREEDY) im->greedy[q->seq] = *q->out_id >= 0 ? *q->out_id : 0; /* a valid input id */
             }
             im->last_B = 0; /* the prefill used d_step's neighbours: the next decode stages from the host */
             continue;
         }
         float *all = r->want == FRIGG_WANT_ALL_LOGITS ? r->out_logits : NULL;
-        float *last = r->want == FRIGG_WANT_NONE ? NULL : r->want == FRIGG_WANT_LOGITS ? r->out_logits : im->host_row;
+        int32_t *greedy = r->want == FRIGG_WANT_GREEDY ? r->out_id : NULL; /* found on the device */
+        float *last = r->want == FRIGG_WANT_NONE || greedy ? NULL : r->want == FRIGG_WANT_LOGITS ? r->out_logits : im->host_row;
         int done;
-        if (prefill_row(b, r, last, all, &done)) return -1;
+        if (prefill_row(b, r, last, all, greedy, &done)) return -1;
         r->pending = !done;
         if (!done) continue;
-        outputs_from_row(r, last ? last : im->host_row, V);
+        if (last) outputs_from_row(r, last, V);
         if (r->want == FRIGG_WANT_GREEDY) im->greedy[r->seq] = *r->out_id >= 0 ? *r->out_id : 0; /* a valid input id */
         im->last_B = 0; /* the prefill used d_step's neighbours: the next decode stages from the host */
     }

@@ -234,8 +234,10 @@ int fk_dequant_bf16(const fk_ctx *kc, const frigg_mat *W, int r0, int n, uint16_
 /* ---- lmhead.cu ---- */
 /* ids[b] = argmax over V of the bf16 logits row b (lowest index on ties, as HF's argmax; NaN never wins; a row
  * of nothing but -inf/NaN gives 0, as frigg_argmax). Two kernels: slices of each row over many blocks, then
- * the best slice. work: fk_argmax_work_bytes(B) bytes of device memory, 16-byte aligned. advance: NULL, or B
- * positions, each incremented by one after row b's id is written. The decode step uses it to leave its own
+ * the best slice. work: fk_argmax_work_bytes(B) bytes of device memory, 16-byte aligned. vals: NULL, or B
+ * floats, row b's largest value (-inf for a row of -inf/NaN: a caller checks it finite, as frigg_argmax's callers
+ * check the row's value at its index). advance: NULL, or B positions, each incremented by one after row b's id
+ * is written. The decode step uses it to leave its own
  * input for the next step in place (ids and positions in one device array), so a replay of its graph decodes
  * the next greedy token with nothing from the host: the pipelined greedy decode. */
 size_t fk_argmax_work_bytes(int B);
@@ -245,7 +247,8 @@ size_t fk_argmax_work_bytes(int B);
  * kernels of counting (topk.cu). work: fk_topk_work_bytes(B) bytes of device memory. */
 size_t fk_topk_work_bytes(int B);
 int fk_topk_bf16(const fk_ctx *kc, const uint16_t *logits, int B, int V, int k, float *vals, int32_t *ids, void *work, cudaStream_t s);
-int fk_argmax_bf16(const fk_ctx *kc, const uint16_t *logits, int B, int V, int32_t *ids, int32_t *advance, void *work, cudaStream_t s);
+int fk_argmax_bf16(const fk_ctx *kc, const uint16_t *logits, int B, int V, int32_t *ids, int32_t *advance, float *vals, void *work,
+                   cudaStream_t s);
 /* out[i] = float(in[i]) for a bf16 array (logits for the host). */
 int fk_bf16_to_f32(const fk_ctx *kc, const uint16_t *in, size_t n, float *out, cudaStream_t s);
 

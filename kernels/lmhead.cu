@@ -70,9 +70,9 @@ __global__ void __launch_bounds__(ARGMAX_THREADS) argmax_part_kernel(const uint1
 }
 
 /* One warp per row: the best of the row's ARGMAX_SLICES partials. All -inf or NaN rows: index 0, as
- * frigg_argmax. advance (may be NULL): the row's position, incremented once its id is written; see
- * fk_argmax_bf16. */
-__global__ void argmax_final_kernel(const float *part_v, const int *part_i, int32_t *ids, int32_t *advance) {
+ * frigg_argmax. advance (may be NULL): the row's position, incremented once its id is written; vals (may be
+ * NULL): the best value; see fk_argmax_bf16. */
+__global__ void argmax_final_kernel(const float *part_v, const int *part_i, int32_t *ids, int32_t *advance, float *vals) {
     pdl_wait();
     const int b = blockIdx.x, lane = threadIdx.x;
     float best = -INFINITY;
@@ -83,6 +83,7 @@ __global__ void argmax_final_kernel(const float *part_v, const int *part_i, int3
     amax_warp(best, bi);
     if (lane == 0) {
         ids[b] = bi == 0x7fffffff ? 0 : bi;
+        if (vals) vals[b] = best;
         if (advance) advance[b] += 1;
     }
 }
@@ -95,8 +96,8 @@ __global__ void widen_kernel(const uint16_t *in, size_t n, float *out) {
 
 extern "C" size_t fk_argmax_work_bytes(int B) { return (size_t)(B > 0 ? B : 0) * ARGMAX_SLICES * 8; }
 
-extern "C" int fk_argmax_bf16(const fk_ctx *kc, const uint16_t *logits, int B, int V, int32_t *ids, int32_t *advance, void *work,
-                              cudaStream_t s) {
+extern "C" int fk_argmax_bf16(const fk_ctx *kc, const uint16_t *logits, int B, int V, int32_t *ids, int32_t *advance, float *vals,
+                              void *work, cudaStream_t s) {
     if (B < 1 || V < 1 || !work || !fk_aligned16(work)) {
         frigg_set_error("argmax: %d rows of %d logits, workspace %p (fk_argmax_work_bytes, 16-byte aligned)", B, V, work);
         return -1;
@@ -105,7 +106,7 @@ extern "C" int fk_argmax_bf16(const fk_ctx *kc, const uint16_t *logits, int B, i
     int *pi = (int *)(pv + (size_t)B * ARGMAX_SLICES);
     fk_launch(kc, argmax_part_kernel, dim3(ARGMAX_SLICES, B), ARGMAX_THREADS, 0, s, logits, V, pv, pi);
     if (fk_check_launch("argmax")) return -1;
-    fk_launch(kc, argmax_final_kernel, B, 32, 0, s, (const float *)pv, (const int *)pi, ids, advance);
+    fk_launch(kc, argmax_final_kernel, B, 32, 0, s, (const float *)pv, (const int *)pi, ids, advance, vals);
     return fk_check_launch("argmax");
 }
 

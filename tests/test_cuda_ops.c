@@ -368,8 +368,10 @@ static void test_argmax_rows(int B, int V, const char *what, int with_advance) {
     cudaMalloc((void **)&dx, (size_t)B * V * 2);
     cudaMemcpy(dx, h, (size_t)B * V * 2, cudaMemcpyHostToDevice);
     int32_t *dids, ids[8];
+    float *dvals, vals[8];
     void *work = NULL;
     cudaMalloc((void **)&dids, sizeof ids);
+    cudaMalloc((void **)&dvals, sizeof vals);
     cudaMalloc(&work, fk_argmax_work_bytes(B));
     /* advance: every row's position goes up by exactly one (the pipelined decode's step counter) */
     int32_t pos[8], *dpos = NULL;
@@ -378,8 +380,19 @@ static void test_argmax_rows(int B, int V, const char *what, int with_advance) {
         cudaMalloc((void **)&dpos, sizeof pos);
         cudaMemcpy(dpos, pos, sizeof(int32_t) * B, cudaMemcpyHostToDevice);
     }
-    CHECK(fk_argmax_bf16(kctx, dx, B, V, dids, dpos, work, 0) == 0, "%s", frigg_error());
+    /* vals on every other batch size: the NULL path and the written one both run */
+    float *vout = B % 2 == 0 ? dvals : NULL;
+    CHECK(fk_argmax_bf16(kctx, dx, B, V, dids, dpos, vout, work, 0) == 0, "%s", frigg_error());
     cudaMemcpy(ids, dids, sizeof(int32_t) * B, cudaMemcpyDeviceToHost);
+    if (vout) {
+        /* a row's value at its id, or -inf where no value wins (all -inf / NaN) */
+        cudaMemcpy(vals, dvals, sizeof(float) * B, cudaMemcpyDeviceToHost);
+        for (int b = 0; b < B; b++) {
+            float want = x[(size_t)b * V + ids[b]];
+            if (isnan(want)) want = -INFINITY;
+            CHECK(vals[b] == want, "argmax %s row %d: value %g, the row's %g at %d", what, b, vals[b], want, ids[b]);
+        }
+    }
     if (with_advance) {
         int32_t got[8];
         cudaMemcpy(got, dpos, sizeof(int32_t) * B, cudaMemcpyDeviceToHost);
@@ -392,6 +405,7 @@ static void test_argmax_rows(int B, int V, const char *what, int with_advance) {
     if (V == 262144 && B >= 3) CHECK(ids[0] == V / 3 && ids[1] == V - 1 && ids[2] == V / 2, "argmax: got %d %d %d", ids[0], ids[1], ids[2]);
     cudaFree(dx);
     cudaFree(dids);
+    cudaFree(dvals);
     cudaFree(work);
     free(x);
     free(h);
@@ -404,7 +418,7 @@ static void test_argmax(void) {
     test_argmax_rows(6, 40, "shorter than the slices", 1);
     test_argmax_rows(6, 512, "tiny vocab", 0);
     test_argmax_rows(2, 1, "one logit", 1);
-    CHECK(fk_argmax_bf16(kctx, NULL, 1, 8, NULL, NULL, NULL, 0) == -1, "argmax without a workspace is not an error");
+    CHECK(fk_argmax_bf16(kctx, NULL, 1, 8, NULL, NULL, NULL, NULL, 0) == -1, "argmax without a workspace is not an error");
 }
 
 /* fk_topk_bf16 against frigg_topk: the same k ids, each with its value, in the documented order (the ones

@@ -119,6 +119,42 @@ static void session_pair(const char *dir) {
     frigg_session_close(s);
 }
 
+/* The CUDA engine finds a greedy prompt row's id on the device (the argmax and its value): a prompt alone and
+ * two prompts prefilled as one group must both answer an id outside the vocabulary when the logits are not
+ * finite (every one NaN: the NaN lm_head; +Inf embeddings make NaN states), and ids inside it for the finite
+ * model. */
+static void cuda_greedy_prompts(const char *dir, const char *what, int finite) {
+#ifdef FRIGG_CUDA
+    if (frigg_cuda_device_count() < 1) return;
+    frigg_model *m = frigg_model_load(dir);
+    frigg_backend_opts o = {.max_seqs = 2};
+    frigg_backend *b = m ? frigg_backend_create("cuda", m, &o) : NULL;
+    CHECK(b != NULL, "%s (cuda): %s", what, frigg_error());
+    if (b) {
+        int V = m->cfg.vocab_size;
+        int32_t p0[4] = {5, 17, 3, 88}, p1[3] = {9, 8, 7}, out[2] = {-7, -7};
+        frigg_row one = {.seq = 0, .prefill = 1, .ids = p0, .n = 4, .prefix_len = 4, .want = FRIGG_WANT_GREEDY,
+                         .out_id = &out[0]};
+        CHECK(frigg_step(b, &one, 1) == 0, "%s (cuda), one prompt: %s", what, frigg_error());
+        CHECK(finite ? out[0] >= 0 && out[0] < V : out[0] < 0 || out[0] >= V, "%s (cuda), one prompt: greedy id %d",
+              what, out[0]);
+        frigg_row two[2] = {{.seq = 0, .prefill = 1, .ids = p0, .n = 4, .prefix_len = 2, .want = FRIGG_WANT_GREEDY,
+                             .out_id = &out[0]},
+                            {.seq = 1, .prefill = 1, .ids = p1, .n = 3, .prefix_len = 3, .want = FRIGG_WANT_GREEDY,
+                             .out_id = &out[1]}};
+        out[0] = out[1] = -7;
+        CHECK(b->seq_reset(b, 0) == 0 && frigg_step(b, two, 2) == 0, "%s (cuda), two prompts: %s", what, frigg_error());
+        for (int i = 0; i < 2; i++)
+            CHECK(finite ? out[i] >= 0 && out[i] < V : out[i] < 0 || out[i] >= V,
+                  "%s (cuda), two prompts: prompt %d's greedy id %d", what, i, out[i]);
+    }
+    frigg_backend_destroy(b);
+    frigg_model_free(m);
+#else
+    (void)dir, (void)what, (void)finite;
+#endif
+}
+
 int main(void) {
     TEST_MAIN_BEGIN("test_nonfinite");
     char *tmp = tm_tempdir();
@@ -128,6 +164,8 @@ int main(void) {
     generate_cases(nan_head, "NaN lm_head");
     generate_cases(inf_embed, "+Inf embedding");
     session_pair(nan_head);
+    cuda_greedy_prompts(nan_head, "NaN lm_head", 0);
+    cuda_greedy_prompts(inf_embed, "+Inf embedding", 0);
 
     /* one NaN logit among finite ones: a LOGITS row (every value checked) catches it */
     frigg_model *m = frigg_model_load(nan_row);
@@ -173,6 +211,7 @@ int main(void) {
     }
     frigg_backend_destroy(b);
     frigg_model_free(m);
+    cuda_greedy_prompts(fine, "finite model", 1);
     tm_rmrf(tmp);
     free(tmp);
     free(nan_head);
