@@ -1,7 +1,7 @@
 #!/bin/bash
 # One H200, this tree: frigg-parity on the full-size random model against HF's own hrm_text (make_fixtures.py
 # --mimir-size --seed 1 --fp32-ref, on the GPU) — it must pass, and fail with --force-causal — and frigg-parity
-# --vs-cpu on the tiny fixtures (parity-*.txt); compute-sanitizer memcheck of test_cuda_engine, test_cuda_prefill
+# --vs-cpu --allow-no-tf on the tiny fixtures (their teacher-forced steps are all near-ties, so the gate has nothing to check) (parity-*.txt); compute-sanitizer memcheck of test_cuda_engine, test_cuda_prefill
 # and test_nonfinite (memcheck-*.txt: the sanitizer's summary and the test's last line). Run on the GPU host from
 # the project root with .deps carried. LIMIT (default 480): seconds.
 export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=0
@@ -35,7 +35,7 @@ if [ -f /tmp/mimir/config.json ]; then
   timeout 90 $N/bin/frigg-parity --force-causal /tmp/mimir > $R/parity-mimir-causal.jsonl 2> $R/parity-mimir-causal.txt
   echo "parity mimir --force-causal rc $? (must be 1)" >> $R/parity-mimir-causal.txt
 fi
-timeout 60 $N/bin/frigg-parity --vs-cpu golden/fixtures/tiny-packed golden/fixtures/tiny-split golden/fixtures/tiny-sharded \
+timeout 60 $N/bin/frigg-parity --vs-cpu --allow-no-tf golden/fixtures/tiny-packed golden/fixtures/tiny-split golden/fixtures/tiny-sharded \
     > $R/parity-tiny.jsonl 2> $R/parity-tiny.txt; echo "parity tiny rc $? (0 = pass)" >> $R/parity-tiny.txt
 for f in parity-mimir parity-mimir-causal parity-tiny; do tail -3 $R/$f.txt | tee -a $R/log.txt; done
 el parity
