@@ -22,7 +22,8 @@
  *   FRIGG_GSM8K_LAST (--chat): the last number in the output, by "last"; else none.
  * "Strict" accuracy counts only answers found by "####".
  *
- * PROMPTS (completion form, as lm-evaluation-harness's gsm8k task writes them): each exemplar is
+ * PROMPTS (completion form, the layout of lm-evaluation-harness's gsm8k task, whose exemplars keep the
+ * annotations; man/frigg-eval.1 says where the two differ): each exemplar is
  * "Question: " + question + "\nAnswer: " + answer + "\n\n", the answer being the GSM8K solution with its
  * calculator annotations "<<...>>" removed and its "#### N" final line kept; then "Question: " + question +
  * "\nAnswer:". */

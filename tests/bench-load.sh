@@ -93,7 +93,7 @@ class H(BaseHTTPRequestHandler):
                 self.event(b"{not json")
             elif model == "fake-broken" and k % 4 == 1:
                 self.text(chat, "x")
-                time.sleep(3)  # past the client's --timeout-s 1
+                time.sleep(8)  # past the client's --timeout-s 3 (a loaded machine's slow answer stays within it)
             elif model == "fake-broken" and k % 4 == 2:
                 self.text(chat, "x")
                 self.text(chat, "y")
@@ -165,7 +165,7 @@ grep -q '^load: 4 streams, 16 requests (4 failed)' "$T/e1" && ok || no "run 1: n
 # 2. chat, --api-key (masked in the row): a payload that is not JSON, a stall past --timeout-s, a stream cut
 # before [DONE], and one that succeeds without a usage chunk (its 3 text chunks are its tokens).
 timeout 30 "$BIN/frigg-bench" load --url "http://127.0.0.1:$PORT" --endpoint chat --model fake-broken --api-key sekrit \
-    --streams 4 --requests 4 --prompt-tokens 16 --max-tokens 8 --timeout-s 1 > "$T/r2" 2> "$T/e2"; rc=$?
+    --streams 4 --requests 4 --prompt-tokens 16 --max-tokens 8 --timeout-s 3 > "$T/r2" 2> "$T/e2"; rc=$?
 flat "$T/r2"
 [ "$rc" = 1 ] && ok || no "run 2: exit status $rc, want 1"
 [ "$(get "$T/r2" errors)" = '{"malformed":2,"timeout":1}' ] && ok || no "run 2: errors $(get "$T/r2" errors)"
