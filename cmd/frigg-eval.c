@@ -43,11 +43,11 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: frigg-eval nll   [COMMON] < seqs.jsonl\n"
-            "       frigg-eval kl    --ref DIR [COMMON] [--ref-backend B] [--ref-kv-dtype T]\n"
+            "       frigg-eval kl    --ref DIR [COMMON] [--ref-backend B] [--ref-kv-dtype T] [--ref-precision P]\n"
             "                        [--text FILE | --jsonl FILE | < text] [--ctx N] [--limit N]\n"
             "       frigg-eval gsm8k [COMMON] [--data FILE] [--limit N] [--shots 0..5 | --chat] [--max-tokens N]\n"
             "COMMON: [-m|--model DIR] [-b|--backend cpu|cuda] [-t|--threads N] [-d|--device N] [-P|--parallel N]\n"
-            "        [--kv-dtype bf16|int8] [-h|--help] [--version]\n"
+            "        [--kv-dtype bf16|int8] [--precision bf16|fp32] [-h|--help] [--version]\n"
             "  nll: each line {\"input_ids\":[...],\"prefix_tokens\":P[,\"id\":...]}; the tokens after the first P are\n"
             "       scored given everything before them (the first P attend bidirectionally). Out: one\n"
             "       {\"nll_sum\",\"target_tokens\"} per line, in input order, then {\"summary\":{nll_mean,perplexity,...}}.\n"
@@ -69,17 +69,22 @@ typedef struct {
     const char *mode;
     const char *model, *backend, *ref, *ref_backend, *text, *jsonl, *data;
     int threads, device, parallel, ctx, limit, shots, chat, max_tokens;
+    /* --precision / --ref-precision fp32: that engine is the CPU engine's fp32 reference
+     * (frigg_backend_opts.fp32_reference); ref_fp32 -1: as the model's */
+    int fp32, ref_fp32;
     frigg_dtype kv, ref_kv;
 } eval_opts;
 
+static const char *precision_name(int fp32) { return fp32 ? "fp32" : "bf16"; }
+
 static const char *kv_name(frigg_dtype t) { return frigg_dtype_name(t); }
 
-static frigg_backend *open_backend(const char *dir, const char *backend, const eval_opts *o, frigg_dtype kv, int max_ctx,
-                                   frigg_model **mp) {
+static frigg_backend *open_backend(const char *dir, const char *backend, const eval_opts *o, frigg_dtype kv, int fp32,
+                                   int max_ctx, frigg_model **mp) {
     *mp = frigg_model_load(dir);
     if (!*mp) return NULL;
     frigg_backend_opts bo = {.threads = o->threads, .device = o->device, .max_seqs = o->parallel, .max_ctx = max_ctx,
-                             .kv_dtype = kv};
+                             .kv_dtype = kv, .fp32_reference = fp32};
     frigg_backend *b = frigg_backend_create(backend, *mp, &bo);
     if (!b) {
         frigg_model_free(*mp);
@@ -252,7 +257,7 @@ static void read_line(runner *r, frigg_sched *sc, const frigg_model *m, const ch
 
 static int run_nll(const eval_opts *o, const char *mdir) {
     frigg_model *m = NULL;
-    frigg_backend *b = open_backend(mdir, o->backend, o, o->kv, 0, &m);
+    frigg_backend *b = open_backend(mdir, o->backend, o, o->kv, o->fp32, 0, &m);
     frigg_sched *sc = b ? frigg_sched_new(b, NULL, o->parallel) : NULL;
     if (!sc) {
         fprintf(stderr, PROG ": %s\n", frigg_error());
@@ -284,8 +289,8 @@ static int run_nll(const eval_opts *o, const char *mdir) {
     free(line);
     free(rn.ans);
     double mean = rn.total_targets ? rn.total / rn.total_targets : 0;
-    json_t *sum = json_pack("{s:{s:s,s:s,s:s,s:i,s:i,s:f,s:f,s:f}}", "summary", "model", mdir, "backend", b->name,
-                            "kv_dtype", kv_name(b->kv_dtype), "sequences", rn.seqs, "target_tokens", rn.total_targets,
+    json_t *sum = json_pack("{s:{s:s,s:s,s:s,s:s,s:i,s:i,s:f,s:f,s:f}}", "summary", "model", mdir, "backend", b->name,
+                            "kv_dtype", kv_name(b->kv_dtype), "precision", precision_name(o->fp32), "sequences", rn.seqs, "target_tokens", rn.total_targets,
                             "nll_sum", rn.total, "nll_mean", mean, "perplexity", exp(mean));
     char *s = json_dumps(sum, JSON_COMPACT);
     puts(s);
@@ -432,12 +437,12 @@ static int run_kl(const eval_opts *o, const char *mdir) {
         goto out;
     }
     double t0 = frigg_now_ms();
-    rb = open_backend(o->ref, o->ref_backend ? o->ref_backend : o->backend, o, o->ref_kv, ctx, &rm);
+    rb = open_backend(o->ref, o->ref_backend ? o->ref_backend : o->backend, o, o->ref_kv, o->ref_fp32, ctx, &rm);
     if (!rb) {
         fprintf(stderr, PROG ": the reference %s: %s\n", o->ref, frigg_error());
         goto out;
     }
-    b = open_backend(mdir, o->backend, o, o->kv, ctx, &m);
+    b = open_backend(mdir, o->backend, o, o->kv, o->fp32, ctx, &m);
     if (!b) {
         fprintf(stderr, PROG ": the model %s: %s\n", mdir, frigg_error());
         goto out;
@@ -449,9 +454,10 @@ static int run_kl(const eval_opts *o, const char *mdir) {
         fprintf(stderr, PROG ": %s\n", frigg_error());
         goto out;
     }
-    json_t *sum = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:I,s:f,s:f,s:f,s:f,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
+    json_t *sum = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:I,s:f,s:f,s:f,s:f,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}",
                             "mode", "kl", "model", mdir, "ref", o->ref, "backend", b->name, "ref_backend", rb->name,
-                            "kv_dtype", kv_name(b->kv_dtype), "ref_kv_dtype", kv_name(rb->kv_dtype), "input", input,
+                            "kv_dtype", kv_name(b->kv_dtype), "ref_kv_dtype", kv_name(rb->kv_dtype),
+                            "precision", precision_name(o->fp32), "ref_precision", precision_name(o->ref_fp32), "input", input,
                             "sequences", s.sequences, "failed", s.failed, "target_tokens", (json_int_t)s.tokens,
                             "kl_mean", s.kl_mean, "kl_p99", s.kl_p99, "kl_max", s.kl_max, "top1_agreement", s.top1,
                             "top1_agree", (json_int_t)s.top1_agree, "top1_ties", (json_int_t)s.top1_ties,
@@ -673,7 +679,7 @@ static int run_gsm8k(const eval_opts *o, const char *mdir) {
         if (sl->n + sl->max_tokens > longest) longest = sl->n + sl->max_tokens;
     }
     if (longest > cfg.max_position_embeddings) longest = cfg.max_position_embeddings;
-    b = open_backend(mdir, o->backend, o, o->kv, longest, &m);
+    b = open_backend(mdir, o->backend, o, o->kv, o->fp32, longest, &m);
     sc = b ? frigg_sched_new(b, tok, o->parallel) : NULL;
     if (!sc) {
         fprintf(stderr, PROG ": %s\n", frigg_error());
@@ -750,6 +756,7 @@ static int run_gsm8k(const eval_opts *o, const char *mdir) {
         "strict_accuracy", (double)strict / n, "invalid", invalid, "errors", errors, "prompt_tokens",
         (json_int_t)prompt_total, "completion_tokens", (json_int_t)G.completion, "tok_s",
         wall > 0 ? G.completion / wall : 0.0, "wall_s", wall);
+    json_object_set_new(sum, "precision", json_string(precision_name(o->fp32)));
     if (!o->chat) json_object_set_new(sum, "stop", json_string(GSM8K_STOP));
     print_json(json_pack("{s:o}", "summary", sum));
     rc = errors ? 1 : 0;
@@ -788,8 +795,10 @@ int main(int argc, char **argv) {
         return 2;
     }
     o.parallel = is_gsm ? GSM8K_DEFAULT_PARALLEL : EVAL_DEFAULT_PARALLEL;
+    o.ref_fp32 = -1;
     o.max_tokens = GSM8K_DEFAULT_MAX_TOKENS;
-    enum { O_KV = 256, O_REF, O_REF_KV, O_REF_BACKEND, O_TEXT, O_JSONL, O_CTX, O_LIMIT, O_DATA, O_SHOTS, O_CHAT, O_MAXTOK };
+    enum { O_KV = 256, O_REF, O_REF_KV, O_REF_BACKEND, O_TEXT, O_JSONL, O_CTX, O_LIMIT, O_DATA, O_SHOTS, O_CHAT, O_MAXTOK,
+           O_PREC, O_REF_PREC };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},       {"backend", required_argument, 0, 'b'},
         {"threads", required_argument, 0, 't'},     {"device", required_argument, 0, 'd'},
@@ -799,7 +808,9 @@ int main(int argc, char **argv) {
         {"jsonl", required_argument, 0, O_JSONL},   {"ctx", required_argument, 0, O_CTX},
         {"limit", required_argument, 0, O_LIMIT},   {"data", required_argument, 0, O_DATA},
         {"shots", required_argument, 0, O_SHOTS},   {"chat", no_argument, 0, O_CHAT},
-        {"max-tokens", required_argument, 0, O_MAXTOK}, {"help", no_argument, 0, 'h'},
+        {"max-tokens", required_argument, 0, O_MAXTOK}, {"precision", required_argument, 0, O_PREC},
+        {"ref-precision", required_argument, 0, O_REF_PREC},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     const char *only = NULL; /* an option given to a mode it does not apply to */
     int c, shots_set = 0;
@@ -850,6 +861,16 @@ int main(int argc, char **argv) {
             if (frigg_cli_number(PROG, "--max-tokens", optarg, 1, 1 << 24, 1, &v)) return 2;
             o.max_tokens = (int)v, only = is_gsm ? only : "--max-tokens";
             break;
+        case O_PREC:
+        case O_REF_PREC:
+            if (strcmp(optarg, "bf16") && strcmp(optarg, "fp32")) {
+                fprintf(stderr, PROG ": %s takes bf16 or fp32, not \"%s\"\n", c == O_PREC ? "--precision" : "--ref-precision",
+                        optarg);
+                return 2;
+            }
+            if (c == O_PREC) o.fp32 = !strcmp(optarg, "fp32");
+            else o.ref_fp32 = !strcmp(optarg, "fp32"), only = is_kl ? only : "--ref-precision";
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -869,6 +890,25 @@ int main(int argc, char **argv) {
     if (is_kl && o.text && o.jsonl) {
         fprintf(stderr, PROG ": --text and --jsonl are two inputs: give one\n");
         return 2;
+    }
+    if (o.ref_fp32 < 0) o.ref_fp32 = o.fp32;
+    /* The fp32 reference is the CPU engine's alone: an fp32 engine is the CPU engine, never picked by auto. */
+    if (o.fp32) {
+        if (o.backend && strcmp(o.backend, "cpu") && strcmp(o.backend, "auto")) {
+            fprintf(stderr, PROG ": --precision fp32 runs on the CPU engine only, not --backend \"%s\"\n", o.backend);
+            return 2;
+        }
+        o.backend = "cpu";
+    }
+    if (is_kl && o.ref_fp32) {
+        const char *rb = o.ref_backend ? o.ref_backend : o.backend;
+        if (rb && strcmp(rb, "cpu") && strcmp(rb, "auto")) {
+            fprintf(stderr, PROG ": --ref-precision fp32 runs on the CPU engine only, not %s \"%s\"%s\n",
+                    o.ref_backend ? "--ref-backend" : "--backend", rb,
+                    o.ref_backend ? "" : " (the reference's engine unless --ref-backend cpu)");
+            return 2;
+        }
+        o.ref_backend = "cpu";
     }
     if (is_gsm && o.chat && shots_set && o.shots) {
         fprintf(stderr, PROG ": --chat is zero-shot: it does not take --shots %d\n", o.shots);
