@@ -51,6 +51,7 @@ typedef struct {
     double read_gbs; /* from vram, for the roofline */
     int one_step;     /* --one-step: each step collected before the next is submitted */
     int batch_invariant; /* --batch-invariant: frigg_backend_opts.batch_invariant */
+    int dequant_rows;    /* --dequant-rows: frigg_backend_opts.dequant_rows (0: the default) */
     frigg_sampler_params sampling; /* --temperature > 0: decode rows sample on the host from the step's logits */
     frigg_dtype kvs[4];  /* --kv-dtypes: the decode cells' KV-cache element types (default bf16) */
     int nkv;
@@ -82,6 +83,8 @@ static void usage(FILE *f) {
             "      --ctx LIST         decode context lengths (default 512,2048,4096)\n"
             "      --prefill LIST     prefill lengths (default 1024,4096)\n"
             "      --batch-invariant  the engine as frigg-run --batch-invariant runs it (rows say which GEMV ran)\n"
+            "      --dequant-rows N|off  a quantized build's bf16 copy as frigg-run --dequant-rows takes it (rows say\n"
+            "                         whether a step read it: decode_weights)\n"
             "      --one-step         decode one step per call, each step's ids back on the host before the next is\n"
             "                         queued, instead of two greedy steps queued (where the engine can: step k+1\n"
             "                         takes step k's ids on the device, queued before they are back on the host)\n"
@@ -200,18 +203,21 @@ static int is_quant(frigg_dtype t) { return t == FRIGG_DT_INT8 || t == FRIGG_DT_
 /* The GEMV each projection ran at batch B (",\"gemv\":{\"gqkv\":\"simt\",...}"): the context's forced
  * implementation, or what its auto table names for the class, the batch size and the weights' dtype (the q. rows
  * for int8 / int4), so that a row says which kernel it measured. */
-static void gemv_choice(frigg_backend *b, const frigg_model *m, int B, char *out, size_t n) {
+/* copy_layers, copy_lm: the step reads the engine's bf16 copy (frigg_cuda_decode_copy), so the bf16 rows apply */
+static void gemv_choice(frigg_backend *b, const frigg_model *m, int B, int copy_layers, int copy_lm, char *out,
+                        size_t n) {
     const struct fk_ctx *kc = frigg_cuda_kernels(b);
     const frigg_config *c = &m->cfg;
     int D = c->hidden_size, I = c->intermediate_size, V = c->vocab_size, impl = fk_ctx_gemv_impl(kc);
+    const int ql = !copy_layers && is_quant(m->stack[0][0].q.dtype), qh = !copy_lm && is_quant(m->lm_head.dtype);
     const struct {
         const char *name;
         int O, K, epi, quant;
-    } cls[] = {{"gqkv", 4 * D, D, FK_GEMV_QKV, is_quant(m->stack[0][0].q.dtype)},
-               {"gate_up", 2 * I, D, FK_GEMV_SWIGLU, is_quant(m->stack[0][0].q.dtype)},
-               {"o_proj", D, D, FK_GEMV_RESID, is_quant(m->stack[0][0].q.dtype)},
-               {"down", D, I, FK_GEMV_RESID, is_quant(m->stack[0][0].q.dtype)},
-               {"lm_head", V, D, FK_GEMV_STORE, is_quant(m->lm_head.dtype)}};
+    } cls[] = {{"gqkv", 4 * D, D, FK_GEMV_QKV, ql},
+               {"gate_up", 2 * I, D, FK_GEMV_SWIGLU, ql},
+               {"o_proj", D, D, FK_GEMV_RESID, ql},
+               {"down", D, I, FK_GEMV_RESID, ql},
+               {"lm_head", V, D, FK_GEMV_STORE, qh}};
     size_t at = (size_t)snprintf(out, n, ",\"gemv\":{");
     for (size_t i = 0; i < sizeof cls / sizeof cls[0] && at < n; i++) {
         int run = impl != FK_GEMV_IMPL_AUTO ? impl
@@ -357,7 +363,7 @@ static int bench_launch(opts_t *o) {
 
 static frigg_backend *make_backend(const opts_t *o, const frigg_model *m, int seqs, int ctx, frigg_dtype kv) {
     frigg_backend_opts bo = {.device = o->device, .max_seqs = seqs, .max_ctx = ctx, .kv_dtype = kv,
-                             .batch_invariant = o->batch_invariant};
+                             .batch_invariant = o->batch_invariant, .dequant_rows = o->dequant_rows};
     frigg_backend *b = frigg_backend_create(o->backend, m, &bo);
     if (!b) fprintf(stderr, "frigg-bench: backend %s: %s\n", o->backend, frigg_error());
     return b;
@@ -370,24 +376,19 @@ static void random_ids(int32_t *ids, int n, int V, unsigned long long *s) {
     }
 }
 
-/* Bytes of one matrix as stored: its values (bf16, or packed int8 / int4) and its bf16 scales. */
-static double mat_bytes(const frigg_mat *w) {
-    double v = (double)frigg_mat_row_bytes(w) * w->rows;
-    return w->dtype == FRIGG_DT_BF16 ? v : v + 2.0 * w->rows * frigg_mat_ngroups(w);
-}
-
 /* Weight bytes one decode step streams: every layer of each run, plus lm_head (embedding rows ignored), as
- * the model stores them (a quantized build counts its packed values and scales). */
-static double weight_bytes(const frigg_model *m) {
+ * the model stores them (a quantized build counts its packed values and scales), or, where the step reads the
+ * engine's bf16 copy (copy_layers, copy_lm: frigg_cuda_decode_copy), 2 bytes per weight. */
+static double weight_bytes(const frigg_model *m, int copy_layers, int copy_lm) {
     const frigg_config *c = &m->cfg;
     double stack[2] = {0, 0};
     for (int s = 0; s < 2; s++)
         for (int i = 0; i < c->layers_per_stack; i++) {
             const frigg_layer *L = &m->stack[s][i];
             const frigg_mat *all[] = {&L->gate, &L->q, &L->k, &L->v, &L->o, &L->mlp_gate, &L->up, &L->down};
-            for (int j = 0; j < 8; j++) stack[s] += mat_bytes(all[j]);
+            for (int j = 0; j < 8; j++) stack[s] += copy_layers ? 2.0 * all[j]->rows * all[j]->cols : frigg_mat_bytes(all[j]);
         }
-    double b = mat_bytes(&m->lm_head);
+    double b = copy_lm ? 2.0 * m->lm_head.rows * m->lm_head.cols : frigg_mat_bytes(&m->lm_head);
     for (int r = 0; r < frigg_num_runs(c); r++) b += stack[frigg_run_stack(c, r)];
     return b;
 }
@@ -445,7 +446,7 @@ static int check_cells(const opts_t *o, const frigg_model *m, int decode, int pr
     size_t free_b = 0, total_b = 0;
     if (decode && !strcmp(o->backend, "cuda") && !frigg_cuda_mem_info(o->device, &free_b, &total_b)) {
         /* K and V of every virtual layer, maxb sequences of maxctx positions; the weights as stored beside them */
-        double w = weight_bytes(m) + mat_bytes(&m->embed);
+        double w = weight_bytes(m, 0, 0) + frigg_mat_bytes(&m->embed);
         if (kv_max + w > (double)free_b) {
             fprintf(stderr, "frigg-bench: %sdecode batch %d at ctx %d needs %.1f GB of KV cache beside %.1f GB of "
                             "weights; device %d has %.1f GB free\n", pre, maxb, maxctx, kv_max / 1e9, w / 1e9, o->device,
@@ -536,7 +537,11 @@ static int decode_cell(opts_t *o, frigg_backend *b, const frigg_model *m, int B,
     /* KV bytes read at the mean position, as the engine stores them (frigg_kv_seq_bytes is linear in ctx) */
     double avg_ctx = n0 + o->steps / 2.0;
     double kv_bytes = B * frigg_kv_seq_bytes(c, b->name, b->kv_dtype, ctx) * avg_ctx / ctx;
-    double w_bytes = weight_bytes(m), bytes = w_bytes + kv_bytes;
+    int copy_layers = 0, copy_lm = 0;
+#ifdef FRIGG_CUDA
+    if (!strcmp(b->name, "cuda")) frigg_cuda_decode_copy(b, B, &copy_layers, &copy_lm);
+#endif
+    double w_bytes = weight_bytes(m, copy_layers, copy_lm), bytes = w_bytes + kv_bytes;
     double gbs = bytes / (ms.med * 1e-3) / 1e9;
     char body[2048], roof[96] = "", smp_text[96] = "\"greedy\"", ktext[160], tend[32] = "";
     kernels_text(b, ktext, sizeof ktext);
@@ -556,8 +561,10 @@ static int decode_cell(opts_t *o, frigg_backend *b, const frigg_model *m, int B,
         kps = frigg_cuda_kernels_per_step(b, B);
         size_t at = strlen(proj);
         const char *dp = frigg_cuda_decode_proj(b, B);
-        snprintf(proj + at, sizeof proj - at, ",\"decode_proj\":\"%s\"", dp);
-        if (!strcmp(dp, "gemv")) gemv_choice(b, m, B, proj + strlen(proj), sizeof proj - strlen(proj));
+        snprintf(proj + at, sizeof proj - at, ",\"decode_proj\":\"%s\",\"decode_weights\":\"%s\"", dp,
+                 copy_layers || copy_lm ? "bf16-copy" : "stored");
+        if (!strcmp(dp, "gemv"))
+            gemv_choice(b, m, B, copy_layers, copy_lm, proj + strlen(proj), sizeof proj - strlen(proj));
     }
 #endif
     snprintf(body, sizeof body,
@@ -1288,7 +1295,7 @@ int main(int argc, char **argv) {
         }
     }
     enum { O_URL = 256, O_STREAMS, O_DURATION, O_REQUESTS, O_PROMPT, O_MAXTOK, O_KEY, O_ENDPOINT, O_TIMEOUT, O_KV, O_BUILDS,
-           O_COOL };
+           O_COOL, O_DQ };
     static const struct option lo[] = {{"model", 1, 0, 'm'},   {"random-mimir", 0, 0, 'R'}, {"seed", 1, 0, 'S'},
                                        {"backend", 1, 0, 'b'}, {"device", 1, 0, 'd'},       {"repeats", 1, 0, 'r'},
                                        {"steps", 1, 0, 's'},   {"batch", 1, 0, 'B'},        {"ctx", 1, 0, 'C'},
@@ -1302,7 +1309,8 @@ int main(int argc, char **argv) {
                                        {"api-key", 1, 0, O_KEY}, {"endpoint", 1, 0, O_ENDPOINT},
                                        {"timeout-s", 1, 0, O_TIMEOUT}, {"kv-dtype", 1, 0, O_KV},
                                        {"kv-dtypes", 1, 0, O_KV}, {"builds", 1, 0, O_BUILDS},
-                                       {"cooldown-c", 1, 0, O_COOL}, {0, 0, 0, 0}};
+                                       {"cooldown-c", 1, 0, O_COOL}, {"dequant-rows", 1, 0, O_DQ},
+                                       {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "m:b:d:r:h", lo, NULL)) != -1) {
         switch (ch) {
@@ -1326,6 +1334,9 @@ int main(int argc, char **argv) {
         case 'P': o.np = parse_list(optarg, o.plens, "prefill"); break;
         case 'O': o.one_step = 1; break;
         case 'I': o.batch_invariant = 1; break;
+        case O_DQ:
+            if (frigg_cli_dequant_rows("frigg-bench", optarg, &o.dequant_rows)) return 2;
+            break;
         case 'T':
         case 'k':
         case 'p': {
@@ -1455,10 +1466,12 @@ int main(int argc, char **argv) {
         }
     }
     const int engine_opts = o.random_mimir || strcmp(o.backend, "auto") || o.one_step || o.batch_invariant || o.nbuilds ||
+                            o.dequant_rows ||
                             o.cooldown_c >= 0 || o.nkv != 1 || o.kvs[0] != FRIGG_DT_BF16;
     if (o.load && (want[0] || want[1] || want[2] || want[3] || engine_opts)) {
         fprintf(stderr, "frigg-bench: load runs alone: it measures a server, not an engine (no other mode, no "
-                        "--random-mimir, --backend, --one-step, --batch-invariant, --kv-dtypes, --builds, --cooldown-c)\n");
+                        "--random-mimir, --backend, --one-step, --batch-invariant, --dequant-rows, --kv-dtypes, --builds, "
+                        "--cooldown-c)\n");
         return 2;
     }
     if (!o.load && (o.url || o.streams || o.duration_s > 0 || o.requests || o.prompt_tokens || o.max_tokens || o.api_key ||

@@ -47,7 +47,7 @@ static void usage(FILE *f) {
             "                        [--text FILE | --jsonl FILE | < text] [--ctx N] [--limit N]\n"
             "       frigg-eval gsm8k [COMMON] [--data FILE] [--limit N] [--shots 0..5 | --chat] [--max-tokens N]\n"
             "COMMON: [-m|--model DIR] [-b|--backend cpu|cuda] [-t|--threads N] [-d|--device N] [-P|--parallel N]\n"
-            "        [--kv-dtype bf16|int8] [--precision bf16|fp32] [-h|--help] [--version]\n"
+            "        [--kv-dtype bf16|int8] [--precision bf16|fp32] [--dequant-rows N|off] [-h|--help] [--version]\n"
             "  nll: each line {\"input_ids\":[...],\"prefix_tokens\":P[,\"id\":...]}; the tokens after the first P are\n"
             "       scored given everything before them (the first P attend bidirectionally). Out: one\n"
             "       {\"nll_sum\",\"target_tokens\"} per line, in input order, then {\"summary\":{nll_mean,perplexity,...}}.\n"
@@ -72,6 +72,7 @@ typedef struct {
     /* --precision / --ref-precision fp32: that engine is the CPU engine's fp32 reference
      * (frigg_backend_opts.fp32_reference); ref_fp32 -1: as the model's */
     int fp32, ref_fp32;
+    int dequant_rows; /* --dequant-rows: frigg_backend_opts.dequant_rows of every engine (0: the default) */
     frigg_dtype kv, ref_kv;
 } eval_opts;
 
@@ -84,7 +85,8 @@ static frigg_backend *open_backend(const char *dir, const char *backend, const e
     *mp = frigg_model_load(dir);
     if (!*mp) return NULL;
     frigg_backend_opts bo = {.threads = o->threads, .device = o->device, .max_seqs = o->parallel, .max_ctx = max_ctx,
-                             .kv_dtype = kv, .fp32_reference = fp32};
+                             .kv_dtype = kv, .fp32_reference = fp32,
+                             .dequant_rows = o->dequant_rows};
     frigg_backend *b = frigg_backend_create(backend, *mp, &bo);
     if (!b) {
         frigg_model_free(*mp);
@@ -798,7 +800,7 @@ int main(int argc, char **argv) {
     o.ref_fp32 = -1;
     o.max_tokens = GSM8K_DEFAULT_MAX_TOKENS;
     enum { O_KV = 256, O_REF, O_REF_KV, O_REF_BACKEND, O_TEXT, O_JSONL, O_CTX, O_LIMIT, O_DATA, O_SHOTS, O_CHAT, O_MAXTOK,
-           O_PREC, O_REF_PREC };
+           O_PREC, O_REF_PREC, O_DQ };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},       {"backend", required_argument, 0, 'b'},
         {"threads", required_argument, 0, 't'},     {"device", required_argument, 0, 'd'},
@@ -809,7 +811,7 @@ int main(int argc, char **argv) {
         {"limit", required_argument, 0, O_LIMIT},   {"data", required_argument, 0, O_DATA},
         {"shots", required_argument, 0, O_SHOTS},   {"chat", no_argument, 0, O_CHAT},
         {"max-tokens", required_argument, 0, O_MAXTOK}, {"precision", required_argument, 0, O_PREC},
-        {"ref-precision", required_argument, 0, O_REF_PREC},
+        {"ref-precision", required_argument, 0, O_REF_PREC}, {"dequant-rows", required_argument, 0, O_DQ},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     const char *only = NULL; /* an option given to a mode it does not apply to */
@@ -860,6 +862,9 @@ int main(int argc, char **argv) {
         case O_MAXTOK:
             if (frigg_cli_number(PROG, "--max-tokens", optarg, 1, 1 << 24, 1, &v)) return 2;
             o.max_tokens = (int)v, only = is_gsm ? only : "--max-tokens";
+            break;
+        case O_DQ:
+            if (frigg_cli_dequant_rows(PROG, optarg, &o.dequant_rows)) return 2;
             break;
         case O_PREC:
         case O_REF_PREC:

@@ -76,12 +76,15 @@ static void usage(FILE *f) {
             "                        (one decode kernel at every batch size; the CPU engine always is)\n"
             "      --kv-dtype T      KV-cache elements: bf16 (default) or int8 (symmetric, one scale per position\n"
             "                        and head; about half a bf16 cache's bytes)\n"
+            "      --dequant-rows N|off  a quantized build on the CUDA engine: steps of N rows or more (decode rows,\n"
+            "                        prompt tokens) run on a bf16 copy of its weights made at load (default %d;\n"
+            "                        off: no copy, the stored weights at every size)\n"
             "  -h, --help            this help\n"
             "      --version         version and build\n"
             "\n"
             "Request fields: input_ids | prompt | messages (+tools), max_tokens, temperature, top_k, top_p,\n"
             "seed, repetition_penalty, stop_ids, stop, prefix_tokens, logprobs, id. See frigg-run(1).\n",
-            FRIGG_DEFAULT_MAX_TOKENS, FRIGG_SESSION_DEFAULT_SLOTS, DEFAULT_MAX_LINE);
+            FRIGG_DEFAULT_MAX_TOKENS, FRIGG_SESSION_DEFAULT_SLOTS, DEFAULT_MAX_LINE, FRIGG_DEQUANT_ROWS_DEFAULT);
 }
 
 static void print_json_line(json_t *o) {
@@ -191,6 +194,7 @@ int main(int argc, char **argv) {
         {"batch-invariant", no_argument, 0, 'I'}, {"kv-dtype", required_argument, 0, 'K'},
         {"max-line-bytes", required_argument, 0, 'L'}, {"ctx", required_argument, 0, 'C'},
         {"stats", no_argument, 0, 'S'},         {"help", no_argument, 0, 'h'},
+        {"dequant-rows", required_argument, 0, 'Q'},
         {"version", no_argument, 0, 'V'},       {0, 0, 0, 0}};
     frigg_session_opts so = {0};
     so.default_max_tokens = FRIGG_DEFAULT_MAX_TOKENS;
@@ -238,6 +242,9 @@ int main(int argc, char **argv) {
         case 'U': unordered = 1; break;
         case 'S': stats = 1; break;
         case 'I': so.batch_invariant = 1; break;
+        case 'Q':
+            if (frigg_cli_dequant_rows("frigg-run", optarg, &so.dequant_rows)) return 2;
+            break;
         case 'K':
             if (frigg_cli_kv_dtype("frigg-run", optarg, &so.kv_dtype)) return 2;
             break;

@@ -858,8 +858,11 @@ static void usage(FILE *f) {
             "                           prompt runs alone or, beside decodes, by --prefill-share; 0: no limit)\n"
             "      --batch-invariant    each response's bits independent of what runs beside it (see frigg-run(1))\n"
             "      --kv-dtype T         KV-cache elements: bf16 (default) or int8 (see frigg-run(1))\n"
+            "      --dequant-rows N|off a quantized build on a GPU: steps of N rows or more on a bf16 copy of its\n"
+            "                           weights (default %d; off: none; see frigg-run(1))\n"
             "      --hf-regex           tokenize with HF's regex instead of the training mode (see frigg-run(1))\n"
-            "  -h, --help, --version\n");
+            "  -h, --help, --version\n",
+            FRIGG_DEQUANT_ROWS_DEFAULT);
 }
 
 static int parse_devices(const char *arg, int *dev, int *n) {
@@ -903,6 +906,20 @@ static void budget(const frigg_config *c, int ctx, int cuda, frigg_dtype kv_dtyp
 }
 
 static double available_bytes(int cuda, int device);
+
+/* The stored bytes of a checkpoint's quantized layer matrices and lm_head: on a GPU they sit beside the bf16 copy
+ * the engine makes of them (frigg_backend_opts.dequant_rows), which budget() already counts as the bf16 weights. */
+static double quantized_bytes(const frigg_model *m) {
+    double q = 0;
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < m->cfg.layers_per_stack; i++) {
+            const frigg_layer *L = &m->stack[s][i];
+            const frigg_mat *all[] = {&L->gate, &L->q, &L->k, &L->v, &L->o, &L->mlp_gate, &L->up, &L->down};
+            for (int j = 0; j < 8; j++)
+                if (all[j]->dtype != FRIGG_DT_BF16) q += frigg_mat_bytes(all[j]);
+        }
+    return q + (m->lm_head.dtype != FRIGG_DT_BF16 ? frigg_mat_bytes(&m->lm_head) : 0);
+}
 
 /* --slots auto: the most slots of --ctx tokens whose KV cache, beside the weights and the work buffers, fits in
  * AUTO_SLOTS_SHARE of the free memory of every replica's device (CPU replicas share the host's), at most
@@ -975,10 +992,11 @@ static int serve(server *s, int argc, char **argv) {
         {"max-queue", 1, 0, 'Q'},  {"max-body-bytes", 1, 0, 'B'},    {"drain-s", 1, 0, 'd'},   {"timeout-s", 1, 0, 'T'},
         {"batch-invariant", 0, 0, 'I'}, {"hf-regex", 0, 0, 'X'},     {"help", 0, 0, 'h'},      {"version", 0, 0, 'V'},
         {"kv-dtype", 1, 0, 'k'},   {"prefill-share", 1, 0, 'P'},     {"max-prefill-tokens", 1, 0, 'L'},
-        {0, 0, 0, 0}};
+        {"dequant-rows", 1, 0, 'q'}, {0, 0, 0, 0}};
     const char *dir = NULL, *backend = NULL, *host = "127.0.0.1", *name = NULL;
     int port = 8000, threads = 0, replicas = 0, devices[MAX_REPLICAS] = {0}, ndev = 0, batch_inv = 0, hf_regex = 0;
     frigg_dtype kv_dtype = FRIGG_DT_BF16;
+    int dequant_rows = 0;
     double drain_s = 30, timeout_s = 600, prefill_share = 0.5;
     int prefill_tokens = 2048;
     s->slots = 0; /* auto: sized to the memory once the model and backend are known */
@@ -1017,6 +1035,9 @@ static int serve(server *s, int argc, char **argv) {
             break;
         case 'k':
             if (frigg_cli_kv_dtype("frigg-serve", optarg, &kv_dtype)) return 2;
+            break;
+        case 'q':
+            if (frigg_cli_dequant_rows("frigg-serve", optarg, &dequant_rows)) return 2;
             break;
         case 'h': usage(stdout); return 0;
         case 'V': frigg_print_version("frigg-serve"); return 0;
@@ -1145,6 +1166,7 @@ static int serve(server *s, int argc, char **argv) {
     if (!ndev) devices[0] = 0;
     double wb, kvb, workb;
     budget(cfg, s->ctx, is_cuda, kv_dtype, &wb, &kvb, &workb);
+    if (is_cuda && dequant_rows != FRIGG_DEQUANT_NEVER) wb += quantized_bytes(s->model);
     const double G = 1073741824.0;
     if (!s->slots && auto_slots(s, is_cuda, devices, wb, kvb, workb)) return 2;
     const double need = (is_cuda ? wb : 0) + kvb * s->slots + workb;
@@ -1171,7 +1193,8 @@ static int serve(server *s, int argc, char **argv) {
         snprintf(r->label, sizeof r->label, "%s:%d", is_cuda ? "cuda" : "cpu", is_cuda ? devices[i] : i);
         frigg_backend_opts bo = {.threads = threads ? (threads / s->nrep > 0 ? threads / s->nrep : 1) : 0,
                                  .device = is_cuda ? devices[i] : 0, .max_seqs = s->slots, .max_ctx = s->ctx,
-                                 .batch_invariant = batch_inv, .kv_dtype = kv_dtype};
+                                 .batch_invariant = batch_inv, .kv_dtype = kv_dtype,
+                                 .dequant_rows = dequant_rows};
         if (!threads && !is_cuda && s->nrep > 1) {
             long cores = sysconf(_SC_NPROCESSORS_ONLN);
             bo.threads = cores / s->nrep > 0 ? (int)(cores / s->nrep) : 1;

@@ -61,6 +61,16 @@ frigg_backend *frigg_backend_alloc(const char *name, const frigg_model *m, const
         return NULL;
     }
     if (frigg_backend_check_kv(name, o->kv_dtype)) return NULL;
+    if (o->dequant_rows < FRIGG_DEQUANT_NEVER) {
+        frigg_set_error("backend \"%s\": dequant_rows %d (0: the default, -1: never, else at least 1 row)", name,
+                        o->dequant_rows);
+        return NULL;
+    }
+    if (o->dequant_rows && !strcmp(name, "cpu")) {
+        frigg_set_error("backend \"cpu\": the bf16 copy of quantized weights (--dequant-rows) is the CUDA engine's; "
+                        "the CPU engine computes from the stored weights");
+        return NULL;
+    }
     frigg_backend *b = frigg_xcalloc(1, sizeof *b);
     b->name = name;
     b->model = m;

@@ -43,7 +43,18 @@ typedef struct {
                              engine always is; the CUDA engine then runs one decode GEMV kernel (tensor cores)
                              at every batch size instead of the fastest per batch size, which sums a row in
                              another order at batch 1 than at batch 8 */
+    int dequant_rows;     /* CUDA engine, a quantized checkpoint: a pass over the weights for at least this many
+                             rows (a decode step's rows, a prompt's tokens) runs on a bf16 copy of the quantized
+                             matrices that the engine makes at load, with the values the stored weights hold
+                             (bf16(q * scale), frigg_mat_row), instead of on the stored weights: where the
+                             quantized kernels lose to bf16's (cuda_engine.c). 0: FRIGG_DEQUANT_ROWS_DEFAULT;
+                             FRIGG_DEQUANT_NEVER: no copy, every pass on the stored weights (their memory
+                             alone). The CPU engine computes from the stored weights and refuses any other value
+                             than 0 */
 } frigg_backend_opts;
+
+#define FRIGG_DEQUANT_ROWS_DEFAULT 8 /* the CUDA engine's default dequant_rows */
+#define FRIGG_DEQUANT_NEVER (-1)
 
 /* What a row wants back from its step. */
 typedef enum {

@@ -30,6 +30,18 @@ int frigg_cli_kv_dtype(const char *prog, const char *arg, frigg_dtype *out) {
     return 0;
 }
 
+int frigg_cli_dequant_rows(const char *prog, const char *arg, int *out) {
+    char *end = NULL;
+    long v = strtol(arg, &end, 10);
+    if (!strcmp(arg, "off")) *out = FRIGG_DEQUANT_NEVER;
+    else if (end != arg && !*end && v >= 1 && v <= 1 << 24) *out = (int)v;
+    else {
+        fprintf(stderr, "%s: --dequant-rows takes a number of rows (1 or more) or off, not \"%s\"\n", prog, arg);
+        return -1;
+    }
+    return 0;
+}
+
 void frigg_print_version(const char *prog) {
 #ifdef FRIGG_CUDA
     const char *cuda = "cuda+cpu";

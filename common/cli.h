@@ -2,7 +2,8 @@
 #ifndef FRIGG_CLI_H
 #define FRIGG_CLI_H
 
-#include "model.h" /* frigg_dtype */
+#include "backend.h" /* FRIGG_DEQUANT_NEVER */
+#include "model.h"   /* frigg_dtype */
 
 void frigg_print_version(const char *prog);
 /* For an executable whose issue has not landed: --help/--version say so, everything exits 2. */
@@ -14,5 +15,8 @@ int frigg_cli_number(const char *prog, const char *opt, const char *arg, double 
 /* A --kv-dtype value: "bf16" (FRIGG_DT_BF16) or "int8" (FRIGG_DT_INT8, the engines' int8 KV cache).
  * Otherwise prints "PROG: --kv-dtype takes bf16 or int8, not "ARG"" on stderr and returns -1. */
 int frigg_cli_kv_dtype(const char *prog, const char *arg, frigg_dtype *out);
+/* --dequant-rows N|off: *out = N (1 or more rows), or FRIGG_DEQUANT_NEVER for off (frigg_backend_opts.dequant_rows);
+ * -1 with a message on stderr otherwise. */
+int frigg_cli_dequant_rows(const char *prog, const char *arg, int *out);
 
 #endif

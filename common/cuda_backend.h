@@ -14,6 +14,9 @@ int frigg_cuda_kernels_per_step(frigg_backend *b, int nseq);
 /* How a decode step of nseq rows runs its projections: "gemv" (fused GEMV passes of at most 16 rows) or "gemm"
  * (cuBLAS, 17 rows and more unless the engine is batch-invariant). */
 const char *frigg_cuda_decode_proj(const frigg_backend *b, int nseq);
+/* Whether the engine holds a bf16 copy of quantized weights (frigg_backend_opts.dequant_rows; returns 1 if so),
+ * and whether a decode step of nseq rows reads it for the layer matrices (*layers) and for lm_head (*lm_head). */
+int frigg_cuda_decode_copy(const frigg_backend *b, int nseq, int *layers, int *lm_head);
 /* The engine's kernel context (kernels/kernels.h): its device's properties and the kernel choices of this engine
  * alone (tests and frigg-bench set and report them; no other engine is affected). Changing a choice after a
  * decode step was captured does not change that graph: set choices before the first step. */

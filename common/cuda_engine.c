@@ -13,6 +13,7 @@
 #include <cublas_v2.h>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,12 @@ typedef struct {
     frigg_mat embed, lm_head; /* [V][D] */
     uint16_t *zli;
     dev_layer *layers[2];
+    /* A quantized checkpoint's bf16 copy (frigg_backend_opts.dequant_rows; see weights_for): its layer matrices
+     * (bf_layers, NULL when there is none) and a quantized lm_head (bf_lm_head when bf_lm), dequantized at load.
+     * A pass over the weights for at least dq_rows rows reads them instead of the stored ones. */
+    dev_layer *bf_layers[2];
+    frigg_mat bf_lm_head;
+    int bf_lm, dq_rows;
     uint16_t *cos_t, *sin_t;
     /* The KV cache, [seq][slot][head][max_ctx][head_dim] elements (seq_stride per sequence, slot_stride per slot):
      * bf16 (kc, vc); or, with kv_dtype INT8 (int8 set), int8 values (k8, v8) and their fp32 scales (ks, vs:
@@ -158,6 +165,21 @@ static int upload(uint16_t *dst, const uint16_t *src, size_t elems) {
 static int gemm(cuda_impl *im, const frigg_mat *W, const uint16_t *A, int T, uint16_t *C) {
     if (W->dtype == FRIGG_DT_BF16) return frigg_cuda_gemm(im->blas, W, A, T, C);
     return frigg_cuda_gemm_dq(im->kern, im->blas, W, A, T, C, im->dq_scratch, im->dq_bytes);
+}
+
+/* The weights a pass over rows rows reads: from dq_rows rows on, a quantized checkpoint's bf16 copy, where the
+ * quantized kernels lose to the bf16 ones. Measured on the H200 at ctx 512 (frigg-bench matrix --builds, the
+ * README's quantized builds table): int8 and int4 g128 builds at 0.83-0.89x bf16's tok/s at batch 8-16 through the
+ * GEMV passes, 0.77-0.82x at 32 through the dequantizing GEMM; at batch 1 int4 1.08x, int8 0.95x. The copy holds
+ * the values the stored weights define (fk_dequant_bf16: bf16(q * scale)), so a pass on it multiplies by the same
+ * numbers; what differs is the kernel (the bf16 rows of gemv.cu's table instead of the q. rows), and with it the
+ * summation order as between batch sizes. */
+static const dev_layer *layers_for(const cuda_impl *im, const frigg_config *c, int run, int rows) {
+    int st = frigg_run_stack(c, run);
+    return im->bf_layers[st] && rows >= im->dq_rows ? im->bf_layers[st] : im->layers[st];
+}
+static const frigg_mat *lm_head_for(const cuda_impl *im, int rows) {
+    return im->bf_lm && rows >= im->dq_rows ? &im->bf_lm_head : &im->lm_head;
 }
 
 /* Whether a decode step runs its projections as GEMV passes (kernels.h: up to 16 rows in one pass over the
@@ -281,7 +303,7 @@ static int prefill_layers(frigg_backend *b, const act_bufs *A, int seq, int T, i
     size_t seq_off = (size_t)seq * im->seq_stride;
     for (int l = from; l < from + count; l++) {
         int r = l / Ls, i = l % Ls, slot = frigg_slot(c, r, i);
-        const dev_layer *L = &im->layers[frigg_run_stack(c, r)][i];
+        const dev_layer *L = &layers_for(im, c, r, T)[i];
         if (i == 0) OK(fk_rmsnorm(kc, A->x, A->a, T, D, eps, s));
         OK(gemm(im, &L->gqkv, A->a, T, im->gqkv));
         if (im->int8) {
@@ -331,14 +353,14 @@ static int prefill_finish(frigg_backend *b, const act_bufs *A, int T, float *log
     if (logits_all) {
         for (int t0 = 0; t0 < T; t0 += LOGIT_CHUNK) {
             int n = T - t0 < LOGIT_CHUNK ? T - t0 : LOGIT_CHUNK;
-            OK(gemm(im, &im->lm_head, A->zH + (size_t)t0 * D, n, im->logits));
+            OK(gemm(im, lm_head_for(im, n), A->zH + (size_t)t0 * D, n, im->logits));
             OK(fk_bf16_to_f32(kc, im->logits, (size_t)n * V, im->logits_f, s));
             CU(cudaMemcpyAsync(logits_all + (size_t)t0 * V, im->logits_f, (size_t)n * V * 4, cudaMemcpyDeviceToHost, s));
         }
         CU(cudaStreamSynchronize(s));
         if (logits_last) memcpy(logits_last, logits_all + (size_t)(T - 1) * V, (size_t)V * 4);
     } else if (logits_last || greedy) {
-        OK(fk_gemv(kc, &im->lm_head, A->zH + (size_t)(T - 1) * D, 1, 0, 0, FK_GEMV_STORE, im->logits, s));
+        OK(fk_gemv(kc, lm_head_for(im, 1), A->zH + (size_t)(T - 1) * D, 1, 0, 0, FK_GEMV_STORE, im->logits, s));
         if (logits_last) {
             OK(fk_bf16_to_f32(kc, im->logits, V, im->logits_f, s));
             CU(cudaMemcpyAsync(logits_last, im->logits_f, (size_t)V * 4, cudaMemcpyDeviceToHost, s));
@@ -415,7 +437,7 @@ static int run_prefill_group(frigg_backend *b, frigg_row *const *g, int n, float
     OK(fk_embed(kc, &im->embed, im->zli, im->d_ids, T, D, (float)c->embedding_scale, A.zH, A.zL, A.x, s));
     for (int l = 0; l < frigg_num_runs(c) * Ls; l++) {
         int r = l / Ls, i = l % Ls, slot = frigg_slot(c, r, i);
-        const dev_layer *L = &im->layers[frigg_run_stack(c, r)][i];
+        const dev_layer *L = &layers_for(im, c, r, T)[i];
         uint16_t *ks = k_slot(im, slot), *vs = v_slot(im, slot);
         if (i == 0) OK(fk_rmsnorm(kc, A.x, A.a, T, D, eps, s));
         OK(gemm(im, &L->gqkv, A.a, T, im->gqkv));
@@ -429,7 +451,7 @@ static int run_prefill_group(frigg_backend *b, frigg_row *const *g, int n, float
     for (int p = 0; p < n; p++)
         CU(cudaMemcpyAsync(im->y + (size_t)p * D, A.zH + (size_t)(t0[p] + g[p]->n - 1) * D, (size_t)D * 2,
                            cudaMemcpyDeviceToDevice, s));
-    OK(fk_gemv(kc, &im->lm_head, im->y, n, 0, 0, FK_GEMV_STORE, im->logits, s));
+    OK(fk_gemv(kc, lm_head_for(im, n), im->y, n, 0, 0, FK_GEMV_STORE, im->logits, s));
     int host = 0, dev = 0;
     for (int p = 0; p < n; p++) {
         host |= last[p] != NULL;
@@ -474,7 +496,7 @@ static int enqueue_decode_gemv(frigg_backend *b, int B) {
     const fk_ctx *kc = im->kern;
     const int32_t *rseq = im->d_step + MAX_BATCH, *rpos = im->d_step + 2 * MAX_BATCH;
     for (int r = 0; r < frigg_num_runs(c); r++) {
-        const dev_layer *Ls = im->layers[frigg_run_stack(c, r)];
+        const dev_layer *Ls = layers_for(im, c, r, B);
         for (int i = 0; i < c->layers_per_stack; i++) {
             int slot = frigg_slot(c, r, i);
             if (im->int8 || (B > FK_GEMV_SIMT_ROWS && fused_write_hd(hd))) {
@@ -514,11 +536,12 @@ static int enqueue_decode_gemv(frigg_backend *b, int B) {
     /* Past 8 rows a bf16 lm_head is cuBLAS's (the GEMM step's): at 16 rows 191.5 us against the tensor-core
      * GEMV's 217.2 at 8 (benchmarks/h200-2026-12-03/attnab/gemm.txt; gemv.cu's table). Batch-invariant steps
      * keep the GEMV, whose rows do not depend on their neighbours. */
-    if (B > FK_GEMV_SIMT_ROWS && !im->batch_invariant && im->lm_head.dtype == FRIGG_DT_BF16)
-        return gemm(im, &im->lm_head, im->zH, B, im->logits);
+    const frigg_mat *lm = lm_head_for(im, B);
+    if (B > FK_GEMV_SIMT_ROWS && !im->batch_invariant && lm->dtype == FRIGG_DT_BF16)
+        return gemm(im, lm, im->zH, B, im->logits);
     for (int r0 = 0; r0 < B; r0 += GEMV_ROWS) {
         int n = B - r0 < GEMV_ROWS ? B - r0 : GEMV_ROWS;
-        OK(fk_gemv(kc, &im->lm_head, im->zH + (size_t)r0 * D, n, 0, eps, FK_GEMV_STORE,
+        OK(fk_gemv(kc, lm, im->zH + (size_t)r0 * D, n, 0, eps, FK_GEMV_STORE,
                    im->logits + (size_t)r0 * c->vocab_size, s));
     }
     return 0;
@@ -537,7 +560,7 @@ static int enqueue_decode_gemm(frigg_backend *b, int B) {
     const fk_ctx *kc = im->kern;
     const int32_t *rseq = im->d_step + MAX_BATCH, *rpos = im->d_step + 2 * MAX_BATCH;
     for (int r = 0; r < frigg_num_runs(c); r++) {
-        const dev_layer *Ls = im->layers[frigg_run_stack(c, r)];
+        const dev_layer *Ls = layers_for(im, c, r, B);
         for (int i = 0; i < c->layers_per_stack; i++) {
             int slot = frigg_slot(c, r, i);
             if (i == 0) OK(fk_rmsnorm(kc, im->x, im->a, B, D, eps, s));
@@ -561,7 +584,7 @@ static int enqueue_decode_gemm(frigg_backend *b, int B) {
         }
         OK(run_end(im, &A, c, r, B));
     }
-    return gemm(im, &im->lm_head, im->zH, B, im->logits);
+    return gemm(im, lm_head_for(im, B), im->zH, B, im->logits);
 }
 
 static int capture(frigg_backend *b, int B) {
@@ -938,6 +961,8 @@ static void cuda_destroy(frigg_backend *b) {
         fk_ctx_free(im->kern);
         free(im->layers[0]);
         free(im->layers[1]);
+        free(im->bf_layers[0]);
+        free(im->bf_layers[1]);
         free(im->len);
         free(im->greedy);
         free(im->last_greedy);
@@ -1059,6 +1084,62 @@ static int upload_model(cuda_impl *im, const frigg_model *m) {
     return 0;
 }
 
+/* The bf16 copy of a quantized checkpoint's layer matrices and lm_head (frigg_backend_opts.dequant_rows),
+ * dequantized on the device from the uploaded stored weights by fk_dequant_bf16 (the values every quantized
+ * kernel multiplies by): one allocation per stack, the matrices in upload_model's order. A stack whose matrices
+ * are all bf16 gets none. */
+static int make_bf16_copy(cuda_impl *im, const frigg_config *c) {
+    const int n = c->layers_per_stack;
+    for (int s = 0; s < 2; s++) {
+        size_t bytes = 0;
+        int quant = 0;
+        for (int i = 0; i < n; i++) {
+            const dev_layer *L = &im->layers[s][i];
+            const frigg_mat *all[] = {&L->gqkv, &L->o, &L->gu, &L->down};
+            for (int j = 0; j < 4; j++) {
+                bytes += align16((size_t)all[j]->rows * all[j]->cols * 2);
+                quant |= all[j]->dtype != FRIGG_DT_BF16;
+            }
+        }
+        if (!quant) continue;
+        uint8_t *base;
+        OK(dalloc(im, (void **)&base, bytes, s ? "the H stack's bf16 copy" : "the L stack's bf16 copy"));
+        im->bf_layers[s] = frigg_xcalloc((size_t)n, sizeof(dev_layer));
+        size_t at = 0;
+        for (int i = 0; i < n; i++) {
+            const dev_layer *L = &im->layers[s][i];
+            dev_layer *d = &im->bf_layers[s][i];
+            const frigg_mat *src[] = {&L->gqkv, &L->o, &L->gu, &L->down};
+            frigg_mat *dst[] = {&d->gqkv, &d->o, &d->gu, &d->down};
+            for (int j = 0; j < 4; j++) {
+                uint16_t *w = (uint16_t *)(base + at);
+                at += align16((size_t)src[j]->rows * src[j]->cols * 2);
+                *dst[j] = dev_mat(w, src[j]->rows, src[j]->cols);
+                if (src[j]->dtype == FRIGG_DT_BF16) {
+                    CU(cudaMemcpyAsync(w, src[j]->w, (size_t)src[j]->rows * src[j]->cols * 2, cudaMemcpyDeviceToDevice,
+                                       im->stream));
+                } else {
+                    OK(fk_dequant_bf16(im->kern, src[j], 0, src[j]->rows, w, im->stream));
+                }
+            }
+        }
+    }
+    if (im->lm_head.dtype != FRIGG_DT_BF16) {
+        uint16_t *w;
+        OK(dalloc(im, (void **)&w, (size_t)im->lm_head.rows * im->lm_head.cols * 2, "lm_head's bf16 copy"));
+        im->bf_lm_head = dev_mat(w, im->lm_head.rows, im->lm_head.cols);
+        OK(fk_dequant_bf16(im->kern, &im->lm_head, 0, im->lm_head.rows, w, im->stream));
+        im->bf_lm = 1;
+    }
+    CU(cudaStreamSynchronize(im->stream));
+    return 0;
+}
+
+/* frigg_backend_opts.dequant_rows as the engine uses it: the fewest rows that read the copy (INT_MAX: never). */
+static int dq_rows_of(int opt) {
+    return opt == FRIGG_DEQUANT_NEVER ? INT_MAX : opt ? opt : FRIGG_DEQUANT_ROWS_DEFAULT;
+}
+
 static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     const frigg_config *c = &m->cfg;
     int ndev = 0;
@@ -1098,6 +1179,7 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
         return -1;
     }
     OK(upload_model(im, m));
+    if (im->dq_rows != INT_MAX) OK(make_bf16_copy(im, c));
     size_t D = c->hidden_size, I = c->intermediate_size, V = c->vocab_size, ctx = b->max_ctx;
     /* RoPE tables from the CPU reference function: identical bf16 values on both engines. */
     float *cs = frigg_xmalloc(ctx * hd * 4), *sn = frigg_xmalloc(ctx * hd * 4);
@@ -1234,6 +1316,7 @@ frigg_backend *frigg_backend_cuda_create(const frigg_model *m, const frigg_backe
     im->device = o.device;
     im->use_graphs = 1;
     im->batch_invariant = o.batch_invariant;
+    im->dq_rows = dq_rows_of(o.dequant_rows);
     im->int8 = o.kv_dtype == FRIGG_DT_INT8; /* frigg_backend_alloc let only BF16 and INT8 through */
     if (setup(b, im, m)) {
         char msg[512];
@@ -1262,6 +1345,13 @@ int frigg_cuda_kernels_per_step(frigg_backend *b, int nseq) {
 
 const char *frigg_cuda_decode_proj(const frigg_backend *b, int nseq) {
     return decode_by_passes(b->impl, nseq) ? "gemv" : "gemm";
+}
+
+int frigg_cuda_decode_copy(const frigg_backend *b, int nseq, int *layers, int *lm_head) {
+    const cuda_impl *im = b->impl;
+    *layers = im->bf_layers[0] || im->bf_layers[1] ? nseq >= im->dq_rows : 0;
+    *lm_head = im->bf_lm && nseq >= im->dq_rows;
+    return im->bf_layers[0] || im->bf_layers[1] || im->bf_lm;
 }
 
 int frigg_cuda_mem_info(int device, size_t *free_bytes, size_t *total_bytes) {

@@ -52,6 +52,11 @@ static inline size_t frigg_mat_row_bytes(const frigg_mat *m) {
 }
 /* Scales per row of a quantized matrix: 1 (channel) or cols / group. */
 static inline int frigg_mat_ngroups(const frigg_mat *m) { return m->group ? m->cols / m->group : 1; }
+/* Bytes of the whole matrix as stored: its values (bf16, or packed int8 / int4) and, quantized, its bf16 scales. */
+static inline double frigg_mat_bytes(const frigg_mat *m) {
+    double v = (double)frigg_mat_row_bytes(m) * m->rows;
+    return m->dtype == FRIGG_DT_BF16 ? v : v + 2.0 * m->rows * frigg_mat_ngroups(m);
+}
 /* The integer value q[r][i] of an INT8/INT4 matrix (see the layout above). */
 static inline int frigg_mat_q(const frigg_mat *m, int r, int i) {
     const unsigned char *row = (const unsigned char *)m->w + (size_t)r * frigg_mat_row_bytes(m);

@@ -57,7 +57,8 @@ frigg_session *frigg_session_open(const frigg_session_opts *o) {
     }
     frigg_backend_opts bo = {.threads = o->threads, .device = o->device,
                              .max_seqs = o->slots > 0 ? o->slots : FRIGG_SESSION_DEFAULT_SLOTS, .max_ctx = o->ctx,
-                             .batch_invariant = o->batch_invariant, .kv_dtype = o->kv_dtype};
+                             .batch_invariant = o->batch_invariant, .kv_dtype = o->kv_dtype,
+                             .dequant_rows = o->dequant_rows};
     s->backend = frigg_backend_create(o->backend, s->model, &bo);
     if (!s->backend) {
         frigg_session_close(s);

@@ -18,6 +18,7 @@ typedef struct {
     int ctx;                    /* tokens per sequence (0 = the model's max_position_embeddings) */
     int batch_invariant;        /* frigg_backend_opts.batch_invariant */
     frigg_dtype kv_dtype;       /* frigg_backend_opts.kv_dtype (0: bf16) */
+    int dequant_rows;           /* frigg_backend_opts.dequant_rows (0: the default) */
     double prefill_share;       /* frigg_sched_set_prefill_share (0: whole prompts) */
     int prefill_tokens;         /* frigg_sched_set_prefill_tokens (0: no limit) */
 } frigg_session_opts;

@@ -288,10 +288,12 @@ static void test_greedy_pipeline(frigg_backend *gpu, const int32_t *ids, int n) 
     CHECK(pipe_greedy(gpu, 3, sb, oov, 2, rec_ids, &e) == -1 && e.n == 0, "decode_greedy of an out-of-vocabulary id succeeded");
 }
 
-static void run_model(const char *label, const frigg_model *m, int det) {
-    frigg_backend_opts o = {.threads = 0, .max_seqs = 6, .max_ctx = 160};
+/* dq: the CUDA engine's dequant_rows (0: the default) */
+static void run_model(const char *label, const frigg_model *m, int det, int dq) {
+    frigg_backend_opts o = {.threads = 0, .max_seqs = 6, .max_ctx = 160}, og = o;
+    og.dequant_rows = dq;
     frigg_backend *cpu = frigg_backend_create("cpu", m, &o);
-    frigg_backend *gpu = frigg_backend_create("cuda", m, &o);
+    frigg_backend *gpu = frigg_backend_create("cuda", m, &og);
     CHECK(cpu && gpu, "%s: backend creation: %s", label, frigg_error());
     if (!cpu || !gpu) return;
     int V = m->cfg.vocab_size;
@@ -402,12 +404,13 @@ static void wide_prefill(frigg_backend *b, int nseq, int V) {
         CHECK(frigg_prefill(b, q, ids, n, n / 2, NULL, NULL) == 0, "wide prefill %d: %s", q, frigg_error());
     }
 }
-static void test_wide_batch(const frigg_model *m) {
+static void test_wide_batch(const frigg_model *m, int dq) {
     int V = m->cfg.vocab_size;
-    frigg_backend_opts o = {.max_seqs = WIDE, .max_ctx = 96};
-    frigg_backend_opts oi = {.max_seqs = WIDE, .max_ctx = 96, .batch_invariant = 1};
+    frigg_backend_opts o = {.max_seqs = WIDE, .max_ctx = 96, .dequant_rows = dq};
+    frigg_backend_opts oi = {.max_seqs = WIDE, .max_ctx = 96, .batch_invariant = 1, .dequant_rows = dq};
+    frigg_backend_opts oc = {.max_seqs = WIDE, .max_ctx = 96};
     frigg_backend *gpu = frigg_backend_create("cuda", m, &o), *inv = frigg_backend_create("cuda", m, &oi);
-    frigg_backend *cpu = frigg_backend_create("cpu", m, &o);
+    frigg_backend *cpu = frigg_backend_create("cpu", m, &oc);
     CHECK(gpu && inv && cpu, "wide: backend creation: %s", frigg_error());
     if (!gpu || !inv || !cpu) goto out;
     CHECK(gpu->max_rows == WIDE && inv->max_rows == WIDE, "wide: max_rows %d / %d, expected %d", gpu->max_rows,
@@ -668,10 +671,84 @@ static void test_grouped_prefill(const frigg_model *m) {
     grouped_prefill(m, 1);
 }
 
+/* The bf16 copy of a quantized checkpoint (frigg_backend_opts.dequant_rows): an engine that reads it at every size
+ * (dequant_rows 1) and one that never makes it, both batch-invariant (one tensor-core GEMV kernel, which on
+ * quantized weights is bit for bit the bf16 kernel on the dequantized matrix: tests/test_cuda_gemv_q.c), give the
+ * same logits bit for bit for prompts (cuBLAS on the dequantized matrix either way: the scratch or the copy) and
+ * for decode steps of 1 to 20 rows. The copy takes 2 bytes per weight of every matrix of a stack that has a
+ * quantized one, and of a quantized lm_head; under the default a decode step reads it from
+ * FRIGG_DEQUANT_ROWS_DEFAULT rows on, and an engine with dequant_rows off has none. It fails if a step read other
+ * weights than the stored ones define, or read the copy where it should not. */
+static void test_dequant_copy(const char *label, const frigg_model *m) {
+    const frigg_config *c = &m->cfg;
+    int V = c->vocab_size;
+    enum { NSEQ = 20 };
+    frigg_backend_opts on = {.max_seqs = NSEQ, .max_ctx = 96, .batch_invariant = 1, .dequant_rows = FRIGG_DEQUANT_NEVER};
+    frigg_backend_opts oa = on, od = on;
+    oa.dequant_rows = 1;
+    od.dequant_rows = 0;
+    od.batch_invariant = 0;
+    frigg_backend *never = frigg_backend_create("cuda", m, &on), *always = frigg_backend_create("cuda", m, &oa);
+    frigg_backend *dflt = frigg_backend_create("cuda", m, &od);
+    CHECK(never && always && dflt, "%s: copy: backend creation: %s", label, frigg_error());
+    if (!never || !always || !dflt) goto out;
+    /* the copy's bytes */
+    double want = 0;
+    size_t D = c->hidden_size, I = c->intermediate_size;
+    for (int s = 0; s < 2; s++) {
+        int quant = 0;
+        for (int i = 0; i < c->layers_per_stack; i++) {
+            const frigg_layer *L = &m->stack[s][i];
+            const frigg_mat *all[] = {&L->gate, &L->q, &L->k, &L->v, &L->o, &L->mlp_gate, &L->up, &L->down};
+            for (int j = 0; j < 8; j++) quant |= all[j]->dtype != FRIGG_DT_BF16;
+        }
+        const size_t per[] = {4 * D * D, D * D, 2 * I * D, D * I};
+        if (quant)
+            for (int j = 0; j < 4; j++) want += (double)c->layers_per_stack * ((per[j] * 2 + 15) & ~(size_t)15);
+    }
+    if (m->lm_head.dtype != FRIGG_DT_BF16) want += 2.0 * m->lm_head.rows * m->lm_head.cols;
+    double got = (double)frigg_cuda_bytes(always) - (double)frigg_cuda_bytes(never);
+    CHECK(got == want, "%s: copy: %.0f device bytes more than without it, want %.0f", label, got, want);
+    int l = 0, h = 0;
+    CHECK(!frigg_cuda_decode_copy(never, NSEQ, &l, &h) && !l && !h, "%s: copy: dequant_rows off made one", label);
+    CHECK(frigg_cuda_decode_copy(always, 1, &l, &h) && l && h == (m->lm_head.dtype != FRIGG_DT_BF16),
+          "%s: copy: dequant_rows 1: a 1-row step does not read it (%d %d)", label, l, h);
+    CHECK(frigg_cuda_decode_copy(dflt, FRIGG_DEQUANT_ROWS_DEFAULT - 1, &l, &h) && !l && !h &&
+              frigg_cuda_decode_copy(dflt, FRIGG_DEQUANT_ROWS_DEFAULT, &l, &h) && l,
+          "%s: copy: the default reads it from %d rows", label, FRIGG_DEQUANT_ROWS_DEFAULT);
+    float *a = malloc(sizeof(float) * V * NSEQ), *b = malloc(sizeof(float) * V * NSEQ);
+    int seqs[NSEQ];
+    int32_t tok[NSEQ], ids[40];
+    for (int i = 0; i < NSEQ; i++) seqs[i] = i, tok[i] = 3 + (i * 41) % (V - 3);
+    for (int i = 0; i < NSEQ; i++) {
+        int n = 6 + (i * 7) % 31;
+        for (int t = 0; t < n; t++) ids[t] = 3 + (t * 97 + i * 13) % (V - 3);
+        CHECK(frigg_prefill(never, i, ids, n, i % 2 ? n : n / 2, a, NULL) == 0 &&
+                  frigg_prefill(always, i, ids, n, i % 2 ? n : n / 2, b, NULL) == 0,
+              "%s: copy: prefill: %s", label, frigg_error());
+        CHECK(!memcmp(a, b, sizeof(float) * V), "%s: copy: prompt %d (%d tokens): the copy's logits differ", label, i, n);
+    }
+    static const int Bs[] = {1, 3, 8, 9, 16, 17, NSEQ};
+    for (int bi = 0; bi < (int)(sizeof Bs / sizeof Bs[0]); bi++) {
+        int B = Bs[bi];
+        CHECK(frigg_decode(never, B, seqs, tok, a) == 0 && frigg_decode(always, B, seqs, tok, b) == 0,
+              "%s: copy: decode %d: %s", label, B, frigg_error());
+        CHECK(!memcmp(a, b, sizeof(float) * V * B), "%s: copy: a decode step of %d rows differs", label, B);
+    }
+    free(a);
+    free(b);
+out:
+    frigg_backend_destroy(never);
+    frigg_backend_destroy(always);
+    frigg_backend_destroy(dflt);
+}
+
 /* Quantized checkpoints (compressed-tensors pack-quantized, written by tests/model_writer.c): the CUDA engine
  * reads the packed int8 / int4 values (decode GEMVs, the dequantizing prefill GEMM) and must agree with the
  * CPU engine, the executable spec, as the bf16 model does (run_model), including decode steps beyond 8 rows
- * (test_wide_batch: GEMV passes, and for int8 at 64 rows the dequantizing GEMM). */
+ * (test_wide_batch: GEMV passes, and for int8 at 64 rows the dequantizing GEMM): with the stored weights at every
+ * size (dequant_rows off), with the bf16 copy at every size (1), and as the default mixes them; and the copy
+ * against the stored weights bit for bit (test_dequant_copy). */
 static void test_quantized(void) {
     static const struct {
         const char *name;
@@ -699,8 +776,14 @@ static void test_quantized(void) {
         frigg_model *m = frigg_model_load(d);
         CHECK(m != NULL, "%s: load: %s", cases[k].name, frigg_error());
         if (m) {
-            run_model(cases[k].name, m, 0);
-            test_wide_batch(m);
+            static const int dqs[] = {FRIGG_DEQUANT_NEVER, 1, 0};
+            for (int j = 0; j < 3; j++) {
+                char label[96];
+                snprintf(label, sizeof label, "%s, dequant_rows %d", cases[k].name, dqs[j]);
+                run_model(label, m, 0, dqs[j]);
+                test_wide_batch(m, dqs[j]);
+            }
+            test_dequant_copy(cases[k].name, m);
         }
         frigg_model_free(m);
         free(d);
@@ -887,7 +970,7 @@ static void test_fixtures(void) {
         if (frigg_file_exists(cfg)) {
             frigg_model *m = frigg_model_load(md);
             CHECK(m != NULL, "%s: %s", md, frigg_error());
-            if (m) run_model(e->d_name, m, 0);
+            if (m) run_model(e->d_name, m, 0, 0);
             if (m && !strcmp(e->d_name, "tiny-packed")) test_two_devices(e->d_name, m);
             frigg_model_free(m);
         }
@@ -970,10 +1053,10 @@ int main(void) {
         c.layers_per_stack = 2;
         c.num_slots = 2 * c.H_cycles * (c.L_cycles + 1);
         frigg_model *m = frigg_model_random(&c, 7, 8.0f);
-        run_model("random hd128 H2/L3", m, 1);
+        run_model("random hd128 H2/L3", m, 1, 0);
         test_two_devices("random hd128", m);
         test_two_settings(m);
-        test_wide_batch(m);
+        test_wide_batch(m, 0);
         test_sliced_prefill(m);
         test_grouped_prefill(m);
         test_kv_int8(m);
@@ -984,7 +1067,7 @@ int main(void) {
         t.layers_per_stack = 3; t.H_cycles = 3; t.L_cycles = 1; t.max_position_embeddings = 256;
         t.num_slots = 3 * t.H_cycles * (t.L_cycles + 1);
         m = frigg_model_random(&t, 8, 8.0f);
-        run_model("random hd16 H3/L1", m, 1);
+        run_model("random hd16 H3/L1", m, 1, 0);
         test_kv_int8_shape(m);
         frigg_model_free(m);
         test_fixtures();

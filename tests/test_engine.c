@@ -155,6 +155,14 @@ int main(void) {
         frigg_backend_opts ok = {.max_seqs = 1, .kv_dtype = FRIGG_DT_INT4};
         CHECK(frigg_backend_create("cpu", m, &ok) == NULL && strstr(frigg_error(), "int4"), "an int4 KV cache: %s",
               frigg_error()); /* int8 is accepted: tests/test_kv_int8.c */
+        /* the bf16 copy of quantized weights is the CUDA engine's: the CPU engine refuses any setting of it */
+        const int dq[] = {8, 1, FRIGG_DEQUANT_NEVER, -2};
+        for (int i = 0; i < 4; i++) {
+            frigg_backend_opts od = {.max_seqs = 1, .dequant_rows = dq[i]};
+            CHECK(frigg_backend_create("cpu", m, &od) == NULL &&
+                      strstr(frigg_error(), i < 3 ? "the CUDA engine's" : "dequant_rows -2"),
+                  "dequant_rows %d on the CPU engine: %s", dq[i], frigg_error());
+        }
         free(lg);
         free(lone);
         frigg_backend_destroy(g);
