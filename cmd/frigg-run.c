@@ -77,14 +77,16 @@ static void usage(FILE *f) {
             "      --kv-dtype T      KV-cache elements: bf16 (default) or int8 (symmetric, one scale per position\n"
             "                        and head; about half a bf16 cache's bytes)\n"
             "      --dequant-rows N|off  a quantized build on the CUDA engine: steps of N rows or more (decode rows,\n"
-            "                        prompt tokens) run on a bf16 copy of its weights made at load (default %d;\n"
-            "                        off: no copy, the stored weights at every size)\n"
+            "                        prompt tokens) run on a bf16 copy of its weights made at load (default %d\n"
+            "                        for int8 builds: every step, the stored weights freed; %d for int4; off: no\n"
+            "                        copy, the stored weights at every size)\n"
             "  -h, --help            this help\n"
             "      --version         version and build\n"
             "\n"
             "Request fields: input_ids | prompt | messages (+tools), max_tokens, temperature, top_k, top_p,\n"
             "seed, repetition_penalty, stop_ids, stop, prefix_tokens, logprobs, id. See frigg-run(1).\n",
-            FRIGG_DEFAULT_MAX_TOKENS, FRIGG_SESSION_DEFAULT_SLOTS, DEFAULT_MAX_LINE, FRIGG_DEQUANT_ROWS_DEFAULT);
+            FRIGG_DEFAULT_MAX_TOKENS, FRIGG_SESSION_DEFAULT_SLOTS, DEFAULT_MAX_LINE, FRIGG_DEQUANT_ROWS_INT8,
+            FRIGG_DEQUANT_ROWS_INT4);
 }
 
 static void print_json_line(json_t *o) {

@@ -859,10 +859,10 @@ static void usage(FILE *f) {
             "      --batch-invariant    each response's bits independent of what runs beside it (see frigg-run(1))\n"
             "      --kv-dtype T         KV-cache elements: bf16 (default) or int8 (see frigg-run(1))\n"
             "      --dequant-rows N|off a quantized build on a GPU: steps of N rows or more on a bf16 copy of its\n"
-            "                           weights (default %d; off: none; see frigg-run(1))\n"
+            "                           weights (default %d for int8 builds, %d for int4; off: none; frigg-run(1))\n"
             "      --hf-regex           tokenize with HF's regex instead of the training mode (see frigg-run(1))\n"
             "  -h, --help, --version\n",
-            FRIGG_DEQUANT_ROWS_DEFAULT);
+            FRIGG_DEQUANT_ROWS_INT8, FRIGG_DEQUANT_ROWS_INT4);
 }
 
 static int parse_devices(const char *arg, int *dev, int *n) {
@@ -908,7 +908,8 @@ static void budget(const frigg_config *c, int ctx, int cuda, frigg_dtype kv_dtyp
 static double available_bytes(int cuda, int device);
 
 /* The stored bytes of a checkpoint's quantized layer matrices and lm_head: on a GPU they sit beside the bf16 copy
- * the engine makes of them (frigg_backend_opts.dequant_rows), which budget() already counts as the bf16 weights. */
+ * the engine makes of them (frigg_backend_opts.dequant_rows) unless it reads the copy from one row on and frees
+ * them; budget() counts the copy as the bf16 weights. */
 static double quantized_bytes(const frigg_model *m) {
     double q = 0;
     for (int s = 0; s < 2; s++)
@@ -1166,7 +1167,7 @@ static int serve(server *s, int argc, char **argv) {
     if (!ndev) devices[0] = 0;
     double wb, kvb, workb;
     budget(cfg, s->ctx, is_cuda, kv_dtype, &wb, &kvb, &workb);
-    if (is_cuda && dequant_rows != FRIGG_DEQUANT_NEVER) wb += quantized_bytes(s->model);
+    if (is_cuda && frigg_dequant_rows(s->model, dequant_rows) > 1) wb += quantized_bytes(s->model);
     const double G = 1073741824.0;
     if (!s->slots && auto_slots(s, is_cuda, devices, wb, kvb, workb)) return 2;
     const double need = (is_cuda ? wb : 0) + kvb * s->slots + workb;

@@ -83,6 +83,19 @@ frigg_backend *frigg_backend_alloc(const char *name, const frigg_model *m, const
     return b;
 }
 
+int frigg_dequant_rows(const frigg_model *m, int opt) {
+    if (opt == FRIGG_DEQUANT_NEVER) return 0;
+    int q8 = m->lm_head.dtype == FRIGG_DT_INT8, q4 = m->lm_head.dtype == FRIGG_DT_INT4;
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < m->cfg.layers_per_stack; i++) {
+            const frigg_layer *L = &m->stack[s][i];
+            const frigg_mat *all[] = {&L->gate, &L->q, &L->k, &L->v, &L->o, &L->mlp_gate, &L->up, &L->down};
+            for (int j = 0; j < 8; j++) q8 |= all[j]->dtype == FRIGG_DT_INT8, q4 |= all[j]->dtype == FRIGG_DT_INT4;
+        }
+    if (!q8 && !q4) return 0;
+    return opt > 0 ? opt : q4 ? FRIGG_DEQUANT_ROWS_INT4 : FRIGG_DEQUANT_ROWS_INT8;
+}
+
 double frigg_kv_seq_bytes(const frigg_config *c, const char *name, frigg_dtype kv, int ctx) {
     double elems = (double)c->num_slots * ctx * c->hidden_size; /* of K, and again of V */
     if (kv == FRIGG_DT_INT8) return 2 * (elems + 4.0 * c->num_slots * ctx * c->num_heads);

@@ -47,13 +47,18 @@ typedef struct {
                              rows (a decode step's rows, a prompt's tokens) runs on a bf16 copy of the quantized
                              matrices that the engine makes at load, with the values the stored weights hold
                              (bf16(q * scale), frigg_mat_row), instead of on the stored weights: where the
-                             quantized kernels lose to bf16's (cuda_engine.c). 0: FRIGG_DEQUANT_ROWS_DEFAULT;
-                             FRIGG_DEQUANT_NEVER: no copy, every pass on the stored weights (their memory
-                             alone). The CPU engine computes from the stored weights and refuses any other value
-                             than 0 */
+                             quantized kernels lose to bf16's (cuda_engine.c). 0: the default for the build
+                             (frigg_dequant_rows); FRIGG_DEQUANT_NEVER: no copy, every pass on the stored weights
+                             (their memory alone). At 1 the stored matrices are never read, and the engine frees
+                             them once copied. The CPU engine computes from the stored weights and refuses any
+                             other value than 0 */
 } frigg_backend_opts;
 
-#define FRIGG_DEQUANT_ROWS_DEFAULT 8 /* the CUDA engine's default dequant_rows */
+/* dequant_rows 0, measured on the H200 (benchmarks/h200-2026-12-04/dqsmall/): an int8 build's stored weights lose
+ * to its bf16 copy at every batch size, so it runs from the copy alone; an int4 build's win at 1 and 2 rows (the
+ * CUDA-core kernel reading 4 bits a weight) and lose from 4, where the tensor-core kernel takes them. */
+#define FRIGG_DEQUANT_ROWS_INT8 1
+#define FRIGG_DEQUANT_ROWS_INT4 3
 #define FRIGG_DEQUANT_NEVER (-1)
 
 /* What a row wants back from its step. */
@@ -126,6 +131,11 @@ struct frigg_backend {
 /* name: "cpu", "cuda", or NULL/"auto" (cuda when a GPU is present, else cpu).
  * NULL with frigg_error() when the backend is missing from this build or fails to start. */
 frigg_backend *frigg_backend_create(const char *name, const frigg_model *m, const frigg_backend_opts *opts);
+/* The rows from which the CUDA engine reads the bf16 copy of m's quantized weights under dequant_rows opt (see
+ * frigg_backend_opts): 0 when it makes none (opt FRIGG_DEQUANT_NEVER, or nothing of m's layers and lm_head is
+ * quantized); opt itself when positive; else FRIGG_DEQUANT_ROWS_INT4 when a layer matrix is int4, otherwise
+ * FRIGG_DEQUANT_ROWS_INT8. */
+int frigg_dequant_rows(const frigg_model *m, int opt);
 void frigg_backend_destroy(frigg_backend *b);
 
 /* Bytes of KV cache one sequence of ctx tokens takes in engine `name` ("cpu" or "cuda") with elements of

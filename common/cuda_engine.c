@@ -60,6 +60,8 @@ typedef struct {
     dev_layer *bf_layers[2];
     frigg_mat bf_lm_head;
     int bf_lm, dq_rows;
+    /* dq_rows 1: the copy replaced the stored matrices (freed; layers and lm_head are the copy's descriptors) */
+    int copy_only_layers, copy_only_lm;
     uint16_t *cos_t, *sin_t;
     /* The KV cache, [seq][slot][head][max_ctx][head_dim] elements (seq_stride per sequence, slot_stride per slot):
      * bf16 (kc, vc); or, with kv_dtype INT8 (int8 set), int8 values (k8, v8) and their fp32 scales (ks, vs:
@@ -122,6 +124,7 @@ typedef struct {
     int batch_invariant; /* frigg_backend_opts.batch_invariant */
     size_t bytes;
     void *allocs[64];
+    size_t alloc_bytes[64];
     int nallocs;
 } cuda_impl;
 
@@ -150,9 +153,23 @@ static int dalloc(cuda_impl *im, void **p, size_t bytes, const char *what) {
         *p = NULL;
         return -1;
     }
+    im->alloc_bytes[im->nallocs] = bytes;
     im->allocs[im->nallocs++] = *p;
     im->bytes += bytes;
     return 0;
+}
+
+/* Free one allocation of dalloc's (the stored weights that the bf16 copy replaces). */
+static void dfree(cuda_impl *im, const void *p) {
+    for (int i = 0; i < im->nallocs; i++)
+        if (im->allocs[i] == p) {
+            cudaFree(im->allocs[i]);
+            im->bytes -= im->alloc_bytes[i];
+            im->nallocs--;
+            im->allocs[i] = im->allocs[im->nallocs];
+            im->alloc_bytes[i] = im->alloc_bytes[im->nallocs];
+            return;
+        }
 }
 
 static int upload(uint16_t *dst, const uint16_t *src, size_t elems) {
@@ -168,12 +185,13 @@ static int gemm(cuda_impl *im, const frigg_mat *W, const uint16_t *A, int T, uin
 }
 
 /* The weights a pass over rows rows reads: from dq_rows rows on, a quantized checkpoint's bf16 copy, where the
- * quantized kernels lose to the bf16 ones. Measured on the H200 at ctx 512 (frigg-bench matrix --builds, the
- * README's quantized builds table): int8 and int4 g128 builds at 0.83-0.89x bf16's tok/s at batch 8-16 through the
- * GEMV passes, 0.77-0.82x at 32 through the dequantizing GEMM; at batch 1 int4 1.08x, int8 0.95x. The copy holds
- * the values the stored weights define (fk_dequant_bf16: bf16(q * scale)), so a pass on it multiplies by the same
- * numbers; what differs is the kernel (the bf16 rows of gemv.cu's table instead of the q. rows), and with it the
- * summation order as between batch sizes. */
+ * quantized kernels lose to the bf16 ones. Measured on the H200 at ctx 512 with the stored weights at every size
+ * (frigg-bench matrix --builds --dequant-rows off, benchmarks/h200-2026-12-04/dqsmall/ and dqcopy/): int8 0.94x
+ * bf16's tok/s at batch 1, 0.97x at 2, 0.82x at 4, 0.85x at 8, 0.77x at 32 (the dequantizing GEMM), 0.81x at 64;
+ * int4 g128 1.08x, 1.05x, 0.81x, 0.83x, 0.81x, 0.84x (frigg_dequant_rows' defaults). The copy holds the values the
+ * stored weights define (fk_dequant_bf16: bf16(q * scale)), so a pass on it multiplies by the same numbers; what
+ * differs is the kernel (the bf16 rows of gemv.cu's table instead of the q. rows), and with it the summation order
+ * as between batch sizes. */
 static const dev_layer *layers_for(const cuda_impl *im, const frigg_config *c, int run, int rows) {
     int st = frigg_run_stack(c, run);
     return im->bf_layers[st] && rows >= im->dq_rows ? im->bf_layers[st] : im->layers[st];
@@ -1132,12 +1150,23 @@ static int make_bf16_copy(cuda_impl *im, const frigg_config *c) {
         im->bf_lm = 1;
     }
     CU(cudaStreamSynchronize(im->stream));
+    if (im->dq_rows > 1) return 0;
+    /* From one row on nothing reads the stored matrices: free them, and the copy takes their place. */
+    for (int s = 0; s < 2; s++) {
+        if (!im->bf_layers[s]) continue;
+        dfree(im, im->layers[s][0].gqkv.w); /* the stack's one allocation starts with its first gqkv */
+        free(im->layers[s]);
+        im->layers[s] = im->bf_layers[s];
+        im->bf_layers[s] = NULL;
+        im->copy_only_layers = 1;
+    }
+    if (im->bf_lm) {
+        dfree(im, im->lm_head.w);
+        im->lm_head = im->bf_lm_head;
+        im->bf_lm = 0;
+        im->copy_only_lm = 1;
+    }
     return 0;
-}
-
-/* frigg_backend_opts.dequant_rows as the engine uses it: the fewest rows that read the copy (INT_MAX: never). */
-static int dq_rows_of(int opt) {
-    return opt == FRIGG_DEQUANT_NEVER ? INT_MAX : opt ? opt : FRIGG_DEQUANT_ROWS_DEFAULT;
 }
 
 static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
@@ -1316,7 +1345,8 @@ frigg_backend *frigg_backend_cuda_create(const frigg_model *m, const frigg_backe
     im->device = o.device;
     im->use_graphs = 1;
     im->batch_invariant = o.batch_invariant;
-    im->dq_rows = dq_rows_of(o.dequant_rows);
+    im->dq_rows = frigg_dequant_rows(m, o.dequant_rows); /* 0: no copy */
+    if (!im->dq_rows) im->dq_rows = INT_MAX;
     im->int8 = o.kv_dtype == FRIGG_DT_INT8; /* frigg_backend_alloc let only BF16 and INT8 through */
     if (setup(b, im, m)) {
         char msg[512];
@@ -1349,9 +1379,9 @@ const char *frigg_cuda_decode_proj(const frigg_backend *b, int nseq) {
 
 int frigg_cuda_decode_copy(const frigg_backend *b, int nseq, int *layers, int *lm_head) {
     const cuda_impl *im = b->impl;
-    *layers = im->bf_layers[0] || im->bf_layers[1] ? nseq >= im->dq_rows : 0;
-    *lm_head = im->bf_lm && nseq >= im->dq_rows;
-    return im->bf_layers[0] || im->bf_layers[1] || im->bf_lm;
+    *layers = im->copy_only_layers || ((im->bf_layers[0] || im->bf_layers[1]) && nseq >= im->dq_rows);
+    *lm_head = im->copy_only_lm || (im->bf_lm && nseq >= im->dq_rows);
+    return im->copy_only_layers || im->copy_only_lm || im->bf_layers[0] || im->bf_layers[1] || im->bf_lm;
 }
 
 int frigg_cuda_mem_info(int device, size_t *free_bytes, size_t *total_bytes) {

@@ -676,9 +676,9 @@ static void test_grouped_prefill(const frigg_model *m) {
  * quantized weights is bit for bit the bf16 kernel on the dequantized matrix: tests/test_cuda_gemv_q.c), give the
  * same logits bit for bit for prompts (cuBLAS on the dequantized matrix either way: the scratch or the copy) and
  * for decode steps of 1 to 20 rows. The copy takes 2 bytes per weight of every matrix of a stack that has a
- * quantized one, and of a quantized lm_head; under the default a decode step reads it from
- * FRIGG_DEQUANT_ROWS_DEFAULT rows on, and an engine with dequant_rows off has none. It fails if a step read other
- * weights than the stored ones define, or read the copy where it should not. */
+ * quantized one, and of a quantized lm_head; at 1 row the stored matrices are freed; under the default a decode
+ * step reads it from frigg_dequant_rows' rows on, and an engine with dequant_rows off has none. It fails if a step
+ * read other weights than the stored ones define, or read the copy where it should not. */
 static void test_dequant_copy(const char *label, const frigg_model *m) {
     const frigg_config *c = &m->cfg;
     int V = c->vocab_size;
@@ -707,15 +707,36 @@ static void test_dequant_copy(const char *label, const frigg_model *m) {
             for (int j = 0; j < 4; j++) want += (double)c->layers_per_stack * ((per[j] * 2 + 15) & ~(size_t)15);
     }
     if (m->lm_head.dtype != FRIGG_DT_BF16) want += 2.0 * m->lm_head.rows * m->lm_head.cols;
-    double got = (double)frigg_cuda_bytes(always) - (double)frigg_cuda_bytes(never);
-    CHECK(got == want, "%s: copy: %.0f device bytes more than without it, want %.0f", label, got, want);
+    /* with the stored matrices kept (dequant_rows 2) the copy adds exactly its bytes; at 1 the stored ones are
+     * freed: at least their packed values and scales (frigg_mat_bytes), at most that and the alignment slack */
+    frigg_backend_opts o2 = on;
+    o2.dequant_rows = 2;
+    frigg_backend *both = frigg_backend_create("cuda", m, &o2);
+    CHECK(both != NULL, "%s: copy: backend creation: %s", label, frigg_error());
+    if (both) {
+        double added = (double)frigg_cuda_bytes(both) - (double)frigg_cuda_bytes(never);
+        double freed = (double)frigg_cuda_bytes(both) - (double)frigg_cuda_bytes(always), stored = 0, parts = 0;
+        for (int s = 0; s < 2; s++)
+            for (int i = 0; i < c->layers_per_stack; i++) {
+                const frigg_layer *L = &m->stack[s][i];
+                const frigg_mat *all[] = {&L->gate, &L->q, &L->k, &L->v, &L->o, &L->mlp_gate, &L->up, &L->down};
+                for (int j = 0; j < 8; j++) stored += frigg_mat_bytes(all[j]), parts++;
+            }
+        if (m->lm_head.dtype != FRIGG_DT_BF16) stored += frigg_mat_bytes(&m->lm_head), parts++;
+        CHECK(added == want, "%s: copy: %.0f device bytes more than without it, want %.0f", label, added, want);
+        CHECK(freed >= stored && freed <= stored + 80 * parts,
+              "%s: copy: dequant_rows 1 holds %.0f bytes less than 2, the stored matrices are %.0f", label, freed, stored);
+        frigg_backend_destroy(both);
+    }
+    const int dq = frigg_dequant_rows(m, 0);
     int l = 0, h = 0;
     CHECK(!frigg_cuda_decode_copy(never, NSEQ, &l, &h) && !l && !h, "%s: copy: dequant_rows off made one", label);
     CHECK(frigg_cuda_decode_copy(always, 1, &l, &h) && l && h == (m->lm_head.dtype != FRIGG_DT_BF16),
           "%s: copy: dequant_rows 1: a 1-row step does not read it (%d %d)", label, l, h);
-    CHECK(frigg_cuda_decode_copy(dflt, FRIGG_DEQUANT_ROWS_DEFAULT - 1, &l, &h) && !l && !h &&
-              frigg_cuda_decode_copy(dflt, FRIGG_DEQUANT_ROWS_DEFAULT, &l, &h) && l,
-          "%s: copy: the default reads it from %d rows", label, FRIGG_DEQUANT_ROWS_DEFAULT);
+    CHECK(dq == (m->stack[0][0].q.dtype == FRIGG_DT_INT4 ? FRIGG_DEQUANT_ROWS_INT4 : FRIGG_DEQUANT_ROWS_INT8),
+          "%s: copy: the default for the build is %d rows", label, dq);
+    CHECK(frigg_cuda_decode_copy(dflt, dq, &l, &h) && l && (dq == 1 || (frigg_cuda_decode_copy(dflt, dq - 1, &l, &h) && !l && !h)),
+          "%s: copy: the default reads it from %d rows", label, dq);
     float *a = malloc(sizeof(float) * V * NSEQ), *b = malloc(sizeof(float) * V * NSEQ);
     int seqs[NSEQ];
     int32_t tok[NSEQ], ids[40];
