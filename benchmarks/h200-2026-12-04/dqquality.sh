@@ -5,7 +5,8 @@
 # engine against its bf16 (frigg-eval kl --text golden/default/heldout.txt --limit 40: kl-mimir-size-m8/m4.jsonl);
 # prefill of one 4096-token prompt for each build, with the defaults and with --dequant-rows off (prefill.jsonl,
 # prefill-stored.jsonl: frigg-bench --prefill 4096 prefill). Run on the GPU host from the project root with .deps
-# carried. LIMIT (default 590): the seconds the call may run.
+# and .devrun carried (.devrun/mimir-tok.json: ../shared/data/tokenizers/mimir-equivalent.tokenizer.json, the kl
+# text's tokenizer; without it the kl lines fail). LIMIT (default 590): the seconds the call may run.
 set -o pipefail
 export PATH=/usr/local/cuda/bin:$PATH PYTHONUNBUFFERED=1 CUDA_VISIBLE_DEVICES=0
 T0=$(date +%s); R=/tmp/r; rm -rf $R /tmp/mimir /tmp/m8 /tmp/m4 /tmp/qte; mkdir -p $R; trap 'tar czf $OUT/out.tgz -C /tmp r' EXIT
@@ -23,7 +24,7 @@ nvidia-smi --query-gpu=index,name,clocks.sm,clocks.mem,temperature.gpu,power.dra
 FRIGG_BIN=$N/bin timeout 200 sh scripts/quantize-then-eval golden/default /tmp/qte --backend cuda > $R/qte.txt 2>&1
 el "quantize-then-eval rc $?"
 cp /tmp/qte/results.jsonl /tmp/qte/results.md $R/ 2>/dev/null; for m in int8 int4; do cp /tmp/qte/$m/quality.json $R/quality-$m.json 2>/dev/null; done
-wait $fpid; tail -1 /tmp/fixture.log | tee -a $R/log.txt
+wait $fpid; tail -1 /tmp/fixture.log | tee -a $R/log.txt; cp .devrun/mimir-tok.json /tmp/mimir/tokenizer.json
 nice timeout 150 $N/bin/frigg-quantize /tmp/mimir /tmp/m8 --method int8 --threads 14 > /tmp/q.txt 2>&1; echo "int8 rc $?" >> /tmp/q.txt
 nice timeout 200 $N/bin/frigg-quantize /tmp/mimir /tmp/m4 --method int4 --threads 14 >> /tmp/q.txt 2>&1; echo "int4 rc $?" >> /tmp/q.txt
 grep rc /tmp/q.txt | tee -a $R/log.txt
