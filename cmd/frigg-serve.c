@@ -1226,6 +1226,10 @@ static int serve(server *s, int argc, char **argv) {
     atomic_store(&s->ready, 1);
     fprintf(stderr, "frigg-serve: ready: model \"%s\", %d replica(s) of %s, %d slots of %d tokens each\n", s->model_name,
             s->nrep, be, s->slots, s->ctx);
+    const int dq = is_cuda ? frigg_dequant_rows(s->model, dequant_rows) : 0;
+    if (dq) /* which weights a quantized build's steps read (frigg_backend_opts.dequant_rows) */
+        fprintf(stderr, "frigg-serve: quantized weights: steps of %d row%s or more read their bf16 copy%s (--dequant-rows)\n",
+                dq, dq == 1 ? "" : "s", dq == 1 ? ", the stored ones freed" : ", fewer rows the stored ones");
     /* Wait for SIGTERM/SIGINT, then drain. */
     char sig = 0;
     while (read(sigpipe_fd[0], &sig, 1) < 0 && errno == EINTR) {
