@@ -54,7 +54,7 @@ typedef struct {
     frigg_mat embed, lm_head; /* [V][D] */
     uint16_t *zli;
     dev_layer *layers[2];
-    /* A quantized checkpoint's bf16 copy (frigg_backend_opts.dequant_rows; see weights_for): its layer matrices
+    /* A quantized checkpoint's bf16 copy (frigg_backend_opts.dequant_rows; see layers_for): its layer matrices
      * (bf_layers, NULL when there is none) and a quantized lm_head (bf_lm_head when bf_lm), dequantized at load.
      * A pass over the weights for at least dq_rows rows reads them instead of the stored ones. */
     dev_layer *bf_layers[2];
