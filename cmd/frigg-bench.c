@@ -385,8 +385,9 @@ static double weight_bytes(const frigg_model *m, int copy_layers, int copy_lm) {
     for (int s = 0; s < 2; s++)
         for (int i = 0; i < c->layers_per_stack; i++) {
             const frigg_layer *L = &m->stack[s][i];
-            const frigg_mat *all[] = {&L->gate, &L->q, &L->k, &L->v, &L->o, &L->mlp_gate, &L->up, &L->down};
-            for (int j = 0; j < 8; j++) stack[s] += copy_layers ? 2.0 * all[j]->rows * all[j]->cols : frigg_mat_bytes(all[j]);
+            const frigg_mat *all[FRIGG_LAYER_MATS];
+            frigg_layer_mats(L, all);
+            for (int j = 0; j < FRIGG_LAYER_MATS; j++) stack[s] += copy_layers ? 2.0 * all[j]->rows * all[j]->cols : frigg_mat_bytes(all[j]);
         }
     double b = copy_lm ? 2.0 * m->lm_head.rows * m->lm_head.cols : frigg_mat_bytes(&m->lm_head);
     for (int r = 0; r < frigg_num_runs(c); r++) b += stack[frigg_run_stack(c, r)];

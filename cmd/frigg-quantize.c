@@ -803,7 +803,8 @@ int main(int argc, char **argv) {
     for (int s = 0; s < 2; s++)
         for (int i = 0; i < c->layers_per_stack; i++) {
             const frigg_layer *L = &m->stack[s][i];
-            const frigg_mat *mats[8] = {&L->gate, &L->q, &L->k, &L->v, &L->o, &L->mlp_gate, &L->up, &L->down};
+            const frigg_mat *mats[FRIGG_LAYER_MATS];
+            frigg_layer_mats(L, mats);
             for (int j = 0; j < 8; j++) {
                 char name[160];
                 snprintf(name, sizeof name, "model.%s.layers.%d.%s", s ? "H_module" : "L_module", i,

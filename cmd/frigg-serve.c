@@ -907,21 +907,6 @@ static void budget(const frigg_config *c, int ctx, int cuda, frigg_dtype kv_dtyp
 
 static double available_bytes(int cuda, int device);
 
-/* The stored bytes of a checkpoint's quantized layer matrices and lm_head: on a GPU they sit beside the bf16 copy
- * the engine makes of them (frigg_backend_opts.dequant_rows) unless it reads the copy from one row on and frees
- * them; budget() counts the copy as the bf16 weights. */
-static double quantized_bytes(const frigg_model *m) {
-    double q = 0;
-    for (int s = 0; s < 2; s++)
-        for (int i = 0; i < m->cfg.layers_per_stack; i++) {
-            const frigg_layer *L = &m->stack[s][i];
-            const frigg_mat *all[] = {&L->gate, &L->q, &L->k, &L->v, &L->o, &L->mlp_gate, &L->up, &L->down};
-            for (int j = 0; j < 8; j++)
-                if (all[j]->dtype != FRIGG_DT_BF16) q += frigg_mat_bytes(all[j]);
-        }
-    return q + (m->lm_head.dtype != FRIGG_DT_BF16 ? frigg_mat_bytes(&m->lm_head) : 0);
-}
-
 /* --slots auto: the most slots of --ctx tokens whose KV cache, beside the weights and the work buffers, fits in
  * AUTO_SLOTS_SHARE of the free memory of every replica's device (CPU replicas share the host's), at most
  * AUTO_SLOTS_MAX_GPU on a GPU (the CUDA engine's rows per decode step) and AUTO_SLOTS_MAX_CPU on the CPU (the
@@ -1167,7 +1152,9 @@ static int serve(server *s, int argc, char **argv) {
     if (!ndev) devices[0] = 0;
     double wb, kvb, workb;
     budget(cfg, s->ctx, is_cuda, kv_dtype, &wb, &kvb, &workb);
-    if (is_cuda && frigg_dequant_rows(s->model, dequant_rows) > 1) wb += quantized_bytes(s->model);
+    /* the stored quantized weights beside their bf16 copy (budget() counts the copy as the bf16 weights), unless
+     * the engine reads the copy from one row on and frees them (frigg_backend_opts.dequant_rows) */
+    if (is_cuda && frigg_dequant_rows(s->model, dequant_rows) > 1) wb += frigg_model_quantized_bytes(s->model);
     const double G = 1073741824.0;
     if (!s->slots && auto_slots(s, is_cuda, devices, wb, kvb, workb)) return 2;
     const double need = (is_cuda ? wb : 0) + kvb * s->slots + workb;

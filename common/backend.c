@@ -89,8 +89,9 @@ int frigg_dequant_rows(const frigg_model *m, int opt) {
     for (int s = 0; s < 2; s++)
         for (int i = 0; i < m->cfg.layers_per_stack; i++) {
             const frigg_layer *L = &m->stack[s][i];
-            const frigg_mat *all[] = {&L->gate, &L->q, &L->k, &L->v, &L->o, &L->mlp_gate, &L->up, &L->down};
-            for (int j = 0; j < 8; j++) q8 |= all[j]->dtype == FRIGG_DT_INT8, q4 |= all[j]->dtype == FRIGG_DT_INT4;
+            const frigg_mat *all[FRIGG_LAYER_MATS];
+            frigg_layer_mats(L, all);
+            for (int j = 0; j < FRIGG_LAYER_MATS; j++) q8 |= all[j]->dtype == FRIGG_DT_INT8, q4 |= all[j]->dtype == FRIGG_DT_INT4;
         }
     if (!q8 && !q4) return 0;
     return opt > 0 ? opt : q4 ? FRIGG_DEQUANT_ROWS_INT4 : FRIGG_DEQUANT_ROWS_INT8;

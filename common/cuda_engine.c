@@ -60,8 +60,9 @@ typedef struct {
     dev_layer *bf_layers[2];
     frigg_mat bf_lm_head;
     int bf_lm, dq_rows;
-    /* dq_rows 1: the copy replaced the stored matrices (freed; layers and lm_head are the copy's descriptors) */
-    int copy_only_layers, copy_only_lm;
+    /* whether the layers / lm_head have a copy (at dq_rows 1 it replaced the stored matrices, which were freed:
+     * layers and lm_head are then the copy's descriptors, bf_layers and bf_lm unset) */
+    int copied_layers, copied_lm;
     uint16_t *cos_t, *sin_t;
     /* The KV cache, [seq][slot][head][max_ctx][head_dim] elements (seq_stride per sequence, slot_stride per slot):
      * bf16 (kc, vc); or, with kv_dtype INT8 (int8 set), int8 values (k8, v8) and their fp32 scales (ks, vs:
@@ -1072,8 +1073,9 @@ static int upload_model(cuda_impl *im, const frigg_model *m) {
         size_t bytes = 0;
         for (int i = 0; i < n; i++) {
             const frigg_layer *L = &m->stack[s][i];
-            const frigg_mat *all[] = {&L->gate, &L->q, &L->k, &L->v, &L->o, &L->mlp_gate, &L->up, &L->down};
-            for (size_t j = 0; j < 8; j++) bytes += mat_dev_bytes(all[j]) + 16 * 3; /* + room for the merges' alignment */
+            const frigg_mat *all[FRIGG_LAYER_MATS];
+            frigg_layer_mats(L, all);
+            for (int j = 0; j < FRIGG_LAYER_MATS; j++) bytes += mat_dev_bytes(all[j]) + 16 * 3; /* + room for the merges' alignment */
         }
         uint8_t *base;
         OK(dalloc(im, (void **)&base, bytes, s ? "H stack" : "L stack"));
@@ -1123,6 +1125,7 @@ static int make_bf16_copy(cuda_impl *im, const frigg_config *c) {
         uint8_t *base;
         OK(dalloc(im, (void **)&base, bytes, s ? "the H stack's bf16 copy" : "the L stack's bf16 copy"));
         im->bf_layers[s] = frigg_xcalloc((size_t)n, sizeof(dev_layer));
+        im->copied_layers = 1;
         size_t at = 0;
         for (int i = 0; i < n; i++) {
             const dev_layer *L = &im->layers[s][i];
@@ -1147,7 +1150,7 @@ static int make_bf16_copy(cuda_impl *im, const frigg_config *c) {
         OK(dalloc(im, (void **)&w, (size_t)im->lm_head.rows * im->lm_head.cols * 2, "lm_head's bf16 copy"));
         im->bf_lm_head = dev_mat(w, im->lm_head.rows, im->lm_head.cols);
         OK(fk_dequant_bf16(im->kern, &im->lm_head, 0, im->lm_head.rows, w, im->stream));
-        im->bf_lm = 1;
+        im->bf_lm = im->copied_lm = 1;
     }
     CU(cudaStreamSynchronize(im->stream));
     if (im->dq_rows > 1) return 0;
@@ -1158,13 +1161,11 @@ static int make_bf16_copy(cuda_impl *im, const frigg_config *c) {
         free(im->layers[s]);
         im->layers[s] = im->bf_layers[s];
         im->bf_layers[s] = NULL;
-        im->copy_only_layers = 1;
     }
     if (im->bf_lm) {
         dfree(im, im->lm_head.w);
         im->lm_head = im->bf_lm_head;
         im->bf_lm = 0;
-        im->copy_only_lm = 1;
     }
     return 0;
 }
@@ -1379,9 +1380,9 @@ const char *frigg_cuda_decode_proj(const frigg_backend *b, int nseq) {
 
 int frigg_cuda_decode_copy(const frigg_backend *b, int nseq, int *layers, int *lm_head) {
     const cuda_impl *im = b->impl;
-    *layers = im->copy_only_layers || ((im->bf_layers[0] || im->bf_layers[1]) && nseq >= im->dq_rows);
-    *lm_head = im->copy_only_lm || (im->bf_lm && nseq >= im->dq_rows);
-    return im->copy_only_layers || im->copy_only_lm || im->bf_layers[0] || im->bf_layers[1] || im->bf_lm;
+    *layers = im->copied_layers && nseq >= im->dq_rows;
+    *lm_head = im->copied_lm && nseq >= im->dq_rows;
+    return im->copied_layers || im->copied_lm;
 }
 
 int frigg_cuda_mem_info(int device, size_t *free_bytes, size_t *total_bytes) {

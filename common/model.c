@@ -509,13 +509,26 @@ static int check_mat(const frigg_mat *m, const char *what) {
     return -1;
 }
 
+double frigg_model_quantized_bytes(const frigg_model *m) {
+    double q = m->lm_head.dtype != FRIGG_DT_BF16 ? frigg_mat_bytes(&m->lm_head) : 0;
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < m->cfg.layers_per_stack; i++) {
+            const frigg_mat *all[FRIGG_LAYER_MATS];
+            frigg_layer_mats(&m->stack[s][i], all);
+            for (int j = 0; j < FRIGG_LAYER_MATS; j++)
+                if (all[j]->dtype != FRIGG_DT_BF16) q += frigg_mat_bytes(all[j]);
+        }
+    return q;
+}
+
 int frigg_model_check_dtypes(const frigg_model *m) {
     if (check_mat(&m->embed, "embed_tokens") || check_mat(&m->lm_head, "lm_head")) return -1;
     for (int s = 0; s < 2; s++)
         for (int i = 0; i < m->cfg.layers_per_stack; i++) {
             const frigg_layer *L = &m->stack[s][i];
-            const frigg_mat *all[] = {&L->gate, &L->q, &L->k, &L->v, &L->o, &L->mlp_gate, &L->up, &L->down};
-            for (size_t j = 0; j < sizeof all / sizeof all[0]; j++)
+            const frigg_mat *all[FRIGG_LAYER_MATS];
+            frigg_layer_mats(L, all);
+            for (int j = 0; j < FRIGG_LAYER_MATS; j++)
                 if (check_mat(all[j], s ? "H stack" : "L stack")) return -1;
         }
     return 0;

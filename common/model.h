@@ -81,6 +81,13 @@ typedef struct {
     const uint16_t *gate_up_packed;  /* [2I][D] or NULL */
 } frigg_layer;
 
+/* A layer's eight matrices in checkpoint order: gate, q, k, v, o, mlp gate, up, down. */
+#define FRIGG_LAYER_MATS 8
+static inline void frigg_layer_mats(const frigg_layer *L, const frigg_mat *out[FRIGG_LAYER_MATS]) {
+    out[0] = &L->gate, out[1] = &L->q, out[2] = &L->k, out[3] = &L->v;
+    out[4] = &L->o, out[5] = &L->mlp_gate, out[6] = &L->up, out[7] = &L->down;
+}
+
 enum { FRIGG_STACK_L = 0, FRIGG_STACK_H = 1 };
 typedef enum { FRIGG_LAYOUT_PACKED, FRIGG_LAYOUT_SPLIT } frigg_layout;
 
@@ -110,6 +117,8 @@ void frigg_model_free(frigg_model *m);
 /* 0 when every matrix of the model has a dtype the CPU engine runs (BF16, INT8, INT4, well formed), else -1
  * with frigg_error() naming it. The CUDA engine refuses INT8/INT4 itself, by name. */
 int frigg_model_check_dtypes(const frigg_model *m);
+/* The stored bytes (frigg_mat_bytes) of m's quantized layer matrices and lm_head; 0 for a bf16 checkpoint. */
+double frigg_model_quantized_bytes(const frigg_model *m);
 
 /* The stack that module run r uses (L runs, then one H run, per H cycle). */
 static inline int frigg_run_stack(const frigg_config *c, int run) {

@@ -699,8 +699,9 @@ static void test_dequant_copy(const char *label, const frigg_model *m) {
         int quant = 0;
         for (int i = 0; i < c->layers_per_stack; i++) {
             const frigg_layer *L = &m->stack[s][i];
-            const frigg_mat *all[] = {&L->gate, &L->q, &L->k, &L->v, &L->o, &L->mlp_gate, &L->up, &L->down};
-            for (int j = 0; j < 8; j++) quant |= all[j]->dtype != FRIGG_DT_BF16;
+            const frigg_mat *all[FRIGG_LAYER_MATS];
+            frigg_layer_mats(L, all);
+            for (int j = 0; j < FRIGG_LAYER_MATS; j++) quant |= all[j]->dtype != FRIGG_DT_BF16;
         }
         const size_t per[] = {4 * D * D, D * D, 2 * I * D, D * I};
         if (quant)
@@ -719,8 +720,9 @@ static void test_dequant_copy(const char *label, const frigg_model *m) {
         for (int s = 0; s < 2; s++)
             for (int i = 0; i < c->layers_per_stack; i++) {
                 const frigg_layer *L = &m->stack[s][i];
-                const frigg_mat *all[] = {&L->gate, &L->q, &L->k, &L->v, &L->o, &L->mlp_gate, &L->up, &L->down};
-                for (int j = 0; j < 8; j++) stored += frigg_mat_bytes(all[j]), parts++;
+                const frigg_mat *all[FRIGG_LAYER_MATS];
+                frigg_layer_mats(L, all);
+                for (int j = 0; j < FRIGG_LAYER_MATS; j++) stored += frigg_mat_bytes(all[j]), parts++;
             }
         if (m->lm_head.dtype != FRIGG_DT_BF16) stored += frigg_mat_bytes(&m->lm_head), parts++;
         /* ...and, nothing quantized being left, the prefill GEMM's dequantization scratch: the largest layer
