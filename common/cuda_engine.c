@@ -123,7 +123,6 @@ typedef struct {
     int graph_nodes[MAX_BATCH + 1];
     int use_graphs;
     int batch_invariant; /* frigg_backend_opts.batch_invariant */
-    size_t l2_ahead; /* the most bytes of the next matrix a decode GEMV asks the L2 for (next_mat); 0: none */
     size_t bytes;
     void *allocs[64];
     size_t alloc_bytes[64];
@@ -208,25 +207,6 @@ static const frigg_mat *lm_head_for(const cuda_impl *im, int rows) {
  * build (8 rows each, the CUDA-core kernel then) ran at 645.6 tok/s where the int8 build's dequantizing GEMM ran
  * at 3,890.3 (benchmarks/h200-2026-12-02/quant/). */
 static int decode_by_passes(const cuda_impl *im, int B) { return B <= GEMV_ROWS || im->batch_invariant; }
-
-/* The GEMV step's weight matrix after matrix m (0 gqkv, 1 o, 2 gate_up, 3 down) of layer i of run r, which that
- * GEMV asks the L2 for (fk_gemv_ahead), so the weight stream goes on through the attention, the epilogues and the
- * kernel boundaries: NULL after the last layer (the lm_head is one long stream of its own) and for a matrix larger
- * than l2_ahead, half the L2, which would push out the one being read. */
-static const frigg_mat *next_mat(const cuda_impl *im, const frigg_config *c, int r, int i, int m, int B) {
-    const frigg_mat *n;
-    if (m < 3) {
-        const dev_layer *L = &layers_for(im, c, r, B)[i];
-        n = m == 0 ? &L->o : m == 1 ? &L->gu : &L->down;
-    } else if (i + 1 < c->layers_per_stack) {
-        n = &layers_for(im, c, r, B)[i + 1].gqkv;
-    } else if (r + 1 < frigg_num_runs(c)) {
-        n = &layers_for(im, c, r + 1, B)[0].gqkv;
-    } else {
-        return NULL;
-    }
-    return frigg_mat_bytes(n) <= (double)im->l2_ahead ? n : NULL;
-}
 
 static uint16_t *k_slot(cuda_impl *im, int slot) { return im->kc + (size_t)slot * im->slot_stride; }
 static uint16_t *v_slot(cuda_impl *im, int slot) { return im->vc + (size_t)slot * im->slot_stride; }
@@ -538,8 +518,6 @@ static int enqueue_decode_gemv(frigg_backend *b, int B) {
         const dev_layer *Ls = layers_for(im, c, r, B);
         for (int i = 0; i < c->layers_per_stack; i++) {
             int slot = frigg_slot(c, r, i);
-            const frigg_mat *nx[4];
-            for (int m = 0; m < 4; m++) nx[m] = next_mat(im, c, r, i, m, B);
             if (im->int8 || (B > FK_GEMV_SIMT_ROWS && fused_write_hd(hd))) {
                 /* norm + gqkv into the gqkv rows (all four sections) as projected, then RoPE, the K/V write and
                  * attention in one kernel: always for the int8 cache (the QKV epilogue below writes only a bf16
@@ -547,8 +525,8 @@ static int enqueue_decode_gemv(frigg_backend *b, int B) {
                  * GEMM step at ctx 4096 (benchmarks/h200-2026-12-04/kvab/ab-summary.txt; the same bits) */
                 for (int r0 = 0; r0 < B; r0 += GEMV_ROWS) {
                     int n = B - r0 < GEMV_ROWS ? B - r0 : GEMV_ROWS;
-                    OK(fk_gemv_ahead(kc, &Ls[i].gqkv, im->x + (size_t)r0 * D, n, 1, eps, FK_GEMV_STORE,
-                                     im->gqkv + (size_t)r0 * 4 * D, r0 + n == B ? nx[0] : NULL, s));
+                    OK(fk_gemv(kc, &Ls[i].gqkv, im->x + (size_t)r0 * D, n, 1, eps, FK_GEMV_STORE,
+                               im->gqkv + (size_t)r0 * 4 * D, s));
                 }
                 OK(im->int8 ? decode_attn_i8(b, slot, B) : decode_attn_write(b, slot, B));
             } else {
@@ -557,24 +535,19 @@ static int enqueue_decode_gemv(frigg_backend *b, int B) {
                     fk_qkv_epi qa = {im->cos_t, im->sin_t, rseq + r0, rpos + r0, im->q + (size_t)r0 * D, k_slot(im, slot),
                                      v_slot(im, slot), im->seq_stride, b->max_ctx, hd};
                     /* norm + gqkv + RoPE + KV write */
-                    OK(fk_gemv_qkv_ahead(kc, &Ls[i].gqkv, im->x + (size_t)r0 * D, n, eps, im->gqkv + (size_t)r0 * 4 * D, &qa,
-                                         r0 + n == B ? nx[0] : NULL, s));
+                    OK(fk_gemv_qkv(kc, &Ls[i].gqkv, im->x + (size_t)r0 * D, n, eps, im->gqkv + (size_t)r0 * 4 * D, &qa, s));
                 }
                 OK(fk_attn_decode(kc, im->q, k_slot(im, slot), v_slot(im, slot), im->seq_stride, rseq, rpos, im->gqkv, B,
                                   H, hd, b->max_ctx, im->attn_work, im->attn_counters, im->y, s));
             }
             for (int r0 = 0; r0 < B; r0 += GEMV_ROWS) {
                 int n = B - r0 < GEMV_ROWS ? B - r0 : GEMV_ROWS;
-                OK(fk_gemv_ahead(kc, &Ls[i].o, im->y + (size_t)r0 * D, n, 0, eps, FK_GEMV_RESID, im->x + (size_t)r0 * D,
-                                 r0 + n == B ? nx[1] : NULL, s));
+                OK(fk_gemv(kc, &Ls[i].o, im->y + (size_t)r0 * D, n, 0, eps, FK_GEMV_RESID, im->x + (size_t)r0 * D, s));
             }
             for (int r0 = 0; r0 < B; r0 += GEMV_ROWS) {
                 int n = B - r0 < GEMV_ROWS ? B - r0 : GEMV_ROWS;
-                /* several passes (batch-invariant past 16 rows) alternate gate_up and down: only a last pass asks */
-                OK(fk_gemv_ahead(kc, &Ls[i].gu, im->x + (size_t)r0 * D, n, 1, eps, FK_GEMV_SWIGLU, im->m + (size_t)r0 * I,
-                                 r0 + n == B ? nx[2] : NULL, s));
-                OK(fk_gemv_ahead(kc, &Ls[i].down, im->m + (size_t)r0 * I, n, 0, eps, FK_GEMV_RESID, im->x + (size_t)r0 * D,
-                                 r0 + n == B ? nx[3] : NULL, s));
+                OK(fk_gemv(kc, &Ls[i].gu, im->x + (size_t)r0 * D, n, 1, eps, FK_GEMV_SWIGLU, im->m + (size_t)r0 * I, s));
+                OK(fk_gemv(kc, &Ls[i].down, im->m + (size_t)r0 * I, n, 0, eps, FK_GEMV_RESID, im->x + (size_t)r0 * D, s));
             }
         }
         OK(run_end(im, &A, c, r, B));
@@ -1223,7 +1196,6 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     }
     CU(cudaSetDevice(im->device));
     if (!(im->kern = fk_ctx_create())) return -1;
-    im->l2_ahead = fk_ctx_l2_bytes(im->kern) / 2;
     /* one GEMV kernel for every batch size: its summation order is fixed by K alone (kernels.h) */
     if (im->batch_invariant && fk_ctx_set_gemv_impl(im->kern, FK_GEMV_IMPL_TC)) return -1;
     CU(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking));

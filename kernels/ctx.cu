@@ -11,18 +11,16 @@ extern "C" fk_ctx *fk_ctx_create(void) {
         frigg_set_error("kernels: out of memory for a context");
         return NULL;
     }
-    int major = 0, l2 = 0;
+    int major = 0;
     cudaError_t e = cudaGetDevice(&kc->device);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&kc->sms, cudaDevAttrMultiProcessorCount, kc->device);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, kc->device);
-    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, kc->device);
     if (e != cudaSuccess || kc->sms < 1) {
         frigg_set_error("kernels: cannot read the device's properties: %s", cudaGetErrorString(e));
         free(kc);
         return NULL;
     }
     kc->pdl = major >= 9;
-    kc->l2_bytes = major >= 9 && l2 > 0 ? (size_t)l2 : 0; /* the bulk L2 prefetch is sm_90's: 0, none asked for */
     if (fk_gemv_ctx_init(kc) || fk_gemv_tc_ctx_init(kc) || fk_gemv_q_ctx_init(kc) || fk_attention_ctx_init(kc) ||
         fk_attn_decode_ctx_init(kc)) {
         free(kc);
@@ -32,5 +30,3 @@ extern "C" fk_ctx *fk_ctx_create(void) {
 }
 
 extern "C" void fk_ctx_free(fk_ctx *kc) { free(kc); }
-
-extern "C" size_t fk_ctx_l2_bytes(const fk_ctx *kc) { return kc->l2_bytes; }

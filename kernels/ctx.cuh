@@ -15,7 +15,6 @@ struct fk_ctx {
     int sms;         /* multiprocessors */
     int pdl;         /* sm_90+: programmatic dependent launch, thread-block clusters */
     int clusters_ok; /* the decode attention's 16-block clusters run here (a MIG slice may say no) */
-    size_t l2_bytes; /* the device's L2 (fk_gemv_ahead's callers ask for what fits) */
     /* gemv.cu */
     int gemv_impl;           /* FK_GEMV_IMPL_* */
     char gemv_auto[GEMV_AUTO_ROWS][9]; /* the auto table: per shape class (bf16, then quantized weights), a letter

@@ -33,7 +33,7 @@ enum { GEMV_V_NORMAL = 0, GEMV_V_SHORT = 1, GEMV_NV = 2 };
 template <int B, int R, bool NORM, int EPI, int U>
 __global__ void __launch_bounds__(GEMV_WARPS * 32)
     gemv_kernel(const uint16_t *__restrict__ W, int O, int K, const uint16_t *__restrict__ x, float eps,
-                uint16_t *__restrict__ out, fk_qkv_epi qa, gemv_ahead ah) {
+                uint16_t *__restrict__ out, fk_qkv_epi qa) {
     extern __shared__ uint4 xs[];
     __shared__ float scratch[B * 32]; /* stage_norm: 32 per batch row */
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nch = K / 8;
@@ -56,7 +56,6 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
      * not loaded early here: holding them took the batch-1 gqkv kernel from 96 to 107 registers, 5 to 4
      * blocks per SM, a batch-1 loss (7edf85e). */
     gemv_pre pre = {0, 0, 0, 0.0f, false, false};
-    l2_ahead(ah);
     pdl_wait();
     if (EPI == FK_GEMV_RESID && valid && lane < B) gemv_preload_resid<EPI>(pre, row1, lane, O, out);
     const uint4 *xv = (const uint4 *)x;
@@ -105,7 +104,7 @@ __global__ void __launch_bounds__(GEMV_WARPS * 32)
         if (lane == b) gemv_store<EPI>(unit, row1, b, acc[0][b], acc[R - 1][b], O, out, qa, pre);
 }
 
-typedef void (*gemv_fn)(const uint16_t *, int, int, const uint16_t *, float, uint16_t *, fk_qkv_epi, gemv_ahead);
+typedef void (*gemv_fn)(const uint16_t *, int, int, const uint16_t *, float, uint16_t *, fk_qkv_epi);
 
 template <int B>
 static gemv_fn pick(int norm, int epi, int variant) {
@@ -249,7 +248,7 @@ int fk_gemv_ctx_init(fk_ctx *kc) {
 }
 
 static int gemv_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in,
-                       float eps, int epi, uint16_t *out, const fk_qkv_epi *qa, const gemv_ahead &ah, cudaStream_t s) {
+                       float eps, int epi, uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s) {
     size_t smem = norm_in ? (size_t)gemv_simt_rows(B) * K * 2 : 0; /* a CUDA-core launch's staged x */
     if (B < 1 || B > FK_GEMV_MAX_ROWS || K % 8 || (epi != FK_GEMV_STORE && epi != FK_GEMV_RESID && O % 2) || smem > GEMV_MAX_SMEM ||
         epi < 0 || epi > 3 || (epi == FK_GEMV_QKV && (O % 4 || qa->hd % 2 || (O / 4) % qa->hd))) {
@@ -260,7 +259,7 @@ static int gemv_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const 
                : kc->gemv_impl == FK_GEMV_IMPL_SIMT ? 's'
                                                     : auto_choice(kc, B, O, K, epi);
     if (K > GEMV_TC_MAX_K) use = 's'; /* the tensor-core kernel keeps one round of K per warp (DFM-Mimir: K <= 4096) */
-    if (use != 's') return gemv_tc_launch(kc, W, O, K, x, B, norm_in, eps, epi, out, qa, ah, s);
+    if (use != 's') return gemv_tc_launch(kc, W, O, K, x, B, norm_in, eps, epi, out, qa, s);
     /* Past 8 rows (simt forced, or K past the tensor-core kernel; under auto the table ends at 8 and beyond one
      * tensor-core pass reads the weights once for all rows): launches of 8, whose rows have the bits they would
      * alone. */
@@ -271,8 +270,7 @@ static int gemv_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const 
             uint16_t *ob = out;
             fk_qkv_epi qb = *qa;
             gemv_rows_from(b0, O, K, epi, &xb, &ob, &qb);
-            const gemv_ahead last = b0 + n == B ? ah : gemv_ahead_of(NULL); /* the last launch asks */
-            if (gemv_launch(kc, W, O, K, xb, n, norm_in, eps, epi, ob, &qb, last, s)) return -1;
+            if (gemv_launch(kc, W, O, K, xb, n, norm_in, eps, epi, ob, &qb, s)) return -1;
         }
         return 0;
     }
@@ -282,43 +280,31 @@ static int gemv_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const 
     int units = pair ? O / 2 : O;
     int variant = B == 1 && pair && K <= GEMV_SHORT_K ? GEMV_V_SHORT : GEMV_V_NORMAL;
     fk_launch(kc, pick_b(B, norm_in, epi, variant), (units + GEMV_WARPS - 1) / GEMV_WARPS, GEMV_WARPS * 32, smem, s, W, O, K, x, eps,
-              out, *qa, ah);
+              out, *qa);
     return fk_check_launch("gemv");
 }
 
 extern "C" int fk_gemv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, int norm_in, float eps, int epi,
                        uint16_t *out, cudaStream_t s) {
-    return fk_gemv_ahead(kc, W, x, B, norm_in, eps, epi, out, NULL, s);
-}
-
-extern "C" int fk_gemv_ahead(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, int norm_in, float eps, int epi,
-                             uint16_t *out, const frigg_mat *next, cudaStream_t s) {
-    const gemv_ahead ah = gemv_ahead_of(next);
     fk_qkv_epi none = {};
     none.hd = 2;
     if (epi == FK_GEMV_QKV) {
         frigg_set_error("gemv: the QKV epilogue goes through fk_gemv_qkv");
         return -1;
     }
-    if (W->dtype == FRIGG_DT_INT8 || W->dtype == FRIGG_DT_INT4) return gemv_q_launch(kc, W, x, B, norm_in, eps, epi, out, ah, s);
+    if (W->dtype == FRIGG_DT_INT8 || W->dtype == FRIGG_DT_INT4) return gemv_q_launch(kc, W, x, B, norm_in, eps, epi, out, s);
     const uint16_t *w = fk_mat_bf16(W, "gemv");
-    return w ? gemv_launch(kc, w, W->rows, W->cols, x, B, norm_in, eps, epi, out, &none, ah, s) : -1;
+    return w ? gemv_launch(kc, w, W->rows, W->cols, x, B, norm_in, eps, epi, out, &none, s) : -1;
 }
 
 extern "C" int fk_gemv_qkv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, float eps, uint16_t *gqkv,
                            const fk_qkv_epi *qa, cudaStream_t s) {
-    return fk_gemv_qkv_ahead(kc, W, x, B, eps, gqkv, qa, NULL, s);
-}
-
-extern "C" int fk_gemv_qkv_ahead(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, float eps, uint16_t *gqkv,
-                                 const fk_qkv_epi *qa, const frigg_mat *next, cudaStream_t s) {
-    const gemv_ahead ah = gemv_ahead_of(next);
     if (W->rows != 4 * W->cols) {
         frigg_set_error("gemv_qkv: gqkv is [%d][%d], not [4D][D]", W->rows, W->cols);
         return -1;
     }
-    if (W->dtype == FRIGG_DT_INT8 || W->dtype == FRIGG_DT_INT4) return gemv_q_qkv(kc, W, x, B, eps, gqkv, qa, ah, s);
+    if (W->dtype == FRIGG_DT_INT8 || W->dtype == FRIGG_DT_INT4) return gemv_q_qkv(kc, W, x, B, eps, gqkv, qa, s);
     const uint16_t *w = fk_mat_bf16(W, "gemv_qkv");
     if (!w) return -1;
-    return gemv_launch(kc, w, W->rows, W->cols, x, B, 1, eps, FK_GEMV_QKV, gqkv, qa, ah, s);
+    return gemv_launch(kc, w, W->rows, W->cols, x, B, 1, eps, FK_GEMV_QKV, gqkv, qa, s);
 }

@@ -76,50 +76,6 @@ __device__ __forceinline__ const uint4 *stage_norm(const uint4 *xv, int nch, int
     return xs;
 }
 
-/* fk_gemv_ahead's request: up to two byte ranges of the next GEMV's matrix (its values, and its scales when
- * quantized), each block of the launch prefetching its share into L2 (l2_ahead). Passed by value to the kernels;
- * n = 0: nothing. */
-struct gemv_ahead {
-    const unsigned char *p[2];
-    unsigned long long n[2];
-};
-static inline gemv_ahead gemv_ahead_of(const frigg_mat *next) {
-    gemv_ahead a = {{NULL, NULL}, {0, 0}};
-    if (!next || !next->w) return a;
-    a.p[0] = (const unsigned char *)next->w;
-    a.n[0] = (unsigned long long)frigg_mat_row_bytes(next) * (unsigned long long)next->rows;
-    if (next->dtype != FRIGG_DT_BF16 && next->scales) {
-        a.p[1] = (const unsigned char *)next->scales;
-        a.n[1] = 2ull * (unsigned long long)next->rows * (unsigned long long)frigg_mat_ngroups(next);
-    }
-    return a;
-}
-/* This block's share of each range, in bulk prefetches of at most 64 KB issued by its thread 0: fire and forget
- * (no registers, no wait), so a kernel can ask for megabytes ahead. Called before pdl_wait, after the kernel's
- * own early weight loads, so those reach memory first. The ranges are cut at 16-byte boundaries inside them (the
- * instruction's alignment), so nothing outside them is named. */
-__device__ __forceinline__ void l2_ahead(const gemv_ahead &a) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (threadIdx.x == 0) {
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            if (!a.n[r]) continue;
-            const unsigned long long base = ((unsigned long long)a.p[r] + 15) & ~15ull;
-            const unsigned long long end = ((unsigned long long)a.p[r] + a.n[r]) & ~15ull;
-            if (end <= base) continue;
-            const unsigned long long per = ((end - base + gridDim.x - 1) / gridDim.x + 15) & ~15ull;
-            unsigned long long lo = base + per * blockIdx.x, hi = lo + per < end ? lo + per : end;
-            for (; lo < hi; lo += 65536) {
-                const unsigned int n = (unsigned int)(hi - lo < 65536 ? hi - lo : 65536);
-                asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(lo), "r"(n) : "memory");
-            }
-        }
-    }
-#else
-    (void)a;
-#endif
-}
-
 /* The operands of one batch row's epilogue, loaded ahead of the dot products (right after the PDL wait) so
  * their latency is not added after them: for QKV, where the row's k/v go in the cache (row_seq, row_pos) and
  * its RoPE factors, as packed bf16; for RESID the residual (gemv_preload_resid). Not before the wait, though
@@ -241,17 +197,17 @@ static inline void gemv_rows_from(int b0, int O, int K, int epi, const uint16_t 
 }
 /* 0, or -1 with frigg_error set (K beyond one round, a failed launch). */
 int gemv_tc_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps,
-                   int epi, uint16_t *out, const fk_qkv_epi *qa, const gemv_ahead &ah, cudaStream_t s);
+                   int epi, uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s);
 /* The same kernel on weights of dtype dt (frigg_dtype): INT8 / INT4 read as packed, with their scales S. */
 int gemv_tc_launch_dt(const fk_ctx *kc, int dt, const void *W, const uint16_t *S, qgeom geo, int O, int K,
                       const uint16_t *x, int B, int norm_in, float eps, int epi, uint16_t *out, const fk_qkv_epi *qa,
-                      const gemv_ahead &ah, cudaStream_t s);
+                      cudaStream_t s);
 
 /* gemv_q.cu: the INT8/INT4 kernels fk_gemv / fk_gemv_qkv hand quantized descriptors to (kernels.h). 0, or -1
  * with frigg_error set. */
 int gemv_q_launch(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, int norm_in, float eps, int epi,
-                  uint16_t *out, const gemv_ahead &ah, cudaStream_t s);
+                  uint16_t *out, cudaStream_t s);
 int gemv_q_qkv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, float eps, uint16_t *gqkv,
-               const fk_qkv_epi *qa, const gemv_ahead &ah, cudaStream_t s);
+               const fk_qkv_epi *qa, cudaStream_t s);
 
 #endif

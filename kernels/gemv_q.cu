@@ -62,7 +62,7 @@ static int gq_scale_mode(int dt, const qgeom &g, int nch) {
 template <int B, int R, bool NORM, int EPI, int DT, int U, int SC>
 __global__ void __launch_bounds__(GQ_WARPS * 32)
     gemv_q_kernel(const unsigned char *__restrict__ W, const uint16_t *__restrict__ S, int O, int K, qgeom geo,
-                  const uint16_t *__restrict__ x, float eps, uint16_t *__restrict__ out, fk_qkv_epi qa, gemv_ahead ah) {
+                  const uint16_t *__restrict__ x, float eps, uint16_t *__restrict__ out, fk_qkv_epi qa) {
     typedef typename qword<DT>::T word;
     constexpr int CB = qword<DT>::bytes;
     extern __shared__ uint4 xs[];
@@ -106,7 +106,6 @@ __global__ void __launch_bounds__(GQ_WARPS * 32)
     /* Weights and scales do not depend on earlier kernels: the first batch streams before the wait. */
     load(lane);
     gemv_pre pre = {0, 0, 0, 0.0f, false, false};
-    l2_ahead(ah);
     pdl_wait();
     if (EPI == FK_GEMV_RESID && valid && lane < B) gemv_preload_resid<EPI>(pre, row1, lane, O, out);
     const uint4 *xv = (const uint4 *)x;
@@ -169,7 +168,7 @@ __global__ void dequant_kernel(const unsigned char *__restrict__ W, const uint16
 }
 
 typedef void (*gemv_q_fn)(const unsigned char *, const uint16_t *, int, int, qgeom, const uint16_t *, float, uint16_t *,
-                          fk_qkv_epi, gemv_ahead);
+                          fk_qkv_epi);
 
 /* epi QKV exists normed only (fk_gemv_qkv always normalises) */
 template <int DT, int B, int U, int SC>
@@ -265,7 +264,7 @@ static int q_use_tc(const fk_ctx *kc, int B, int O, int K, int epi) {
 }
 
 static int q_launch_simt(const fk_ctx *kc, const frigg_mat *W, const qgeom &g, const uint16_t *x, int B, int norm_in,
-                         float eps, int epi, uint16_t *out, const fk_qkv_epi &qa, const gemv_ahead &ah, cudaStream_t s) {
+                         float eps, int epi, uint16_t *out, const fk_qkv_epi &qa, cudaStream_t s) {
     const int O = W->rows, K = W->cols;
     const int units = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV ? O / 2 : O;
     const int load = gq_scale_mode(W->dtype, g, K / 8) == GQ_SC_LOAD;
@@ -275,10 +274,9 @@ static int q_launch_simt(const fk_ctx *kc, const frigg_mat *W, const qgeom &g, c
         uint16_t *ob = out;
         fk_qkv_epi qb = qa;
         gemv_rows_from(b, O, K, epi, &xb, &ob, &qb);
-        const gemv_ahead last = b + n == B ? ah : gemv_ahead_of(NULL); /* the last launch asks */
         fk_launch(kc, pick_q_any(W->dtype, n, norm_in, epi, gq_short(K), load), (units + GQ_WARPS - 1) / GQ_WARPS,
                   GQ_WARPS * 32, norm_in ? (size_t)n * K * 2 : 0, s, (const unsigned char *)W->w, W->scales, O, K, g,
-                  xb, eps, ob, qb, last);
+                  xb, eps, ob, qb);
         if (fk_check_launch("gemv_q")) return -1;
     }
     return 0;
@@ -286,7 +284,7 @@ static int q_launch_simt(const fk_ctx *kc, const frigg_mat *W, const qgeom &g, c
 
 /* fk_gemv for an INT8/INT4 W (gemv.cu's fk_gemv hands these here; epi STORE, RESID or SWIGLU). */
 int gemv_q_launch(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, int norm_in, float eps, int epi,
-                  uint16_t *out, const gemv_ahead &ah, cudaStream_t s) {
+                  uint16_t *out, cudaStream_t s) {
     qgeom g;
     if (q_check(W, "gemv", &g)) return -1;
     const int O = W->rows, K = W->cols;
@@ -302,14 +300,14 @@ int gemv_q_launch(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B
     fk_qkv_epi none = {};
     none.hd = 2;
     if (q_use_tc(kc, B, O, K, epi))
-        return gemv_tc_launch_dt(kc, W->dtype, W->w, W->scales, g, O, K, x, B, norm_in, eps, epi, out, &none, ah, s);
-    return q_launch_simt(kc, W, g, x, B, norm_in, eps, epi, out, none, ah, s);
+        return gemv_tc_launch_dt(kc, W->dtype, W->w, W->scales, g, O, K, x, B, norm_in, eps, epi, out, &none, s);
+    return q_launch_simt(kc, W, g, x, B, norm_in, eps, epi, out, none, s);
 }
 
 /* fk_gemv_qkv for an INT8/INT4 gqkv: RMSNorm, the four sections, RoPE of q and k, k and v into the cache, one
  * kernel, under either implementation (the fused epilogue of the bf16 kernels, gemv_common.cuh's gemv_store). */
 int gemv_q_qkv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, float eps, uint16_t *gqkv,
-               const fk_qkv_epi *qa, const gemv_ahead &ah, cudaStream_t s) {
+               const fk_qkv_epi *qa, cudaStream_t s) {
     const int D = W->cols, O = W->rows;
     qgeom g;
     if (q_check(W, "gemv_qkv", &g)) return -1;
@@ -323,8 +321,8 @@ int gemv_q_qkv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, f
         return -1;
     }
     if (q_use_tc(kc, B, O, D, FK_GEMV_QKV))
-        return gemv_tc_launch_dt(kc, W->dtype, W->w, W->scales, g, O, D, x, B, 1, eps, FK_GEMV_QKV, gqkv, qa, ah, s);
-    return q_launch_simt(kc, W, g, x, B, 1, eps, FK_GEMV_QKV, gqkv, *qa, ah, s);
+        return gemv_tc_launch_dt(kc, W->dtype, W->w, W->scales, g, O, D, x, B, 1, eps, FK_GEMV_QKV, gqkv, qa, s);
+    return q_launch_simt(kc, W, g, x, B, 1, eps, FK_GEMV_QKV, gqkv, *qa, s);
 }
 
 extern "C" int fk_dequant_bf16(const fk_ctx *kc, const frigg_mat *W, int r0, int n, uint16_t *out, cudaStream_t s) {

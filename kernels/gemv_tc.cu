@@ -133,8 +133,7 @@ static int tc_mode_of(int B) { return B == 1 ? TC_ONE : B <= 8 ? TC_8 : TC_16; }
 template <bool NORM, int EPI, int MODE, int DT>
 __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
     gemv_tc_kernel(const void *__restrict__ W, const uint16_t *__restrict__ S, qgeom geo, int O, int K,
-                   const uint16_t *__restrict__ x, int B, float eps, uint16_t *__restrict__ out, fk_qkv_epi qa,
-                   gemv_ahead ah) {
+                   const uint16_t *__restrict__ x, int B, float eps, uint16_t *__restrict__ out, fk_qkv_epi qa) {
     typedef typename tcw<DT>::T word;
     constexpr bool QUANT = DT != FRIGG_DT_BF16;
     constexpr int DEPTH = tc_depth<DT>::n;
@@ -184,7 +183,6 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
 #pragma unroll
     for (int d = 1; d < DEPTH; d++)
         if (tile + d * (int)gridDim.x < tiles) fetch(wset[d], sset[d], tile + d * (int)gridDim.x);
-    l2_ahead(ah);
     pdl_wait();
     /* The block's first tile is reduced and stored by warp 0: its lanes load their epilogue
      * operands (gemv_pre) now, ahead of the x fragment and the mma's, not inside the epilogue. After the wait,
@@ -403,7 +401,7 @@ __global__ void __launch_bounds__(TC_MAX_WARPS * 32, 1)
 }
 
 typedef void (*gemv_tc_fn)(const void *, const uint16_t *, qgeom, int, int, const uint16_t *, int, float, uint16_t *,
-                           fk_qkv_epi, gemv_ahead);
+                           fk_qkv_epi);
 
 template <int MODE, int DT>
 static gemv_tc_fn pick_tc_mode(int norm, int epi) {
@@ -462,7 +460,7 @@ int fk_gemv_tc_ctx_init(fk_ctx *kc) {
  * dt FRIGG_DT_BF16: W is bf16 [O][K], S and geo unused; INT8 / INT4: W the packed values, S the scales. */
 int gemv_tc_launch_dt(const fk_ctx *kc, int dt, const void *W, const uint16_t *S, qgeom geo, int O, int K,
                       const uint16_t *x, int B, int norm_in, float eps, int epi, uint16_t *out, const fk_qkv_epi *qa,
-                      const gemv_ahead &ah, cudaStream_t s) {
+                      cudaStream_t s) {
     int paired = epi == FK_GEMV_SWIGLU || epi == FK_GEMV_QKV;
     int tiles = paired ? (O / 2 + 3) / 4 : (O + 7) / 8;
     /* one warp per 32 chunks of K (one round of loads each), 1..TC_MAX_WARPS: a function of K only, which
@@ -492,12 +490,12 @@ int gemv_tc_launch_dt(const fk_ctx *kc, int dt, const void *W, const uint16_t *S
     if (kc->tc_max_blocks && cap > kc->tc_max_blocks) cap = kc->tc_max_blocks;
     int rounds = (int)((tiles + cap - 1) / cap);
     int grid = (tiles + rounds - 1) / rounds;
-    fk_launch(kc, fn, grid, nw * 32, tc_smem(nw, mode), s, W, S, geo, O, K, x, B, eps, out, *qa, ah);
+    fk_launch(kc, fn, grid, nw * 32, tc_smem(nw, mode), s, W, S, geo, O, K, x, B, eps, out, *qa);
     return fk_check_launch("gemv_tc");
 }
 
 int gemv_tc_launch(const fk_ctx *kc, const uint16_t *W, int O, int K, const uint16_t *x, int B, int norm_in, float eps,
-                   int epi, uint16_t *out, const fk_qkv_epi *qa, const gemv_ahead &ah, cudaStream_t s) {
+                   int epi, uint16_t *out, const fk_qkv_epi *qa, cudaStream_t s) {
     const qgeom none = {0, 1, 0};
-    return gemv_tc_launch_dt(kc, FRIGG_DT_BF16, W, (const uint16_t *)0, none, O, K, x, B, norm_in, eps, epi, out, qa, ah, s);
+    return gemv_tc_launch_dt(kc, FRIGG_DT_BF16, W, (const uint16_t *)0, none, O, K, x, B, norm_in, eps, epi, out, qa, s);
 }

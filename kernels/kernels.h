@@ -193,15 +193,6 @@ int fk_ctx_gemv_auto_impl(const fk_ctx *kc, int B, int O, int K, int epi);
 int fk_ctx_gemv_q_auto_impl(const fk_ctx *kc, int B, int O, int K, int epi);
 int fk_gemv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, int norm_in, float eps, int epi,
             uint16_t *out, cudaStream_t s);
-/* fk_gemv, and each block of its launch also asks the L2 to fetch its share of `next`'s stored bytes (values and,
- * quantized, scales; NULL: nothing): the matrix of the decode step's next GEMV, so that its weights stream from
- * DRAM while this kernel, the one between and the boundaries run, and that GEMV reads them from L2. A hint only
- * (cp.async.bulk.prefetch.L2, sm_90; nothing on older GPUs): no result depends on it. Where the GEMV runs in
- * several launches (more rows than one pass takes), the last one asks. fk_ctx_l2_bytes says how much the L2
- * holds, for the caller to ask only for what fits beside what it reads now. */
-int fk_gemv_ahead(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, int norm_in, float eps, int epi,
-                  uint16_t *out, const frigg_mat *next, cudaStream_t s);
-size_t fk_ctx_l2_bytes(const fk_ctx *kc);
 /* The tensor-core kernel runs a persistent grid (each block walks tiles); this caps its number of blocks
  * (0: as many as fit on the GPU at once). A tuning and test hook: results do not depend on it. */
 void fk_ctx_set_gemv_tc_max_blocks(fk_ctx *kc, int blocks);
@@ -219,9 +210,6 @@ typedef struct {
  * Each warp computes rows i and i + hd/2 of a head, the pair RoPE mixes. */
 int fk_gemv_qkv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, float eps, uint16_t *gqkv,
                 const fk_qkv_epi *qa, cudaStream_t s); /* W: [4D][D] */
-/* fk_gemv_qkv with fk_gemv_ahead's prefetch of `next`. */
-int fk_gemv_qkv_ahead(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, float eps, uint16_t *gqkv,
-                      const fk_qkv_epi *qa, const frigg_mat *next, cudaStream_t s);
 
 /* ---- gemv_q.cu (quantized weights: what fk_gemv and fk_gemv_qkv run for INT8 / INT4 descriptors) ----
  * W as model.h lays it out and the loader binds it, uploaded byte for byte: w the packed values (INT8 a byte
