@@ -35,7 +35,10 @@ static inline int fk_check_launch(const char *what) {
  * Where the trigger sits also decides whose loads reach memory first: kernels issue their early loads
  * (weights, cached keys) and then trigger, so the successor's early loads queue behind them. A trigger as the
  * kernel's first instruction measured 3% slower at batch 1; loads before the trigger that depend on other
- * loads (an index, then what it points at) hold the successor back instead (4%). */
+ * loads (an index, then what it points at) hold the successor back instead (4%). Asking the L2 before the
+ * trigger for the next GEMV's whole matrix (one bulk prefetch per 64 KB from each block's thread 0, f88caec)
+ * made every decode cell slower, batch-1 bf16 0.888x and int8 / int4 0.94-0.95x
+ * (benchmarks/h200-2026-12-04/l2ahead/); the same request after the wait was not measured. */
 __device__ __forceinline__ void pdl_wait(void) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
