@@ -620,30 +620,34 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
     return 0;
 }
 
-/* matrix --builds: every (kv dtype, ctx, batch) cell, and in each cell every build in the order given, so that
- * the builds alternate cell by cell (A B A B ...) and a drift of clocks or heat over the run reaches all of them
- * alike. Each build's run of a cell gets its own engine (batch sequences of ctx tokens; the prompt, the same for
- * every build of the cell, prefilled once and forked to the others), after waiting for --cooldown-c; its row
- * carries the build's directory, its index, the cell's index and the temperature at its start and end. */
+/* matrix --builds: every (kv dtype, ctx, batch) cell, and in each cell every build, so that the builds alternate
+ * cell by cell and a drift of clocks or heat over the run reaches all of them alike: in the order given in even
+ * cells and reversed in odd ones (A B C, C B A, A B C, ...), so that no build always runs first or last in its cell
+ * (with the order fixed, the H200 ran the quantized builds' bf16 copies 1-3 % faster than the bf16 build, which
+ * ran first, on the same kernels: benchmarks/h200-2026-12-04/dqfinal/). Each build's run of a cell gets its own
+ * engine (batch sequences of ctx tokens; the prompt, the same for every build of the cell, prefilled once and
+ * forked to the others), after waiting for --cooldown-c; its row carries the build's directory, its index, its
+ * place in the cell's order, the cell's index and the temperature at its start and end. */
 static int bench_builds(opts_t *o, frigg_model **ms) {
     int cell = 0;
+    double *t_of = frigg_xmalloc(sizeof(double) * (size_t)o->nbuilds);
     for (int ki = 0; ki < o->nkv; ki++)
         for (int ci = 0; ci < o->nc; ci++)
             for (int bi = 0; bi < o->nb; bi++, cell++) {
                 const int B = o->batches[bi], ctx = o->ctxs[ci], n0 = ctx - o->steps;
-                double base = 0;
-                for (int j = 0; j < o->nbuilds; j++) {
+                for (int at = 0; at < o->nbuilds; at++) {
+                    const int j = cell % 2 ? o->nbuilds - 1 - at : at;
                     const frigg_model *m = ms[j];
                     double waited = 0, t = 0;
-                    if (o->cooldown_c >= 0 && cool_down(o, &waited)) return -1;
+                    if (o->cooldown_c >= 0 && cool_down(o, &waited)) goto fail;
                     const int temp_start = gpu_temp(o);
                     frigg_backend *b = make_backend(o, m, B, ctx, o->kvs[ki]);
-                    if (!b) return -1;
+                    if (!b) goto fail;
                     if (b->max_rows < B) {
                         fprintf(stderr, "frigg-bench: backend %s takes at most %d rows per step, not batch %d\n", b->name,
                                 b->max_rows, B);
                         frigg_backend_destroy(b);
-                        return -1;
+                        goto fail;
                     }
                     unsigned long long rs = o->seed * 7919 + 1 + (unsigned long long)cell;
                     int32_t *ids = frigg_xmalloc(sizeof(int32_t) * n0);
@@ -654,24 +658,30 @@ static int bench_builds(opts_t *o, frigg_model **ms) {
                     if (rc) {
                         fprintf(stderr, "frigg-bench: build %s: prefill: %s\n", o->builds[j], frigg_error());
                         frigg_backend_destroy(b);
-                        return -1;
+                        goto fail;
                     }
                     json_t *js = json_string(o->builds[j]);
                     char *lit = js ? json_dumps(js, JSON_ENCODE_ANY) : NULL;
                     json_decref(js);
                     char extra[1400], cool[48] = "";
                     if (o->cooldown_c >= 0) snprintf(cool, sizeof cool, ",\"cooldown_c\":%g,\"cooled_s\":%.1f", o->cooldown_c, waited);
-                    snprintf(extra, sizeof extra, "\"build\":%s,\"build_index\":%d,\"cell\":%d,\"temp_c_start\":%d%s,",
-                             lit ? lit : "null", j, cell, temp_start, cool);
+                    snprintf(extra, sizeof extra,
+                             "\"build\":%s,\"build_index\":%d,\"order\":%d,\"cell\":%d,\"temp_c_start\":%d%s,",
+                             lit ? lit : "null", j, at, cell, temp_start, cool);
                     free(lit);
                     rc = decode_cell(o, b, m, B, ctx, extra, 1, &t);
                     frigg_backend_destroy(b);
-                    if (rc) return -1;
-                    if (j == 0) base = t;
-                    else fprintf(stderr, "  %s: %.3fx %s\n", o->builds[j], base > 0 ? t / base : 0.0, o->builds[0]);
+                    if (rc) goto fail;
+                    t_of[j] = t;
                 }
+                for (int j = 1; j < o->nbuilds; j++)
+                    fprintf(stderr, "  %s: %.3fx %s\n", o->builds[j], t_of[0] > 0 ? t_of[j] / t_of[0] : 0.0, o->builds[0]);
             }
+    free(t_of);
     return 0;
+fail:
+    free(t_of);
+    return -1;
 }
 
 static int bench_prefill(opts_t *o, const frigg_model *m) {

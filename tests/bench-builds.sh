@@ -1,6 +1,7 @@
 #!/bin/sh
 # frigg-bench matrix --builds on the CPU engine: golden/default and an int8 build of it (frigg-quantize), bf16 and
-# int8 KV, batches 1 and 2 at ctx 64. The rows: one per cell and build, the builds alternated cell by cell (A B A B),
+# int8 KV, batches 1 and 2 at ctx 64. The rows: one per cell and build, the builds alternated cell by cell and their
+# order reversed every other cell (A B, B A, ...: "order" its place),
 # each with its build, weights dtype, kv dtype, temperatures and bytes_per_step = weight_bytes + kv_bytes (the KV
 # bytes those of frigg_kv_seq_bytes at the mean position, recomputed here from config.json; the int8 build's
 # weights fewer than bf16's). The refusals, each before any row: --cooldown-c without a readable GPU temperature, a
@@ -39,11 +40,13 @@ want(len(rows) == 8, f"{len(rows)} rows, want 8 (2 kv x 2 batches x 2 builds)")
 cells = [(kv, B) for kv in ("bf16", "int8") for B in (1, 2)]
 for i, r in enumerate(rows):
     kv, B = cells[i // 2] if i // 2 < len(cells) else ("?", 0)
-    want(r.get("build") == (a, b)[i % 2], f"row {i}: build {r.get('build')}, want {(a, b)[i % 2]} (A B A B order)")
-    want(r.get("build_index") == i % 2 and r.get("cell") == i // 2, f"row {i}: build_index/cell {r.get('build_index')}/{r.get('cell')}")
+    j = i % 2 if i // 2 % 2 == 0 else 1 - i % 2  # the given order in even cells, reversed in odd ones: A B, B A, ...
+    want(r.get("build") == (a, b)[j], f"row {i}: build {r.get('build')}, want {(a, b)[j]} (A B, B A order)")
+    want(r.get("build_index") == j and r.get("order") == i % 2 and r.get("cell") == i // 2,
+         f"row {i}: build_index/order/cell {r.get('build_index')}/{r.get('order')}/{r.get('cell')}, want {j}/{i % 2}/{i // 2}")
     want(r.get("kv_dtype") == kv and r.get("batch") == B and r.get("ctx") == 64, f"row {i}: cell {r.get('kv_dtype')} {r.get('batch')} {r.get('ctx')}, want {kv} {B} 64")
     want(r.get("bench") == "decode" and r.get("tok_s", 0) > 0, f"row {i}: bench/tok_s")
-    want(r.get("weights") == ("bf16", "int8")[i % 2], f"row {i}: weights {r.get('weights')}")
+    want(r.get("weights") == ("bf16", "int8")[j], f"row {i}: weights {r.get('weights')}")
     want(r.get("temp_c_start") == -1 and r.get("temp_c_end") == -1, f"row {i}: temperatures without a GPU should be -1")
     want("cooldown_c" not in r, f"row {i}: cooldown_c without --cooldown-c")
     # KV bytes at the mean position: K and V of every virtual layer; CPU bf16 holds floats, int8 a byte + a scale per head
@@ -56,7 +59,7 @@ for i, r in enumerate(rows):
     want(kvb > 0 and abs(kvb / B / per_slot - round(kvb / B / per_slot)) < 1e-6, f"row {i}: kv_bytes {kvb} is no whole number of virtual layers of {per_slot} bytes at batch {B}")
     want(r.get("bytes_per_step") == r.get("weight_bytes", 0) + kvb, f"row {i}: bytes_per_step {r.get('bytes_per_step')} != weight_bytes + kv_bytes")
 for i in range(0, len(rows) - 1, 2):
-    x, y = rows[i], rows[i + 1]
+    x, y = sorted(rows[i:i + 2], key=lambda r: r.get("build_index", 0))  # the cell's bf16 build, then its int8 one
     want(y.get("weight_bytes", 1e18) < 0.6 * x.get("weight_bytes", 0), f"rows {i},{i+1}: int8 weight bytes not ~half of bf16's")
     want(x.get("kv_bytes") == y.get("kv_bytes"), f"rows {i},{i+1}: one cell, different KV bytes")
 by = {(r["kv_dtype"], r["batch"], r["build_index"]): r["kv_bytes"] for r in rows}
