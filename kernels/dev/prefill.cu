@@ -17,7 +17,10 @@
  *              fk_attn_prefill per prompt, their outputs compared bit for bit
  * --decode-gemm: only the GEMMs, at the decode step's T = 16, 32 and 64 rows, lm_head included, each over about
  * 256 MB of weight sets (the cuBLAS path of a decode step beyond 8 rows).
- *   prefill [--quick] [--decode-gemm]     (--quick: T = 4096 only, 5 replays, 4 cuBLASLt candidates) */
+ * --decode-gemm-search T[,T...]: every cuBLASLt configuration of the four layer GEMMs at those rows (see
+ * search_gemm).
+ *   prefill [--quick] [--decode-gemm] [--decode-gemm-search T[,T...]]
+ *   (--quick: T = 4096 only, 5 replays, 4 cuBLASLt candidates) */
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -25,6 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
 
 extern "C" {
 #include "cpu_ops.h"
@@ -488,6 +495,248 @@ static void bench_gemm(cudaStream_t s, cublasHandle_t blas, frigg_pool *pool, in
     cublasLtDestroy(lt);
 }
 
+/* ------------------------------------------------------------------ decode GEMM configurations */
+/* --decode-gemm-search: is there a cuBLASLt configuration of the decode step's layer GEMMs (17..64 rows) that
+ * reads the weights faster than what cublasGemmEx picks? At 64 rows those four GEMMs read 61 MB per layer step at
+ * 0.9-2.8 TB/s (benchmarks/h200-2026-12-03/attnab/gemm.txt), the 4.5 TB/s the lm_head reaches would take 13.6 us
+ * against their 32.4. Candidates: every algorithm id cuBLASLt lists for bf16 in / fp32 compute, each with what
+ * its heuristic proposes for it (CUBLASLT_SEARCH_LIMITED_BY_ALGO_ID) and with every tile and stage count it
+ * supports at split-K 1, 2, 3, 4, 6, 8 and 16 (partials reduced in fp32 only: the engine's rounding points);
+ * each that cublasLtMatmulAlgoCheck accepts is timed once (one replay over the weight sets), the best 12 again
+ * with the full replays, and the winner checked against the CPU. */
+typedef struct {
+    cublasLtMatmulAlgo_t algo;
+    size_t ws;
+    double us;
+} lt_cand;
+
+static void lt_describe(const cublasLtMatmulAlgo_t *a, char *buf, size_t n) {
+    int32_t id = -1, splitk = 1;
+    uint32_t tile = 0, stages = 0, red = 0, swz = 0, custom = 0;
+    uint16_t inner = 0, cluster = 0;
+    size_t w;
+    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w);
+    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w);
+    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &w);
+    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &w);
+    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof red, &w);
+    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swz, sizeof swz, &w);
+    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &custom, sizeof custom, &w);
+    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, &inner, sizeof inner, &w);
+    cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster, &w);
+    snprintf(buf, n, "id %d tile %u stages %u splitk %d red %u swz %u custom %u inner %u cluster %u", id, tile, stages,
+             splitk, red, swz, custom, inner, cluster);
+}
+
+static double search_budget_s = 15.0; /* seconds of first-pass timing per shape and row count */
+
+/* tmin..T: the row counts the winner is proposed for (a line "table {...}," for cuda_gemm.c's lt_table, printed
+ * when it beats cublasGemmEx by 3 % or more); cc: the device's compute capability, major * 10 + minor. */
+static void search_gemm(cudaStream_t s, cublasHandle_t blas, frigg_pool *pool, int T, int si, int tmin, int cc) {
+    const gemm_shape *sh = &gshapes[si];
+    const int O = sh->O, K = sh->K;
+    cublasLtHandle_t lt;
+    if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "prefill: cublasLtCreate failed\n");
+        exit(2);
+    }
+    const size_t ws_bytes = 64u << 20;
+    void *ws;
+    CK(cudaMalloc(&ws, ws_bytes));
+    int nsets = (int)((256.0e6 + 2.0 * O * K - 1) / (2.0 * O * K));
+    nsets = nsets < 2 ? 2 : nsets > 32 ? 32 : nsets;
+    uint16_t **W = (uint16_t **)calloc(nsets, sizeof *W), **A = (uint16_t **)calloc(nsets, sizeof *A),
+             **C = (uint16_t **)calloc(nsets, sizeof *C);
+    frigg_mat *Wm = (frigg_mat *)calloc(nsets, sizeof *Wm);
+    for (int i = 0; i < nsets; i++) {
+        W[i] = dev_random((size_t)O * K, 1.0f / sqrtf((float)K));
+        A[i] = dev_random((size_t)T * K, 2.0f);
+        C[i] = dev_alloc((size_t)T * O);
+        const frigg_mat m = {.w = W[i], .rows = O, .cols = K, .dtype = FRIGG_DT_BF16, .scales = NULL, .group = 0};
+        Wm[i] = m;
+    }
+    double bytes = 2.0 * ((double)O * K + (double)T * K + (double)T * O);
+    double base = time_graph(s, nsets, [&](int i, cudaStream_t) { return frigg_cuda_gemm(blas, &Wm[i], A[i], T, C[i]); });
+
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t lw, la, lc;
+    cublasOperation_t opT = CUBLAS_OP_T;
+    const cublasComputeType_t ct = CUBLAS_COMPUTE_32F;
+    if (cublasLtMatmulDescCreate(&desc, ct, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatrixLayoutCreate(&lw, CUDA_R_16BF, K, O, K) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, K, T, K) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, O, T, O) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "prefill: cuBLASLt descriptors failed\n");
+        exit(2);
+    }
+    int ids[512], nids = 0;
+    if (cublasLtMatmulAlgoGetIds(lt, ct, CUDA_R_32F, CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16BF, 512, ids, &nids) !=
+        CUBLAS_STATUS_SUCCESS)
+        nids = 0;
+    std::vector<lt_cand> cands;
+    std::vector<std::string> seen;
+    int checked = 0;
+    auto consider = [&](const cublasLtMatmulAlgo_t &a) {
+        checked++;
+        cublasLtMatmulHeuristicResult_t r;
+        memset(&r, 0, sizeof r);
+        if (cublasLtMatmulAlgoCheck(lt, desc, lw, la, lc, lc, &a, &r) != CUBLAS_STATUS_SUCCESS) return;
+        if (r.workspaceSize > ws_bytes) return;
+        char d[160];
+        lt_describe(&a, d, sizeof d);
+        for (const std::string &x : seen)
+            if (x == d) return;
+        seen.push_back(d);
+        lt_cand c = {a, r.workspaceSize, 0.0};
+        cands.push_back(c);
+    };
+    const uint32_t red_fp32 = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE, red_none = CUBLASLT_REDUCTION_SCHEME_NONE;
+    for (int k = 0; k < nids; k++) {
+        /* what the heuristic proposes for this algorithm */
+        cublasLtMatmulPreference_t pref;
+        uint32_t mode = CUBLASLT_SEARCH_LIMITED_BY_ALGO_ID;
+        cublasLtMatmulHeuristicResult_t res[32];
+        int nres = 0;
+        memset(res, 0, sizeof res);
+        for (int j = 0; j < 32; j++)
+            cublasLtMatmulAlgoInit(lt, ct, CUDA_R_32F, CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16BF, ids[k], &res[j].algo);
+        if (cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS) {
+            uint32_t mask = red_fp32;
+            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_SEARCH_MODE, &mode, sizeof mode);
+            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes);
+            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof mask);
+            if (cublasLtMatmulAlgoGetHeuristic(lt, desc, lw, la, lc, lc, pref, 32, res, &nres) != CUBLAS_STATUS_SUCCESS) nres = 0;
+            for (int j = 0; j < nres; j++)
+                if (res[j].state == CUBLAS_STATUS_SUCCESS) consider(res[j].algo);
+            cublasLtMatmulPreferenceDestroy(pref);
+        }
+    }
+    const size_t nheur = cands.size();
+    for (int k = 0; k < nids; k++) {
+        /* every tile x stages x split-K it says it supports */
+        cublasLtMatmulAlgo_t a;
+        if (cublasLtMatmulAlgoInit(lt, ct, CUDA_R_32F, CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16BF, CUDA_R_16BF, ids[k], &a) !=
+            CUBLAS_STATUS_SUCCESS)
+            continue;
+        uint32_t tiles[256], stages[256];
+        size_t w = 0;
+        int ntile = 0, nstage = 0;
+        if (cublasLtMatmulAlgoCapGetAttribute(&a, CUBLASLT_ALGO_CAP_TILE_IDS, NULL, 0, &w) == CUBLAS_STATUS_SUCCESS &&
+            w <= sizeof tiles && cublasLtMatmulAlgoCapGetAttribute(&a, CUBLASLT_ALGO_CAP_TILE_IDS, tiles, w, &w) == CUBLAS_STATUS_SUCCESS)
+            ntile = (int)(w / sizeof tiles[0]);
+        if (cublasLtMatmulAlgoCapGetAttribute(&a, CUBLASLT_ALGO_CAP_STAGES_IDS, NULL, 0, &w) == CUBLAS_STATUS_SUCCESS &&
+            w <= sizeof stages && cublasLtMatmulAlgoCapGetAttribute(&a, CUBLASLT_ALGO_CAP_STAGES_IDS, stages, w, &w) == CUBLAS_STATUS_SUCCESS)
+            nstage = (int)(w / sizeof stages[0]);
+        if (!ntile) tiles[ntile++] = CUBLASLT_MATMUL_TILE_UNDEFINED;
+        if (!nstage) stages[nstage++] = CUBLASLT_MATMUL_STAGES_UNDEFINED;
+        int32_t splitk_ok = 0;
+        uint32_t redmask = 0;
+        cublasLtMatmulAlgoCapGetAttribute(&a, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &splitk_ok, sizeof splitk_ok, &w);
+        cublasLtMatmulAlgoCapGetAttribute(&a, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &redmask, sizeof redmask, &w);
+        static const int32_t splits[] = {1, 2, 3, 4, 6, 8, 16};
+        for (int ti = 0; ti < ntile; ti++)
+            for (int st = 0; st < nstage; st++)
+                for (int sk = 0; sk < 7; sk++) {
+                    int32_t sp = splits[sk];
+                    if (sp > 1 && (!splitk_ok || !(redmask & red_fp32))) continue;
+                    cublasLtMatmulAlgo_t b = a;
+                    uint32_t red = sp > 1 ? red_fp32 : red_none;
+                    cublasLtMatmulAlgoConfigSetAttribute(&b, CUBLASLT_ALGO_CONFIG_TILE_ID, &tiles[ti], sizeof tiles[ti]);
+                    cublasLtMatmulAlgoConfigSetAttribute(&b, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages[st], sizeof stages[st]);
+                    cublasLtMatmulAlgoConfigSetAttribute(&b, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &sp, sizeof sp);
+                    cublasLtMatmulAlgoConfigSetAttribute(&b, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof red);
+                    consider(b);
+                }
+    }
+    const float one = 1.0f, zero = 0.0f;
+    auto runner = [&](const lt_cand &c) {
+        return [&, c](int i, cudaStream_t st) {
+            return cublasLtMatmul(lt, desc, &one, W[i], lw, A[i], la, &zero, C[i], lc, C[i], lc, &c.algo, ws, ws_bytes, st) !=
+                           CUBLAS_STATUS_SUCCESS
+                       ? (frigg_set_error("cublasLtMatmul failed"), -1)
+                       : 0;
+        };
+    };
+    int full_reps = reps, timed = 0;
+    reps = 1; /* the first pass: one replay each, the heuristic's proposals first, until the time budget is spent */
+    double t_start = (frigg_now_ms() / 1e3);
+    for (lt_cand &c : cands) {
+        c.us = 1e30;
+        if ((frigg_now_ms() / 1e3) - t_start > search_budget_s) continue;
+        if (runner(c)(0, s)) { /* refused at run time: skipped */
+            (void)cudaGetLastError();
+            continue;
+        }
+        if (cudaStreamSynchronize(s) != cudaSuccess) {
+            (void)cudaGetLastError();
+            continue;
+        }
+        c.us = time_graph(s, nsets, runner(c));
+        timed++;
+    }
+    reps = full_reps;
+    std::sort(cands.begin(), cands.end(), [](const lt_cand &x, const lt_cand &y) { return x.us < y.us; });
+    int top = cands.size() < 12 ? (int)cands.size() : 12;
+    for (int k = 0; k < top; k++) cands[k].us = time_graph(s, nsets, runner(cands[k]));
+    std::sort(cands.begin(), cands.begin() + top, [](const lt_cand &x, const lt_cand &y) { return x.us < y.us; });
+    printf("search %-8s T=%-3d %d algorithm ids, %d configurations checked, %zu accepted (%zu from the heuristic), %d timed"
+           "; cublasGemmEx %.2f us (%.0f GB/s)\n",
+           sh->name, T, nids, checked, cands.size(), nheur, timed, base, bytes / base / 1e3);
+    for (int k = 0; k < top; k++) {
+        char d[160];
+        lt_describe(&cands[k].algo, d, sizeof d);
+        printf("  #%-2d %8.2f us %6.0f GB/s %5.3fx  ws %zu  %s\n", k, cands[k].us, bytes / cands[k].us / 1e3, base / cands[k].us,
+               cands[k].ws, d);
+    }
+    if (top && cands[0].us <= 0.97 * base) {
+        const cublasLtMatmulAlgo_t *a = &cands[0].algo;
+        int32_t id = -1, splitk = 1;
+        uint32_t tile = 0, stages = 0, red = 0, swz = 0, custom = 0;
+        uint16_t inner = 0, cluster = 0;
+        size_t w;
+        cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w);
+        cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w);
+        cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &w);
+        cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &w);
+        cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof red, &w);
+        cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swz, sizeof swz, &w);
+        cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &custom, sizeof custom, &w);
+        cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, &inner, sizeof inner, &w);
+        cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster, &w);
+        printf("table {%d, %d, %d, %d, %d, %d, %u, %u, %d, %u, %u, %u, %u, %u}, /* %s T=%d: %.2f us against cublasGemmEx's %.2f */\n",
+               cc, O, K, tmin, T, id, tile, stages, splitk, red, swz, custom, (unsigned)inner, (unsigned)cluster, sh->name, T,
+               cands[0].us, base);
+    }
+    if (top) { /* the winner against the CPU */
+        int rows[64], nr = sample_rows(T, T / 2, rows);
+        uint16_t *hW = to_host16(W[0], (size_t)O * K);
+        float *hA = to_host(A[0], (size_t)T * K);
+        CK(cudaMemsetAsync(C[0], 0xff, (size_t)T * O * 2, s));
+        FK(runner(cands[0])(0, s));
+        char what[96];
+        snprintf(what, sizeof what, "gemm search best %s T=%d", sh->name, T);
+        check_gemm(what, C[0], hW, hA, O, K, T, pool, rows, nr);
+        free(hW);
+        free(hA);
+    }
+    cublasLtMatrixLayoutDestroy(lw);
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatrixLayoutDestroy(lc);
+    cublasLtMatmulDescDestroy(desc);
+    for (int i = 0; i < nsets; i++) {
+        cudaFree(W[i]);
+        cudaFree(A[i]);
+        cudaFree(C[i]);
+    }
+    free(W);
+    free(A);
+    free(C);
+    free(Wm);
+    cudaFree(ws);
+    cublasLtDestroy(lt);
+}
+
 /* ------------------------------------------------------------------ elementwise kernels */
 static double elt_us[4], elt_gen_us[4]; /* rmsnorm, rope_kv, swiglu, add_rmsnorm: 16-byte paths, general paths */
 
@@ -635,14 +884,23 @@ static void bench_eltwise(cudaStream_t s, int T, int nsets) {
 }
 
 int main(int argc, char **argv) {
-    int quick = 0, decode = 0;
+    int quick = 0, decode = 0, search_T[8], nsearch = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) {
             quick = 1;
         } else if (!strcmp(argv[i], "--decode-gemm")) {
             decode = 1;
+        } else if (!strcmp(argv[i], "--decode-gemm-search") && i + 1 < argc && !nsearch) {
+            for (char *p = argv[++i], *e; *p && nsearch < 8; p = *e ? e + 1 : e) {
+                long t = strtol(p, &e, 10);
+                if (e == p || t < 1 || t > 64 || (*e && *e != ',')) {
+                    fprintf(stderr, "prefill: --decode-gemm-search takes row counts 1..64, comma-separated\n");
+                    return 2;
+                }
+                search_T[nsearch++] = (int)t;
+            }
         } else {
-            fprintf(stderr, "usage: prefill [--quick] [--decode-gemm]\n");
+            fprintf(stderr, "usage: prefill [--quick] [--decode-gemm] [--decode-gemm-search T[,T...]]\n");
             return 2;
         }
     }
@@ -664,6 +922,16 @@ int main(int argc, char **argv) {
     const int T4 = 4096;
     printf("prefill microbench on %s: D %d, %d heads x %d, I %d; %d replays (median), distinct buffers per launch\n",
            prop.name, D, H, HD, I, reps);
+    if (nsearch) { /* every cuBLASLt configuration of the four layer GEMMs at these row counts */
+        for (int i = 1; i < nsearch; i++) /* ascending: insertion sort of a handful */
+            for (int j = i; j > 0 && search_T[j] < search_T[j - 1]; j--) std::swap(search_T[j], search_T[j - 1]);
+        for (int ti = 0; ti < nsearch; ti++) {
+            int tmin = ti ? search_T[ti - 1] + 1 : search_T[0] > 16 ? 17 : 1; /* the GEMM step starts past 16 rows */
+            for (int si = 0; si < 4; si++) search_gemm(s, blas, pool, search_T[ti], si, tmin, prop.major * 10 + prop.minor);
+        }
+        printf("%s: %d check(s) failed\n", fails ? "FAIL" : "PASS", fails);
+        return fails ? 1 : 0;
+    }
     if (decode) { /* the decode step's GEMMs (the engine's path beyond 8 rows), lm_head included */
         static const int Ts[] = {16, 32, 64};
         for (int ti = 0; ti < 3; ti++) bench_gemm(s, blas, pool, Ts[ti], 0, 16, 5);
