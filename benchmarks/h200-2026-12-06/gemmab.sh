@@ -2,7 +2,7 @@
 # One H200, one call: (1) every cuBLASLt configuration of the decode step's four layer GEMMs at 32 and 64 rows
 # against cublasGemmEx (kernels/dev/prefill --decode-gemm-search: search.txt); (2) its "table" lines (winners by 3 %
 # or more) written into common/cuda_gemm.c's lt_table (the file as built: cuda_gemm.c here), the engine rebuilt;
-# (3) test_cuda_gemm and test_cuda_engine on it; (4) frigg-bench decode at batch 24, 32, 48, 64, ctx 512 and 2048,
+# (3) test_cuda_gemm and test_cuda_engine (FRIGG_QUICK=1) on it; (4) frigg-bench decode at batch 24, 32, 48, 64, ctx 512 and 2048,
 # against the tree without the table ("base": .devrun/base-src.tar.xz, `git archive HEAD -- . ':!benchmarks'
 # ':!golden' | xz` of the commit before), arms alternated twice (ab.jsonl, ab-summary.txt).
 # Run on the GPU host from the project root with .deps and .devrun carried. LIMIT: the seconds the call may run.
@@ -15,10 +15,10 @@ git log -1 --format='tree of %H (the device tool copies the working tree; git st
 git status --short >> $R/log.txt 2>&1
 rm -rf /tmp/base; mkdir -p /tmp/base && tar xJf .devrun/base-src.tar.xz -C /tmp/base && ln -sfn $ROOT/.deps /tmp/base/.deps || exit 1
 M="make DEPS_ROOT=.deps/root CUDA_ARCHS=90"
-$M -j12 BUILD=build-gpu BIN=build-gpu/bin build-gpu/dev/prefill build-gpu/bin/frigg-bench build-gpu/tests/test_cuda_gemm \
-    build-gpu/tests/test_cuda_engine > /tmp/bn.log 2>&1 || { tail -30 /tmp/bn.log | tee -a $R/log.txt; exit 1; }
 ( cd /tmp/base && $M -j4 BUILD=b BIN=b/bin b/bin/frigg-bench > /tmp/bb.log 2>&1 ) &
 bpid=$!
+$M -j12 BUILD=build-gpu BIN=build-gpu/bin build-gpu/dev/prefill build-gpu/bin/frigg-bench build-gpu/tests/test_cuda_gemm \
+    build-gpu/tests/test_cuda_engine > /tmp/bn.log 2>&1 || { tail -30 /tmp/bn.log | tee -a $R/log.txt; exit 1; }
 el built
 nvidia-smi --query-gpu=index,name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv > $R/smi.txt 2>&1
 timeout ${SEARCH_S:-240} $N/dev/prefill --decode-gemm-search 32,64 > $R/search.txt 2>&1
@@ -40,7 +40,7 @@ $M -j12 BUILD=build-gpu BIN=build-gpu/bin build-gpu/bin/frigg-bench build-gpu/te
 el rebuilt
 FRIGG_ROOT=$ROOT timeout 60 $N/tests/test_cuda_gemm > $R/test_cuda_gemm.txt 2>&1
 echo "test_cuda_gemm rc $?: $(tail -2 $R/test_cuda_gemm.txt | tr '\n' ' ')" | tee -a $R/log.txt; grep -E "^FAIL" $R/test_cuda_gemm.txt | head | tee -a $R/log.txt
-( FRIGG_ROOT=$ROOT FRIGG_BIN=$N/bin timeout 150 $N/tests/test_cuda_engine > $R/test_cuda_engine.txt 2>&1; echo "rc $?" >> $R/test_cuda_engine.txt ) &
+( FRIGG_QUICK=1 FRIGG_ROOT=$ROOT FRIGG_BIN=$N/bin timeout 110 $N/tests/test_cuda_engine > $R/test_cuda_engine.txt 2>&1; echo "rc $?" >> $R/test_cuda_engine.txt ) &
 tpid=$!
 wait $bpid; [ -x $P/bin/frigg-bench ] || { tail -20 /tmp/bb.log | tee -a $R/log.txt; exit 1; }
 wait $tpid; echo "test_cuda_engine: $(grep -E 'passed, [0-9]+ failed' $R/test_cuda_engine.txt | tail -1) $(tail -1 $R/test_cuda_engine.txt)" | tee -a $R/log.txt

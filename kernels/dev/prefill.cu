@@ -528,7 +528,7 @@ static void lt_describe(const cublasLtMatmulAlgo_t *a, char *buf, size_t n) {
              splitk, red, swz, custom, inner, cluster);
 }
 
-static double search_budget_s = 15.0; /* seconds of first-pass timing per shape and row count */
+static double search_budget_s = 10.0; /* seconds of first-pass timing per shape and row count */
 
 /* tmin..T: the row counts the winner is proposed for (a line "table {...}," for cuda_gemm.c's lt_table, printed
  * when it beats cublasGemmEx by 3 % or more); cc: the device's compute capability, major * 10 + minor. */
