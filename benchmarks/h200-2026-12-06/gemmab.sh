@@ -2,9 +2,10 @@
 # One H200, one call: (1) every cuBLASLt configuration of the decode step's four layer GEMMs at 32 and 64 rows
 # against cublasGemmEx (kernels/dev/prefill --decode-gemm-search: search.txt); (2) its "table" lines (winners by 3 %
 # or more) written into common/cuda_gemm.c's lt_table (the file as built: cuda_gemm.c here), the engine rebuilt;
-# (3) test_cuda_gemm and test_cuda_engine (FRIGG_QUICK=1) on it; (4) frigg-bench decode at batch 24, 32, 48, 64, ctx 512 and 2048,
+# (3) test_cuda_gemm on it; (4) frigg-bench decode at batch 24, 32, 48, 64, ctx 512 then 2048 (as time allows),
 # against the tree without the table ("base": .devrun/base-src.tar.xz, `git archive HEAD -- . ':!benchmarks'
-# ':!golden' | xz` of the commit before), arms alternated twice (ab.jsonl, ab-summary.txt).
+# ':!golden' | xz` of the commit before), arms alternated twice per ctx (ab.jsonl, ab-summary.txt); (5) test_cuda_engine
+# (FRIGG_QUICK=1) with the time left.
 # Run on the GPU host from the project root with .deps and .devrun carried. LIMIT: the seconds the call may run.
 export PATH=/usr/local/cuda/bin:$PATH CUDA_VISIBLE_DEVICES=0 PYTHONUNBUFFERED=1
 T0=$(date +%s); R=/tmp/r; rm -rf $R; mkdir -p $R; trap 'tar czf $OUT/out.tgz -C /tmp r' EXIT
@@ -40,23 +41,24 @@ $M -j12 BUILD=build-gpu BIN=build-gpu/bin build-gpu/bin/frigg-bench build-gpu/te
 el rebuilt
 FRIGG_ROOT=$ROOT timeout 60 $N/tests/test_cuda_gemm > $R/test_cuda_gemm.txt 2>&1
 echo "test_cuda_gemm rc $?: $(tail -2 $R/test_cuda_gemm.txt | tr '\n' ' ')" | tee -a $R/log.txt; grep -E "^FAIL" $R/test_cuda_gemm.txt | head | tee -a $R/log.txt
-( FRIGG_QUICK=1 FRIGG_ROOT=$ROOT FRIGG_BIN=$N/bin timeout 110 $N/tests/test_cuda_engine > $R/test_cuda_engine.txt 2>&1; echo "rc $?" >> $R/test_cuda_engine.txt ) &
-tpid=$!
 wait $bpid; [ -x $P/bin/frigg-bench ] || { tail -20 /tmp/bb.log | tee -a $R/log.txt; exit 1; }
-wait $tpid; echo "test_cuda_engine: $(grep -E 'passed, [0-9]+ failed' $R/test_cuda_engine.txt | tail -1) $(tail -1 $R/test_cuda_engine.txt)" | tee -a $R/log.txt
-grep -E "^FAIL" $R/test_cuda_engine.txt | head | tee -a $R/log.txt
-el tests
-for rep in 1 2; do
-  for arm in base new; do B=$N; [ $arm = base ] && B=$P
-    for cx in 512 2048; do
-      [ "$(left)" -gt 40 ] || break 3
+el "base built"
+for cx in 512 2048; do
+  for rep in 1 2; do
+    for arm in base new; do B=$N; [ $arm = base ] && B=$P
+      [ "$(left)" -gt 60 ] || break 3
       timeout $(( $(left) - 10 )) $B/bin/frigg-bench --random-mimir --seed 1 --repeats 3 --steps 32 --batch 24,32,48,64 --ctx $cx \
         --kv-dtypes bf16 decode 2>> $R/ab.txt | sed "s/^{/{\"arm\":\"$arm\",\"rep\":$rep,/" >> $R/ab.jsonl
     done
+    el "ab ctx $cx rep $rep"
   done
-  el "ab $rep"
 done
 python3 benchmarks/h200-2026-12-02/ab_summary.py $R/ab.jsonl | tee $R/ab-summary.txt
 grep -o '"decode_proj":"[^"]*"' $R/ab.jsonl | sort | uniq -c | tee -a $R/log.txt
 nvidia-smi --query-gpu=index,name,clocks.sm,clocks.mem,temperature.gpu --format=csv >> $R/smi.txt 2>&1
+if [ "$(left)" -gt 30 ]; then
+  FRIGG_QUICK=1 FRIGG_ROOT=$ROOT FRIGG_BIN=$N/bin timeout $(( $(left) - 8 )) $N/tests/test_cuda_engine > $R/test_cuda_engine.txt 2>&1
+  echo "test_cuda_engine rc $?: $(grep -E 'passed, [0-9]+ failed' $R/test_cuda_engine.txt | tail -1)" | tee -a $R/log.txt
+  grep -E "^FAIL" $R/test_cuda_engine.txt | head | tee -a $R/log.txt
+fi
 el done
