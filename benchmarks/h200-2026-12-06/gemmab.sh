@@ -1,5 +1,5 @@
 #!/bin/bash
-# One H200, one call: (1) every cuBLASLt configuration of the decode step's four layer GEMMs at 32 and 64 rows
+# One H200, one call: (1) every cuBLASLt configuration of the decode step's four layer GEMMs at 32 and 64 rows (TS)
 # against cublasGemmEx (kernels/dev/prefill --decode-gemm-search: search.txt); (2) its "table" lines (winners by 3 %
 # or more) written into common/cuda_gemm.c's lt_table (the file as built: cuda_gemm.c here), the engine rebuilt;
 # (3) test_cuda_gemm on it; (4) frigg-bench decode at batch 24, 32, 48, 64, ctx 512 then 2048 (as time allows),
@@ -22,7 +22,7 @@ $M -j12 BUILD=build-gpu BIN=build-gpu/bin build-gpu/dev/prefill build-gpu/bin/fr
     build-gpu/tests/test_cuda_engine > /tmp/bn.log 2>&1 || { tail -30 /tmp/bn.log | tee -a $R/log.txt; exit 1; }
 el built
 nvidia-smi --query-gpu=index,name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv > $R/smi.txt 2>&1
-timeout ${SEARCH_S:-240} $N/dev/prefill --decode-gemm-search 32,64 > $R/search.txt 2>&1
+timeout ${SEARCH_S:-240} $N/dev/prefill --decode-gemm-search ${TS:-32,64} > $R/search.txt 2>&1
 el "search rc $?"
 grep -E "^search|#0 |^table|^check|^PASS|^FAIL" $R/search.txt
 python3 - $R/search.txt common/cuda_gemm.c <<'PY'
