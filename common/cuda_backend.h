@@ -12,8 +12,7 @@ void frigg_cuda_set_graphs(frigg_backend *b, int on);
 /* Kernel nodes in the captured decode-step graph for nseq rows (captures it if needed); -1 on error. */
 int frigg_cuda_kernels_per_step(frigg_backend *b, int nseq);
 /* How a decode step of nseq rows runs its projections: "gemv" (fused GEMV passes of at most 16 rows) or "gemm"
- * (cuBLAS, 17 rows and more unless the engine is batch-invariant): "gemm (cublasLt)" where the four layer GEMMs
- * take cuda_gemm.c's cuBLASLt configurations, "gemm (cublasLt in part)" where some do. */
+ * (cuBLAS, 17 rows and more unless the engine is batch-invariant). */
 const char *frigg_cuda_decode_proj(const frigg_backend *b, int nseq);
 /* Whether the engine holds a bf16 copy of quantized weights (frigg_backend_opts.dequant_rows; returns 1 if so),
  * and whether a decode step of nseq rows reads it for the layer matrices (*layers) and for lm_head (*lm_head). */

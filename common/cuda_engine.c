@@ -49,7 +49,6 @@ typedef struct {
     cudaStream_t stream;
     cublasHandle_t blas;
     void *blas_ws; /* cuBLAS's workspace, ours so that GEMMs can be captured into the decode graphs */
-    frigg_lt_gemms *lt; /* the GEMMs of at most MAX_BATCH rows (cuda_gemm.h: frigg_few_rows_gemm), on blas_ws too */
     uint16_t *dq_scratch; /* a quantized matrix dequantized for a GEMM (the largest layer matrix; lm_head in tiles) */
     size_t dq_bytes;
     frigg_mat embed, lm_head; /* [V][D] */
@@ -182,7 +181,6 @@ static int upload(uint16_t *dst, const uint16_t *src, size_t elems) {
 /* C[T][O] = A[T][K] · W[O][K]^T (cuda_gemm.h: one call shared with the prefill microbenchmark); a quantized W
  * is dequantized into the engine's scratch first, in tiles where it does not fit (the lm_head). */
 static int gemm(cuda_impl *im, const frigg_mat *W, const uint16_t *A, int T, uint16_t *C) {
-    if (T <= MAX_BATCH && frigg_mat_bf16(W)) return frigg_few_rows_gemm(im->lt, im->blas, W, A, T, C);
     if (W->dtype == FRIGG_DT_BF16) return frigg_cuda_gemm(im->blas, W, A, T, C);
     return frigg_cuda_gemm_dq(im->kern, im->blas, W, A, T, C, im->dq_scratch, im->dq_bytes);
 }
@@ -977,7 +975,6 @@ static void cuda_destroy(frigg_backend *b) {
         if (im->h_pf) cudaFreeHost(im->h_pf);
         for (int i = 0; i < 2; i++)
             if (im->out_ready[i]) cudaEventDestroy(im->out_ready[i]);
-        frigg_few_rows_gemm_free(im->lt);
         if (im->blas) cublasDestroy(im->blas);
         if (im->stream) cudaStreamDestroy(im->stream);
         fk_ctx_free(im->kern);
@@ -1211,7 +1208,6 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
         frigg_set_error("cuBLAS: setting the workspace failed");
         return -1;
     }
-    if (!(im->lt = frigg_few_rows_gemm_create(im->device, im->blas_ws, ws))) return -1;
     OK(upload_model(im, m));
     if (im->dq_rows != INT_MAX) OK(make_bf16_copy(im, c));
     size_t D = c->hidden_size, I = c->intermediate_size, V = c->vocab_size, ctx = b->max_ctx;
@@ -1379,13 +1375,7 @@ int frigg_cuda_kernels_per_step(frigg_backend *b, int nseq) {
 }
 
 const char *frigg_cuda_decode_proj(const frigg_backend *b, int nseq) {
-    cuda_impl *im = b->impl;
-    if (decode_by_passes(im, nseq)) return "gemv";
-    const frigg_config *c = &b->model->cfg;
-    int D = c->hidden_size, I = c->intermediate_size, lt = 0;
-    const int shapes[4][2] = {{4 * D, D}, {D, D}, {2 * I, D}, {D, I}};
-    for (int k = 0; k < 4; k++) lt += frigg_few_rows_gemm_plan(im->lt, shapes[k][0], shapes[k][1], nseq, NULL, 0) == 1;
-    return lt == 4 ? "gemm (cublasLt)" : lt ? "gemm (cublasLt in part)" : "gemm";
+    return decode_by_passes(b->impl, nseq) ? "gemv" : "gemm";
 }
 
 int frigg_cuda_decode_copy(const frigg_backend *b, int nseq, int *layers, int *lm_head) {

@@ -39,27 +39,6 @@ int frigg_cuda_gemm_dq(const fk_ctx *kc, cublasHandle_t h, const frigg_mat *W, c
 /* Scratch bytes for frigg_cuda_gemm_dq to take W in one tile: 2 * rows * cols for INT8/INT4, 0 for BF16. */
 size_t frigg_cuda_gemm_scratch_bytes(const frigg_mat *W);
 
-/* The GEMMs of few rows (a decode step of 17..64 rows, a short prompt) through cuBLASLt with a configuration
- * measured faster than the one cublasGemmEx picks, where cuda_gemm.c's table has one for the device, the shape
- * and the row count; everything else is frigg_cuda_gemm. Same product and rounding points (fp32 sums, split-K
- * partials reduced in fp32, one bf16 rounding); another summation order than cublasGemmEx's. A configuration
- * cuBLASLt refuses for a shape (cublasLtMatmulAlgoCheck) falls back to frigg_cuda_gemm for it, and
- * frigg_few_rows_gemm_plan says which one a call takes. Plans are made on first use (host calls only, so the
- * first call may be inside a stream capture); `ws` is device memory the caller owns, shared with the handle's
- * own cuBLAS calls (one stream orders them). NULL with frigg_error() set when cuBLASLt cannot start. */
-typedef struct frigg_lt_gemms frigg_lt_gemms;
-frigg_lt_gemms *frigg_few_rows_gemm_create(int device, void *ws, size_t ws_bytes);
-void frigg_few_rows_gemm_free(frigg_lt_gemms *g);
-/* C[T][O] = A[T][K] · W[O][K]^T for a bf16 W (frigg_mat_bf16), on h's stream; a W without bf16 values is an
- * error, as for frigg_cuda_gemm. g may be NULL (then frigg_cuda_gemm). 0, or -1 with frigg_error() set. */
-int frigg_few_rows_gemm(frigg_lt_gemms *g, cublasHandle_t h, const frigg_mat *W, const uint16_t *A, int T,
-                        uint16_t *C);
-/* Which GEMM frigg_few_rows_gemm runs for an [O][K] bf16 matrix at T rows (its description into desc, when
- * given): 1 a cuBLASLt configuration of the table; 0 cublasGemmEx, the table having none for the device, shape
- * and rows; -1 cublasGemmEx because cuBLASLt refused the table's configuration (another cuBLAS than the one
- * the table was measured with, say). */
-int frigg_few_rows_gemm_plan(frigg_lt_gemms *g, int O, int K, int T, char *desc, size_t desc_len);
-
 #ifdef __cplusplus
 }
 #endif

@@ -11,8 +11,6 @@ common/tok_pretok.c:g_mctx_once   the pthread_once guard of g_mctx
 common/util.c:g_err               frigg_error(): _Thread_local, one slot per thread
 common/cuda_blas_lazy.c:g_once    the pthread_once guard of g: libcublas is loaded once per process (a process-wide library)
 common/cuda_blas_lazy.c:g         the loaded libcublas entry points, written once under g_once, read-only after
-common/cuda_blas_lazy.c:lt_once   the pthread_once guard of lt: libcublasLt is loaded once per process, as libcublas
-common/cuda_blas_lazy.c:lt        the loaded libcublasLt entry points, written once under lt_once, read-only after
 '
 found=$(
     # file scope: a declaration at column 0 that is not a function, typedef, const or extern "C" block

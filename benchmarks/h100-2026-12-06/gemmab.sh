@@ -1,5 +1,5 @@
 #!/bin/bash
-# One H200, one call: (1) every cuBLASLt configuration of the decode step's four layer GEMMs at 32 and 64 rows (TS)
+# One GPU, one call (run on an H100: the H200 kind was not to be had): (1) every cuBLASLt configuration of the decode step's four layer GEMMs at 32 and 64 rows (TS)
 # against cublasGemmEx (kernels/dev/prefill --decode-gemm-search: search.txt); (2) its "table" lines (winners by 3 %
 # or more) written into common/cuda_gemm.c's lt_table (the file as built: cuda_gemm.c here), the engine rebuilt;
 # (3) test_cuda_gemm on it; (4) frigg-bench decode at batch 24, 32, 48, 64, ctx 512 then 2048 (as time allows),
