@@ -368,8 +368,45 @@ static void check_gemm(const char *what, const uint16_t *dC, const uint16_t *hW,
     free(got);
 }
 
-/* Shapes [0, nshape) of gshapes at T rows; nsets weight/activation sets per shape, or (0) as many as make about
- * 256 MB of weights (at least 2, at most 32), so the small decode matrices are not read from L2. */
+/* nsets weight / activation / output sets of one GEMM shape at T rows (nsets 0: as many as make about 256 MB of
+ * weights, at least 2, at most 32, so the small decode matrices are not read from L2), the weights also as the
+ * descriptors the engine passes. */
+typedef struct {
+    int n;
+    uint16_t **W, **A, **C;
+    frigg_mat *Wm;
+} gemm_sets;
+
+static gemm_sets gemm_sets_make(int O, int K, int T, int nsets) {
+    if (!nsets) {
+        nsets = (int)((256.0e6 + 2.0 * O * K - 1) / (2.0 * O * K));
+        nsets = nsets < 2 ? 2 : nsets > 32 ? 32 : nsets;
+    }
+    gemm_sets g = {nsets, (uint16_t **)calloc(nsets, sizeof(uint16_t *)), (uint16_t **)calloc(nsets, sizeof(uint16_t *)),
+                   (uint16_t **)calloc(nsets, sizeof(uint16_t *)), (frigg_mat *)calloc(nsets, sizeof(frigg_mat))};
+    for (int i = 0; i < nsets; i++) {
+        g.W[i] = dev_random((size_t)O * K, 1.0f / sqrtf((float)K));
+        g.A[i] = dev_random((size_t)T * K, 2.0f);
+        g.C[i] = dev_alloc((size_t)T * O);
+        const frigg_mat m = {.w = g.W[i], .rows = O, .cols = K, .dtype = FRIGG_DT_BF16, .scales = NULL, .group = 0};
+        g.Wm[i] = m;
+    }
+    return g;
+}
+
+static void gemm_sets_free(gemm_sets *g) {
+    for (int i = 0; i < g->n; i++) {
+        cudaFree(g->W[i]);
+        cudaFree(g->A[i]);
+        cudaFree(g->C[i]);
+    }
+    free(g->W);
+    free(g->A);
+    free(g->C);
+    free(g->Wm);
+}
+
+/* Shapes [0, nshape) of gshapes at T rows; nsets weight/activation sets per shape (gemm_sets_make). */
 static void bench_gemm(cudaStream_t s, cublasHandle_t blas, frigg_pool *pool, int T, int nsets_fixed, int nalgo, int nshape) {
     cublasLtHandle_t lt;
     if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) {
@@ -383,27 +420,14 @@ static void bench_gemm(cudaStream_t s, cublasHandle_t blas, frigg_pool *pool, in
     for (int si = 0; si < nshape; si++) {
         const gemm_shape *sh = &gshapes[si];
         int O = sh->O, K = sh->K;
-        int nsets = nsets_fixed;
-        if (!nsets) {
-            nsets = (int)((256.0e6 + 2.0 * O * K - 1) / (2.0 * O * K));
-            nsets = nsets < 2 ? 2 : nsets > 32 ? 32 : nsets;
-        }
-        uint16_t **W = (uint16_t **)calloc(nsets, sizeof *W), **A = (uint16_t **)calloc(nsets, sizeof *A),
-                 **C = (uint16_t **)calloc(nsets, sizeof *C);
-        for (int i = 0; i < nsets; i++) {
-            W[i] = dev_random((size_t)O * K, 1.0f / sqrtf((float)K));
-            A[i] = dev_random((size_t)T * K, 2.0f);
-            C[i] = dev_alloc((size_t)T * O);
-        }
+        gemm_sets gs = gemm_sets_make(O, K, T, nsets_fixed);
+        int nsets = gs.n;
+        uint16_t **W = gs.W, **A = gs.A, **C = gs.C;
+        frigg_mat *Wm = gs.Wm;
         uint16_t *hW = to_host16(W[0], (size_t)O * K);
         float *hA = to_host(A[0], (size_t)T * K);
         char what[96];
         /* the engine's call, on weight descriptors as the engine passes them */
-        frigg_mat *Wm = (frigg_mat *)calloc(nsets, sizeof *Wm);
-        for (int i = 0; i < nsets; i++) {
-            const frigg_mat m = {.w = W[i], .rows = O, .cols = K, .dtype = FRIGG_DT_BF16, .scales = NULL, .group = 0};
-            Wm[i] = m;
-        }
         FK(frigg_cuda_gemm(blas, &Wm[0], A[0], T, C[0]));
         snprintf(what, sizeof what, "gemm cublas %s %dx%dx%d", sh->name, T, O, K);
         check_gemm(what, C[0], hW, hA, O, K, T, pool, rows, nr);
@@ -479,15 +503,7 @@ static void bench_gemm(cudaStream_t s, cublasHandle_t blas, frigg_pool *pool, in
             cublasLtMatrixLayoutDestroy(lc);
             cublasLtMatmulDescDestroy(desc);
         }
-        for (int i = 0; i < nsets; i++) {
-            cudaFree(W[i]);
-            cudaFree(A[i]);
-            cudaFree(C[i]);
-        }
-        free(W);
-        free(Wm);
-        free(A);
-        free(C);
+        gemm_sets_free(&gs);
         free(hW);
         free(hA);
     }
@@ -532,9 +548,7 @@ static void lt_describe(const cublasLtMatmulAlgo_t *a, char *buf, size_t n) {
 
 static double search_budget_s = 10.0; /* seconds of first-pass timing per shape and row count */
 
-/* tmin..T: the row counts the winner is proposed for (a line "table {...}," for cuda_gemm.c's lt_table, printed
- * when it beats cublasGemmEx by 3 % or more); cc: the device's compute capability, major * 10 + minor. */
-static void search_gemm(cudaStream_t s, cublasHandle_t blas, frigg_pool *pool, int T, int si, int tmin, int cc) {
+static void search_gemm(cudaStream_t s, cublasHandle_t blas, frigg_pool *pool, int T, int si) {
     const gemm_shape *sh = &gshapes[si];
     const int O = sh->O, K = sh->K;
     cublasLtHandle_t lt;
@@ -545,18 +559,10 @@ static void search_gemm(cudaStream_t s, cublasHandle_t blas, frigg_pool *pool, i
     const size_t ws_bytes = 64u << 20;
     void *ws;
     CK(cudaMalloc(&ws, ws_bytes));
-    int nsets = (int)((256.0e6 + 2.0 * O * K - 1) / (2.0 * O * K));
-    nsets = nsets < 2 ? 2 : nsets > 32 ? 32 : nsets;
-    uint16_t **W = (uint16_t **)calloc(nsets, sizeof *W), **A = (uint16_t **)calloc(nsets, sizeof *A),
-             **C = (uint16_t **)calloc(nsets, sizeof *C);
-    frigg_mat *Wm = (frigg_mat *)calloc(nsets, sizeof *Wm);
-    for (int i = 0; i < nsets; i++) {
-        W[i] = dev_random((size_t)O * K, 1.0f / sqrtf((float)K));
-        A[i] = dev_random((size_t)T * K, 2.0f);
-        C[i] = dev_alloc((size_t)T * O);
-        const frigg_mat m = {.w = W[i], .rows = O, .cols = K, .dtype = FRIGG_DT_BF16, .scales = NULL, .group = 0};
-        Wm[i] = m;
-    }
+    gemm_sets gs = gemm_sets_make(O, K, T, 0);
+    int nsets = gs.n;
+    uint16_t **W = gs.W, **A = gs.A, **C = gs.C;
+    frigg_mat *Wm = gs.Wm;
     double bytes = 2.0 * ((double)O * K + (double)T * K + (double)T * O);
     double base = time_graph(s, nsets, [&](int i, cudaStream_t) { return frigg_cuda_gemm(blas, &Wm[i], A[i], T, C[i]); });
 
@@ -691,25 +697,6 @@ static void search_gemm(cudaStream_t s, cublasHandle_t blas, frigg_pool *pool, i
         printf("  #%-2d %8.2f us %6.0f GB/s %5.3fx  ws %zu  %s\n", k, cands[k].us, bytes / cands[k].us / 1e3, base / cands[k].us,
                cands[k].ws, d);
     }
-    if (top && cands[0].us <= 0.97 * base) {
-        const cublasLtMatmulAlgo_t *a = &cands[0].algo;
-        int32_t id = -1, splitk = 1;
-        uint32_t tile = 0, stages = 0, red = 0, swz = 0, custom = 0;
-        uint16_t inner = 0, cluster = 0;
-        size_t w;
-        cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &w);
-        cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &w);
-        cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof stages, &w);
-        cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk, &w);
-        cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &red, sizeof red, &w);
-        cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &swz, sizeof swz, &w);
-        cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &custom, sizeof custom, &w);
-        cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, &inner, sizeof inner, &w);
-        cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof cluster, &w);
-        printf("table {%d, %d, %d, %d, %d, %d, %u, %u, %d, %u, %u, %u, %u, %u}, /* %s T=%d: %.2f us against cublasGemmEx's %.2f */\n",
-               cc, O, K, tmin, T, id, tile, stages, splitk, red, swz, custom, (unsigned)inner, (unsigned)cluster, sh->name, T,
-               cands[0].us, base);
-    }
     if (top) { /* the winner against the CPU */
         int rows[64], nr = sample_rows(T, T / 2, rows);
         uint16_t *hW = to_host16(W[0], (size_t)O * K);
@@ -726,15 +713,7 @@ static void search_gemm(cudaStream_t s, cublasHandle_t blas, frigg_pool *pool, i
     cublasLtMatrixLayoutDestroy(la);
     cublasLtMatrixLayoutDestroy(lc);
     cublasLtMatmulDescDestroy(desc);
-    for (int i = 0; i < nsets; i++) {
-        cudaFree(W[i]);
-        cudaFree(A[i]);
-        cudaFree(C[i]);
-    }
-    free(W);
-    free(A);
-    free(C);
-    free(Wm);
+    gemm_sets_free(&gs);
     cudaFree(ws);
     cublasLtDestroy(lt);
 }
@@ -925,12 +904,8 @@ int main(int argc, char **argv) {
     printf("prefill microbench on %s: D %d, %d heads x %d, I %d; %d replays (median), distinct buffers per launch\n",
            prop.name, D, H, HD, I, reps);
     if (nsearch) { /* every cuBLASLt configuration of the four layer GEMMs at these row counts */
-        for (int i = 1; i < nsearch; i++) /* ascending: insertion sort of a handful */
-            for (int j = i; j > 0 && search_T[j] < search_T[j - 1]; j--) std::swap(search_T[j], search_T[j - 1]);
-        for (int ti = 0; ti < nsearch; ti++) {
-            int tmin = ti ? search_T[ti - 1] + 1 : search_T[0] > 16 ? 17 : 1; /* the GEMM step starts past 16 rows */
-            for (int si = 0; si < 4; si++) search_gemm(s, blas, pool, search_T[ti], si, tmin, prop.major * 10 + prop.minor);
-        }
+        for (int ti = 0; ti < nsearch; ti++)
+            for (int si = 0; si < 4; si++) search_gemm(s, blas, pool, search_T[ti], si);
         printf("%s: %d check(s) failed\n", fails ? "FAIL" : "PASS", fails);
         return fails ? 1 : 0;
     }
