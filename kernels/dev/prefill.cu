@@ -872,18 +872,24 @@ int main(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--decode-gemm")) {
             decode = 1;
         } else if (!strcmp(argv[i], "--decode-gemm-search") && i + 1 < argc && !nsearch) {
-            for (char *p = argv[++i], *e; *p && nsearch < 8; p = *e ? e + 1 : e) {
+            /* 1 to 8 row counts in 1..64, comma-separated, nothing else (an empty item is an error) */
+            for (char *p = argv[++i], *e;; p = e + 1) {
                 long t = strtol(p, &e, 10);
-                if (e == p || t < 1 || t > 64 || (*e && *e != ',')) {
-                    fprintf(stderr, "prefill: --decode-gemm-search takes row counts 1..64, comma-separated\n");
+                if (e == p || t < 1 || t > 64 || (*e && *e != ',') || nsearch == 8) {
+                    fprintf(stderr, "prefill: --decode-gemm-search takes 1 to 8 row counts in 1..64, comma-separated\n");
                     return 2;
                 }
                 search_T[nsearch++] = (int)t;
+                if (!*e) break;
             }
         } else {
             fprintf(stderr, "usage: prefill [--quick] [--decode-gemm] [--decode-gemm-search T[,T...]]\n");
             return 2;
         }
+    }
+    if (nsearch && (quick || decode)) { /* the search has its own timing and shapes: the others would be ignored */
+        fprintf(stderr, "prefill: --decode-gemm-search goes with neither --quick nor --decode-gemm\n");
+        return 2;
     }
     if (quick) reps = 5;
     int ndev = 0;
