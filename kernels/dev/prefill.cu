@@ -30,7 +30,6 @@
 #include <string.h>
 
 #include <algorithm>
-#include <string>
 #include <vector>
 
 extern "C" {
@@ -526,6 +525,7 @@ typedef struct {
     cublasLtMatmulAlgo_t algo;
     size_t ws;
     double us;
+    char desc[160]; /* lt_describe */
 } lt_cand;
 
 static void lt_describe(const cublasLtMatmulAlgo_t *a, char *buf, size_t n) {
@@ -546,7 +546,7 @@ static void lt_describe(const cublasLtMatmulAlgo_t *a, char *buf, size_t n) {
              splitk, red, swz, custom, inner, cluster);
 }
 
-static double search_budget_s = 10.0; /* seconds of first-pass timing per shape and row count */
+static const double search_budget_ms = 10e3; /* first-pass timing per shape and row count */
 
 static void search_gemm(cudaStream_t s, cublasHandle_t blas, frigg_pool *pool, int T, int si) {
     const gemm_shape *sh = &gshapes[si];
@@ -583,20 +583,22 @@ static void search_gemm(cudaStream_t s, cublasHandle_t blas, frigg_pool *pool, i
         CUBLAS_STATUS_SUCCESS)
         nids = 0;
     std::vector<lt_cand> cands;
-    std::vector<std::string> seen;
     int checked = 0;
+    /* a configuration once (by its attributes, lt_describe): the heuristic proposes some that the enumeration
+     * below makes again */
     auto consider = [&](const cublasLtMatmulAlgo_t &a) {
         checked++;
         cublasLtMatmulHeuristicResult_t r;
         memset(&r, 0, sizeof r);
         if (cublasLtMatmulAlgoCheck(lt, desc, lw, la, lc, lc, &a, &r) != CUBLAS_STATUS_SUCCESS) return;
         if (r.workspaceSize > ws_bytes) return;
-        char d[160];
-        lt_describe(&a, d, sizeof d);
-        for (const std::string &x : seen)
-            if (x == d) return;
-        seen.push_back(d);
-        lt_cand c = {a, r.workspaceSize, 0.0};
+        lt_cand c;
+        c.algo = a;
+        c.ws = r.workspaceSize;
+        c.us = 0.0;
+        lt_describe(&a, c.desc, sizeof c.desc);
+        for (const lt_cand &x : cands)
+            if (!strcmp(x.desc, c.desc)) return;
         cands.push_back(c);
     };
     const uint32_t red_fp32 = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE, red_none = CUBLASLT_REDUCTION_SCHEME_NONE;
@@ -668,10 +670,10 @@ static void search_gemm(cudaStream_t s, cublasHandle_t blas, frigg_pool *pool, i
     };
     int full_reps = reps, timed = 0;
     reps = 1; /* the first pass: one replay each, the heuristic's proposals first, until the time budget is spent */
-    double t_start = (frigg_now_ms() / 1e3);
+    double t_start = frigg_now_ms();
     for (lt_cand &c : cands) {
         c.us = 1e30;
-        if ((frigg_now_ms() / 1e3) - t_start > search_budget_s) continue;
+        if (frigg_now_ms() - t_start > search_budget_ms) continue;
         if (runner(c)(0, s)) { /* refused at run time: skipped */
             (void)cudaGetLastError();
             continue;
@@ -691,12 +693,9 @@ static void search_gemm(cudaStream_t s, cublasHandle_t blas, frigg_pool *pool, i
     printf("search %-8s T=%-3d %d algorithm ids, %d configurations checked, %zu accepted (%zu from the heuristic), %d timed"
            "; cublasGemmEx %.2f us (%.0f GB/s)\n",
            sh->name, T, nids, checked, cands.size(), nheur, timed, base, bytes / base / 1e3);
-    for (int k = 0; k < top; k++) {
-        char d[160];
-        lt_describe(&cands[k].algo, d, sizeof d);
+    for (int k = 0; k < top; k++)
         printf("  #%-2d %8.2f us %6.0f GB/s %5.3fx  ws %zu  %s\n", k, cands[k].us, bytes / cands[k].us / 1e3, base / cands[k].us,
-               cands[k].ws, d);
-    }
+               cands[k].ws, cands[k].desc);
     if (top) { /* the winner against the CPU */
         int rows[64], nr = sample_rows(T, T / 2, rows);
         uint16_t *hW = to_host16(W[0], (size_t)O * K);
