@@ -20,6 +20,8 @@ struct fk_ctx {
     char gemv_auto[GEMV_AUTO_ROWS][9]; /* the auto table: per shape class (bf16, then quantized weights), a letter
                                         * per batch size ('s' simt, 't' tc) */
     int tc_max_blocks;       /* 0: as many as fit */
+    /* gemv_q.cu: the CUDA-core kernel's output units per warp at batch 1 and warps per block (0: its defaults) */
+    int gq_units, gq_warps;
     /* gemv_tc.cu: blocks of each instantiation and warp count that fit on one SM,
      * [weight dtype (frigg_dtype)][batch mode][norm][epi][warps] */
     int tc_fit[3][FK_TC_NMODE][2][4][FK_TC_MAX_WARPS + 1];

@@ -29,7 +29,8 @@
 #include "dequant.cuh"
 #include "gemv_common.cuh"
 
-#define GQ_WARPS 4
+#define GQ_WARPS 4     /* warps per block, at most (the launch bounds) and by default */
+#define GQ_MAX_UNITS 4 /* output units per warp, at most (batch 1: 1, 2 or 4) */
 /* Chunks per lane and row in flight (U): 6 where a row is a whole number of 6-chunk rounds (nch % 192 == 0:
  * DFM-Mimir's K 1536, one round for every lane), else 16 (K 4096: one round). A round that is not full for
  * every lane needs a per-chunk exit, which holds the x loads behind the arithmetic, and a second round waits
@@ -59,7 +60,11 @@ static int gq_scale_mode(int dt, const qgeom &g, int nch) {
     return GQ_SC_LOAD;
 }
 
-template <int B, int R, bool NORM, int EPI, int DT, int U, int SC>
+/* A warp computes P output units (P > 1: consecutive units, batch 1 only): the x chunk it stages in registers
+ * once serves P x R weight rows, and the warp's fixed work (its share of the fused norm, row addresses, the
+ * reduction's setup) is paid once for P units. Each row's sum is the same as at P = 1 (its lane's chunks in
+ * increasing order, dot8, warp_sum), so the bits do not depend on P. Blocks hold blockDim.x / 32 warps. */
+template <int B, int R, bool NORM, int EPI, int DT, int U, int SC, int P>
 __global__ void __launch_bounds__(GQ_WARPS * 32)
     gemv_q_kernel(const unsigned char *__restrict__ W, const uint16_t *__restrict__ S, int O, int K, qgeom geo,
                   const uint16_t *__restrict__ x, float eps, uint16_t *__restrict__ out, fk_qkv_epi qa) {
@@ -68,38 +73,43 @@ __global__ void __launch_bounds__(GQ_WARPS * 32)
     extern __shared__ uint4 xs[];
     __shared__ float scratch[B * 32]; /* stage_norm: 32 per batch row */
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nch = K / 8;
-    const int unit = blockIdx.x * GQ_WARPS + warp; /* output row, or paired output unit, of this warp */
-    const bool valid = unit < O / R;
-    int row1 = 0, row2 = 0; /* R = 2: SwiGLU's gate and up rows, or the QKV epilogue's RoPE pair (gemv.cu) */
-    if (valid) {
-        row1 = row2 = unit;
-        if (R > 1) pair_rows<EPI>(unit, O, qa.hd, &row1, &row2);
-    }
-    const int row[2] = {row1, row2};
-    const word *wrow[R];
-    const uint16_t *srow[R];
+    const int unit0 = (blockIdx.x * (blockDim.x >> 5) + warp) * P; /* this warp's first output unit */
+    bool valid[P];
+    int rows[P][2]; /* R = 2: SwiGLU's gate and up rows, or the QKV epilogue's RoPE pair (gemv.cu) */
+    const word *wrow[P][R];
+    const uint16_t *srow[P][R];
+    uint32_t rs[P][R]; /* GQ_SC_ROW: the row's scale pair; GQ_SC_SHFL: group `lane`'s scale (16 bits) */
 #pragma unroll
-    for (int r = 0; r < R; r++) {
-        wrow[r] = (const word *)(W + (size_t)row[r] * nch * CB);
-        srow[r] = S + (size_t)row[r] * geo.ng;
-    }
-    uint32_t rs[R]; /* GQ_SC_ROW: the row's scale pair; GQ_SC_SHFL: group `lane`'s scale (16 bits) */
+    for (int p = 0; p < P; p++) {
+        const int unit = unit0 + p;
+        valid[p] = unit < O / R;
+        rows[p][0] = rows[p][1] = valid[p] ? unit : 0;
+        if (R > 1 && valid[p]) pair_rows<EPI>(unit, O, qa.hd, &rows[p][0], &rows[p][1]);
 #pragma unroll
-    for (int r = 0; r < R; r++)
-        rs[r] = SC == GQ_SC_ROW ? ld_scale2(srow[r]) : SC == GQ_SC_SHFL && lane < geo.ng ? ld_scale16(srow[r] + lane) : 0u;
-    word w[U][R];
-    uint32_t sc[U][R];
+        for (int r = 0; r < R; r++) {
+            wrow[p][r] = (const word *)(W + (size_t)rows[p][r] * nch * CB);
+            srow[p][r] = S + (size_t)rows[p][r] * geo.ng;
+            rs[p][r] = SC == GQ_SC_ROW ? ld_scale2(srow[p][r])
+                       : SC == GQ_SC_SHFL && lane < geo.ng ? ld_scale16(srow[p][r] + lane)
+                                                           : 0u;
+        }
+    }
+    word w[U][P][R];
+    uint32_t sc[U][P][R];
     auto load = [&](int c0) {
 #pragma unroll
         for (int u = 0; u < U; u++) {
             int c = c0 + 32 * u;
-            bool ok = valid && c < nch;
 #pragma unroll
-            for (int r = 0; r < R; r++) {
-                w[u][r] = ok ? ld_stream_q(wrow[r] + c) : qzero(word());
-                if (SC == GQ_SC_SHFL) sc[u][r] = __shfl_sync(0xffffffffu, rs[r], (c >> geo.shift) & 31) * 0x10001u;
-                else if (SC == GQ_SC_LOAD) sc[u][r] = ok ? ld_scale2(srow[r] + q_group(c, geo)) : 0u;
-                else sc[u][r] = rs[r];
+            for (int p = 0; p < P; p++) {
+                bool ok = valid[p] && c < nch;
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    w[u][p][r] = ok ? ld_stream_q(wrow[p][r] + c) : qzero(word());
+                    if (SC == GQ_SC_SHFL) sc[u][p][r] = __shfl_sync(0xffffffffu, rs[p][r], (c >> geo.shift) & 31) * 0x10001u;
+                    else if (SC == GQ_SC_LOAD) sc[u][p][r] = ok ? ld_scale2(srow[p][r] + q_group(c, geo)) : 0u;
+                    else sc[u][p][r] = rs[p][r];
+                }
             }
         }
     };
@@ -107,15 +117,22 @@ __global__ void __launch_bounds__(GQ_WARPS * 32)
     load(lane);
     gemv_pre pre = {0, 0, 0, 0.0f, false, false};
     pdl_wait();
-    if (EPI == FK_GEMV_RESID && valid && lane < B) gemv_preload_resid<EPI>(pre, row1, lane, O, out);
+    /* the residual of (unit lane / B, batch row lane % B), read by the lane that stores it */
+    if (EPI == FK_GEMV_RESID && lane < P * B) {
+#pragma unroll
+        for (int p = 0; p < P; p++)
+            if (lane / B == p && valid[p]) gemv_preload_resid<EPI>(pre, rows[p][0], lane % B, O, out);
+    }
     const uint4 *xv = (const uint4 *)x;
     if (NORM) xv = stage_norm<B>(xv, nch, K, eps, xs, scratch);
-    if (!valid) return;
-    float acc[R][B];
+    if (!valid[0]) return; /* units are consecutive: no later one is valid either */
+    float acc[P][R][B];
 #pragma unroll
-    for (int r = 0; r < R; r++)
+    for (int p = 0; p < P; p++)
 #pragma unroll
-        for (int b = 0; b < B; b++) acc[r][b] = 0.0f;
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int b = 0; b < B; b++) acc[p][r][b] = 0.0f;
     for (int c0 = lane; c0 < nch; c0 += 32 * U) { /* chunks in increasing order, as gemv.cu */
         if (c0 != lane) load(c0);
         auto round = [&](bool full) {
@@ -123,16 +140,20 @@ __global__ void __launch_bounds__(GQ_WARPS * 32)
             for (int u = 0; u < U; u++) {
                 int c = c0 + 32 * u;
                 if (!full && c >= nch) break;
-                uint4 wb[R];
+                uint4 wb[P][R];
 #pragma unroll
-                for (int r = 0; r < R; r++) wb[r] = dq_chunk(w[u][r], sc[u][r]);
+                for (int p = 0; p < P; p++)
+#pragma unroll
+                    for (int r = 0; r < R; r++) wb[p][r] = dq_chunk(w[u][p][r], sc[u][p][r]);
 #pragma unroll
                 for (int b = 0; b < B; b++) {
                     uint4 v = NORM ? xv[(size_t)b * nch + c] : ld_act(xv + (size_t)b * nch + c); /* shared, or x */
                     float xf[8] = {bf_lo(v.x), bf_hi(v.x), bf_lo(v.y), bf_hi(v.y),
                                    bf_lo(v.z), bf_hi(v.z), bf_lo(v.w), bf_hi(v.w)};
 #pragma unroll
-                    for (int r = 0; r < R; r++) acc[r][b] += dot8(wb[r], xf);
+                    for (int p = 0; p < P; p++)
+#pragma unroll
+                        for (int r = 0; r < R; r++) acc[p][r][b] += dot8(wb[p][r], xf);
                 }
             }
         };
@@ -141,12 +162,17 @@ __global__ void __launch_bounds__(GQ_WARPS * 32)
         else round(false);
     }
 #pragma unroll
-    for (int r = 0; r < R; r++)
+    for (int p = 0; p < P; p++)
 #pragma unroll
-        for (int b = 0; b < B; b++) acc[r][b] = warp_sum(acc[r][b]);
+        for (int r = 0; r < R; r++)
 #pragma unroll
-    for (int b = 0; b < B; b++)
-        if (lane == b) gemv_store<EPI>(unit, row1, b, acc[0][b], acc[R - 1][b], O, out, qa, pre);
+            for (int b = 0; b < B; b++) acc[p][r][b] = warp_sum(acc[p][r][b]);
+#pragma unroll
+    for (int p = 0; p < P; p++)
+#pragma unroll
+        for (int b = 0; b < B; b++)
+            if (lane == p * B + b && valid[p])
+                gemv_store<EPI>(unit0 + p, rows[p][0], b, acc[p][0][b], acc[p][R - 1][b], O, out, qa, pre);
 }
 
 /* Rows [0, n) of W (already offset to the first row) as bf16 into out [n][K]: one 8-weight chunk per thread
@@ -171,33 +197,37 @@ typedef void (*gemv_q_fn)(const unsigned char *, const uint16_t *, int, int, qge
                           fk_qkv_epi);
 
 /* epi QKV exists normed only (fk_gemv_qkv always normalises) */
-template <int DT, int B, int U, int SC>
+template <int DT, int B, int U, int SC, int P>
 static gemv_q_fn pick_q(int norm, int epi) {
-    if (epi == FK_GEMV_QKV) return gemv_q_kernel<B, 2, true, FK_GEMV_QKV, DT, U, SC>;
+    if (epi == FK_GEMV_QKV) return gemv_q_kernel<B, 2, true, FK_GEMV_QKV, DT, U, SC, P>;
     if (epi == FK_GEMV_SWIGLU)
-        return norm ? gemv_q_kernel<B, 2, true, FK_GEMV_SWIGLU, DT, U, SC> : gemv_q_kernel<B, 2, false, FK_GEMV_SWIGLU, DT, U, SC>;
+        return norm ? gemv_q_kernel<B, 2, true, FK_GEMV_SWIGLU, DT, U, SC, P> : gemv_q_kernel<B, 2, false, FK_GEMV_SWIGLU, DT, U, SC, P>;
     if (epi == FK_GEMV_RESID)
-        return norm ? gemv_q_kernel<B, 1, true, FK_GEMV_RESID, DT, U, SC> : gemv_q_kernel<B, 1, false, FK_GEMV_RESID, DT, U, SC>;
-    return norm ? gemv_q_kernel<B, 1, true, FK_GEMV_STORE, DT, U, SC> : gemv_q_kernel<B, 1, false, FK_GEMV_STORE, DT, U, SC>;
+        return norm ? gemv_q_kernel<B, 1, true, FK_GEMV_RESID, DT, U, SC, P> : gemv_q_kernel<B, 1, false, FK_GEMV_RESID, DT, U, SC, P>;
+    return norm ? gemv_q_kernel<B, 1, true, FK_GEMV_STORE, DT, U, SC, P> : gemv_q_kernel<B, 1, false, FK_GEMV_STORE, DT, U, SC, P>;
 }
 /* Instantiated for 1 and 2 rows only (GQ_SIMT_ROWS): auto runs this kernel at batch 1 and 2; a larger batch
  * under simt (forced, or K past the tensor-core kernel) runs in launches of two rows (and one), the same bits,
  * since a row's sum does not depend on the other rows. Each further batch size would add a set of
- * instantiations to this file's compile time, for a path auto never takes. */
+ * instantiations to this file's compile time, for a path auto never takes. Units per warp past 1: batch 1
+ * only, and 4 only with the short rounds (at 16 chunks per lane, 4 units of two rows spill). */
 #define GQ_SIMT_ROWS 2
 template <int DT, int U>
-static gemv_q_fn pick_q_b(int B, int norm, int epi) {
+static gemv_q_fn pick_q_b(int B, int P, int norm, int epi) {
     constexpr int SC = gq_fast<DT>::sc;
-    return B == 1 ? pick_q<DT, 1, U, SC>(norm, epi) : B == 2 ? pick_q<DT, 2, U, SC>(norm, epi) : NULL;
+    if (B == 2) return P == 1 ? pick_q<DT, 2, U, SC, 1>(norm, epi) : NULL;
+    if (B != 1) return NULL;
+    if (P == 4 && U == GQ_U_SHORT) return pick_q<DT, 1, GQ_U_SHORT, SC, 4>(norm, epi); /* K 1536: 96-207 registers */
+    return P == 1 ? pick_q<DT, 1, U, SC, 1>(norm, epi) : P == 2 ? pick_q<DT, 1, U, SC, 2>(norm, epi) : NULL;
 }
-/* shrt: the GQ_U_SHORT instantiation (gq_short); load: the GQ_SC_LOAD one (one row, GQ_U_LONG) */
-static gemv_q_fn pick_q_any(int dt, int B, int norm, int epi, int shrt, int load) {
+/* shrt: the GQ_U_SHORT instantiation (gq_short); load: the GQ_SC_LOAD one (one row, one unit per warp, GQ_U_LONG) */
+static gemv_q_fn pick_q_any(int dt, int B, int P, int norm, int epi, int shrt, int load) {
     if (load)
-        return dt == FRIGG_DT_INT4 ? pick_q<FRIGG_DT_INT4, 1, GQ_U_LONG, GQ_SC_LOAD>(norm, epi)
-                                   : pick_q<FRIGG_DT_INT8, 1, GQ_U_LONG, GQ_SC_LOAD>(norm, epi);
+        return P != 1 ? NULL : dt == FRIGG_DT_INT4 ? pick_q<FRIGG_DT_INT4, 1, GQ_U_LONG, GQ_SC_LOAD, 1>(norm, epi)
+                                                   : pick_q<FRIGG_DT_INT8, 1, GQ_U_LONG, GQ_SC_LOAD, 1>(norm, epi);
     if (dt == FRIGG_DT_INT4)
-        return shrt ? pick_q_b<FRIGG_DT_INT4, GQ_U_SHORT>(B, norm, epi) : pick_q_b<FRIGG_DT_INT4, GQ_U_LONG>(B, norm, epi);
-    return shrt ? pick_q_b<FRIGG_DT_INT8, GQ_U_SHORT>(B, norm, epi) : pick_q_b<FRIGG_DT_INT8, GQ_U_LONG>(B, norm, epi);
+        return shrt ? pick_q_b<FRIGG_DT_INT4, GQ_U_SHORT>(B, P, norm, epi) : pick_q_b<FRIGG_DT_INT4, GQ_U_LONG>(B, P, norm, epi);
+    return shrt ? pick_q_b<FRIGG_DT_INT8, GQ_U_SHORT>(B, P, norm, epi) : pick_q_b<FRIGG_DT_INT8, GQ_U_LONG>(B, P, norm, epi);
 }
 /* The short rounds where they are whole (nch % 192 == 0), the long ones otherwise. */
 static int gq_short(int K) { return (K / 8) % (32 * GQ_U_SHORT) == 0; }
@@ -209,14 +239,17 @@ int fk_gemv_q_ctx_init(fk_ctx *kc) {
     for (int d = 0; d < 2; d++)
         for (int B = 1; B <= GQ_SIMT_ROWS; B++)
             for (int epi = FK_GEMV_STORE; epi <= FK_GEMV_QKV; epi++)
-                for (int v = 0; v <= 1 + (B == 1); v++) { /* long, short, load (one row) */
-                    cudaError_t e = cudaFuncSetAttribute((const void *)pick_q_any(dts[d], B, 1, epi, v == 1, v == 2),
-                                                         cudaFuncAttributeMaxDynamicSharedMemorySize, GEMV_MAX_SMEM);
-                    if (e != cudaSuccess) {
-                        frigg_set_error("gemv_q: cannot raise the shared-memory limit: %s", cudaGetErrorString(e));
-                        return -1;
+                for (int v = 0; v <= 1 + (B == 1); v++) /* long, short, load (one row) */
+                    for (int P = 1; P <= GQ_MAX_UNITS; P *= 2) {
+                        gemv_q_fn f = pick_q_any(dts[d], B, P, 1, epi, v == 1, v == 2);
+                        if (!f) continue; /* units past 1: batch 1, not the load layout */
+                        cudaError_t e = cudaFuncSetAttribute((const void *)f, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                             GEMV_MAX_SMEM);
+                        if (e != cudaSuccess) {
+                            frigg_set_error("gemv_q: cannot raise the shared-memory limit: %s", cudaGetErrorString(e));
+                            return -1;
+                        }
                     }
-                }
     return 0;
 }
 
@@ -263,6 +296,13 @@ static int q_use_tc(const fk_ctx *kc, int B, int O, int K, int epi) {
     return kc->gemv_impl == FK_GEMV_IMPL_TC || gemv_auto_choice(kc, 1, B, O, K, epi) != 's';
 }
 
+/* Units per warp and warps per block of a batch-1 launch: the context's forced pair (a tuning hook,
+ * fk_ctx_set_gemv_q_simt; the bits do not depend on it), else one unit per warp in blocks of GQ_WARPS. */
+static void gq_shape(const fk_ctx *kc, int n, int load, int *P, int *warps) {
+    *P = n == 1 && !load && kc->gq_units ? kc->gq_units : 1;
+    *warps = kc->gq_warps ? kc->gq_warps : GQ_WARPS;
+}
+
 static int q_launch_simt(const fk_ctx *kc, const frigg_mat *W, const qgeom &g, const uint16_t *x, int B, int norm_in,
                          float eps, int epi, uint16_t *out, const fk_qkv_epi &qa, cudaStream_t s) {
     const int O = W->rows, K = W->cols;
@@ -274,11 +314,30 @@ static int q_launch_simt(const fk_ctx *kc, const frigg_mat *W, const qgeom &g, c
         uint16_t *ob = out;
         fk_qkv_epi qb = qa;
         gemv_rows_from(b, O, K, epi, &xb, &ob, &qb);
-        fk_launch(kc, pick_q_any(W->dtype, n, norm_in, epi, gq_short(K), load), (units + GQ_WARPS - 1) / GQ_WARPS,
-                  GQ_WARPS * 32, norm_in ? (size_t)n * K * 2 : 0, s, (const unsigned char *)W->w, W->scales, O, K, g,
+        int P, warps;
+        gq_shape(kc, n, load, &P, &warps);
+        const int per_block = P * warps;
+        gemv_q_fn f = pick_q_any(W->dtype, n, P, norm_in, epi, gq_short(K), load);
+        if (!f) {
+            frigg_set_error("gemv_q: %d units per warp are not built for K %d", P, K);
+            return -1;
+        }
+        fk_launch(kc, f, (units + per_block - 1) / per_block,
+                  warps * 32, norm_in ? (size_t)n * K * 2 : 0, s, (const unsigned char *)W->w, W->scales, O, K, g,
                   xb, eps, ob, qb);
         if (fk_check_launch("gemv_q")) return -1;
     }
+    return 0;
+}
+
+extern "C" int fk_ctx_set_gemv_q_simt(fk_ctx *kc, int units, int warps) {
+    if ((units && units != 1 && units != 2 && units != 4) || (warps && warps != 1 && warps != 2 && warps != 4)) {
+        frigg_set_error("gemv_q: %d units per warp, %d warps per block: each must be 0 (the default), 1, 2 or 4",
+                        units, warps);
+        return -1;
+    }
+    kc->gq_units = units;
+    kc->gq_warps = warps;
     return 0;
 }
 

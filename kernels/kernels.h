@@ -196,6 +196,10 @@ int fk_gemv(const fk_ctx *kc, const frigg_mat *W, const uint16_t *x, int B, int 
 /* The tensor-core kernel runs a persistent grid (each block walks tiles); this caps its number of blocks
  * (0: as many as fit on the GPU at once). A tuning and test hook: results do not depend on it. */
 void fk_ctx_set_gemv_tc_max_blocks(fk_ctx *kc, int blocks);
+/* The quantized CUDA-core GEMV's shape (gemv_q.cu): output units per warp at batch 1 and warps per block, each
+ * 1, 2 or 4, or 0 for the kernel's default. A tuning and test hook: results do not depend on it. 0, or -1
+ * with frigg_error() for another value. */
+int fk_ctx_set_gemv_q_simt(fk_ctx *kc, int units, int warps);
 
 /* Where the fused gqkv projection puts its rows (decode): RoPE'd q into q_out [B][D], RoPE'd k and v into the
  * slot's cache at (row_seq[b], row_pos[b]) (layout as fk_rope_kv), the gate rows into gqkv [B][4D]. */

@@ -211,6 +211,9 @@ static void test_dequant(frigg_dtype dt, int O, int K, int group, int special) {
 enum { E_STORE = 1 << FK_GEMV_STORE, E_RESID = 1 << FK_GEMV_RESID, E_SWIGLU = 1 << FK_GEMV_SWIGLU, E_ALL = 7 };
 enum { N_OFF = 1, N_ON = 2, N_BOTH = 3 };
 
+/* The CUDA-core kernel's shapes at batch 1 (fk_ctx_set_gemv_q_simt): units per warp, warps per block. */
+static const int gq_shapes[][2] = {{1, 4}, {2, 4}, {4, 4}, {1, 2}, {2, 2}, {4, 2}, {1, 1}, {2, 1}, {4, 1}};
+
 static void test_gemv(frigg_pool *pool, frigg_dtype dt, int O, int K, int group, int epis, int norms) {
     char what[160];
     qmat a = qmat_make(dt, O, K, group, 1.0f / sqrtf((float)K), SCALES_NORMAL);
@@ -260,6 +263,28 @@ static void test_gemv(frigg_pool *pool, frigg_dtype dt, int O, int K, int group,
                     CHECK(fk_gemv(kc, k ? &dB : &dQ, dx, B, norm, 1e-6f, epi, o, 0) == 0, "%s", frigg_error());
                     ct_from_dev(o, (size_t)B * cols, k ? simt : got);
                 }
+                /* batch 1 on CUDA cores: every number of units per warp and warps per block gives the same bits
+                 * (four units exist only where K is whole 6-chunk rounds, K % 1536 == 0, and are refused elsewhere) */
+                if (im == 0 && B == 1)
+                    for (size_t v = 0; v < sizeof gq_shapes / sizeof gq_shapes[0]; v++) {
+                        const int P = gq_shapes[v][0], nw = gq_shapes[v][1];
+                        uint16_t *o = epi == FK_GEMV_RESID ? dh : dout;
+                        ct_poison(dout, (size_t)TB * O);
+                        if (epi == FK_GEMV_RESID) upload_bf16(dh, h, (size_t)TB * O);
+                        CHECK(fk_ctx_set_gemv_q_simt(kc, P, nw) == 0, "%s", frigg_error());
+                        int rc = fk_gemv(kc, &dQ, dx, 1, norm, 1e-6f, epi, o, 0);
+                        CHECK(fk_ctx_set_gemv_q_simt(kc, 0, 0) == 0, "%s", frigg_error());
+                        if (P == 4 && K % 1536) {
+                            CHECK(rc == -1 && strstr(frigg_error(), "units per warp"),
+                                  "gemv %s %dx%d: 4 units per warp at K %d accepted (%s)", dn, O, K, K, frigg_error());
+                            continue;
+                        }
+                        CHECK(rc == 0, "%s", frigg_error());
+                        ct_from_dev(o, (size_t)cols, one);
+                        CHECK(!memcmp(one, got, sizeof(float) * cols),
+                              "gemv %s g%d %dx%d norm=%d %s: simt with %d units per warp, %d warps per block differs from "
+                              "the default's bits", dn, group, O, K, norm, en, P, nw);
+                    }
                 fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_AUTO);
                 if (epi == FK_GEMV_STORE) memcpy(ref, lin[norm], sizeof(float) * B * O);
                 else if (epi == FK_GEMV_RESID)
@@ -392,6 +417,57 @@ static void test_qkv(frigg_pool *pool, frigg_dtype dt, int D, int hd, int group)
             bits_from_dev(q[k], (size_t)TB * D, hq[k]);
             bits_from_dev(kcache[k], cache, hk[k]);
             bits_from_dev(vcache[k], cache, hv[k]);
+        }
+        /* batch 1 on CUDA cores: each number of units per warp and warps per block, the default's bits (k 1's
+         * buffers take its results now that the comparison above is made below from hg/hq/hk/hv[0] and [1]) */
+        if (im == 0 && B == 1)
+            for (size_t v = 0; v < sizeof gq_shapes / sizeof gq_shapes[0]; v++) {
+                const int P = gq_shapes[v][0], nw = gq_shapes[v][1];
+                uint16_t *vg = malloc((size_t)TB * O * 2), *vq = malloc((size_t)TB * D * 2), *vk = malloc(cache * 2),
+                         *vv = malloc(cache * 2);
+                ct_poison(g[1], (size_t)TB * O);
+                ct_poison(q[1], (size_t)TB * D);
+                ct_poison(kcache[1], cache);
+                ct_poison(vcache[1], cache);
+                fk_qkv_epi qa = {dcs, dsn, dseq, dpos, q[1], kcache[1], vcache[1], seq_stride, max_ctx, hd};
+                fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_SIMT);
+                CHECK(fk_ctx_set_gemv_q_simt(kc, P, nw) == 0, "%s", frigg_error());
+                int rc = fk_gemv_qkv(kc, &dQ, dx, 1, 1e-6f, g[1], &qa, 0);
+                CHECK(fk_ctx_set_gemv_q_simt(kc, 0, 0) == 0, "%s", frigg_error());
+                fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_AUTO);
+                if (P == 4 && D % 1536) {
+                    CHECK(rc == -1 && strstr(frigg_error(), "units per warp"),
+                          "gemv_qkv %s %d/%d: 4 units per warp at K %d accepted (%s)", dn, D, hd, D, frigg_error());
+                } else {
+                    CHECK(rc == 0, "%s", frigg_error());
+                    bits_from_dev(g[1], (size_t)TB * O, vg);
+                    bits_from_dev(q[1], (size_t)TB * D, vq);
+                    bits_from_dev(kcache[1], cache, vk);
+                    bits_from_dev(vcache[1], cache, vv);
+                    CHECK(first_diff(vg, hg[0], D) < 0 && first_diff(vq, hq[0], D) < 0 && first_diff(vk, hk[0], cache) < 0 &&
+                              first_diff(vv, hv[0], cache) < 0,
+                          "gemv_qkv %s %d/%d: simt with %d units per warp, %d warps per block differs from the default's bits",
+                          dn, D, hd, P, nw);
+                }
+                free(vg);
+                free(vq);
+                free(vk);
+                free(vv);
+            }
+        /* k 1's buffers again: the fused bf16 kernel, for the comparisons below */
+        if (im == 0 && B == 1) {
+            ct_poison(g[1], (size_t)TB * O);
+            ct_poison(q[1], (size_t)TB * D);
+            ct_poison(kcache[1], cache);
+            ct_poison(vcache[1], cache);
+            fk_qkv_epi qa = {dcs, dsn, dseq, dpos, q[1], kcache[1], vcache[1], seq_stride, max_ctx, hd};
+            fk_ctx_set_gemv_impl(kc, impl);
+            CHECK(fk_gemv_qkv(kc, &dB, dx, B, 1e-6f, g[1], &qa, 0) == 0, "%s", frigg_error());
+            fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_AUTO);
+            bits_from_dev(g[1], (size_t)TB * O, hg[1]);
+            bits_from_dev(q[1], (size_t)TB * D, hq[1]);
+            bits_from_dev(kcache[1], cache, hk[1]);
+            bits_from_dev(vcache[1], cache, hv[1]);
         }
         int gate_same = 1;
         for (int b = 0; b < B; b++) gate_same &= first_diff(hg[0] + (size_t)b * O, hg[1] + (size_t)b * O, D) < 0;
@@ -539,6 +615,9 @@ static void test_refusals(void) {
     CHECK(fk_gemv(kc, &d, dx, FK_GEMV_MAX_ROWS + 1, 0, 1e-6f, FK_GEMV_STORE, dout, 0) == -1, "%d rows accepted",
           FK_GEMV_MAX_ROWS + 1);
     CHECK(fk_gemv(kc, &d, dx, 1, 0, 1e-6f, FK_GEMV_QKV, dout, 0) == -1, "the QKV epilogue through fk_gemv accepted");
+    CHECK(fk_ctx_set_gemv_q_simt(kc, 3, 0) == -1 && fk_ctx_set_gemv_q_simt(kc, 0, 8) == -1 &&
+              fk_ctx_set_gemv_q_simt(kc, -1, 0) == -1 && strstr(frigg_error(), "warps per block"),
+          "fk_ctx_set_gemv_q_simt: a shape outside 0, 1, 2, 4 accepted (%s)", frigg_error());
     cudaFree(dx);
     cudaFree(dout);
     qmat_dev_free(&d);

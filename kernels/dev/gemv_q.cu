@@ -8,13 +8,15 @@
  *    frigg_mat_row's bf16(q * scale) on the host bit for bit; each quantized GEMV (B 1, 2, 4, 8, 16), under each
  *    implementation (simt: gemv_q.cu's CUDA-core kernel; tc: gemv_tc.cu's tensor-core kernel),
  *    equals bit for bit the bf16 GEMV of the same implementation on that dequantized matrix, which is what
- *    gemv_q.cu promises (tests/test_cuda_gemv_q.c checks both against the CPU ops as well).
+ *    gemv_q.cu promises (tests/test_cuda_gemv_q.c checks both against the CPU ops as well); at batch 1 also
+ *    the CUDA-core kernel with each number of output units per warp and warps per block (fk_ctx_set_gemv_q_simt).
  * 2. Timing: a CUDA graph of launches over distinct weight copies (128 per layer shape, far beyond the 60 MB
  *    L2, as in a decode step; lm_head: 4 copies), PDL on as the engine launches; median of the replays after
  *    warm-up. GB/s counts the bytes the launch must read from the weights: the packed values plus the scales
  *    (x, the residual and the outputs are not counted: at most 0.4 % of the bytes here). The quantized GEMV
  *    under auto (the default: the q. rows of gemv.cu's table), simt and tc; beside them, the bf16 GEMV (auto)
- *    on bf16 copies of the same shape, and auto's speed-up over it.
+ *    on bf16 copies of the same shape, and auto's speed-up over it; at batch 1 each CUDA-core shape beside the
+ *    default's.
  * 3. Prefill: fk_dequant_bf16 of one matrix (GB/s over the bytes read plus the bf16 written) and
  *    frigg_cuda_gemm_dq with the whole matrix in the scratch at T = 512 and 4096, against frigg_cuda_gemm on
  *    the bf16 matrix: what the dequantization adds to a prefill GEMM.
@@ -63,6 +65,14 @@ static const Shape shapes[] = {
     {"lm_head", 262144, 1536, 0, FK_GEMV_STORE, 4, 16, 0},
 };
 #define NSHAPE (int)(sizeof shapes / sizeof shapes[0])
+
+/* The CUDA-core kernel's shapes at batch 1 (fk_ctx_set_gemv_q_simt): output units per warp, warps per block.
+ * Four units per warp exist only for K 1536 (gemv_q.cu). */
+struct Variant {
+    int units, warps;
+};
+static const Variant variants[] = {{1, 4}, {2, 4}, {4, 4}, {1, 2}, {2, 2}, {4, 2}, {2, 1}, {4, 1}};
+static bool variant_ok(const Variant &v, const Shape &sh) { return v.units < 4 || sh.K == 1536; }
 
 struct Quant {
     const char *name;
@@ -293,6 +303,25 @@ int main(int argc, char **argv) {
                            same ? "PASS" : "FAIL", same ? "" : " (not bit for bit the bf16 GEMV on the dequantized matrix)");
                     fails += !same;
                 }
+            /* ... and at batch 1 the CUDA-core kernel's other shapes (units per warp, warps per block), which must
+             * give the same bits */
+            for (const Variant &vr : variants) {
+                if (!variant_ok(vr, sh)) continue;
+                FK(fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_SIMT));
+                poison(sh, io, h);
+                FK(fk_ctx_set_gemv_q_simt(kc, vr.units, vr.warps));
+                FK(launch(&mats[0], sh, io, 1, s));
+                FK(fk_ctx_set_gemv_q_simt(kc, 0, 0));
+                std::vector<uint16_t> gq = results(sh, io, 1);
+                poison(sh, io, h);
+                FK(launch(&bmats[0], sh, io, 1, s));
+                std::vector<uint16_t> gb = results(sh, io, 1);
+                FK(fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_AUTO));
+                bool same = gq == gb;
+                printf("check %-9s %-8s B=1 gemv simt u%d w%d %s\n", qz.name, sh.name, vr.units, vr.warps,
+                       same ? "PASS" : "FAIL (not bit for bit the bf16 GEMV on the dequantized matrix)");
+                fails += !same;
+            }
             /* 2. timing */
             double bytes = (double)wbytes + (double)sn * 2;
             for (int bi = 0; bi < nB; bi++) {
@@ -315,6 +344,15 @@ int main(int argc, char **argv) {
                 if (bf16) printf("   bf16 %9.2f us (x%.2f)", tb, tb / tq);
                 printf("\n");
                 table.push_back({sh.name, qz.name, B, tq, bytes / (tq * 1e3), tb, ts, tt});
+                if (B != 1) continue;
+                for (const Variant &vr : variants) {
+                    if (!variant_ok(vr, sh)) continue;
+                    FK(fk_ctx_set_gemv_q_simt(kc, vr.units, vr.warps));
+                    double tv = timed(FK_GEMV_IMPL_SIMT);
+                    FK(fk_ctx_set_gemv_q_simt(kc, 0, 0));
+                    printf("time  %-9s %-8s B=1 simt u%d w%d %9.2f us/launch %8.1f GB/s (x%.3f the default simt)\n",
+                           qz.name, sh.name, vr.units, vr.warps, tv, bytes / (tv * 1e3), ts / tv);
+                }
             }
             /* 3. prefill: the dequantization alone, and the GEMM with it, beside the bf16 GEMM */
             if (prefill && sh.epi != FK_GEMV_STORE) {
