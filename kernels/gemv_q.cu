@@ -296,11 +296,26 @@ static int q_use_tc(const fk_ctx *kc, int B, int O, int K, int epi) {
     return kc->gemv_impl == FK_GEMV_IMPL_TC || gemv_auto_choice(kc, 1, B, O, K, epi) != 's';
 }
 
-/* Units per warp and warps per block of a batch-1 launch: the context's forced pair (a tuning hook,
- * fk_ctx_set_gemv_q_simt; the bits do not depend on it), else one unit per warp in blocks of GQ_WARPS. */
-static void gq_shape(const fk_ctx *kc, int n, int load, int *P, int *warps) {
-    *P = n == 1 && !load && kc->gq_units ? kc->gq_units : 1;
+/* Units per warp and warps per block of a launch of n rows over `units` output units: the context's forced pair
+ * (a tuning hook, fk_ctx_set_gemv_q_simt; the bits do not depend on it), else blocks of GQ_WARPS warps and, at
+ * batch 1, the most units per warp (4, 2, 1) that still leave at least GQ_BLOCKS_PER_SM blocks per SM: fewer
+ * warps pay the fixed work per warp fewer times, but a grid of fewer blocks than that leaves SMs with less work
+ * than others, and fewer loads in flight. */
+#define GQ_BLOCKS_PER_SM 2
+static void gq_shape(const fk_ctx *kc, int n, int load, int shrt, int units, int *P, int *warps) {
     *warps = kc->gq_warps ? kc->gq_warps : GQ_WARPS;
+    *P = 1;
+    if (n != 1) return;
+    if (kc->gq_units) { /* where it is not built (the per-chunk scale layout, 4 units at long rounds): refused */
+        *P = kc->gq_units;
+        return;
+    }
+    if (load) return;
+    for (int p = shrt ? 4 : 2; p > 1; p /= 2)
+        if ((long long)units >= (long long)p * *warps * GQ_BLOCKS_PER_SM * kc->sms) {
+            *P = p;
+            return;
+        }
 }
 
 static int q_launch_simt(const fk_ctx *kc, const frigg_mat *W, const qgeom &g, const uint16_t *x, int B, int norm_in,
@@ -315,11 +330,12 @@ static int q_launch_simt(const fk_ctx *kc, const frigg_mat *W, const qgeom &g, c
         fk_qkv_epi qb = qa;
         gemv_rows_from(b, O, K, epi, &xb, &ob, &qb);
         int P, warps;
-        gq_shape(kc, n, load, &P, &warps);
+        gq_shape(kc, n, load, gq_short(K), units, &P, &warps);
         const int per_block = P * warps;
         gemv_q_fn f = pick_q_any(W->dtype, n, P, norm_in, epi, gq_short(K), load);
         if (!f) {
-            frigg_set_error("gemv_q: %d units per warp are not built for K %d", P, K);
+            frigg_set_error("gemv_q: %d units per warp are not built for this matrix (K %d, %s)", P, K,
+                            load ? "a scale per chunk" : "rounds of 16 chunks");
             return -1;
         }
         fk_launch(kc, f, (units + per_block - 1) / per_block,

@@ -213,6 +213,15 @@ enum { N_OFF = 1, N_ON = 2, N_BOTH = 3 };
 
 /* The CUDA-core kernel's shapes at batch 1 (fk_ctx_set_gemv_q_simt): units per warp, warps per block. */
 static const int gq_shapes[][2] = {{1, 4}, {2, 4}, {4, 4}, {1, 2}, {2, 2}, {4, 2}, {1, 1}, {2, 1}, {4, 1}};
+/* Whether gemv_q.cu builds P units per warp for this matrix: one unit always; more where a chunk's scale is not
+ * loaded per chunk (int8 one scale per row; int4 with at most 32 groups of a power-of-two number of chunks and
+ * K/8 % 32 == 0); 4 only where K is whole rounds of 6 chunks per lane (K % 1536 == 0). */
+static int gq_built(frigg_dtype dt, int K, int group, int P) {
+    const int ng = group ? K / group : 1, cpg = (group ? group : K) / 8;
+    const int per_chunk = !(dt == FRIGG_DT_INT8 && ng == 1) &&
+                          !(dt == FRIGG_DT_INT4 && ng <= 32 && (cpg & (cpg - 1)) == 0 && (K / 8) % 32 == 0);
+    return P == 1 || (!per_chunk && (P == 2 || K % 1536 == 0));
+}
 
 static void test_gemv(frigg_pool *pool, frigg_dtype dt, int O, int K, int group, int epis, int norms) {
     char what[160];
@@ -264,7 +273,7 @@ static void test_gemv(frigg_pool *pool, frigg_dtype dt, int O, int K, int group,
                     ct_from_dev(o, (size_t)B * cols, k ? simt : got);
                 }
                 /* batch 1 on CUDA cores: every number of units per warp and warps per block gives the same bits
-                 * (four units exist only where K is whole 6-chunk rounds, K % 1536 == 0, and are refused elsewhere) */
+                 * where it is built (gq_built), and is refused where it is not */
                 if (im == 0 && B == 1)
                     for (size_t v = 0; v < sizeof gq_shapes / sizeof gq_shapes[0]; v++) {
                         const int P = gq_shapes[v][0], nw = gq_shapes[v][1];
@@ -274,9 +283,9 @@ static void test_gemv(frigg_pool *pool, frigg_dtype dt, int O, int K, int group,
                         CHECK(fk_ctx_set_gemv_q_simt(kc, P, nw) == 0, "%s", frigg_error());
                         int rc = fk_gemv(kc, &dQ, dx, 1, norm, 1e-6f, epi, o, 0);
                         CHECK(fk_ctx_set_gemv_q_simt(kc, 0, 0) == 0, "%s", frigg_error());
-                        if (P == 4 && K % 1536) {
+                        if (!gq_built(dt, K, group, P)) {
                             CHECK(rc == -1 && strstr(frigg_error(), "units per warp"),
-                                  "gemv %s %dx%d: 4 units per warp at K %d accepted (%s)", dn, O, K, K, frigg_error());
+                                  "gemv %s g%d %dx%d: %d units per warp accepted (%s)", dn, group, O, K, P, frigg_error());
                             continue;
                         }
                         CHECK(rc == 0, "%s", frigg_error());
@@ -435,9 +444,9 @@ static void test_qkv(frigg_pool *pool, frigg_dtype dt, int D, int hd, int group)
                 int rc = fk_gemv_qkv(kc, &dQ, dx, 1, 1e-6f, g[1], &qa, 0);
                 CHECK(fk_ctx_set_gemv_q_simt(kc, 0, 0) == 0, "%s", frigg_error());
                 fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_AUTO);
-                if (P == 4 && D % 1536) {
+                if (!gq_built(dt, D, group, P)) {
                     CHECK(rc == -1 && strstr(frigg_error(), "units per warp"),
-                          "gemv_qkv %s %d/%d: 4 units per warp at K %d accepted (%s)", dn, D, hd, D, frigg_error());
+                          "gemv_qkv %s g%d %d/%d: %d units per warp accepted (%s)", dn, group, D, hd, P, frigg_error());
                 } else {
                     CHECK(rc == 0, "%s", frigg_error());
                     bits_from_dev(g[1], (size_t)TB * O, vg);
