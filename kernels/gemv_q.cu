@@ -117,11 +117,21 @@ __global__ void __launch_bounds__(GQ_WARPS * 32)
     load(lane);
     gemv_pre pre = {0, 0, 0, 0.0f, false, false};
     pdl_wait();
-    /* the residual of (unit lane / B, batch row lane % B), read by the lane that stores it */
-    if (EPI == FK_GEMV_RESID && lane < P * B) {
+    /* Lane p * B + b stores (unit p, batch row b): its unit and first row, picked once (unrolled selects, no
+     * indexing of the register arrays by a variable), so that every storing lane runs one epilogue at once.
+     * Right after the wait it loads its epilogue's operands, RESID's residual and QKV's cache slot and RoPE
+     * factors, whose latency then hides behind the dot products instead of following the reduction. */
+    int st_p = -1, st_row = 0; /* the unit this lane stores (-1: none), its first row */
 #pragma unroll
-        for (int p = 0; p < P; p++)
-            if (lane / B == p && valid[p]) gemv_preload_resid<EPI>(pre, rows[p][0], lane % B, O, out);
+    for (int p = 0; p < P; p++)
+        if (lane / B == p && lane < P * B && valid[p]) {
+            st_p = p;
+            st_row = rows[p][0];
+        }
+    const int st_b = lane % B;
+    if (st_p >= 0) {
+        if (EPI == FK_GEMV_RESID) gemv_preload_resid<EPI>(pre, st_row, st_b, O, out);
+        else if (EPI == FK_GEMV_QKV) pre = gemv_preload<EPI>(st_row, st_b, O, qa);
     }
     const uint4 *xv = (const uint4 *)x;
     if (NORM) xv = stage_norm<B>(xv, nch, K, eps, xs, scratch);
@@ -167,12 +177,16 @@ __global__ void __launch_bounds__(GQ_WARPS * 32)
         for (int r = 0; r < R; r++)
 #pragma unroll
             for (int b = 0; b < B; b++) acc[p][r][b] = warp_sum(acc[p][r][b]);
+    float a1 = 0.0f, a2 = 0.0f;
 #pragma unroll
     for (int p = 0; p < P; p++)
 #pragma unroll
         for (int b = 0; b < B; b++)
-            if (lane == p * B + b && valid[p])
-                gemv_store<EPI>(unit0 + p, rows[p][0], b, acc[p][0][b], acc[p][R - 1][b], O, out, qa, pre);
+            if (lane == p * B + b) {
+                a1 = acc[p][0][b];
+                a2 = acc[p][R - 1][b];
+            }
+    if (st_p >= 0) gemv_store<EPI>(unit0 + st_p, st_row, st_b, a1, a2, O, out, qa, pre);
 }
 
 /* Rows [0, n) of W (already offset to the first row) as bf16 into out [n][K]: one 8-weight chunk per thread
@@ -297,25 +311,23 @@ static int q_use_tc(const fk_ctx *kc, int B, int O, int K, int epi) {
 }
 
 /* Units per warp and warps per block of a launch of n rows over `units` output units: the context's forced pair
- * (a tuning hook, fk_ctx_set_gemv_q_simt; the bits do not depend on it), else blocks of GQ_WARPS warps and, at
- * batch 1, the most units per warp (4, 2, 1) that still leave at least GQ_BLOCKS_PER_SM blocks per SM: fewer
- * warps pay the fixed work per warp fewer times, but a grid of fewer blocks than that leaves SMs with less work
- * than others, and fewer loads in flight. */
-#define GQ_BLOCKS_PER_SM 2
+ * (a tuning hook, fk_ctx_set_gemv_q_simt; the bits do not depend on it), else by what kernels/dev/gemv_q measured
+ * at batch 1 (benchmarks/h200-2026-12-06/): rows of 16-chunk rounds (down_proj) two units per warp in blocks of
+ * two warps; a matrix of at least GQ_WIDE_UNITS units per SM (the lm_head) four per warp; every other shape one
+ * unit per warp in blocks of GQ_WARPS, where more units per warp left SMs with fewer warps to hide the
+ * loads behind (gqkv, o_proj) or gained nothing. */
+#define GQ_WIDE_UNITS 1024
 static void gq_shape(const fk_ctx *kc, int n, int load, int shrt, int units, int *P, int *warps) {
-    *warps = kc->gq_warps ? kc->gq_warps : GQ_WARPS;
     *P = 1;
-    if (n != 1) return;
-    if (kc->gq_units) { /* where it is not built (the per-chunk scale layout, 4 units at long rounds): refused */
+    *warps = GQ_WARPS;
+    if (n == 1 && kc->gq_units) /* where it is not built (a scale per chunk, 4 units at long rounds): refused */
         *P = kc->gq_units;
-        return;
-    }
-    if (load) return;
-    for (int p = shrt ? 4 : 2; p > 1; p /= 2)
-        if ((long long)units >= (long long)p * *warps * GQ_BLOCKS_PER_SM * kc->sms) {
-            *P = p;
-            return;
-        }
+    else if (n == 1 && !load && !shrt) {
+        *P = 2;
+        *warps = 2;
+    } else if (n == 1 && !load && units >= GQ_WIDE_UNITS * kc->sms)
+        *P = 4;
+    if (kc->gq_warps) *warps = kc->gq_warps;
 }
 
 static int q_launch_simt(const fk_ctx *kc, const frigg_mat *W, const qgeom &g, const uint16_t *x, int B, int norm_in,
