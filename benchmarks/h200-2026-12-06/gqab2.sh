@@ -9,7 +9,8 @@
 # 2. test_cuda_gemv_q (every shape against the default's bits, the refusals, the CPU ops).
 # 3. The full-size random model (make_fixtures.py --mimir-size) quantized to int8 and int4 g128; frigg-bench matrix
 #    --builds over the three with --dequant-rows off (the stored weights at every batch) at batch 1 and 2, ctx 512,
-#    arms alternated twice (builds.jsonl, each row tagged with its arm and rep).
+#    arms alternated twice (builds.jsonl, each row tagged with its arm and rep; ab-summary.txt by
+#    benchmarks/h200-2026-12-04/ab_builds.py).
 # 4. test_cuda_engine (FRIGG_QUICK=1) where time is left.
 # Run on the GPU host from the project root with .deps and .devrun carried: .devrun/base-src.tar.xz is
 # `git archive 61c6073 -- . ':!benchmarks' ':!golden' | xz`, .devrun/mimir-tok.json.xz
@@ -63,6 +64,7 @@ for rep in 1 2; do
     el "builds $arm $rep"
   done
 done
+python3 benchmarks/h200-2026-12-04/ab_builds.py $R/builds.jsonl > $R/ab-summary.txt 2>&1
 if [ $(left) -gt 60 ]; then
   ( FRIGG_QUICK=1 FRIGG_ROOT=$ROOT FRIGG_BIN=$N/bin timeout $(( $(left) - 15 )) $N/tests/test_cuda_engine > /tmp/tce.log 2>&1
     echo "test_cuda_engine rc $?" >> /tmp/tce.log )
