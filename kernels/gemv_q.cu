@@ -119,8 +119,11 @@ __global__ void __launch_bounds__(GQ_WARPS * 32)
     pdl_wait();
     /* Lane p * B + b stores (unit p, batch row b): its unit and first row, picked once (unrolled selects, no
      * indexing of the register arrays by a variable), so that every storing lane runs one epilogue at once.
-     * Right after the wait it loads its epilogue's operands, RESID's residual and QKV's cache slot and RoPE
-     * factors, whose latency then hides behind the dot products instead of following the reduction. */
+     * Right after the wait it loads its epilogue's operands, RESID's residual and, at batch 1, QKV's cache slot
+     * and RoPE factors, whose latency then hides behind the dot products instead of following the reduction
+     * (int4 gqkv 5.43 against 5.74 us on an H100, benchmarks/h100-2026-12-06/gqab2/). At batch 2 the QKV ones
+     * are not: holding them took the int4 kernel from 80 to 90 registers, 6 to 5 blocks per SM, so its 768
+     * blocks no longer fit in one wave (decode 0.984x the kernel without them, the same file). */
     int st_p = -1, st_row = 0; /* the unit this lane stores (-1: none), its first row */
 #pragma unroll
     for (int p = 0; p < P; p++)
@@ -131,7 +134,7 @@ __global__ void __launch_bounds__(GQ_WARPS * 32)
     const int st_b = lane % B;
     if (st_p >= 0) {
         if (EPI == FK_GEMV_RESID) gemv_preload_resid<EPI>(pre, st_row, st_b, O, out);
-        else if (EPI == FK_GEMV_QKV) pre = gemv_preload<EPI>(st_row, st_b, O, qa);
+        else if (EPI == FK_GEMV_QKV && B == 1) pre = gemv_preload<EPI>(st_row, st_b, O, qa);
     }
     const uint4 *xv = (const uint4 *)x;
     if (NORM) xv = stage_norm<B>(xv, nch, K, eps, xs, scratch);

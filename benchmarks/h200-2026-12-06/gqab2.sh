@@ -1,8 +1,9 @@
 #!/bin/bash
-# One GPU: the quantized CUDA-core GEMV at batch 1 with its epilogue operands loaded right after the PDL wait (QKV
-# too), one epilogue pass for all the units of a warp, and units per warp by shape (gemv_q.cu's gq_shape: two per
-# warp in blocks of two for down_proj's long rows, four for the lm_head, one elsewhere), against 61c6073 ("base",
-# one unit per warp, the QKV operands loaded after the reduction).
+# One GPU: the quantized CUDA-core GEMV with its epilogue operands loaded right after the PDL wait (QKV's at batch 1
+# only: GQAB_SKIP_DEV=1 leaves out step 1 and the base's dev build), one epilogue pass for all the units of a warp,
+# and at batch 1 units per warp by shape (gemv_q.cu's gq_shape: two per warp in blocks of two for down_proj's long
+# rows, four for the lm_head, one elsewhere), against 61c6073 ("base", one unit per warp, the QKV operands loaded
+# after the reduction).
 # 1. kernels/dev/gemv_q --quick --no-prefill (gemv_q.txt): every shape of units per warp and warps per block at
 #    batch 1 beside the default simt, auto, tc and bf16, checked bit for bit against the bf16 kernel; the same
 #    program of the base tree (gemv_q-base.txt).
@@ -35,17 +36,21 @@ fpid=$!
   echo "new rc $?" >> /tmp/build-new.log ) &
 npid=$!
 ( cd /tmp/base && make -j4 DEPS_ROOT=.deps/root CUDA_ARCHS=90 BUILD=b BIN=b/bin b/bin/frigg-bench > /tmp/build-base.log 2>&1
-  echo "base rc $?" >> /tmp/build-base.log; make -j4 DEPS_ROOT=.deps/root CUDA_ARCHS=90 BUILD=b BIN=b/bin b/dev/gemv_q \
+  echo "base rc $?" >> /tmp/build-base.log; [ -n "$GQAB_SKIP_DEV" ] || make -j4 DEPS_ROOT=.deps/root CUDA_ARCHS=90 BUILD=b BIN=b/bin b/dev/gemv_q \
   > /tmp/build-base-dev.log 2>&1; echo "base dev rc $?" >> /tmp/build-base.log ) &
 bpid=$!
 wait $npid; tail -qn1 /tmp/build-new.log | tee -a $R/log.txt
 [ -x $N/dev/gemv_q ] || { tail -30 /tmp/build-new.log | tee -a $R/log.txt; exit 1; }
 el "built new"
-timeout 150 $N/dev/gemv_q --quick --no-prefill > $R/gemv_q.txt 2>&1
-el "dev gemv_q rc $?"
+if [ -z "$GQAB_SKIP_DEV" ]; then
+  timeout 150 $N/dev/gemv_q --quick --no-prefill > $R/gemv_q.txt 2>&1
+  el "dev gemv_q rc $?"
+fi
 wait $bpid; tail -qn2 /tmp/build-base.log | tee -a $R/log.txt
-timeout 100 $P/dev/gemv_q --quick --no-prefill > $R/gemv_q-base.txt 2>&1
-el "base dev gemv_q rc $?"
+if [ -z "$GQAB_SKIP_DEV" ]; then
+  timeout 100 $P/dev/gemv_q --quick --no-prefill > $R/gemv_q-base.txt 2>&1
+  el "base dev gemv_q rc $?"
+fi
 wait $fpid; tail -1 /tmp/fixture.log | tee -a $R/log.txt; cp /tmp/tokenizer.json /tmp/mimir/tokenizer.json
 el fixture
 ( nice timeout 150 $N/bin/frigg-quantize /tmp/mimir /tmp/m8 --method int8 --threads 8 > /tmp/q.txt 2>&1; echo "int8 rc $?" >> /tmp/q.txt
