@@ -13,9 +13,10 @@
  *   The products are on the tensor cores, so a weight costs its load and dq_chunk whatever the batch size.
  *   Bit for bit the tc bf16 GEMV on the dequantized matrix.
  * - simt: this file's kernel, gemv.cu's CUDA-core kernel with the weight load replaced: one warp per output
- *   unit (a row, or the pair the SwiGLU or QKV epilogue needs), lane l taking the 8-weight chunks l, l+32,
- *   l+64, ... in increasing order, each chunk dequantized and multiplied by the same dot8 (in the same order),
- *   then warp_sum and gemv_common.cuh's epilogues. Bit for bit the simt bf16 GEMV on the dequantized matrix.
+ *   unit (a row, or the pair the SwiGLU or QKV epilogue needs; at batch 1 two or four units, gq_shape), lane l
+ *   taking the 8-weight chunks l, l+32, l+64, ... in increasing order, each chunk dequantized and multiplied by
+ *   the same dot8 (in the same order), then warp_sum and gemv_common.cuh's epilogues. Bit for bit the simt bf16
+ *   GEMV on the dequantized matrix, whatever the units per warp.
  *   Its products are fp32 FMAs on the CUDA cores, one per weight and batch row, so it pays as the batch grows
  *   (benchmarks/h200-2026-12-03/bringup/: 0.38x the bf16 engine at batch 8): it runs one or two rows per
  *   launch, a larger batch in several launches (GQ_SIMT_ROWS). It also serves K > 4096.
@@ -315,10 +316,12 @@ static int q_use_tc(const fk_ctx *kc, int B, int O, int K, int epi) {
 
 /* Units per warp and warps per block of a launch of n rows over `units` output units: the context's forced pair
  * (a tuning hook, fk_ctx_set_gemv_q_simt; the bits do not depend on it), else by what kernels/dev/gemv_q measured
- * at batch 1 (benchmarks/h200-2026-12-06/): rows of 16-chunk rounds (down_proj) two units per warp in blocks of
- * two warps; a matrix of at least GQ_WIDE_UNITS units per SM (the lm_head) four per warp; every other shape one
- * unit per warp in blocks of GQ_WARPS, where more units per warp left SMs with fewer warps to hide the
- * loads behind (gqkv, o_proj) or gained nothing. */
+ * at batch 1 on an H100 (benchmarks/h100-2026-12-06/gqab/gemv_q.txt, us per launch, int8 / int4 g128):
+ * rows of 16-chunk rounds (down_proj) two units per warp in blocks of two warps (5.70 against 6.53 / 4.86 against
+ * 5.08 at one unit); a matrix of at least GQ_WIDE_UNITS units per SM (the lm_head) four per warp (133.5 against
+ * 141.6, int8); every other shape one unit per warp in blocks of GQ_WARPS, where more units per warp lost (gqkv
+ * 7.21 at four units against 6.40, o_proj 3.85 at two against 3.29: fewer warps on each SM to hide the loads
+ * behind) or gained little (gate_up). */
 #define GQ_WIDE_UNITS 1024
 static void gq_shape(const fk_ctx *kc, int n, int load, int shrt, int units, int *P, int *warps) {
     *P = 1;
