@@ -377,35 +377,6 @@ static void test_gemv(frigg_pool *pool, frigg_dtype dt, int O, int K, int group,
 
 /* fk_gemv_qkv on a quantized [4D][D] gqkv (heads of hd): against the fused bf16 kernel on the dequantized
  * matrix (bit for bit) and the CPU ops (tolerance). */
-/* test_qkv's operands and output slots: slot k's gate rows g, q and both caches on the device, and their bits
- * copied back (hg, hq, hk, hv). */
-typedef struct {
-    const uint16_t *x, *cs, *sn;
-    const int32_t *seq, *pos;
-    long long seq_stride;
-    int max_ctx, hd, O, D;
-    size_t cache;
-    uint16_t *g[3], *q[3], *k[3], *v[3];
-    uint16_t *hg[3], *hq[3], *hk[3], *hv[3];
-} qkv_slots;
-/* fk_gemv_qkv of W on B rows under implementation impl into slot k, its outputs poisoned first and copied back
- * after: the call's status. */
-static int qkv_pass(const qkv_slots *s, int k, const frigg_mat *W, int impl, int B) {
-    ct_poison(s->g[k], (size_t)TB * s->O);
-    ct_poison(s->q[k], (size_t)TB * s->D);
-    ct_poison(s->k[k], s->cache);
-    ct_poison(s->v[k], s->cache);
-    fk_qkv_epi qa = {s->cs, s->sn, s->seq, s->pos, s->q[k], s->k[k], s->v[k], s->seq_stride, s->max_ctx, s->hd};
-    fk_ctx_set_gemv_impl(kc, impl);
-    int rc = fk_gemv_qkv(kc, W, s->x, B, 1e-6f, s->g[k], &qa, 0);
-    fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_AUTO);
-    bits_from_dev(s->g[k], (size_t)TB * s->O, s->hg[k]);
-    bits_from_dev(s->q[k], (size_t)TB * s->D, s->hq[k]);
-    bits_from_dev(s->k[k], s->cache, s->hk[k]);
-    bits_from_dev(s->v[k], s->cache, s->hv[k]);
-    return rc;
-}
-
 static void test_qkv(frigg_pool *pool, frigg_dtype dt, int D, int hd, int group) {
     const int O = 4 * D, max_ctx = 64, H = D / hd;
     const char *dn = frigg_dtype_name(dt);
@@ -425,11 +396,9 @@ static void test_qkv(frigg_pool *pool, frigg_dtype dt, int D, int hd, int group)
     size_t cache = (size_t)TB * seq_stride;
     uint16_t *dx = ct_to_dev(x, (size_t)TB * D), *dcs = ct_to_dev(cs, (size_t)max_ctx * hd), *dsn = ct_to_dev(sn, (size_t)max_ctx * hd);
     int32_t *dseq = dev_copy(seq, sizeof seq), *dpos = dev_copy(pos, sizeof pos);
-    /* slot 0: the quantized kernel; 1: the fused bf16 kernel on the dequantized matrix; 2: the quantized kernel
-     * in another shape (units per warp, warps per block) */
-    uint16_t *g[3], *q[3], *kcache[3], *vcache[3];
-    uint16_t *hg[3], *hq[3], *hk[3], *hv[3];
-    for (int k = 0; k < 3; k++) {
+    uint16_t *g[2], *q[2], *kcache[2], *vcache[2];
+    uint16_t *hg[2], *hq[2], *hk[2], *hv[2];
+    for (int k = 0; k < 2; k++) {
         cudaMalloc((void **)&g[k], (size_t)TB * O * 2);
         cudaMalloc((void **)&q[k], (size_t)TB * D * 2);
         cudaMalloc((void **)&kcache[k], cache * 2);
@@ -439,43 +408,76 @@ static void test_qkv(frigg_pool *pool, frigg_dtype dt, int D, int hd, int group)
         hk[k] = malloc(cache * 2);
         hv[k] = malloc(cache * 2);
     }
-    qkv_slots sl = {dx, dcs, dsn, dseq, dpos, seq_stride, max_ctx, hd, O, D, cache, {0}, {0}, {0}, {0}, {0}, {0}, {0}, {0}};
-    for (int k = 0; k < 3; k++) {
-        sl.g[k] = g[k];
-        sl.q[k] = q[k];
-        sl.k[k] = kcache[k];
-        sl.v[k] = vcache[k];
-        sl.hg[k] = hg[k];
-        sl.hq[k] = hq[k];
-        sl.hk[k] = hk[k];
-        sl.hv[k] = hv[k];
-    }
     float *ref = malloc(sizeof(float) * TB * D), *gotf = malloc(sizeof(float) * TB * D);
     for (int im = 0; im < 2; im++)
     for (int B = 1; B <= TB; B++) {
         const int impl = im ? FK_GEMV_IMPL_TC : FK_GEMV_IMPL_SIMT;
         const char *in = fk_gemv_impl_name(impl);
-        for (int k = 0; k < 2; k++) /* k 0: quantized; 1: the fused bf16 kernel of that implementation, dequantized */
-            CHECK(qkv_pass(&sl, k, k ? &dB : &dQ, impl, B) == 0, "%s", frigg_error());
-        /* batch 1 on CUDA cores: each number of units per warp and warps per block where it is built (gq_built),
-         * the default's bits (slot 2); refused where it is not */
+        for (int k = 0; k < 2; k++) { /* k 0: quantized; 1: the fused bf16 kernel of that implementation, dequantized */
+            ct_poison(g[k], (size_t)TB * O);
+            ct_poison(q[k], (size_t)TB * D);
+            ct_poison(kcache[k], cache);
+            ct_poison(vcache[k], cache);
+            fk_qkv_epi qa = {dcs, dsn, dseq, dpos, q[k], kcache[k], vcache[k], seq_stride, max_ctx, hd};
+            fk_ctx_set_gemv_impl(kc, impl);
+            CHECK(fk_gemv_qkv(kc, k ? &dB : &dQ, dx, B, 1e-6f, g[k], &qa, 0) == 0, "%s", frigg_error());
+            fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_AUTO);
+            bits_from_dev(g[k], (size_t)TB * O, hg[k]);
+            bits_from_dev(q[k], (size_t)TB * D, hq[k]);
+            bits_from_dev(kcache[k], cache, hk[k]);
+            bits_from_dev(vcache[k], cache, hv[k]);
+        }
+        /* batch 1 on CUDA cores: each number of units per warp and warps per block, the default's bits (k 1's
+         * buffers take its results now that the comparison above is made below from hg/hq/hk/hv[0] and [1]) */
         if (im == 0 && B == 1)
             for (size_t v = 0; v < sizeof gq_shapes / sizeof gq_shapes[0]; v++) {
                 const int P = gq_shapes[v][0], nw = gq_shapes[v][1];
+                uint16_t *vg = malloc((size_t)TB * O * 2), *vq = malloc((size_t)TB * D * 2), *vk = malloc(cache * 2),
+                         *vv = malloc(cache * 2);
+                ct_poison(g[1], (size_t)TB * O);
+                ct_poison(q[1], (size_t)TB * D);
+                ct_poison(kcache[1], cache);
+                ct_poison(vcache[1], cache);
+                fk_qkv_epi qa = {dcs, dsn, dseq, dpos, q[1], kcache[1], vcache[1], seq_stride, max_ctx, hd};
+                fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_SIMT);
                 CHECK(fk_ctx_set_gemv_q_simt(kc, P, nw) == 0, "%s", frigg_error());
-                int rc = qkv_pass(&sl, 2, &dQ, FK_GEMV_IMPL_SIMT, 1);
+                int rc = fk_gemv_qkv(kc, &dQ, dx, 1, 1e-6f, g[1], &qa, 0);
                 CHECK(fk_ctx_set_gemv_q_simt(kc, 0, 0) == 0, "%s", frigg_error());
+                fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_AUTO);
                 if (!gq_built(dt, D, group, P)) {
                     CHECK(rc == -1 && strstr(frigg_error(), "units per warp"),
                           "gemv_qkv %s g%d %d/%d: %d units per warp accepted (%s)", dn, group, D, hd, P, frigg_error());
-                    continue;
+                } else {
+                    CHECK(rc == 0, "%s", frigg_error());
+                    bits_from_dev(g[1], (size_t)TB * O, vg);
+                    bits_from_dev(q[1], (size_t)TB * D, vq);
+                    bits_from_dev(kcache[1], cache, vk);
+                    bits_from_dev(vcache[1], cache, vv);
+                    CHECK(first_diff(vg, hg[0], D) < 0 && first_diff(vq, hq[0], D) < 0 && first_diff(vk, hk[0], cache) < 0 &&
+                              first_diff(vv, hv[0], cache) < 0,
+                          "gemv_qkv %s %d/%d: simt with %d units per warp, %d warps per block differs from the default's bits",
+                          dn, D, hd, P, nw);
                 }
-                CHECK(rc == 0, "%s", frigg_error());
-                CHECK(first_diff(hg[2], hg[0], D) < 0 && first_diff(hq[2], hq[0], D) < 0 &&
-                          first_diff(hk[2], hk[0], cache) < 0 && first_diff(hv[2], hv[0], cache) < 0,
-                      "gemv_qkv %s %d/%d: simt with %d units per warp, %d warps per block differs from the default's bits",
-                      dn, D, hd, P, nw);
+                free(vg);
+                free(vq);
+                free(vk);
+                free(vv);
             }
+        /* k 1's buffers again: the fused bf16 kernel, for the comparisons below */
+        if (im == 0 && B == 1) {
+            ct_poison(g[1], (size_t)TB * O);
+            ct_poison(q[1], (size_t)TB * D);
+            ct_poison(kcache[1], cache);
+            ct_poison(vcache[1], cache);
+            fk_qkv_epi qa = {dcs, dsn, dseq, dpos, q[1], kcache[1], vcache[1], seq_stride, max_ctx, hd};
+            fk_ctx_set_gemv_impl(kc, impl);
+            CHECK(fk_gemv_qkv(kc, &dB, dx, B, 1e-6f, g[1], &qa, 0) == 0, "%s", frigg_error());
+            fk_ctx_set_gemv_impl(kc, FK_GEMV_IMPL_AUTO);
+            bits_from_dev(g[1], (size_t)TB * O, hg[1]);
+            bits_from_dev(q[1], (size_t)TB * D, hq[1]);
+            bits_from_dev(kcache[1], cache, hk[1]);
+            bits_from_dev(vcache[1], cache, hv[1]);
+        }
         int gate_same = 1;
         for (int b = 0; b < B; b++) gate_same &= first_diff(hg[0] + (size_t)b * O, hg[1] + (size_t)b * O, D) < 0;
         CHECK(gate_same, "gemv_qkv %s %s %d/%d B=%d: gate rows differ from the fused bf16 kernel's", dn, in, D, hd, B);
@@ -502,7 +504,7 @@ static void test_qkv(frigg_pool *pool, frigg_dtype dt, int D, int hd, int group)
             ct_expect_close(what, gotf, ref, (size_t)B * D, sec == 1 || sec == 2 ? 0.51 : 0.3);
         }
     }
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 2; k++) {
         cudaFree(g[k]);
         cudaFree(q[k]);
         cudaFree(kcache[k]);
