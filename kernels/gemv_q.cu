@@ -317,8 +317,8 @@ static int q_use_tc(const fk_ctx *kc, int B, int O, int K, int epi) {
 /* Units per warp and warps per block of a launch of n rows over `units` output units: the context's forced pair
  * (a tuning hook, fk_ctx_set_gemv_q_simt; the bits do not depend on it), else by what kernels/dev/gemv_q measured
  * at batch 1 on an H100 (benchmarks/h100-2026-12-06/gqab/gemv_q.txt, us per launch, int8 / int4 g128):
- * rows of 16-chunk rounds (down_proj) two units per warp in blocks of two warps (5.70 against 6.53 / 4.86 against
- * 5.08 at one unit); a matrix of at least GQ_WIDE_UNITS units per SM (the lm_head) four per warp (133.5 against
+ * rows that are not whole rounds of 6 chunks per lane (down_proj's K 4096 takes one round of 16) two units per
+ * warp in blocks of two warps (5.70 against 6.53 / 4.86 against 5.08 at one unit); a matrix of at least GQ_WIDE_UNITS units per SM (the lm_head) four per warp (133.5 against
  * 141.6, int8); every other shape one unit per warp in blocks of GQ_WARPS, where more units per warp lost (gqkv
  * 7.21 at four units against 6.40, o_proj 3.85 at two against 3.29: fewer warps on each SM to hide the loads
  * behind) or gained little (gate_up). */
@@ -353,7 +353,7 @@ static int q_launch_simt(const fk_ctx *kc, const frigg_mat *W, const qgeom &g, c
         gemv_q_fn f = pick_q_any(W->dtype, n, P, norm_in, epi, gq_short(K), load);
         if (!f) {
             frigg_set_error("gemv_q: %d units per warp are not built for this matrix (K %d, %s)", P, K,
-                            load ? "a scale per chunk" : "rounds of 16 chunks");
+                            load ? "a scale per chunk" : "not whole rounds of 6 chunks per lane");
             return -1;
         }
         fk_launch(kc, f, (units + per_block - 1) / per_block,
