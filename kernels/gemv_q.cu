@@ -123,8 +123,9 @@ __global__ void __launch_bounds__(GQ_WARPS * 32)
      * Right after the wait it loads its epilogue's operands, RESID's residual and, at batch 1, QKV's cache slot
      * and RoPE factors, whose latency then hides behind the dot products instead of following the reduction
      * (int4 gqkv 5.43 against 5.74 us on an H100, benchmarks/h100-2026-12-06/gqab2/). At batch 2 the QKV ones
-     * are not: holding them took the int4 kernel from 80 to 90 registers, 6 to 5 blocks per SM, so its 768
-     * blocks no longer fit in one wave (decode 0.984x the kernel without them, the same file). */
+     * are not: holding them took the int4 kernel from 75 to 90 registers (ptxas -v,
+     * benchmarks/cpu-checks-2026-12-06/ptxas-gemv_q.txt), 6 to 5 blocks of 128 threads per SM, so its 768 blocks
+     * no longer fit in one wave (decode 0.984x the kernel without them, gqab2/). */
     int st_p = -1, st_row = 0; /* the unit this lane stores (-1: none), its first row */
 #pragma unroll
     for (int p = 0; p < P; p++)
