@@ -18,21 +18,21 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend.h"
-#include "cli.h"
-#include "cpu_ops.h"
-#include "generate.h"
-#include "gpu_state.h"
-#include "model.h"
-#include "model_random.h"
-#include "sampler.h"
-#include "util.h"
+#include "engine/backend.h"
+#include "run/cli.h"
+#include "engine/cpu_ops.h"
+#include "run/generate.h"
+#include "base/gpu_state.h"
+#include "model/model.h"
+#include "model/model_random.h"
+#include "engine/sampler.h"
+#include "base/util.h"
 
 #ifdef FRIGG_CUDA
 #include <cuda_runtime_api.h>
 
 #include "../kernels/kernels.h"
-#include "cuda_backend.h"
+#include "engine/cuda_backend.h"
 #endif
 
 #define BENCH_MAX_BATCH 64 /* the CUDA engine's rows per step */
@@ -1513,7 +1513,7 @@ int main(int argc, char **argv) {
 #else
     if (!strcmp(o.backend, "auto")) o.backend = "cpu";
 #endif
-    /* What cannot run anywhere is said first (a KV dtype the backend does not keep, common/backend.c's rule), then a
+    /* What cannot run anywhere is said first (a KV dtype the backend does not keep, common/engine/backend.c's rule), then a
      * GPU that is not there, before the vram probe or any model is built. */
     for (int k = 0; k < o.nkv; k++)
         if (frigg_backend_check_kv(o.backend, o.kvs[k])) {

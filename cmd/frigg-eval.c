@@ -1,9 +1,9 @@
 /* frigg-eval — evaluations, JSON lines out. Three modes, each on either engine (--backend cpu|cuda):
  *   nll    teacher-forced negative log-likelihood of continuations (JSON lines of token ids in);
  *   kl     a model against a reference, teacher-forced on a text (or on nll's JSON lines): KL(ref || model) per
- *          token, top-1 agreement and both NLLs (common/kl.h, the code frigg-quantize --check runs);
+ *          token, top-1 agreement and both NLLs (common/eval/kl.h, the code frigg-quantize --check runs);
  *   gsm8k  the GSM8K test split, greedy, few-shot or zero-shot or through the chat template, exact match on the
- *          final number (common/gsm8k.h).
+ *          final number (common/eval/gsm8k.h).
  * Every mode runs its sequences through the scheduler (score requests for nll and kl, generation for gsm8k),
  * up to --parallel at once, and prints its lines in input order. See man/frigg-eval.1. */
 #include <errno.h>
@@ -17,18 +17,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "chat.h"
-#include "cli.h"
-#include "config.h"
-#include "generate.h"
-#include "gsm8k.h"
-#include "kl.h"
-#include "model.h"
-#include "nll.h"
-#include "scheduler.h"
-#include "tokenizer.h"
-#include "util.h"
+#include "engine/backend.h"
+#include "chat/chat.h"
+#include "run/cli.h"
+#include "model/config.h"
+#include "run/generate.h"
+#include "eval/gsm8k.h"
+#include "eval/kl.h"
+#include "model/model.h"
+#include "eval/nll.h"
+#include "run/scheduler.h"
+#include "tokenizer/tokenizer.h"
+#include "base/util.h"
 
 #define PROG "frigg-eval"
 /* Sequences scored at once by default: each holds its n * vocab logits for its step (1 MiB per token at

@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "cli.h"
-#include "cpu_ops.h"
-#include "model.h"
-#include "util.h"
+#include "engine/backend.h"
+#include "run/cli.h"
+#include "engine/cpu_ops.h"
+#include "model/model.h"
+#include "base/util.h"
 
 typedef struct {
     const char *backend;

@@ -1,5 +1,5 @@
 /* frigg-quantize — write an int8 or int4 build of an HRM-Text checkpoint in the compressed-tensors
- * "pack-quantized" format (common/ctensors.h: what is written; common/quant.h: how q and the scales are
+ * "pack-quantized" format (common/model/ctensors.h: what is written; common/model/quant.h: how q and the scales are
  * chosen). The source is read through the loader (frigg_model_load: packed, split or sharded, bf16/f16/f32)
  * and streamed a block of rows at a time; OUT is built in a sibling folder and renamed into place, never
  * over an existing OUT. See man/frigg-quantize.1. */
@@ -18,14 +18,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "ctensors.h"
-#include "kl.h"
-#include "model.h"
-#include "quant.h"
-#include "threadpool.h"
-#include "tokenizer.h"
-#include "util.h"
+#include "run/cli.h"
+#include "model/ctensors.h"
+#include "eval/kl.h"
+#include "model/model.h"
+#include "model/quant.h"
+#include "base/threadpool.h"
+#include "tokenizer/tokenizer.h"
+#include "base/util.h"
 
 #define PROG "frigg-quantize"
 #define CHUNK_BYTES (8u << 20) /* packed output bytes per block of rows */
@@ -557,7 +557,7 @@ static char *readme_text(const build_info *b) {
     return s;
 }
 
-/* ---- --check: the build against SRC on a held-out text (common/kl.h, frigg-eval kl's code) ---- */
+/* ---- --check: the build against SRC on a held-out text (common/eval/kl.h, frigg-eval kl's code) ---- */
 
 #define CHECK_PARALLEL 4 /* sequences scored at once, as frigg-eval kl's default */
 #define CHECK_CTX 512    /* tokens per sequence at most, as frigg-eval kl's default --ctx */

@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "cli.h"
-#include "generate.h"
-#include "model.h"
-#include "request.h"
-#include "session.h"
-#include "util.h"
+#include "engine/backend.h"
+#include "run/cli.h"
+#include "run/generate.h"
+#include "model/model.h"
+#include "run/request.h"
+#include "run/session.h"
+#include "base/util.h"
 
 /* --max-line-bytes: a longer line is refused (not truncated) and read past without being held in memory. 16 MiB
  * holds any prompt that fits DFM-Mimir's context many times over. */

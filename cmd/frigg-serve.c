@@ -2,7 +2,7 @@
  * /v1/completions (streamed as OpenAI streams, or not), /v1/models, /health, /metrics (Prometheus text),
  * /tokenize, /detokenize. One engine and scheduler per replica (a GPU of --devices, or a CPU engine of
  * --replicas), each driven by its own thread; a request goes to the least-loaded replica. The wire format
- * is common/oai.c's; this file is HTTP, threads, cancellation, limits and metrics.
+ * is common/run/oai.c's; this file is HTTP, threads, cancellation, limits and metrics.
  *
  * Threads: libmicrohttpd runs a thread per connection. A connection's thread parses the body, submits to a
  * replica's scheduler (thread-safe) and then waits on its job: for the whole response, or chunk by chunk
@@ -31,16 +31,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "cli.h"
-#include "model.h"
-#include "oai.h"
-#include "scheduler.h"
-#include "strbuf.h"
-#include "tokenizer.h"
-#include "util.h"
+#include "engine/backend.h"
+#include "run/cli.h"
+#include "model/model.h"
+#include "run/oai.h"
+#include "run/scheduler.h"
+#include "base/strbuf.h"
+#include "tokenizer/tokenizer.h"
+#include "base/util.h"
 #ifdef FRIGG_CUDA
-#include "cuda_backend.h"
+#include "engine/cuda_backend.h"
 #endif
 
 #define MAX_REPLICAS 16

@@ -14,7 +14,7 @@
 #define FRIGG_KERNELS_DEQUANT_CUH
 
 #include "common.cuh"
-#include "model.h"
+#include "model/model.h"
 
 /* Bytes of one 8-weight chunk, and the word type that holds it. */
 template <int DT> struct qword;

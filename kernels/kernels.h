@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-#include "model.h" /* frigg_mat: the weight descriptors the launchers take (device pointers in w); C linkage */
+#include "model/model.h" /* frigg_mat: the weight descriptors the launchers take (device pointers in w); C linkage */
 
 /* The kernels' context: the device's properties (SM count, PDL and cluster support, how many blocks of each
  * kernel fit an SM) and the kernel choices below, owned by one engine. fk_ctx_create works on the current

@@ -14,8 +14,8 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-#include "cpu_ops.h"
-#include "util.h"
+#include "engine/cpu_ops.h"
+#include "base/util.h"
 #ifdef __cplusplus
 }
 #endif

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
-#include "util.h"
+#include "base/util.h"
 
 static uint64_t ct_rng = CUDA_TEST_SEED;
 static inline float ct_frand(void) { /* uniform [-1, 1) */

@@ -6,19 +6,19 @@
 # Prints one "N passed, N failed" line (tests/run-tests sums it).
 cd "${FRIGG_ROOT:-.}" || exit 1
 allowed='
-common/tok_pretok.c:g_mctx        pcre2 match context: written once under pthread_once, read-only while matching
-common/tok_pretok.c:g_mctx_once   the pthread_once guard of g_mctx
-common/util.c:g_err               frigg_error(): _Thread_local, one slot per thread
-common/cuda_blas_lazy.c:g_once    the pthread_once guard of g: libcublas is loaded once per process (a process-wide library)
-common/cuda_blas_lazy.c:g         the loaded libcublas entry points, written once under g_once, read-only after
+common/tokenizer/tok_pretok.c:g_mctx        pcre2 match context: written once under pthread_once, read-only while matching
+common/tokenizer/tok_pretok.c:g_mctx_once   the pthread_once guard of g_mctx
+common/base/util.c:g_err               frigg_error(): _Thread_local, one slot per thread
+common/engine/cuda_blas_lazy.c:g_once    the pthread_once guard of g: libcublas is loaded once per process (a process-wide library)
+common/engine/cuda_blas_lazy.c:g         the loaded libcublas entry points, written once under g_once, read-only after
 '
 found=$(
     # file scope: a declaration at column 0 that is not a function, typedef, const or extern "C" block
     grep -nE '^(static |extern )?(_Thread_local )?(volatile )?(unsigned |signed )?[A-Za-z_][A-Za-z0-9_]*( [A-Za-z_][A-Za-z0-9_]*)? +\**[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])* *(=[^;(]*)?;' \
-        kernels/*.cu kernels/*.cuh kernels/*.h common/*.c common/*.h |
+        kernels/*.cu kernels/*.cuh kernels/*.h common/*/*.c common/*/*.h |
         grep -vE ':[0-9]+:(typedef|return|using|extern "C")|\bconst\b'
     # function-local statics
-    grep -nE '^[[:space:]]+static [^(]*[;=]' kernels/*.cu kernels/*.cuh common/*.c | grep -vE '\bconst\b|\bconstexpr\b|static_assert'
+    grep -nE '^[[:space:]]+static [^(]*[;=]' kernels/*.cu kernels/*.cuh common/*/*.c | grep -vE '\bconst\b|\bconstexpr\b|static_assert'
 )
 pass=0 fail=0
 printf '%s\n' "$found" | while IFS= read -r line; do

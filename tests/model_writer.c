@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sampler.h"
-#include "util.h"
+#include "engine/sampler.h"
+#include "base/util.h"
 
 tm_spec tm_default(void) {
     tm_spec s = {.vocab = 96, .hidden = 32, .heads = 2, .head_dim = 16, .inter = 48, .layers = 2,

@@ -13,7 +13,7 @@ typedef struct {
     int shards;         /* 0/1: one model.safetensors; 2: two shards + index.json */
     uint64_t seed;
     float lm_scale;     /* multiplies lm_head so greedy decoding is decisive */
-    /* compressed-tensors pack-quantized (common/ctensors.h): the decoder-layer linears with quant_bits (0:
+    /* compressed-tensors pack-quantized (common/model/ctensors.h): the decoder-layer linears with quant_bits (0:
      * BF16, 4 or 8) and quant_group (0: strategy "channel", else "group" of that many inputs); embed_tokens
      * and lm_head with quant_io_bits / quant_io_group (0 bits: BF16, and lm_head is in "ignore"). q and the
      * scales follow compressed-tensors' own minmax rule (tm_quantize). quant_dequant: write instead the

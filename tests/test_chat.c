@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat.h"
+#include "chat/chat.h"
 #include "harness.h"
-#include "pyfmt.h"
-#include "tokenizer.h"
-#include "util.h"
+#include "chat/pyfmt.h"
+#include "tokenizer/tokenizer.h"
+#include "base/util.h"
 
 static void report_diff(const char *name, const char *want, const char *got) {
     size_t i = 0;

@@ -6,11 +6,11 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "backend.h"
+#include "engine/backend.h"
 #include "harness.h"
 #include "model_writer.h"
-#include "sampler.h"
-#include "util.h"
+#include "engine/sampler.h"
+#include "base/util.h"
 
 static const char *g_bin;
 
@@ -172,7 +172,7 @@ int main(void) {
     snprintf(cmd, sizeof cmd, "%s/frigg-run --model '%s' --backend tpu", g_bin, dir);
     CHECK(run(cmd, "", &out) == 2, "unknown backend accepted");
     free(out);
-    /* A malformed number is a usage error in every program, never a silent 0 (common/cli.c). */
+    /* A malformed number is a usage error in every program, never a silent 0 (common/run/cli.c). */
     static const char *bad_numbers[] = {"frigg-run -n 1.5", "frigg-run --threads two", "frigg-eval nll --threads x",
                                         "frigg-parity --min-tf abc golden/fixtures/tiny-packed",
                                         "frigg-parity --max-rel 0.02x golden/fixtures/tiny-packed",

@@ -2,9 +2,9 @@
  * keys, and refusals that name the key. */
 #include <math.h>
 
-#include "config.h"
+#include "model/config.h"
 #include "harness.h"
-#include "util.h"
+#include "base/util.h"
 
 static int parse(frigg_config *c, const char *js) { return frigg_config_parse(c, js, strlen(js), "config.json"); }
 

@@ -24,13 +24,13 @@
 #include <string.h>
 
 #include "harness.h"
-#include "util.h"
+#include "base/util.h"
 
 #ifdef FRIGG_CUDA
 #include <cuda_runtime_api.h>
 
 #include "attn_decode_ref.h"
-#include "backend.h"
+#include "engine/backend.h"
 #include "../kernels/kernels.h"
 
 #define ATTND_AUTO FK_ATTND_AUTO /* the context's default merge mode */

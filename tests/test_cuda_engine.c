@@ -21,14 +21,14 @@
 #include <string.h>
 
 #include "harness.h"
-#include "util.h"
+#include "base/util.h"
 
 #ifdef FRIGG_CUDA
-#include "backend.h"
-#include "sampler.h"
-#include "cpu_ops.h"
-#include "cuda_backend.h"
-#include "model_random.h"
+#include "engine/backend.h"
+#include "engine/sampler.h"
+#include "engine/cpu_ops.h"
+#include "engine/cuda_backend.h"
+#include "model/model_random.h"
 #include "model_writer.h"
 #include "../kernels/kernels.h"
 

@@ -15,13 +15,13 @@
 #include <string.h>
 
 #include "harness.h"
-#include "util.h"
+#include "base/util.h"
 
 #ifdef FRIGG_CUDA
 #include <cuda_runtime_api.h>
 
-#include "backend.h"
-#include "cpu_ops.h"
+#include "engine/backend.h"
+#include "engine/cpu_ops.h"
 #include "../kernels/kernels.h"
 #define CUDA_TEST_SEED 0x2545f4914f6cdd1dull
 #include "cuda_test_util.h"

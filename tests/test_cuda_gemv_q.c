@@ -1,4 +1,4 @@
-/* test_cuda_gemv_q.c — the CUDA kernels for quantized weights (kernels/gemv_q.cu, common/cuda_gemm.c) against
+/* test_cuda_gemv_q.c — the CUDA kernels for quantized weights (kernels/gemv_q.cu, common/engine/cuda_gemm.c) against
  * the CPU ops that define them (cpu_ops.h: frigg_cpu_linear; model.h: frigg_mat_row), on INT8 and INT4
  * matrices in model.h's packed layout with q over the whole code range and random bf16 scales:
  *   - fk_dequant_bf16 equals frigg_mat_row's bf16(q * scale) bit for bit (whole matrices and row ranges;
@@ -28,15 +28,15 @@
 #include <string.h>
 
 #include "harness.h"
-#include "model.h"
-#include "util.h"
+#include "model/model.h"
+#include "base/util.h"
 
 #ifdef FRIGG_CUDA
 #include <cuda_runtime_api.h>
 
-#include "backend.h"
-#include "cpu_ops.h"
-#include "cuda_gemm.h"
+#include "engine/backend.h"
+#include "engine/cpu_ops.h"
+#include "engine/cuda_gemm.h"
 #include "../kernels/kernels.h"
 #define CUDA_TEST_SEED 0x9e3779b97f4a7c15ull
 #include "cuda_test_util.h"

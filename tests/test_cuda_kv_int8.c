@@ -24,16 +24,16 @@
 #include <string.h>
 
 #include "harness.h"
-#include "util.h"
+#include "base/util.h"
 
 #ifdef FRIGG_CUDA
 #include <cuda_runtime_api.h>
 
 #define CUDA_TEST_SEED 0x9E3779B97F4A7C15ull
 #include "attn_decode_ref.h"
-#include "backend.h"
+#include "engine/backend.h"
 #include "cuda_test_util.h"
-#include "cpu_ops.h"
+#include "engine/cpu_ops.h"
 #include "../kernels/kernels.h"
 
 #define S 8 /* sequences: a batch of up to 8 rows, each of its own sequence */

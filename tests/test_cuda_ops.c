@@ -9,14 +9,14 @@
 #include <string.h>
 
 #include "harness.h"
-#include "util.h"
+#include "base/util.h"
 
 #ifdef FRIGG_CUDA
 #include <cuda_runtime_api.h>
 
-#include "backend.h"
-#include "cpu_ops.h"
-#include "sampler.h"
+#include "engine/backend.h"
+#include "engine/cpu_ops.h"
+#include "engine/sampler.h"
 #include "../kernels/kernels.h"
 #define CUDA_TEST_SEED 88172645463325252ull
 #include "cuda_test_util.h"

@@ -25,14 +25,14 @@
 #include <string.h>
 
 #include "harness.h"
-#include "util.h"
+#include "base/util.h"
 
 #ifdef FRIGG_CUDA
 #include <cuda_runtime_api.h>
 
-#include "backend.h"
-#include "config.h"
-#include "cpu_ops.h"
+#include "engine/backend.h"
+#include "model/config.h"
+#include "engine/cpu_ops.h"
 #include "../kernels/kernels.h"
 #define CUDA_TEST_SEED 0x2545F4914F6CDD1Dull
 #include "cuda_test_util.h"

@@ -1,6 +1,6 @@
 /* test_cuda_start.c — a CUDA build starts as light as a CPU-only one: cuBLAS (whose libcublasLt initializers cost
  * ~0.3 s and ~200 MB at load) is not loaded at start, only by the first cuBLAS call, which the CUDA engine makes
- * when it is created (common/cuda_blas_lazy.c); and frigg-run --version, --help, --tokenize and a CPU-backend
+ * when it is created (common/engine/cuda_blas_lazy.c); and frigg-run --version, --help, --tokenize and a CPU-backend
  * generation each peak below 64 MB of resident memory (a CUDA build linked against cuBLAS: ~220 MB). In a
  * CPU-only build the memory checks run and the cuBLAS checks are skipped. Uses $FRIGG_BIN. */
 #include <stdio.h>
@@ -16,7 +16,7 @@
 #endif
 
 #include "harness.h"
-#include "util.h"
+#include "base/util.h"
 
 /* Run argv with stdin from `input` (NULL: /dev/null), stdout and stderr to /dev/null; its exit status, and its peak
  * resident memory in KiB in *kb. */

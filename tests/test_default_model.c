@@ -6,15 +6,15 @@
 #include <jansson.h>
 #include <math.h>
 
-#include "backend.h"
-#include "chat.h"
-#include "cpu_ops.h"
-#include "generate.h"
+#include "engine/backend.h"
+#include "chat/chat.h"
+#include "engine/cpu_ops.h"
+#include "run/generate.h"
 #include "harness.h"
-#include "model.h"
-#include "nll.h"
-#include "tokenizer.h"
-#include "util.h"
+#include "model/model.h"
+#include "eval/nll.h"
+#include "tokenizer/tokenizer.h"
+#include "base/util.h"
 
 #define MARGIN_TOL 0.5
 #define NLL_TOL 0.01

@@ -7,14 +7,14 @@
 #include <math.h>
 #include <sys/stat.h>
 
-#include "backend.h"
-#include "cpu_ops.h"
-#include "generate.h"
+#include "engine/backend.h"
+#include "engine/cpu_ops.h"
+#include "run/generate.h"
 #include "harness.h"
-#include "model.h"
+#include "model/model.h"
 #include "model_writer.h"
-#include "sampler.h"
-#include "util.h"
+#include "engine/sampler.h"
+#include "base/util.h"
 
 static frigg_backend *mk(const frigg_model *m, int threads) {
     frigg_backend_opts o = {.threads = threads, .max_seqs = 2};

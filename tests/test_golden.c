@@ -13,12 +13,12 @@
 #include <jansson.h>
 #include <math.h>
 
-#include "backend.h"
-#include "cpu_ops.h"
-#include "generate.h"
+#include "engine/backend.h"
+#include "engine/cpu_ops.h"
+#include "run/generate.h"
 #include "harness.h"
-#include "model.h"
-#include "util.h"
+#include "model/model.h"
+#include "base/util.h"
 
 #define LOGIT_ABS 0.5    /* HF's own cached vs uncached bf16 logits differ by up to 0.38 here */
 #define LOGIT_REL 0.02

@@ -1,4 +1,4 @@
-/* test_gsm8k — common/gsm8k.h: numbers and their normal form, the gold of every answer in the committed test
+/* test_gsm8k — common/eval/gsm8k.h: numbers and their normal form, the gold of every answer in the committed test
  * split (../shared/data/gsm8k/test.jsonl, skipped with a SKIP line when absent), extraction from real and
  * malformed outputs (GSM8K solutions themselves, the phrasings instruction-tuned models use, what the bundled
  * tiny model writes, outputs with no answer, a "####" with nothing after it, numbers too long to be one),
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gsm8k.h"
+#include "eval/gsm8k.h"
 #include "harness.h"
 
 static void norm_is(const char *in, const char *want) {

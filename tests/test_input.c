@@ -14,14 +14,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "chat.h"
-#include "config.h"
-#include "oai.h"
+#include "chat/chat.h"
+#include "model/config.h"
+#include "run/oai.h"
 #include "harness.h"
-#include "request.h"
-#include "strbuf.h"
-#include "tokenizer.h"
-#include "util.h"
+#include "run/request.h"
+#include "base/strbuf.h"
+#include "tokenizer/tokenizer.h"
+#include "base/util.h"
 
 static int parse(const char *json, frigg_request *r) {
     json_error_t je;

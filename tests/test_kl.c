@@ -1,4 +1,4 @@
-/* test_kl — common/kl.h: the per-token figures against hand-computed values (KL of two known distributions,
+/* test_kl — common/eval/kl.h: the per-token figures against hand-computed values (KL of two known distributions,
  * equal rows give exactly 0, ties pick the lowest id, the NLLs equal frigg_nll_sum's), a text cut into
  * sequences (blank lines skipped, long lines cut into pieces of ctx - 1 after <bos>, the limit, bad input),
  * the tokenizer comparison, and frigg_kl_run on two CPU engines: a small model against its int8 build (KL
@@ -9,14 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "engine/backend.h"
 #include "harness.h"
-#include "kl.h"
-#include "model.h"
+#include "eval/kl.h"
+#include "model/model.h"
 #include "model_writer.h"
-#include "nll.h"
-#include "tokenizer.h"
-#include "util.h"
+#include "eval/nll.h"
+#include "tokenizer/tokenizer.h"
+#include "base/util.h"
 
 static void test_score(void) {
     /* two targets over a 3-token vocabulary; row t-1 predicts token t */

@@ -26,11 +26,11 @@
 #include <jansson.h>
 #include <math.h>
 
-#include "backend.h"
-#include "cpu_ops.h"
+#include "engine/backend.h"
+#include "engine/cpu_ops.h"
 #include "harness.h"
-#include "model.h"
-#include "util.h"
+#include "model/model.h"
+#include "base/util.h"
 
 /* Measured: worst |Δ| 0.53 and |Δ| / max|logit| 0.021 (tiny-sharded, logits spread about ±25), 0.13 and 0.013 on
  * golden/default. The error scales with the logits, so a near-tie is relative too: a step whose bf16-KV top-2

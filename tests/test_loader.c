@@ -5,10 +5,10 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "model.h"
+#include "model/model.h"
 #include "model_writer.h"
-#include "safetensors.h"
-#include "util.h"
+#include "model/safetensors.h"
+#include "base/util.h"
 
 static char *g_tmp;
 

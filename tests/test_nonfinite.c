@@ -10,13 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "generate.h"
+#include "engine/backend.h"
+#include "run/generate.h"
 #include "harness.h"
-#include "model.h"
+#include "model/model.h"
 #include "model_writer.h"
-#include "session.h"
-#include "util.h"
+#include "run/session.h"
+#include "base/util.h"
 
 /* A test model whose tensor `name` is filled with the bf16 value `bits` (0x7FC0 NaN, 0x7F80 +Inf): in rows
  * [r0, r1) of it, or all of it when r1 is 0. */

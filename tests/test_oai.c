@@ -1,4 +1,4 @@
-/* test_oai.c — frigg-serve's wire format (common/oai.c) on what the bundled tiny model never writes by itself: a
+/* test_oai.c — frigg-serve's wire format (common/run/oai.c) on what the bundled tiny model never writes by itself: a
  * well-formed tool call. The text of a made-up result carries calls in DFM-Mimir's syntax; the non-streamed
  * response must give OpenAI tool_calls (name, JSON arguments, ids, finish_reason "tool_calls") with the text
  * around them as content; the streamed chunks, fed the same text in small pieces, must give the same content
@@ -14,12 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "model/config.h"
 #include "harness.h"
-#include "oai.h"
-#include "strbuf.h"
-#include "tokenizer.h"
-#include "util.h"
+#include "run/oai.h"
+#include "base/strbuf.h"
+#include "tokenizer/tokenizer.h"
+#include "base/util.h"
 
 static frigg_tokenizer *tok;
 static frigg_config cfg;

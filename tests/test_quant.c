@@ -1,4 +1,4 @@
-/* test_quant — the quantization rules of common/quant.h and the packing of common/ctensors.h: rounding,
+/* test_quant — the quantization rules of common/model/quant.h and the packing of common/model/ctensors.h: rounding,
  * int8 and int4 round trips within half a step, the clipping search never worse than round-to-nearest on
  * any group and strictly better on heavy-tailed ones, all-zero rows, a row with one huge value, a group
  * that does not divide the row, non-finite weights, and the packed bytes of known vectors. */
@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctensors.h"
+#include "model/ctensors.h"
 #include "harness.h"
-#include "quant.h"
-#include "util.h"
+#include "model/quant.h"
+#include "base/util.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static double urand(void) { /* (0, 1) */

@@ -21,15 +21,15 @@
 #include <math.h>
 #include <sys/stat.h>
 
-#include "backend.h"
-#include "cpu_ops.h"
-#include "generate.h"
+#include "engine/backend.h"
+#include "engine/cpu_ops.h"
+#include "run/generate.h"
 #include "harness.h"
-#include "model.h"
+#include "model/model.h"
 #include "model_writer.h"
-#include "sampler.h"
-#include "threadpool.h"
-#include "util.h"
+#include "engine/sampler.h"
+#include "base/threadpool.h"
+#include "base/util.h"
 
 static char *g_tmp;
 

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_ops.h"
+#include "engine/cpu_ops.h"
 #include "harness.h"
-#include "sampler.h"
-#include "seqgen.h"
+#include "engine/sampler.h"
+#include "run/seqgen.h"
 
 /* Brute-force top-p: keep the most probable tokens, in order, until their mass reaches p. */
 static void brute_top_p(const float *logits, int V, float T, float p, double *out) {

@@ -20,15 +20,15 @@
 #include <jansson.h>
 #include <string.h>
 
-#include "backend.h"
-#include "generate.h"
+#include "engine/backend.h"
+#include "run/generate.h"
 #include "harness.h"
-#include "model.h"
-#include "nll.h"
-#include "scheduler.h"
-#include "session.h"
-#include "tokenizer.h"
-#include "util.h"
+#include "model/model.h"
+#include "eval/nll.h"
+#include "run/scheduler.h"
+#include "run/session.h"
+#include "tokenizer/tokenizer.h"
+#include "base/util.h"
 
 static const char *const MIXED[] = {
     "{\"id\":1,\"prompt\":\"<bos>Der var engang\",\"max_tokens\":24}",

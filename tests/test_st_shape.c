@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "harness.h"
-#include "safetensors.h"
-#include "util.h"
+#include "model/safetensors.h"
+#include "base/util.h"
 
 /* One tensor "t" of the given dtype and shape, with `bytes` bytes of data; parsed; 0 or -1 (frigg_error()). */
 static int parse_one(const char *dtype, const char *shape, size_t bytes) {

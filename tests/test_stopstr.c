@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "harness.h"
-#include "stopstr.h"
-#include "strbuf.h"
-#include "util.h"
+#include "run/stopstr.h"
+#include "base/strbuf.h"
+#include "base/util.h"
 
 /* Whole-output reference: cut at the earliest occurrence of any stop string. */
 static size_t reference_cut(const char *t, size_t n, const char *const *stops, int ns, int *matched) {

@@ -18,9 +18,9 @@
 #include <zlib.h>
 
 #include "harness.h"
-#include "tok_internal.h" /* tok_pretok_count, for the per-code-point regex check */
-#include "tokenizer.h"
-#include "util.h"
+#include "tokenizer/tok_internal.h" /* tok_pretok_count, for the per-code-point regex check */
+#include "tokenizer/tokenizer.h"
+#include "base/util.h"
 
 /* ---- helpers ---- */
 static char *gz_line(gzFile f, size_t *len) {

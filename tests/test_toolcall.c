@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat.h"
+#include "chat/chat.h"
 #include "harness.h"
-#include "seqgen.h"
-#include "tokenizer.h"
-#include "toolcall.h"
-#include "util.h"
+#include "run/seqgen.h"
+#include "tokenizer/tokenizer.h"
+#include "chat/toolcall.h"
+#include "base/util.h"
 
 /* Strings containing the <|"|> delimiter cannot round-trip: the template does not escape it. */
 static int holds_delimiter(const json_t *v) {

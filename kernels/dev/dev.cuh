@@ -7,7 +7,7 @@
 #include <cuda_runtime.h>
 
 extern "C" {
-#include "util.h"
+#include "base/util.h"
 }
 #include "kernels.h"
 

@@ -32,9 +32,9 @@
 #include <vector>
 
 extern "C" {
-#include "cpu_ops.h"
-#include "threadpool.h"
-#include "util.h"
+#include "engine/cpu_ops.h"
+#include "base/threadpool.h"
+#include "base/util.h"
 }
 
 /* ---------------- tc-old: the 16-row-tile tensor-core kernel as of commit 01f8ba6 (gemv_tc.cu) ---------------- */

@@ -35,9 +35,9 @@
 #include <vector>
 
 extern "C" {
-#include "util.h"
+#include "base/util.h"
 }
-#include "cuda_gemm.h"
+#include "engine/cuda_gemm.h"
 
 #define MAXB 16 /* batch rows: fk_gemv's limit (FK_GEMV_MAX_ROWS) */
 static_assert(MAXB == FK_GEMV_MAX_ROWS, "the harness tests every batch size fk_gemv takes");

@@ -19,10 +19,10 @@
 #include <string.h>
 
 extern "C" {
-#include "backend.h"
-#include "gpu_state.h"
-#include "model_random.h"
-#include "util.h"
+#include "engine/backend.h"
+#include "base/gpu_state.h"
+#include "model/model_random.h"
+#include "base/util.h"
 }
 
 typedef struct {

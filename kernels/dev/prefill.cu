@@ -33,13 +33,13 @@
 #include <vector>
 
 extern "C" {
-#include "cpu_ops.h"
-#include "threadpool.h"
-#include "util.h"
+#include "engine/cpu_ops.h"
+#include "base/threadpool.h"
+#include "base/util.h"
 }
 #include "common.cuh"
 #include "dev.cuh"
-#include "cuda_gemm.h"
+#include "engine/cuda_gemm.h"
 #include "kernels.h"
 
 #define FK(call)                                                                \

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "chat.h"
-#include "util.h"
+#include "chat/chat.h"
+#include "base/util.h"
 
 int main(void) {
     char *line = NULL;

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Generate common/unicode_lower_table.c: the single-code-point lower-case mapping of the running
+"""Generate common/chat/unicode_lower_table.c: the single-code-point lower-case mapping of the running
 Python's str.lower(), as runs of (first, count, stride, delta).
 
 Why: the chat template sorts dict keys with Jinja's dictsort, which compares key.lower(); frigg
 must order keys exactly the same way. The two mappings str.lower() does not express as one code
 point (U+0130 -> "i" U+0307, and the context-dependent final sigma of U+03A3) are handled by
-hand in common/pyfmt.c, and this script checks that they are the only ones.
+hand in common/chat/pyfmt.c, and this script checks that they are the only ones.
 
-Usage: python3 scripts/oracle/gen_unicode_lower.py > common/unicode_lower_table.c
+Usage: python3 scripts/oracle/gen_unicode_lower.py > common/chat/unicode_lower_table.c
 """
 import sys
 import unicodedata

@@ -7,7 +7,7 @@ scripts/py/requirements-quant.txt), run by tests/quantize.sh under CI=true.
 1. config.json's quantization_config validates as compressed_tensors.QuantizationConfig (pydantic; unknown
    keys in a scheme or its weights are refused), format pack-quantized, status compressed.
 2. The safetensors file loads with the safetensors library; its metadata holds format "pt" and frigg's keys.
-3. frigg's intended values are recomputed here from SRC with numpy (the rules of common/quant.h, written
+3. frigg's intended values are recomputed here from SRC with numpy (the rules of common/model/quant.h, written
    again independently): q and the bf16 scales of every module. compressed-tensors' own model-free
    decompressor (CompressedTensorsDequantizer.validate: PackedQuantizationCompressor.decompress per module,
    and no quantization parameter left over) must give exactly q * scale (scales upcast to fp32) and exactly
@@ -39,7 +39,7 @@ def check(ok, what):
     return ok
 
 
-# ---- frigg's rules (common/quant.h), independently in numpy ----
+# ---- frigg's rules (common/model/quant.h), independently in numpy ----
 ZERO_SCALE = 0x3C00  # bf16 2**-7
 
 

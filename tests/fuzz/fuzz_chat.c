@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat.h"
-#include "stopstr.h"
-#include "strbuf.h"
-#include "toolcall.h"
+#include "chat/chat.h"
+#include "run/stopstr.h"
+#include "base/strbuf.h"
+#include "chat/toolcall.h"
 
 static void fuzz_parser(const char *text) {
     char *content = NULL;

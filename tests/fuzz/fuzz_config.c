@@ -2,7 +2,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "model/config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     frigg_config c;

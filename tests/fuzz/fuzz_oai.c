@@ -1,5 +1,5 @@
 /* libFuzzer target: one /v1/chat/completions or /v1/completions body through frigg-serve's wire format
- * (common/oai.c): parsing and validation (messages, content parts, tools, tool_choice, stop, logprobs, prompts
+ * (common/run/oai.c): parsing and validation (messages, content parts, tools, tool_choice, stop, logprobs, prompts
  * as text or ids, \u0000 in strings), the chat template, the tokenizer, and — for a body that parses — the
  * response and stream builders on a made-up result whose text comes from the input too (tool-call parsing
  * included): the body's bytes with each \u0000 escape as a NUL byte, so that generated text holding NUL bytes
@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "oai.h"
-#include "tokenizer.h"
-#include "util.h"
+#include "model/config.h"
+#include "run/oai.h"
+#include "tokenizer/tokenizer.h"
+#include "base/util.h"
 
 static frigg_tokenizer *tok;
 static frigg_config cfg;

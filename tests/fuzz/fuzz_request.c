@@ -3,7 +3,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "request.h"
+#include "run/request.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     json_error_t e;

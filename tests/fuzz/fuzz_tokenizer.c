@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 static int valid_utf8(const char *s, size_t n) {
     const unsigned char *u = (const unsigned char *)s;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""make-delta.py HF.txt PCRE2.txt PCRE2_VERSION > common/tok_regex_delta.c
+"""make-delta.py HF.txt PCRE2.txt PCRE2_VERSION > common/tokenizer/tok_regex_delta.c
 
 Each input line is "<hex code point> <five piece counts>" for the probe strings "!!"+c, c+"Aa",
 "a"+c+"a", c+c and "!"+c+"a" split by the fix_mistral_regex pre-tokenizer. The counts identify
