@@ -55,9 +55,9 @@ for src in cmd/*.c kernels/*.h kernels/*.cu kernels/*.cuh kernels/dev/*.cu; do
     done
 done
 # The check itself must be able to fail: the same check on a copy with a planted upward include (the tokenizer
-# reaching an engine) has to report it.
+# reaching an engine) has to report it. (-L: a common/ that is a link, as in a copied tree, is copied, not linked.)
 if [ -z "${LAYERING_INNER:-}" ]; then
-    t=$(mktemp -d) && mkdir -p "$t/cmd" "$t/kernels/dev" && cp -r common "$t/" &&
+    t=$(mktemp -d) && mkdir -p "$t/cmd" "$t/kernels/dev" && cp -RL common "$t/" &&
         echo '#include "engine/backend.h"' >> "$t/common/tokenizer/tokenizer.c"
     if out=$(LAYERING_INNER=1 FRIGG_ROOT=$t sh "$0" 2>&1); then
         bad "a planted include of engine/backend.h in common/tokenizer/ was not found"

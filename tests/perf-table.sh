@@ -1,7 +1,7 @@
 #!/bin/sh
 # The performance tables of README.md and benchmarks/PERFORMANCE.md are what scripts/perf-table writes from the
 # result files they name: a result file added, or a source changed in README_SOURCES, without the tables
-# regenerated (`scripts/perf-table --core --readme README.md`, `scripts/perf-table --readme
+# regenerated (`scripts/perf-table --summary --readme README.md`, `scripts/perf-table --readme
 # benchmarks/PERFORMANCE.md`) fails here. And the check can fail: a table cell edited by hand in a copy is put
 # back by the script, so the copy then differs from what it was given.
 ROOT=${FRIGG_ROOT:-$(pwd)}
@@ -12,7 +12,7 @@ pass=0; fail=0
 ok() { pass=$((pass + 1)); }
 no() { fail=$((fail + 1)); echo "FAIL: $*"; }
 cd "$ROOT" || exit 1
-for pair in "README.md --core" "benchmarks/PERFORMANCE.md"; do
+for pair in "README.md --summary" "benchmarks/PERFORMANCE.md"; do
     set -- $pair
     f=$1; shift
     cp "$f" "$T/doc.md"

@@ -279,4 +279,7 @@ for n, line in enumerate(open(sys.argv[1], encoding="utf-8", errors="replace"), 
 done
 [ "$k" -gt 0 ] || no "$NAME's code blocks hold no command"
 [ "$pass" -gt 0 ] || no "none of $NAME's commands ran"
+# The README is for users and stays short; the measurements' stories go to benchmarks/PERFORMANCE.md.
+n=$(wc -l < "$README")
+if [ "$n" -le "${README_MAX_LINES:-250}" ]; then ok; else no "$NAME has $n lines, more than ${README_MAX_LINES:-250}"; fi
 summary
