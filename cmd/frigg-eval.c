@@ -112,9 +112,11 @@ static int load_config(const char *dir, frigg_config *c) {
     return rc;
 }
 
+/* o NULL: a json_pack that failed (jansson refuses a NaN or an infinity as a real), which the checks before
+ * it are to rule out; an error line rather than a crash if one slips through. */
 static void print_json(json_t *o) {
-    char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17));
-    puts(s);
+    char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+    puts(s ? s : "{\"error\":{\"message\":\"frigg-eval: a line could not be written as JSON (a value is not finite)\"}}");
     fflush(stdout);
     free(s);
     json_decref(o);
@@ -184,9 +186,12 @@ typedef struct {
     json_t *id; /* the line's "id" (a reference), or NULL */
     double nll;
     int scored;
+    char *err; /* the logits were not finite: the line's error */
 } line_ctx;
 
 static void put(runner *r, long k, json_t *out, json_t *id, double nll, int targets, int ok) {
+    /* a NULL out would never be printed and the reading loop would wait for it for ever */
+    if (!out) out = json_pack("{s:{s:s}}", "error", "message", "the answer could not be written as JSON"), ok = 0;
     if (id) json_object_set(out, "id", id);
     r->ans[k % r->cap] = (answer){.out = out, .nll = nll, .targets = targets, .ok = ok};
 }
@@ -197,6 +202,10 @@ static void put_error(runner *r, long k, long lineno, const char *msg, json_t *i
 
 static void on_logits(void *vctx, const float *all, int n, int vocab) {
     line_ctx *lc = vctx;
+    if (frigg_logits_check_finite(all, vocab, n, lc->prefix)) {
+        lc->err = frigg_xstrdup(frigg_error());
+        return;
+    }
     lc->nll = frigg_nll_sum(all, vocab, lc->ids, n, lc->prefix);
     lc->scored = 1;
 }
@@ -204,12 +213,14 @@ static void on_logits(void *vctx, const float *all, int n, int vocab) {
 static void on_done(void *vctx, const frigg_sched_result *res) {
     line_ctx *lc = vctx;
     if (res->error) put_error(lc->r, lc->k, lc->lineno, res->error, lc->id);
+    else if (lc->err) put_error(lc->r, lc->k, lc->lineno, lc->err, lc->id);
     else if (!lc->scored) put_error(lc->r, lc->k, lc->lineno, "not scored (cancelled)", lc->id);
     else
         put(lc->r, lc->k, json_pack("{s:f,s:i}", "nll_sum", lc->nll, "target_tokens", lc->n - lc->prefix), lc->id,
             lc->nll, lc->n - lc->prefix, 1);
     json_decref(lc->id);
     free(lc->ids);
+    free(lc->err);
     free(lc);
 }
 
@@ -290,18 +301,30 @@ static int run_nll(const eval_opts *o, const char *mdir) {
     }
     free(line);
     free(rn.ans);
-    double mean = rn.total_targets ? rn.total / rn.total_targets : 0;
-    json_t *sum = json_pack("{s:{s:s,s:s,s:s,s:s,s:i,s:i,s:f,s:f,s:f}}", "summary", "model", mdir, "backend", b->name,
-                            "kv_dtype", kv_name(b->kv_dtype), "precision", precision_name(o->fp32), "sequences", rn.seqs, "target_tokens", rn.total_targets,
-                            "nll_sum", rn.total, "nll_mean", mean, "perplexity", exp(mean));
-    char *s = json_dumps(sum, JSON_COMPACT);
-    puts(s);
-    free(s);
-    json_decref(sum);
+    int rc = rn.bad;
+    if (!rn.next) { /* no line at all: a summary of nothing would read as a perplexity of 1 */
+        fprintf(stderr, PROG ": nll: no input: stdin held no sequence line ({\"input_ids\":[...],\"prefix_tokens\":P})\n");
+        rc = 2;
+    } else {
+        /* every line failed (bad lines, logits not finite): no mean to give, so null, never 0 and perplexity 1 */
+        json_t *sum = json_pack("{s:s,s:s,s:s,s:s,s:i,s:i,s:f}", "model", mdir, "backend", b->name, "kv_dtype",
+                                kv_name(b->kv_dtype), "precision", precision_name(o->fp32), "sequences", rn.seqs,
+                                "target_tokens", rn.total_targets, "nll_sum", rn.total);
+        double mean = rn.total_targets ? rn.total / rn.total_targets : 0;
+        json_object_set_new(sum, "nll_mean", rn.total_targets ? json_real(mean) : json_null());
+        json_object_set_new(sum, "perplexity", rn.total_targets ? json_real(exp(mean)) : json_null());
+        if (rn.bad) json_object_set_new(sum, "failed", json_integer(rn.next - rn.seqs));
+        json_t *top = json_pack("{s:o}", "summary", sum);
+        char *str = json_dumps(top, JSON_COMPACT);
+        puts(str);
+        free(str);
+        json_decref(top);
+        if (!rn.seqs) fprintf(stderr, PROG ": nll: none of the %ld lines was scored (each line says why)\n", rn.next);
+    }
     frigg_sched_free(sc);
     frigg_backend_destroy(b);
     frigg_model_free(m);
-    return rn.bad;
+    return rc;
 }
 
 /* ==== kl ==== */
@@ -467,6 +490,13 @@ static int run_kl(const eval_opts *o, const char *mdir) {
                             s.gap_mean, "nll_ref", s.nll_ref, "nll_model", s.nll_model,
                             "ppl_ref", exp(s.nll_ref), "ppl_model", exp(s.nll_model), "wall_s",
                             (frigg_now_ms() - t0) / 1000);
+    if (!s.tokens) { /* every sequence failed: no figure to give, so null, never a mean of nothing (0) */
+        static const char *const figs[] = {"kl_mean", "kl_p99", "kl_max", "top1_agreement", "top1_agreement_with_ties",
+                                           "top1_gap_max", "top1_gap_mean", "nll_ref", "nll_model", "ppl_ref",
+                                           "ppl_model"};
+        for (size_t i = 0; i < sizeof figs / sizeof *figs; i++) json_object_set_new(sum, figs[i], json_null());
+        fprintf(stderr, PROG ": kl: none of the %d sequences was scored (each line says why)\n", nseqs);
+    }
     print_json(json_pack("{s:o}", "summary", sum));
     rc = failed ? 1 : 0;
 out:

@@ -4,13 +4,19 @@
  * host sees: sampled top-k (TOPK rows), logprobs or penalties (LOGITS rows), through frigg_generate and through
  * a session (the scheduler, two requests at once, each error naming its own sequence slot); and a finite model
  * still answers. Greedy rows bring back only the engine's argmax id, which the CPU engine answers as -1 when
- * its value is not finite. */
+ * its value is not finite. Scoring refuses such logits too: frigg_nll and frigg_kl_run (frigg-eval nll and kl,
+ * frigg-quantize --check) end the sequence with the same words, whichever of the two models is broken, rather
+ * than a NaN score (which JSON cannot carry: frigg-eval waited for ever on the nll line it could not write, and
+ * kl printed a NULL). */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/backend.h"
+#include "eval/kl.h"
+#include "eval/nll.h"
 #include "run/generate.h"
 #include "harness.h"
 #include "model/model.h"
@@ -155,6 +161,43 @@ static void cuda_greedy_prompts(const char *dir, const char *what, int finite) {
 #endif
 }
 
+static void kl_seq(void *ctx, int k, const frigg_kl_seq *r) {
+    int *errs = ctx;
+    (void)k;
+    if (r->error && strstr(r->error, "logits are not finite")) (*errs)++;
+}
+
+/* frigg_nll and frigg_kl_run on a model whose logits are NaN: errors, never a score. */
+static void scoring_cases(const char *nan_dir, const char *fine_dir) {
+    frigg_model *nm = frigg_model_load(nan_dir), *fm = frigg_model_load(fine_dir);
+    frigg_backend *nb = nm ? open_cpu(nm) : NULL, *fb = fm ? open_cpu(fm) : NULL;
+    CHECK(nb && fb, "scoring: %s", frigg_error());
+    if (nb && fb) {
+        int32_t ids[4] = {5, 17, 3, 88};
+        double nll = 0;
+        int tg = 0;
+        int rc = frigg_nll(nb, 0, ids, 4, 2, &nll, &tg);
+        CHECK(rc == -1 && strstr(frigg_error(), "logits are not finite (NaN at token id"),
+              "frigg_nll on a NaN model: %s", rc ? frigg_error() : "scored");
+        CHECK(frigg_nll(fb, 0, ids, 4, 2, &nll, &tg) == 0 && isfinite(nll), "frigg_nll, finite model: %s", frigg_error());
+        frigg_eval_seq seqs[2] = {{.ids = ids, .n = 4, .prefix = 1}, {.ids = ids, .n = 3, .prefix = 2}};
+        for (int ref_is_nan = 0; ref_is_nan < 2; ref_is_nan++) {
+            frigg_kl_summary s;
+            int errs = 0;
+            int failed = frigg_kl_run(ref_is_nan ? nb : fb, ref_is_nan ? fb : nb, seqs, 2, 2, kl_seq, &errs, &s);
+            CHECK(failed == 2 && errs == 2 && s.tokens == 0, "kl with the %s NaN: %d failed, %d errors, %ld tokens",
+                  ref_is_nan ? "reference" : "model", failed, errs, s.tokens);
+        }
+        float row[3] = {0, INFINITY, 1};
+        CHECK(frigg_logits_check_finite(row, 3, 2, 1) == -1 && strstr(frigg_error(), "+Inf at token id 1"), "+Inf: %s",
+              frigg_error());
+    }
+    frigg_backend_destroy(nb);
+    frigg_backend_destroy(fb);
+    frigg_model_free(nm);
+    frigg_model_free(fm);
+}
+
 int main(void) {
     TEST_MAIN_BEGIN("test_nonfinite");
     char *tmp = tm_tempdir();
@@ -212,6 +255,7 @@ int main(void) {
     frigg_backend_destroy(b);
     frigg_model_free(m);
     cuda_greedy_prompts(fine, "finite model", 1);
+    scoring_cases(nan_head, fine);
     tm_rmrf(tmp);
     free(tmp);
     free(nan_head);

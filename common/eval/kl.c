@@ -81,6 +81,12 @@ static void on_model_logits(void *ctx, const float *all, int n, int vocab) {
     item *it = ctx;
     const frigg_eval_seq *s = &it->R->seqs[it->k];
     (void)n;
+    if (frigg_logits_check_finite(all, vocab, s->n, s->prefix)) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "the model: %s", frigg_error());
+        fail(it, msg);
+        return;
+    }
     it->kl_tok = frigg_xmalloc(sizeof(double) * (size_t)(s->n - s->prefix));
     frigg_kl_score(it->ref, all, vocab, s->ids, s->n, s->prefix, it->kl_tok, &it->res);
 }
@@ -88,12 +94,19 @@ static void on_model_logits(void *ctx, const float *all, int n, int vocab) {
 static void on_model_done(void *ctx, const frigg_sched_result *res) {
     item *it = ctx;
     if (res->error) fail(it, res->error);
-    else if (!it->kl_tok) fail(it, "the model did not score the sequence (cancelled)");
+    else if (!it->kl_tok && !it->err) fail(it, "the model did not score the sequence (cancelled)");
     finish(it);
 }
 
 static void on_ref_logits(void *ctx, const float *all, int n, int vocab) {
     item *it = ctx;
+    const frigg_eval_seq *s = &it->R->seqs[it->k];
+    if (frigg_logits_check_finite(all, vocab, s->n, s->prefix)) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "the reference: %s", frigg_error());
+        fail(it, msg);
+        return;
+    }
     size_t nb = sizeof(float) * (size_t)n * (size_t)vocab;
     it->ref = malloc(nb);
     if (!it->ref) {

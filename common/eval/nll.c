@@ -30,6 +30,20 @@ double frigg_nll_sum(const float *logits_all, int vocab, const int32_t *ids, int
     return sum;
 }
 
+int frigg_logits_check_finite(const float *logits_all, int vocab, int n, int prefix) {
+    for (int t = prefix; t < n; t++) {
+        const float *row = logits_all + (size_t)(t - 1) * vocab;
+        for (int i = 0; i < vocab; i++) {
+            if (isfinite(row[i])) continue;
+            frigg_set_error("the model's logits are not finite (%s at token id %d) in row %d of %d, which scores token "
+                            "%d: the weights or the computation hold a NaN or an infinity",
+                            isnan(row[i]) ? "NaN" : row[i] > 0 ? "+Inf" : "-Inf", i, t - 1, n, t);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int frigg_nll(frigg_backend *b, int seq, const int32_t *ids, int n, int prefix, double *nll_sum, int *targets) {
     int V = b->model->cfg.vocab_size;
     if (frigg_nll_check(n, prefix)) return -1;
@@ -38,7 +52,7 @@ int frigg_nll(frigg_backend *b, int seq, const int32_t *ids, int n, int prefix, 
         frigg_set_error("nll: out of memory for %d x %d logits", n, V);
         return -1;
     }
-    if (frigg_prefill(b, seq, ids, n, prefix, NULL, all)) {
+    if (frigg_prefill(b, seq, ids, n, prefix, NULL, all) || frigg_logits_check_finite(all, V, n, prefix)) {
         free(all);
         return -1;
     }
