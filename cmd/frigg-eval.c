@@ -22,6 +22,7 @@
 #include "run/cli.h"
 #include "model/config.h"
 #include "run/generate.h"
+#include "run/linein.h"
 #include "eval/gsm8k.h"
 #include "eval/kl.h"
 #include "model/model.h"
@@ -39,6 +40,11 @@
 #define GSM8K_STOP "\n\nQuestion:"
 #define GSM8K_MAX_SHOTS 5
 #define KL_DEFAULT_CTX 512
+/* nll's stdin, read on a thread of its own (run/linein.h) so that a line is scored and answered before the next
+ * arrives: at most this many lines and bytes (one line always let in) are read ahead. */
+#define NLL_LINE_MAX (1L << 30)
+#define NLL_READ_AHEAD_LINES 64
+#define NLL_READ_AHEAD_BYTES (64L << 20)
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -278,16 +284,28 @@ static int run_nll(const eval_opts *o, const char *mdir) {
         frigg_model_free(m);
         return 2;
     }
+    frigg_linein *in = frigg_linein_start(stdin, NLL_LINE_MAX, NLL_READ_AHEAD_LINES, NLL_READ_AHEAD_BYTES);
+    if (!in) {
+        fprintf(stderr, PROG ": %s\n", frigg_error());
+        frigg_sched_free(sc);
+        frigg_backend_destroy(b);
+        frigg_model_free(m);
+        return 2;
+    }
     runner rn = {.cap = 4L * o->parallel + 64};
     rn.ans = frigg_xcalloc((size_t)rn.cap, sizeof *rn.ans);
     char *line = NULL;
-    size_t cap = 0;
-    long lineno = 0;
+    long len, lineno = 0;
     int eof = 0;
     while (!eof || rn.head < rn.next) {
-        /* read while the scheduler has room and the print window is not full */
+        /* read while the scheduler has room and the print window is not full; wait for a line only when
+         * nothing is left to step (every answer so far is printed) */
         while (!eof && frigg_sched_pending(sc) < o->parallel && rn.next - rn.head < rn.cap) {
-            if (getline(&line, &cap, stdin) < 0) {
+            free(line);
+            line = NULL;
+            int got = frigg_linein_next(in, frigg_sched_pending(sc) == 0, &line, &len);
+            if (got == 0) break;
+            if (got < 0) {
                 eof = 1;
                 break;
             }
@@ -302,6 +320,11 @@ static int run_nll(const eval_opts *o, const char *mdir) {
     free(line);
     free(rn.ans);
     int rc = rn.bad;
+    if (frigg_linein_error(in)) {
+        fprintf(stderr, PROG ": reading stdin: %s\n", frigg_linein_error(in));
+        rc = 2;
+    }
+    frigg_linein_free(in);
     if (!rn.next) { /* no line at all: a summary of nothing would read as a perplexity of 1 */
         fprintf(stderr, PROG ": nll: no input: stdin held no sequence line ({\"input_ids\":[...],\"prefix_tokens\":P})\n");
         rc = 2;

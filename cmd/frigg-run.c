@@ -11,6 +11,7 @@
 #include "engine/backend.h"
 #include "run/cli.h"
 #include "run/generate.h"
+#include "run/linein.h"
 #include "model/model.h"
 #include "run/request.h"
 #include "run/session.h"
@@ -21,29 +22,10 @@
 #define DEFAULT_MAX_LINE (16L << 20)
 #define MAX_MAX_LINE (1L << 30)
 
-/* One line of f (without its newline) into *buf, at most max bytes of it kept. Returns its full length (which is
- * more than max when the line was too long: its bytes past max are read and dropped), or -1 at end of input. */
-static long read_line(FILE *f, char **buf, size_t *cap, long max) {
-    long len = 0;
-    int c, any = 0;
-    while ((c = getc_unlocked(f)) != EOF) {
-        any = 1;
-        if (c == '\n') break;
-        if (len < max) {
-            if ((size_t)len + 1 >= *cap) {
-                *cap = *cap ? *cap * 2 : 4096;
-                if (*cap > (size_t)max + 1) *cap = (size_t)max + 1;
-                *buf = frigg_xrealloc(*buf, *cap);
-            }
-            (*buf)[len] = (char)c;
-        }
-        len++;
-    }
-    if (!any) return -1;
-    if (!*buf) *buf = frigg_xmalloc(*cap = 1);
-    (*buf)[len < max ? len : max] = 0;
-    return len;
-}
+/* Lines read ahead of the scheduler (run/linein.h): enough that the next request is there when a slot frees,
+ * few enough (and at most this many bytes, one line always let in) that a fast producer is not held in memory. */
+#define READ_AHEAD_LINES 64
+#define READ_AHEAD_BYTES (64L << 20)
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -295,9 +277,15 @@ int main(int argc, char **argv) {
         json_decref(req);
     } else {
         char *line = NULL;
-        size_t cap = 0;
         long len;
         long lineno = 0;
+        /* stdin on a thread of its own: a request is stepped and answered while the next line has not come */
+        frigg_linein *in = frigg_linein_start(stdin, max_line, READ_AHEAD_LINES, READ_AHEAD_BYTES);
+        if (!in) {
+            fprintf(stderr, "frigg-run: %s\n", frigg_error());
+            frigg_session_close(s);
+            return 2;
+        }
         runner rn = {.unordered = unordered, .cap = 4L * parallel + 64, .stats = &counts};
         rn.out = frigg_xcalloc((size_t)rn.cap, sizeof *rn.out);
         rn.lineno = frigg_xcalloc((size_t)rn.cap, sizeof *rn.lineno);
@@ -306,7 +294,16 @@ int main(int argc, char **argv) {
         while (!eof || rn.head < rn.next) {
             /* read while the scheduler has room and the print window is not full */
             while (!eof && frigg_session_pending(s) < parallel && rn.next - rn.head < rn.cap) {
-                if ((len = read_line(stdin, &line, &cap, max_line)) < 0) {
+                /* wait for a line only when nothing is left to step, and every answer so far is printed (a bad
+                 * line's error among them) */
+                int idle = frigg_session_pending(s) == 0;
+                if (idle && unordered) emit_unordered(&rn);
+                else if (idle) emit_ready(&rn);
+                free(line);
+                line = NULL;
+                int got = frigg_linein_next(in, idle, &line, &len);
+                if (got == 0) break;
+                if (got < 0) {
                     eof = 1;
                     break;
                 }
@@ -347,6 +344,11 @@ int main(int argc, char **argv) {
             else emit_ready(&rn);
         }
         bad = rn.bad;
+        if (frigg_linein_error(in)) {
+            fprintf(stderr, "frigg-run: reading stdin: %s\n", frigg_linein_error(in));
+            bad = 1;
+        }
+        frigg_linein_free(in);
         free(rn.out);
         free(rn.lineno);
         free(rn.printed);
