@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "gguf.h"
 
 static void *own(frigg_model *m, size_t bytes) {
     void *buf = frigg_xmalloc(bytes ? bytes : 1);
@@ -359,9 +360,105 @@ static int bind_layer(frigg_model *m, int stack, int i) {
     return bind_module(m, &L->down, n, D, I, 0, NULL, 0);
 }
 
+/* ---- GGUF (gguf.h): the file's metadata as the config, its tensors under their HF split names ----
+ * The mapping becomes the set's one file (frigg_st_close unmaps it). BF16, F16 and F32 tensors are used as they are
+ * (the binder rounds F16/F32 to bf16 as for safetensors); a quantized ggml type is dequantized once, here, to f32
+ * exactly as gguf-py's gguf.quants.dequantize computes it, then rounded to bf16 (round to nearest even), the
+ * weight type the engines run. Q8_0 is not mapped onto frigg's grouped INT8 because its fp16 scales are not bf16
+ * values: rounding them would change the weights. */
+static int open_gguf(frigg_model *m, const char *path) {
+    frigg_gguf g;
+    if (frigg_gguf_open(&g, path)) {
+        frigg_gguf_close(&g);
+        return -1;
+    }
+    int rc = -1;
+    float *row = NULL;
+    if (frigg_gguf_hrm_config(&g, &m->cfg, &m->config_json) || frigg_gguf_hrm_check_complete(&g, &m->cfg)) goto out;
+    frigg_st_set *st = &m->st;
+    memset(st, 0, sizeof *st);
+    st->files = frigg_xcalloc(1, sizeof *st->files);
+    st->files[0] = (frigg_st_file){.path = frigg_xstrdup(path), .map = (void *)g.map, .size = g.size};
+    st->nfiles = 1;
+    if (!g.mapped) st->files[0].map = NULL; /* an empty file: nothing to unmap */
+    frigg_gguf_release_map(&g);
+    st->tensors = frigg_xcalloc(g.ntensors ? (size_t)g.ntensors : 1, sizeof *st->tensors);
+    for (int64_t i = 0; i < g.ntensors; i++) {
+        const frigg_gguf_tensor *t = &g.tensors[i];
+        char hf[200];
+        if (frigg_gguf_hrm_tensor(&g, &m->cfg, t, hf, sizeof hf)) goto out;
+        frigg_tensor ft = {.ndim = t->ndim, .file = 0};
+        for (int d = 0; d < t->ndim; d++) ft.shape[d] = (int64_t)t->ne[t->ndim - 1 - d]; /* ne[0] is the last dim */
+        if (t->type == FRIGG_GGML_BF16 || t->type == FRIGG_GGML_F16 || t->type == FRIGG_GGML_F32) {
+            ft.dtype = t->type == FRIGG_GGML_BF16 ? FRIGG_ST_BF16 : t->type == FRIGG_GGML_F16 ? FRIGG_ST_F16 : FRIGG_ST_F32;
+            ft.data = t->data;
+            ft.nbytes = t->nbytes;
+        } else {
+            size_t cols = (size_t)t->ne[0], rows = (size_t)(t->nelem / (t->ne[0] ? t->ne[0] : 1));
+            uint32_t be, bb;
+            frigg_ggml_type_block(t->type, &be, &bb);
+            size_t rb = cols / be * bb;
+            uint16_t *dst = own(m, (size_t)t->nelem * 2);
+            row = frigg_xrealloc(row, (cols ? cols : 1) * sizeof *row);
+            for (size_t r = 0; r < rows; r++) {
+                if (frigg_gguf_dequant_f32(t->type, (const unsigned char *)t->data + r * rb, cols, row)) {
+                    char why[400];
+                    snprintf(why, sizeof why, "%s", frigg_error());
+                    frigg_set_error("%s: tensor \"%s\": %s", path, t->name, why);
+                    goto out;
+                }
+                for (size_t k = 0; k < cols; k++) dst[r * cols + k] = frigg_f32_to_bf16(row[k]);
+            }
+            ft.dtype = FRIGG_ST_BF16;
+            ft.data = dst;
+            ft.nbytes = (size_t)t->nelem * 2;
+        }
+        ft.name = frigg_xstrdup(hf);
+        st->tensors[st->ntensors++] = ft;
+    }
+    rc = frigg_st_finish(st);
+out:
+    free(row);
+    frigg_gguf_close(&g);
+    return rc;
+}
+
+int frigg_model_path_is_gguf(const char *path) { return frigg_gguf_is_file(path); }
+
+char *frigg_model_side_path(const char *model_path, const char *name) {
+    if (!frigg_gguf_is_file(model_path)) return frigg_path_join(model_path, name);
+    const char *slash = strrchr(model_path, '/');
+    if (!slash) return frigg_xstrdup(name);
+    char *dir = frigg_xstrdup(model_path);
+    dir[slash - model_path + (slash == model_path)] = 0; /* "/x.gguf" -> "/" */
+    char *p = frigg_path_join(dir, name);
+    free(dir);
+    return p;
+}
+
+char *frigg_model_config_text(const frigg_model *m, size_t *len) {
+    if (m->config_json) {
+        if (len) *len = strlen(m->config_json);
+        return frigg_xstrdup(m->config_json);
+    }
+    char *cp = frigg_path_join(m->dir, "config.json");
+    size_t l = 0;
+    char *t = frigg_read_file(cp, &l);
+    free(cp);
+    if (len) *len = l;
+    return t;
+}
+
 frigg_model *frigg_model_load(const char *dir) {
     frigg_model *m = frigg_xcalloc(1, sizeof *m);
     m->dir = frigg_xstrdup(dir);
+    if (frigg_gguf_is_file(dir)) {
+        if (open_gguf(m, dir)) {
+            frigg_model_free(m);
+            return NULL;
+        }
+        goto bind_all;
+    }
     char *cp = frigg_path_join(dir, "config.json");
     int rc = frigg_config_load(&m->cfg, cp);
     free(cp);
@@ -377,6 +474,7 @@ frigg_model *frigg_model_load(const char *dir) {
         frigg_model_free(m);
         return NULL;
     }
+bind_all:;
     const frigg_config *c = &m->cfg;
     int D = c->hidden_size, V = c->vocab_size;
     /* Layout: decided by layer 0 of the L stack, then enforced for every tensor. */
@@ -423,6 +521,7 @@ void frigg_model_free(frigg_model *m) {
     free(m->owned);
     frigg_quant_config_free(&m->quant);
     frigg_st_close(&m->st);
+    free(m->config_json);
     free(m->dir);
     free(m);
 }

@@ -104,6 +104,7 @@ typedef struct {
     int nowned;
     frigg_quant_config quant; /* the config's quantization_config (ngroups 0 when it has none) */
     uint64_t n_params;
+    char *config_json;        /* a GGUF's metadata as config.json (gguf.h); NULL for a model directory */
 } frigg_model;
 
 /* Load config.json and the safetensors in `dir`; every tensor is shape-checked, none may be missing,
@@ -113,6 +114,18 @@ typedef struct {
  * rows, cols) into an INT8/INT4 frigg_mat; any other module from <module>.weight. Zero points, g_idx and
  * anything the config and the tensors disagree on are refused by name. NULL with frigg_error() on failure. */
 frigg_model *frigg_model_load(const char *dir);
+/* `dir` may instead name a GGUF file (detected by its "GGUF" magic, whatever its name): an hrm_text GGUF as
+ * llama.cpp's convert_hf_to_gguf.py writes it (gguf.h), its metadata mapped onto the config by config.json's rules
+ * and its tensors bound in the split layout (F32/F16/BF16 as for safetensors; Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and the
+ * K-quants Q2_K..Q6_K dequantized at load to f32, bit-identical to gguf-py's gguf.quants.dequantize, then rounded
+ * to bf16). */
+int frigg_model_path_is_gguf(const char *path);
+/* NAME beside a model: <dir>/NAME for a model directory, NAME in the GGUF file's directory for a GGUF (where
+ * tokenizer.json is looked for). A new string. */
+char *frigg_model_side_path(const char *model_path, const char *name);
+/* The model's config.json text: the directory's config.json, or a GGUF's metadata as config.json. A new string
+ * (*len its length; len may be NULL), or NULL with frigg_error(). */
+char *frigg_model_config_text(const frigg_model *m, size_t *len);
 void frigg_model_free(frigg_model *m);
 /* 0 when every matrix of the model has a dtype the CPU engine runs (BF16, INT8, INT4, well formed), else -1
  * with frigg_error() naming it. The CUDA engine refuses INT8/INT4 itself, by name. */
