@@ -103,7 +103,7 @@ static frigg_backend *open_backend(const char *dir, const char *backend, const e
 
 /* The tokenizer of a model directory: 1 loaded, 0 the directory has none, -1 error. */
 static int load_tokenizer(const char *dir, frigg_tokenizer **tok) {
-    char *p = frigg_path_join(dir, "tokenizer.json");
+    char *p = frigg_model_side_path(dir, "tokenizer.json"); /* a GGUF's: beside the file */
     *tok = NULL;
     int rc = 0;
     if (frigg_file_exists(p)) rc = (*tok = frigg_tokenizer_load(p, 0)) ? 1 : -1;
@@ -111,12 +111,7 @@ static int load_tokenizer(const char *dir, frigg_tokenizer **tok) {
     return rc;
 }
 
-static int load_config(const char *dir, frigg_config *c) {
-    char *p = frigg_path_join(dir, "config.json");
-    int rc = frigg_config_load(c, p);
-    free(p);
-    return rc;
-}
+static int load_config(const char *dir, frigg_config *c) { return frigg_model_config_load(dir, c); }
 
 /* o NULL: a json_pack that failed (jansson refuses a NaN or an infinity as a real), which the checks before
  * it are to rule out; an error line rather than a crash if one slips through. */

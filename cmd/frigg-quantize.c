@@ -36,7 +36,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: " PROG " SRC OUT --method int8|int4 [--group N] [--int4-rtn] [--keep-embedding] [--threads N]\n"
             "                      [--check [--check-text FILE] [--check-limit N] [--check-backend cpu|cuda]]\n"
-            "  SRC: an HRM-Text checkpoint folder (config.json + safetensors: packed, split or sharded; bf16/f16/f32)\n"
+            "  SRC: an HRM-Text checkpoint folder (config.json + safetensors: packed, split or sharded; bf16/f16/f32),\n"
+            "       or an hrm_text GGUF file (tokenizer.json beside it is copied)\n"
             "  OUT: a new folder (never overwritten): compressed-tensors pack-quantized safetensors, config.json with\n"
             "       quantization_config, the tokenizer files, LICENSE, NOTICE, README.md\n"
             "  --method int8   every linear, lm_head and the embedding: int8, one scale per output row\n"
@@ -84,7 +85,7 @@ static int write_text(const char *dir, const char *name, const char *text) {
 
 /* Copy SRC/name to OUT/name when it exists: 1 copied, 0 absent, -1 error. */
 static int copy_if_present(const char *src, const char *out, const char *name) {
-    char *sp = frigg_path_join(src, name), *dp = frigg_path_join(out, name);
+    char *sp = frigg_model_side_path(src, name), *dp = frigg_path_join(out, name);
     int rc = 0, in = -1, fd = -1;
     if (!frigg_file_exists(sp)) goto done;
     rc = -1;
@@ -585,7 +586,7 @@ static void check_on_seq(void *vctx, int k, const frigg_kl_seq *r) {
  * frigg_error(). */
 static json_t *run_check(const frigg_model *m, const char *src, const char *dir, const check_opts *co) {
     json_t *q = NULL;
-    char *tp = frigg_path_join(src, "tokenizer.json"), *text_path = co->text ? frigg_xstrdup(co->text) : frigg_heldout_text_path();
+    char *tp = frigg_model_side_path(src, "tokenizer.json"), *text_path = co->text ? frigg_xstrdup(co->text) : frigg_heldout_text_path();
     char *text = NULL;
     frigg_tokenizer *tok = NULL;
     frigg_eval_seq *seqs = NULL;
@@ -834,9 +835,9 @@ int main(int argc, char **argv) {
     add_copy(&p, zl);
 
     /* config.json: the source's text plus quantization_config. */
-    char *cp = frigg_path_join(src, "config.json");
+    char *cp = frigg_path_join(src, "config.json"); /* for messages; a GGUF's config is its metadata */
     size_t cl = 0;
-    cfg_text = frigg_read_file(cp, &cl);
+    cfg_text = frigg_model_config_text(m, &cl);
     qc = quant_config(int4, group, keep_embedding);
     if (cfg_text) cfg_out = splice_config(cfg_text, cl, cp, qc);
     free(cp);

@@ -1115,7 +1115,7 @@ static int serve(server *s, int argc, char **argv) {
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     fprintf(stderr, "frigg-serve: listening on http://%s:%u (loading %s)\n", host, di ? di->port : (unsigned)port, s->dir);
     /* The model, its tokenizer, the engines. */
-    char *tj = frigg_path_join(s->dir, "tokenizer.json");
+    char *tj = frigg_model_side_path(s->dir, "tokenizer.json"); /* a GGUF's: beside the file */
     if (frigg_file_exists(tj) && !(s->tok = frigg_tokenizer_load(tj, hf_regex))) {
         fprintf(stderr, "frigg-serve: %s\n", frigg_error());
         return 2;

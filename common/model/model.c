@@ -436,6 +436,30 @@ char *frigg_model_side_path(const char *model_path, const char *name) {
     return p;
 }
 
+char *frigg_model_no_tokenizer(const char *model_path) {
+    char *side = frigg_model_side_path(model_path, "tokenizer.json"), msg[2048];
+    if (frigg_gguf_is_file(model_path))
+        snprintf(msg, sizeof msg, "%s has no tokenizer.json beside it: frigg reads the tokenizer from tokenizer.json, "
+                 "not from the GGUF's tokenizer.ggml.* arrays; put the model's tokenizer.json at %s", model_path, side);
+    else
+        snprintf(msg, sizeof msg, "%s has no tokenizer.json", model_path);
+    free(side);
+    return frigg_xstrdup(msg);
+}
+
+int frigg_model_config_load(const char *model_path, frigg_config *c) {
+    if (!frigg_gguf_is_file(model_path)) {
+        char *p = frigg_path_join(model_path, "config.json");
+        int rc = frigg_config_load(c, p);
+        free(p);
+        return rc;
+    }
+    frigg_gguf g;
+    int rc = frigg_gguf_open(&g, model_path) || frigg_gguf_hrm_config(&g, c, NULL) ? -1 : 0;
+    frigg_gguf_close(&g);
+    return rc;
+}
+
 char *frigg_model_config_text(const frigg_model *m, size_t *len) {
     if (m->config_json) {
         if (len) *len = strlen(m->config_json);

@@ -126,6 +126,12 @@ char *frigg_model_side_path(const char *model_path, const char *name);
 /* The model's config.json text: the directory's config.json, or a GGUF's metadata as config.json. A new string
  * (*len its length; len may be NULL), or NULL with frigg_error(). */
 char *frigg_model_config_text(const frigg_model *m, size_t *len);
+/* The config of a model directory (its config.json) or of a GGUF (its metadata), without loading the weights.
+ * 0, or -1 with frigg_error(). */
+int frigg_model_config_load(const char *model_path, frigg_config *c);
+/* Why a model has no tokenizer, for an error message: "<dir> has no tokenizer.json", or for a GGUF where to put
+ * its tokenizer.json. A new string. */
+char *frigg_model_no_tokenizer(const char *model_path);
 void frigg_model_free(frigg_model *m);
 /* 0 when every matrix of the model has a dtype the CPU engine runs (BF16, INT8, INT4, well formed), else -1
  * with frigg_error() naming it. The CUDA engine refuses INT8/INT4 itself, by name. */

@@ -30,7 +30,7 @@ frigg_session *frigg_session_open(const frigg_session_opts *o) {
     frigg_session *s = frigg_xcalloc(1, sizeof *s);
     s->o = *o;
     s->dir = o->model_dir ? frigg_xstrdup(o->model_dir) : frigg_default_model_dir();
-    char *tj = frigg_path_join(s->dir, "tokenizer.json");
+    char *tj = frigg_model_side_path(s->dir, "tokenizer.json"); /* a GGUF's: the file beside it */
     int has_tok = frigg_file_exists(tj);
     if (has_tok) {
         s->tok = frigg_tokenizer_load(tj, o->hf_regex);
@@ -43,8 +43,9 @@ frigg_session *frigg_session_open(const frigg_session_opts *o) {
     free(tj);
     if (o->tokenizer_only || o->hf_regex) {
         if (!has_tok) {
-            frigg_set_error("%s: no tokenizer.json in the model directory (needed by %s)", s->dir,
-                            o->tokenizer_only ? "--tokenize/--detokenize" : "--hf-regex");
+            char *why = frigg_model_no_tokenizer(s->dir);
+            frigg_set_error("%s (needed by %s)", why, o->tokenizer_only ? "--tokenize/--detokenize" : "--hf-regex");
+            free(why);
             frigg_session_close(s);
             return NULL;
         }
@@ -111,8 +112,9 @@ static int request_ids(frigg_session *s, const frigg_request *r, int32_t **ids, 
         return 0;
     }
     if (!s->tok) {
-        frigg_set_error("\"%s\" needs a tokenizer, and %s has no tokenizer.json (send \"input_ids\")",
-                        r->prompt ? "prompt" : "messages", s->dir);
+        char *why = frigg_model_no_tokenizer(s->dir);
+        frigg_set_error("\"%s\" needs a tokenizer, and %s (send \"input_ids\")", r->prompt ? "prompt" : "messages", why);
+        free(why);
         return -1;
     }
     const char *text = r->prompt;
