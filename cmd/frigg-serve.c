@@ -157,8 +157,7 @@ typedef struct job {
     int nsub, subs_done;
     frigg_oai_choice *choices;  /* [n_prompts * n] */
     frigg_oai_stream *streams;  /* [n_prompts * n] when streaming */
-    int completion_tokens;
-    char error[512];
+    frigg_oai_error err;        /* why the job failed: the engine (500), or a choice it cannot answer (400) */
     int failed, finished, cancelled;
     frigg_strbuf out;           /* SSE bytes ready to send */
     size_t out_sent;
@@ -227,14 +226,19 @@ static void on_done(void *ctx, const frigg_sched_result *res) {
     replica *r = j->rep;
     pthread_mutex_lock(&j->mu);
     if (res->error) {
-        if (!j->failed) snprintf(j->error, sizeof j->error, "%s", res->error);
+        if (!j->failed) frigg_oai_error_set(&j->err, 500, "server_error", NULL, NULL, "%s", res->error);
         j->failed = 1;
     } else {
+        for (int c = 0; c < res->n_choices; c++)
+            frigg_oai_choice_take(&j->choices[sb->prompt * j->req.n + c], res->choices[c], j->req.gen.logprobs);
+        /* A choice that cannot be answered (a forced tool call the model left unfinished) fails the request, as
+         * a whole, before any choice's end is streamed: an error in place of the response, or as the stream's
+         * error event. */
+        for (int c = 0; c < res->n_choices && !j->failed; c++)
+            if (frigg_oai_choice_error(&j->req, &j->choices[sb->prompt * j->req.n + c], &j->err)) j->failed = 1;
         for (int c = 0; c < res->n_choices; c++) {
             int idx = sb->prompt * j->req.n + c;
-            frigg_oai_choice_take(&j->choices[idx], res->choices[c], j->req.gen.logprobs);
-            j->completion_tokens += j->choices[idx].n;
-            if (j->req.stream) {
+            if (j->req.stream && !j->failed) {
                 char pre[96];
                 snprintf(pre, sizeof pre, "%s_%d", j->id, idx);
                 sse_chunks(j, frigg_oai_stream_finish(&j->streams[idx], &j->req, &s->env, j->id, j->created,
@@ -257,17 +261,14 @@ static void on_done(void *ctx, const frigg_sched_result *res) {
     if (j->subs_done == j->nsub) {
         if (j->req.stream) {
             if (j->failed) { /* after the stream began: an error event, then [DONE] */
-                frigg_oai_error e;
-                frigg_oai_error_set(&e, 500, "server_error", NULL, NULL, "%s", j->error);
                 json_t *a = json_array();
-                json_array_append_new(a, frigg_oai_error_json(&e));
+                json_array_append_new(a, frigg_oai_error_json(&j->err));
                 sse_chunks(j, a);
             } else if (j->req.include_usage) {
-                int pt = 0;
-                for (int p = 0; p < j->req.n_prompts; p++) pt += j->req.prompts[p].n;
+                int pt = 0, ct = 0;
+                frigg_oai_usage_counts(&j->req, j->choices, &pt, &ct);
                 json_t *a = json_array();
-                json_array_append_new(a, frigg_oai_usage_chunk(&j->req, j->id, j->created, s->model_name, pt,
-                                                               j->completion_tokens));
+                json_array_append_new(a, frigg_oai_usage_chunk(&j->req, j->id, j->created, s->model_name, pt, ct));
                 sse_chunks(j, a);
             }
             frigg_sb_puts(&j->out, "data: [DONE]\n\n");
@@ -278,7 +279,7 @@ static void on_done(void *ctx, const frigg_sched_result *res) {
         int nc = j->req.n_prompts * j->req.n;
         for (int i = 0; i < nc && !j->failed; i++) {
             int fi = finish_index(j->choices[i].finish_reason);
-            if (j->req.tools && fi == 0) { /* a call found: reported as tool_calls */
+            if (j->req.tools && fi != 3) { /* a call found: reported as tool_calls, as the response reports it */
                 char *content = NULL;
                 size_t content_len = 0;
                 json_t *calls = NULL;
@@ -541,7 +542,7 @@ static enum MHD_Result handle_generate(server *s, struct MHD_Connection *c, conn
     }
     pthread_mutex_unlock(&j->mu);
     enum MHD_Result ok;
-    if (j->failed) ok = send_err(s, c, 500, "server_error", NULL, j->error);
+    if (j->failed) ok = send_error(s, c, &j->err);
     else ok = send_json(s, c, 200, frigg_oai_response(&j->req, &s->env, j->id, j->created, s->model_name, j->choices));
     job_unref(j);
     return ok;
@@ -559,7 +560,7 @@ static enum MHD_Result handle_models(server *s, struct MHD_Connection *c, const 
     return send_err(s, c, 404, "invalid_request_error", "model_not_found", msg);
 }
 
-/* /tokenize {"prompt": text} or {"messages": [...]} (with "add_generation_prompt"), as vLLM answers:
+/* /tokenize {"prompt": text} or {"messages": [...]} (with "add_generation_prompt" and "tools"), as vLLM answers:
  * {"count", "max_model_len", "tokens"}. /detokenize {"tokens": [...]} -> {"prompt"}. */
 static enum MHD_Result handle_tokenize(server *s, struct MHD_Connection *c, conn *cn, int detok) {
     if (!s->tok) return send_err(s, c, 400, "invalid_request_error", NULL, "this model has no tokenizer");
@@ -575,7 +576,8 @@ static enum MHD_Result handle_tokenize(server *s, struct MHD_Connection *c, conn
     json_object_foreach(o, k, v) {
         int ok = detok ? !strcmp(k, "tokens") || !strcmp(k, "model")
                        : !strcmp(k, "prompt") || !strcmp(k, "messages") || !strcmp(k, "model") ||
-                             !strcmp(k, "add_generation_prompt"); /* add_special_tokens is not implemented: refused */
+                             !strcmp(k, "add_generation_prompt") || /* add_special_tokens is not implemented: refused */
+                             !strcmp(k, "tools");
         if (!ok) {
             char msg[200];
             snprintf(msg, sizeof msg, "Unrecognized request argument supplied: %.100s", k);
@@ -626,9 +628,17 @@ static enum MHD_Result handle_tokenize(server *s, struct MHD_Connection *c, conn
     char *text = NULL;
     size_t text_len = 0; /* text may hold NUL bytes */
     json_t *msgs = json_object_get(o, "messages"), *prompt = json_object_get(o, "prompt");
+    json_t *tools = json_object_get(o, "tools");
     if (!!msgs == !!prompt) {
         json_decref(o);
         return send_err(s, c, 400, "invalid_request_error", NULL, "send exactly one of 'prompt' and 'messages'");
+    }
+    if (tools && !json_is_null(tools) && !msgs) {
+        json_decref(o);
+        frigg_oai_error e;
+        frigg_oai_error_set(&e, 400, "invalid_request_error", "tools", NULL,
+                            "'tools' go into the chat template's prompt: send them with 'messages'");
+        return send_error(s, c, &e);
     }
     if (prompt) {
         if (!json_is_string(prompt)) {
@@ -640,10 +650,11 @@ static enum MHD_Result handle_tokenize(server *s, struct MHD_Connection *c, conn
         memcpy(text, json_string_value(prompt), text_len);
         text[text_len] = 0;
     } else {
-        /* the same rendering as /v1/chat/completions: its checks of the messages, its template */
+        /* the same rendering as /v1/chat/completions: its checks of the messages and tools, its template (the
+         * tools as tool_choice auto or required renders them; a forced call's start counts as the answer's) */
         json_t *agp = json_object_get(o, "add_generation_prompt");
         frigg_oai_error e;
-        text = frigg_oai_chat_prompt(msgs, NULL, agp ? json_is_true(agp) : 1, &text_len, &e);
+        text = frigg_oai_chat_prompt(msgs, tools, agp ? json_is_true(agp) : 1, &text_len, &e);
         if (!text) {
             json_decref(o);
             return send_error(s, c, &e);

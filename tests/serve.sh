@@ -2,8 +2,10 @@
 # frigg-serve through real clients: the official openai SDK and prometheus_client's /metrics parser
 # (scripts/serve-tests/serve_test.py, the pinned serve set of scripts/pyenv, installed from PyPI on the first run
 # and then kept by its stamp). Chat and completions streamed and not, n, stop, max_tokens, include_usage,
-# logprobs, seeds under concurrency, tools, the SDK's error types, raw-HTTP statuses, /metrics, disconnects,
-# --replicas, --max-queue and the SIGTERM drain; the bundled model on the CPU engine.
+# logprobs, seeds under concurrency, tools, forced tool calls (whole calls with their forced tokens counted, or a
+# 400 / a stream's error event, never markup as content), null and no-op fields, a function's strict and unknown
+# keys, byte tokens' logprobs bytes, /tokenize with tools, the SDK's error types, raw-HTTP statuses, /metrics,
+# disconnects, --replicas, --max-queue and the SIGTERM drain; the bundled model on the CPU engine.
 # Then NUL bytes ("\u0000", valid JSON) through the same SDK (below): a prompt, message content and a tool
 # call's arguments holding them are tokenized as HF tokenizers tokenizes the text (the ids recorded from
 # tokenizers 0.23.2 on jinja2 3.1.6's rendering of the chat template; compared live when scripts/pyenv's check

@@ -9,7 +9,14 @@
  * message content, content parts, a tool call's arguments and result tokenized with them as HF tokenizers does
  * (recorded ids); every string that names something (model, role, name, ids, types, tool names, tool_choice)
  * and every stop string refused with a 400 naming the field; generated text holding them returned whole,
- * streamed or not, around tool calls, and as logprobs tokens. */
+ * streamed or not, around tool calls, and as logprobs tokens.
+ * OpenAI-compatibility rules: a forced tool call (tool_choice required or named) the model leaves unfinished is an
+ * error (a 400 naming tool_choice), never markup returned as content, and its forced tokens count as completion
+ * tokens and against max_tokens; null is absent for every optional field; the no-op fields (prompt_cache_key,
+ * prompt_cache_retention, safety_identifier, verbosity, stream_options.include_obfuscation) are accepted and typed;
+ * logprobs bytes are each token's own (a byte-fallback token's raw byte); completions' top_logprobs hold the sampled
+ * token; a function's strict: true and unknown keys are refused by name; the chat prompt with tools is the one
+ * /tokenize counts. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -554,6 +561,289 @@ static void test_nul_responses(void) {
     frigg_oai_req_free(&r);
 }
 
+
+/* ---- a forced tool call: whole, or an error; its tokens are the answer's ---- */
+
+static int tokens_of(const char *text, size_t n) {
+    int32_t *ids = NULL;
+    size_t k = 0;
+    if (frigg_tokenizer_encode(tok, text, n, &ids, &k)) return -1;
+    free(ids);
+    return (int)k;
+}
+
+static void test_forced_whole_or_error(void) {
+    frigg_oai_env env = {.model_name = "default", .tok = tok, .cfg = &cfg, .max_ctx = 512};
+    frigg_oai_req r;
+    frigg_oai_error e;
+    CHECK(parse(&r, ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},\"max_tokens\":40") == 0,
+          "named tool_choice with max_tokens 40");
+    const int ft = tokens_of(r.forced, strlen(r.forced));
+    CHECK(ft > 0 && r.forced_tokens == ft, "the forced start's tokens: %d, want %d", r.forced_tokens, ft);
+    /* the prompt the client is told of (and /tokenize counts) is the rendered messages with tools, without them */
+    json_t *msgs = json_loads("[{\"role\":\"user\",\"content\":\"Vejret i Oslo?\"}]", 0, NULL), *tools = json_loads(TOOLS, 0, NULL);
+    size_t pl = 0;
+    char *pt = frigg_oai_chat_prompt(msgs, tools, 1, &pl, &e);
+    const int pn = pt ? tokens_of(pt, pl) : -1;
+    free(pt);
+    CHECK(pn > 0 && r.prompts[0].n == pn + ft, "the engine's prompt is the prompt (%d) + the forced start (%d): %d", pn, ft,
+          r.prompts[0].n);
+    CHECK(r.prompts[0].prefix_len == pn, "the forced start is the answer's, not the bidirectional prefix: prefix %d of %d",
+          r.prompts[0].prefix_len, r.prompts[0].n);
+    CHECK(r.gen.max_tokens == 40 - ft, "max_tokens counts the forced start: the engine generates %d, want %d",
+          r.gen.max_tokens, 40 - ft);
+    /* the model stopped right after the forced start (only its stop token): an error, never markup as content */
+    frigg_oai_choice c;
+    make_choice(&c, "");
+    c.n = 1;
+    memset(&e, 0, sizeof e);
+    CHECK(frigg_oai_choice_error(&r, &c, &e) == -1 && e.status == 400 && !strcmp(e.param, "tool_choice") &&
+              !strcmp(e.code, "invalid_tool_call") && strstr(e.message, "ended"),
+          "the model stopped inside the forced call: want a 400 naming tool_choice, got %d '%s' '%s': %s", e.status, e.param,
+          e.code, e.message);
+    char *cont = NULL;
+    size_t cl = 0;
+    json_t *cs = NULL;
+    frigg_oai_finish_tools(&r, &c, &cont, &cl, &cs, "x");
+    CHECK(cs == NULL && cont && !memmem(cont, cl, "<|tool_call>", 12), "an unfinished forced call's markup as content: '%s'",
+          cont ? cont : "");
+    free(cont);
+    json_t *ej = frigg_oai_error_json(&e);
+    CHECK(!strcmp(json_string_value(json_object_get(json_object_get(ej, "error"), "code")) ?: "", "invalid_tool_call"),
+          "the error body carries the code");
+    json_decref(ej);
+    frigg_oai_choice_free(&c);
+    /* cut by max_tokens inside the arguments: an error that says so */
+    make_choice(&c, "city:<|\"|>Aar");
+    strcpy(c.finish_reason, "length");
+    CHECK(frigg_oai_choice_error(&r, &c, &e) == -1 && strstr(e.message, "max_tokens"), "a forced call cut by max_tokens: %s",
+          e.message);
+    frigg_oai_choice_free(&c);
+    /* a whole call after the forced start, then text: no error; usage counts the forced tokens as the answer's */
+    make_choice(&c, "city:<|\"|>Aarhus<|\"|>}<tool_call|>");
+    c.n = 6;
+    free(c.ids);
+    c.ids = calloc(6, sizeof(int32_t));
+    CHECK(frigg_oai_choice_error(&r, &c, &e) == 0, "a whole forced call is not an error");
+    int ptk = 0, ctk = 0;
+    frigg_oai_usage_counts(&r, &c, &ptk, &ctk);
+    CHECK(ptk == pn && ctk == 6 + ft, "usage of a forced call: prompt %d (want %d), completion %d (want %d)", ptk, pn, ctk,
+          6 + ft);
+    json_t *resp = frigg_oai_response(&r, &env, "x", 1, "default", &c);
+    json_t *u = json_object_get(resp, "usage");
+    CHECK(json_integer_value(json_object_get(u, "completion_tokens")) == 6 + ft &&
+              json_integer_value(json_object_get(u, "prompt_tokens")) == pn,
+          "the response's usage counts the forced tokens as completion tokens");
+    json_decref(resp);
+    frigg_oai_choice_free(&c);
+    frigg_oai_req_free(&r);
+    /* max_tokens that the forced start alone uses up: refused before anything runs */
+    char extra[160];
+    snprintf(extra, sizeof extra, ",\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}},\"max_tokens\":%d", ft);
+    char body[2048];
+    snprintf(body, sizeof body,
+             "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"Vejret i Oslo?\"}],\"tools\":%s%s}", TOOLS, extra);
+    CHECK(parse_body(&r, FRIGG_OAI_CHAT, body, &e) == -1 && !strcmp(e.param, "max_tokens") && strstr(e.message, "forces"),
+          "max_tokens %d = the forced start's tokens: want a 400 naming max_tokens, got '%s': %s", ft, e.param, e.message);
+    frigg_oai_req_free(&r);
+    /* required: the same, for any function */
+    CHECK(parse(&r, ",\"tool_choice\":\"required\"") == 0, "tool_choice required");
+    make_choice(&c, "");
+    CHECK(frigg_oai_choice_error(&r, &c, &e) == -1 && !strcmp(e.param, "tool_choice"), "required, nothing after '%s'", r.forced);
+    frigg_oai_choice_free(&c);
+    make_choice(&c, "get_time{}<tool_call|>");
+    CHECK(frigg_oai_choice_error(&r, &c, &e) == 0, "required, a whole call of get_time");
+    frigg_oai_choice_free(&c);
+    frigg_oai_req_free(&r);
+    /* tool_choice auto: nothing is forced, nothing counted, a malformed call stays content (no error) */
+    CHECK(parse(&r, "") == 0 && r.forced_tokens == 0, "auto: no forced tokens");
+    make_choice(&c, "<|tool_call>call:get_weather{city:");
+    CHECK(frigg_oai_choice_error(&r, &c, &e) == 0, "auto: a malformed call is content, not an error");
+    frigg_oai_choice_free(&c);
+    frigg_oai_req_free(&r);
+    json_decref(msgs);
+    json_decref(tools);
+}
+
+/* ---- null is absent; the no-op fields ---- */
+
+static void test_null_and_noop_fields(void) {
+    frigg_oai_req r;
+    frigg_oai_error e;
+    static const char *const chat_nulls[] = {
+        "response_format", "functions", "function_call", "audio", "modalities", "prediction", "reasoning_effort",
+        "web_search_options", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "seed", "n", "stop",
+        "repetition_penalty", "frequency_penalty", "presence_penalty", "logit_bias", "logprobs", "top_logprobs", "stream",
+        "stream_options", "tools", "tool_choice", "parallel_tool_calls", "prefix_tokens", "user", "metadata", "store",
+        "service_tier", "prompt_cache_key", "prompt_cache_retention", "safety_identifier", "verbosity"};
+    for (size_t i = 0; i < sizeof chat_nulls / sizeof *chat_nulls; i++) {
+        char body[256];
+        snprintf(body, sizeof body, "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"%s\":null}",
+                 chat_nulls[i]);
+        CHECK(parse_body(&r, FRIGG_OAI_CHAT, body, &e) == 0, "chat '%s': null is absent, got a %d: %s", chat_nulls[i],
+              e.status, e.message);
+        frigg_oai_req_free(&r);
+    }
+    static const char *const compl_nulls[] = {
+        "max_tokens", "temperature", "top_p", "top_k", "seed", "n", "stop", "repetition_penalty", "frequency_penalty",
+        "presence_penalty", "logit_bias", "logprobs", "stream", "stream_options", "prefix_tokens", "user", "echo",
+        "best_of", "suffix", "metadata", "store", "service_tier", "min_p", "guided_json", "min_tokens", "ignore_eos"};
+    for (size_t i = 0; i < sizeof compl_nulls / sizeof *compl_nulls; i++) {
+        char body[256];
+        snprintf(body, sizeof body, "{\"model\":\"default\",\"prompt\":\"q\",\"%s\":null}", compl_nulls[i]);
+        CHECK(parse_body(&r, FRIGG_OAI_COMPLETION, body, &e) == 0, "completions '%s': null is absent, got a %d: %s",
+              compl_nulls[i], e.status, e.message);
+        frigg_oai_req_free(&r);
+    }
+    /* null is absent, not a way past the refusal: a value is still refused by name */
+    CHECK(parse_body(&r, FRIGG_OAI_CHAT,
+                     "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"reasoning_effort\":\"low\"}",
+                     &e) == -1 && !strcmp(e.param, "reasoning_effort"),
+          "reasoning_effort \"low\" is still refused: '%s'", e.param);
+    frigg_oai_req_free(&r);
+    /* the no-op fields, with values */
+    const char *ok =
+        "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"prompt_cache_key\":\"k1\","
+        "\"safety_identifier\":\"user-7\",\"verbosity\":\"low\",\"prompt_cache_retention\":\"24h\",\"stream\":true,"
+        "\"stream_options\":{\"include_usage\":true,\"include_obfuscation\":false}}";
+    CHECK(parse_body(&r, FRIGG_OAI_CHAT, ok, &e) == 0 && r.include_usage, "the no-op fields: %s", e.message);
+    frigg_oai_req_free(&r);
+    CHECK(parse_body(&r, FRIGG_OAI_COMPLETION,
+                     "{\"model\":\"default\",\"prompt\":\"q\",\"stream\":true,\"stream_options\":{\"include_obfuscation\":true}}",
+                     &e) == 0,
+          "completions' stream_options.include_obfuscation: %s", e.message);
+    frigg_oai_req_free(&r);
+    static const struct { const char *field, *param; } wrong[] = {
+        {"\"verbosity\":\"loud\"", "verbosity"},
+        {"\"verbosity\":\"low\\u0000\"", "verbosity"},
+        {"\"prompt_cache_key\":5", "prompt_cache_key"},
+        {"\"safety_identifier\":[]", "safety_identifier"},
+        {"\"prompt_cache_retention\":\"forever\"", "prompt_cache_retention"},
+        {"\"stream\":true,\"stream_options\":{\"include_obfuscation\":\"yes\"}", "include_obfuscation"},
+    };
+    for (size_t i = 0; i < sizeof wrong / sizeof *wrong; i++) {
+        char body[256];
+        snprintf(body, sizeof body, "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],%s}",
+                 wrong[i].field);
+        CHECK(parse_body(&r, FRIGG_OAI_CHAT, body, &e) == -1 && e.status == 400 && !strcmp(e.param, wrong[i].param),
+              "%s: want a 400 naming '%s', got '%s': %s", wrong[i].field, wrong[i].param, e.param, e.message);
+        frigg_oai_req_free(&r);
+    }
+}
+
+/* ---- a function's keys ---- */
+
+static void test_function_keys(void) {
+    frigg_oai_req r;
+    frigg_oai_error e;
+    static const struct { const char *fn, *param, *says; } cases[] = {
+        {"{\"name\":\"f\",\"strict\":true}", "tools[0].function.strict", "constrained decoding"},
+        {"{\"name\":\"f\",\"strict\":\"yes\"}", "tools[0].function.strict", "boolean"},
+        {"{\"name\":\"f\",\"paramters\":{}}", "tools[0].function.paramters", "paramters"},
+        {"{\"name\":\"f\",\"description\":\"d\",\"returns\":{\"type\":\"string\"}}", "tools[0].function.returns", "returns"},
+        {"{\"name\":\"f\",\"strict\":false}", NULL, NULL},
+        {"{\"name\":\"f\",\"strict\":null,\"description\":\"d\",\"parameters\":{\"type\":\"object\",\"properties\":{}}}", NULL,
+         NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"tools\":[{\"type\":\"function\","
+                 "\"function\":%s}]}", cases[i].fn);
+        int rc = parse_body(&r, FRIGG_OAI_CHAT, body, &e);
+        if (cases[i].param)
+            CHECK(rc == -1 && e.status == 400 && !strcmp(e.param, cases[i].param) && strstr(e.message, cases[i].says),
+                  "function %s: want a 400 naming '%s' saying '%s', got %d '%s': %s", cases[i].fn, cases[i].param,
+                  cases[i].says, rc, e.param, e.message);
+        else
+            CHECK(rc == 0, "function %s: accepted, got %s", cases[i].fn, e.message);
+        frigg_oai_req_free(&r);
+        /* the same check where /tokenize renders tools */
+        json_t *tools = json_pack("[{s:s,s:o}]", "type", "function", "function", json_loads(cases[i].fn, 0, NULL));
+        json_t *msgs = json_loads("[{\"role\":\"user\",\"content\":\"q\"}]", 0, NULL);
+        size_t pl = 0;
+        memset(&e, 0, sizeof e);
+        char *pt = frigg_oai_chat_prompt(msgs, tools, 1, &pl, &e);
+        CHECK(cases[i].param ? !pt && !strcmp(e.param, cases[i].param) : pt != NULL,
+              "frigg_oai_chat_prompt with function %s: '%s' %s", cases[i].fn, e.param, e.message);
+        free(pt);
+        json_decref(tools);
+        json_decref(msgs);
+    }
+}
+
+/* ---- logprobs of byte-fallback tokens; completions' top_logprobs hold the sampled token ---- */
+
+static void test_logprob_bytes(void) {
+    frigg_oai_env env = {.model_name = "default", .tok = tok, .cfg = &cfg, .max_ctx = 512};
+    frigg_oai_req r;
+    frigg_oai_error e;
+    const int32_t e2 = frigg_tokenizer_token_to_id(tok, "<0xE2>"), x82 = frigg_tokenizer_token_to_id(tok, "<0x82>"),
+                  xac = frigg_tokenizer_token_to_id(tok, "<0xAC>");
+    CHECK(e2 >= 0 && x82 >= 0 && xac >= 0, "the byte tokens of the euro sign");
+    /* chat: the euro sign as three byte tokens */
+    const char *cb = "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"logprobs\":true,\"top_logprobs\":1}";
+    CHECK(parse_body(&r, FRIGG_OAI_CHAT, cb, &e) == 0, "%s", e.message);
+    frigg_oai_choice c;
+    make_choice(&c, "\xE2\x82\xAC");
+    free(c.ids);
+    c.n = 3;
+    c.k = 1;
+    c.ids = malloc(3 * sizeof(int32_t));
+    c.ids[0] = e2, c.ids[1] = x82, c.ids[2] = xac;
+    c.token_logprob = malloc(3 * sizeof(float));
+    c.top_ids = malloc(3 * sizeof(int32_t));
+    c.top_lps = malloc(3 * sizeof(float));
+    for (int i = 0; i < 3; i++) c.token_logprob[i] = -9.0f, c.top_ids[i] = 300, c.top_lps[i] = -0.5f;
+    json_t *resp = frigg_oai_response(&r, &env, "x", 1, "default", &c);
+    json_t *content = json_object_get(json_object_get(json_array_get(json_object_get(resp, "choices"), 0), "logprobs"), "content");
+    static const int want[3] = {0xE2, 0x82, 0xAC};
+    for (int i = 0; i < 3; i++) {
+        json_t *bytes = json_object_get(json_array_get(content, (size_t)i), "bytes");
+        CHECK(json_array_size(bytes) == 1 && json_integer_value(json_array_get(bytes, 0)) == want[i],
+              "chat logprobs entry %d: bytes [%d] of its byte token, got %zu bytes, first %lld", i, want[i],
+              json_array_size(bytes), (long long)json_integer_value(json_array_get(bytes, 0)));
+    }
+    json_decref(resp);
+    frigg_oai_req_free(&r);
+    /* completions: text_offset in characters of the text (the euro sign is one), the sampled token in top_logprobs */
+    const char *pb = "{\"model\":\"default\",\"prompt\":[5,6],\"max_tokens\":3,\"logprobs\":1}";
+    CHECK(parse_body(&r, FRIGG_OAI_COMPLETION, pb, &e) == 0, "%s", e.message);
+    resp = frigg_oai_response(&r, &env, "x", 1, "default", &c);
+    json_t *lp = json_object_get(json_array_get(json_object_get(resp, "choices"), 0), "logprobs");
+    json_t *offs = json_object_get(lp, "text_offset");
+    CHECK(json_integer_value(json_array_get(offs, 0)) == 0 && json_integer_value(json_array_get(offs, 1)) == 1 &&
+              json_integer_value(json_array_get(offs, 2)) == 1,
+          "text_offset of the euro sign's three byte tokens: 0 1 1");
+    size_t tn = 0;
+    char *t300 = frigg_tokenizer_decode(tok, (const int32_t[]){300}, 1, &tn);
+    json_t *top0 = json_array_get(json_object_get(lp, "top_logprobs"), 0);
+    CHECK(json_object_size(top0) == 2 && json_object_getn(top0, t300, tn) && json_object_get(top0, "\xEF\xBF\xBD") &&
+              json_real_value(json_object_get(top0, "\xEF\xBF\xBD")) == -9.0,
+          "completions top_logprobs hold the k best and the sampled token: %zu entries", json_object_size(top0));
+    json_decref(resp);
+    /* a sampled token among the k best is not repeated */
+    for (int i = 0; i < 3; i++) c.ids[i] = 300;
+    resp = frigg_oai_response(&r, &env, "x", 1, "default", &c);
+    top0 = json_array_get(json_object_get(json_object_get(json_array_get(json_object_get(resp, "choices"), 0), "logprobs"),
+                                          "top_logprobs"), 0);
+    CHECK(json_object_size(top0) == 1, "the sampled token among the k best: %zu entries", json_object_size(top0));
+    json_decref(resp);
+    frigg_oai_req_free(&r);
+    /* logprobs 0: the sampled token alone */
+    pb = "{\"model\":\"default\",\"prompt\":[5,6],\"max_tokens\":3,\"logprobs\":0}";
+    CHECK(parse_body(&r, FRIGG_OAI_COMPLETION, pb, &e) == 0, "%s", e.message);
+    c.ids[0] = e2;
+    resp = frigg_oai_response(&r, &env, "x", 1, "default", &c);
+    top0 = json_array_get(json_object_get(json_object_get(json_array_get(json_object_get(resp, "choices"), 0), "logprobs"),
+                                          "top_logprobs"), 0);
+    CHECK(json_object_size(top0) == 1 && json_object_get(top0, "\xEF\xBF\xBD"), "logprobs 0: the sampled token alone");
+    json_decref(resp);
+    free(t300);
+    frigg_oai_choice_free(&c);
+    frigg_oai_req_free(&r);
+}
+
 int main(void) {
     TEST_MAIN_BEGIN("test_oai");
     char *tj = th_path(th_root(), "golden/default/tokenizer.json"), *cj = th_path(th_root(), "golden/default/config.json");
@@ -566,6 +856,10 @@ int main(void) {
         test_nul_prompts();
         test_nul_refused();
         test_nul_responses();
+        test_forced_whole_or_error();
+        test_null_and_noop_fields();
+        test_function_keys();
+        test_logprob_bytes();
         frigg_tokenizer_free(tok);
     }
     free(tj);

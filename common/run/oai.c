@@ -93,12 +93,13 @@ static const char *const chat_fields[] = {
     "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "seed", "n", "stop",
     "repetition_penalty", "frequency_penalty", "presence_penalty", "logit_bias", "logprobs", "top_logprobs", "stream",
     "stream_options", "tools", "tool_choice", "parallel_tool_calls", "prefix_tokens", "user", "metadata", "store",
-    "service_tier", NULL};
+    "service_tier", "prompt_cache_key", "prompt_cache_retention", "safety_identifier", "verbosity", NULL};
 static const char *const completion_fields[] = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "seed", "n", "stop", "repetition_penalty",
     "frequency_penalty", "presence_penalty", "logit_bias", "logprobs", "stream", "stream_options", "prefix_tokens",
     "user", "echo", "best_of", "suffix", "metadata", "store", "service_tier", NULL};
-/* Fields OpenAI documents that would change the output and that frigg does not implement: refused by name. */
+/* Fields OpenAI documents that would change the output and that frigg does not implement: refused by name (null is
+ * absent, as for every optional field). */
 static const char *const unsupported[] = {"response_format", "functions", "function_call", "audio", "modalities",
                                           "prediction", "reasoning_effort", "web_search_options", "min_p",
                                           "guided_json", "guided_regex", "guided_choice", "min_tokens",
@@ -310,6 +311,26 @@ static int check_tools(const json_t *tools, frigg_oai_error *e) {
         json_t *params = json_object_get(f, "parameters");
         if (params && !json_is_null(params) && !json_is_object(params))
             return bad(e, p, "'%s.function.parameters' must be a JSON Schema object", p);
+        /* A function takes what OpenAI's FunctionDefinition has; anything else is refused, as OpenAI refuses it,
+         * rather than dropped without the client knowing. */
+        const char *fk;
+        json_t *fv;
+        json_object_foreach(f, fk, fv) {
+            if (!strcmp(fk, "name") || !strcmp(fk, "description") || !strcmp(fk, "parameters") || !strcmp(fk, "strict"))
+                continue;
+            char kq[128];
+            snprintf(kq, sizeof kq, "%s.function.%.24s", p, fk);
+            return bad(e, kq, "'%s.function' has an unknown field '%s' (a function takes name, description, parameters "
+                             "and strict)", p, fk);
+        }
+        /* strict: true promises arguments that follow the schema exactly; only constrained decoding could keep that
+         * promise, and frigg has none yet */
+        json_t *strict = json_object_get(f, "strict");
+        snprintf(q, sizeof q, "%s.function.strict", p);
+        if (strict && !json_is_null(strict) && !json_is_boolean(strict)) return bad(e, q, "'%s' must be a boolean", q);
+        if (json_is_true(strict))
+            return bad(e, q, "'%s': strict tool schemas need constrained decoding, not implemented (send strict: "
+                             "false, or leave it out)", q);
     }
     return 0;
 }
@@ -485,9 +506,33 @@ static int parse_tool_choice(frigg_oai_req *r, const json_t *o, const json_t *to
     return 0;
 }
 
+/* Chat fields that change nothing here, checked as OpenAI types them (a wrong type is still a 400): prompt_cache_key,
+ * prompt_cache_retention (frigg keeps no cache between requests: a PrefixLM re-prefills every turn),
+ * safety_identifier (an end user's id, as user), verbosity (a hint frigg does not give the model). */
+static int noop_fields(const json_t *o, frigg_oai_error *e) {
+    static const struct { const char *key, *values[4]; } f[] = {
+        {"prompt_cache_key", {NULL}}, {"safety_identifier", {NULL}},
+        {"prompt_cache_retention", {"in_memory", "24h", NULL}}, {"verbosity", {"low", "medium", "high", NULL}}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        const json_t *v = json_object_get(o, f[i].key);
+        if (!v || json_is_null(v)) continue;
+        if (!json_is_string(v)) return bad(e, f[i].key, "'%s' must be a string", f[i].key);
+        if (!f[i].values[0]) continue;
+        if (no_nul(v, f[i].key, e)) return -1; /* compared as a C string below */
+        int ok = 0;
+        for (int j = 0; f[i].values[j]; j++) ok |= !strcmp(json_string_value(v), f[i].values[j]);
+        if (!ok)
+            return bad(e, f[i].key, "'%s' must be one of %s, %s%s%s", f[i].key, f[i].values[0], f[i].values[1],
+                       f[i].values[2] ? ", " : "", f[i].values[2] ? f[i].values[2] : "");
+    }
+    return 0;
+}
+
 char *frigg_oai_chat_prompt(const json_t *messages, const json_t *tools, int add_generation_prompt, size_t *len,
                             frigg_oai_error *e) {
     *len = 0;
+    if (tools && json_is_null(tools)) tools = NULL;
+    if (tools && check_tools(tools, e)) return NULL;
     json_t *msgs = check_messages(messages, e);
     if (!msgs) return NULL;
     json_t *norm = frigg_chat_normalize_messages(msgs);
@@ -521,6 +566,7 @@ int frigg_oai_parse(frigg_oai_req *r, frigg_oai_kind kind, const char *body, siz
     json_t *v;
     json_object_foreach(o, k, v) {
         if (in_list(unsupported, k)) {
+            if (json_is_null(v)) continue; /* null is absent, as OpenAI takes it */
             if (!strcmp(k, "response_format") && no_nul(json_object_get(v, "type"), "response_format.type", e)) goto out;
             if (!strcmp(k, "response_format") && json_is_object(v) &&
                 !strcmp(json_string_value(json_object_get(v, "type")) ? json_string_value(json_object_get(v, "type")) : "",
@@ -564,17 +610,20 @@ int frigg_oai_parse(frigg_oai_req *r, frigg_oai_kind kind, const char *body, siz
             bad(e, "stream_options", "'stream_options' must be an object");
             goto out;
         }
-        json_object_foreach(so, k, v) if (strcmp(k, "include_usage")) {
-            bad(e, "stream_options", "'stream_options' has an unknown field '%s' (it takes include_usage)", k);
+        json_object_foreach(so, k, v) if (strcmp(k, "include_usage") && strcmp(k, "include_obfuscation")) {
+            bad(e, "stream_options", "'stream_options' has an unknown field '%s' (it takes include_usage and "
+                                     "include_obfuscation)", k);
             goto out;
         }
-        if (get_bool(so, "include_usage", &r->include_usage, e)) goto out;
+        /* include_obfuscation: OpenAI pads chunks against a side channel of their sizes; accepted, nothing padded */
+        int obf = 0;
+        if (get_bool(so, "include_usage", &r->include_usage, e) || get_bool(so, "include_obfuscation", &obf, e)) goto out;
     }
     const json_t *tools = NULL;
     if (kind == FRIGG_OAI_CHAT) {
         if (get_int(o, "max_completion_tokens", 1, 1 << 30, &mct, &mct_given, e) || get_bool(o, "logprobs", &r->logprobs, e) ||
             get_int(o, "top_logprobs", 0, FRIGG_OAI_MAX_TOP_LOGPROBS, &top_lp, NULL, e) ||
-            get_bool(o, "parallel_tool_calls", &r->parallel_tool_calls, e))
+            get_bool(o, "parallel_tool_calls", &r->parallel_tool_calls, e) || noop_fields(o, e))
             goto out;
         if (mt_given && mct_given && mct != max_tokens) {
             bad(e, "max_completion_tokens", "'max_tokens' (%lld) and 'max_completion_tokens' (%lld) disagree", max_tokens, mct);
@@ -601,15 +650,23 @@ int frigg_oai_parse(frigg_oai_req *r, frigg_oai_kind kind, const char *body, siz
         size_t rlen = 0; /* the rendered text's length: message text may hold NUL bytes */
         rendered = frigg_oai_chat_prompt(json_object_get(o, "messages"), render_tools ? tools : NULL, 1, &rlen, e);
         if (!rendered) goto out;
-        if (r->forced) { /* the answer starts with the forced text: it is part of the prompt */
-            size_t b = strlen(r->forced);
-            rendered = frigg_xrealloc(rendered, rlen + b + 1);
-            memcpy(rendered + rlen, r->forced, b + 1);
-            rlen += b;
-        }
         r->prompts = frigg_xcalloc(1, sizeof *r->prompts);
         r->n_prompts = 1;
         if (encode(env, rendered, rlen, &r->prompts[0], "messages", e)) goto out;
+        if (r->forced) {
+            /* The answer starts with the forced text: its tokens go after the prompt's, prefilled with it, and are
+             * the answer's first tokens (usage counts them as completion tokens, max_tokens bounds them). Encoded
+             * apart from the prompt: it starts with the added token <|tool_call>, so that is where the text's
+             * tokens split anyway. Constrained decoding would generate them instead, and forced_tokens be 0. */
+            frigg_oai_prompt fp = {0};
+            if (encode(env, r->forced, strlen(r->forced), &fp, "tool_choice", e)) goto out;
+            frigg_oai_prompt *p0 = &r->prompts[0];
+            p0->ids = frigg_xrealloc(p0->ids, sizeof(int32_t) * (size_t)(p0->n + fp.n));
+            memcpy(p0->ids + p0->n, fp.ids, sizeof(int32_t) * (size_t)fp.n);
+            p0->n += fp.n;
+            r->forced_tokens = fp.n;
+            free(fp.ids);
+        }
     } else {
         long long lp = -1, best_of = -1;
         int echo = 0;
@@ -636,25 +693,38 @@ int frigg_oai_parse(frigg_oai_req *r, frigg_oai_kind kind, const char *body, siz
         bad(e, "n", "too many choices");
         goto out;
     }
-    /* Lengths: OpenAI's default max_tokens is 16 for completions and the rest of the context for chat. */
+    /* Lengths: OpenAI's default max_tokens is 16 for completions and the rest of the context for chat. The
+     * prompt the client sees (pn) leaves out the forced tokens, which are the answer's first (max_tokens counts
+     * them); the engine's prompt holds them. */
     for (int i = 0; i < r->n_prompts; i++) {
         frigg_oai_prompt *p = &r->prompts[i];
-        long long mt = mt_given ? max_tokens : kind == FRIGG_OAI_COMPLETION ? 16 : env->max_ctx - p->n;
-        if (have_prefix && prefix > p->n) {
-            bad(e, "prefix_tokens", "'prefix_tokens' (%lld) is longer than the prompt (%d tokens)", prefix, p->n);
+        const int pn = p->n - r->forced_tokens;
+        long long mt = mt_given ? max_tokens : kind == FRIGG_OAI_COMPLETION ? 16 : env->max_ctx - pn;
+        if (have_prefix && prefix > pn) {
+            bad(e, "prefix_tokens", "'prefix_tokens' (%lld) is longer than the prompt (%d tokens)", prefix, pn);
             goto out;
         }
-        p->prefix_len = have_prefix ? (int)prefix : p->n; /* PrefixLM: the whole prompt is the prefix by default */
-        if (mt < 1 || p->n + mt > env->max_ctx) {
+        /* PrefixLM: the whole prompt is the prefix by default; forced tokens are the answer's, so causal */
+        p->prefix_len = have_prefix ? (int)prefix : pn;
+        const int ft = r->forced_tokens;
+        if (mt_given && mt >= 1 && mt <= ft) { /* a max_tokens the forced start alone uses up */
+            const char *f = mct_given ? "max_completion_tokens" : "max_tokens";
+            bad(e, f, "'%s' (%lld) leaves no room for the tool call that 'tool_choice' forces: its start alone is %d "
+                      "tokens", f, mt, ft);
+            goto out;
+        }
+        if (mt <= ft || pn + mt > env->max_ctx) { /* mt <= ft here: no room is left in the context (or mt < 1) */
+            const long long want = mt <= ft ? ft + 1 : mt;
             frigg_oai_error_set(e, 400, "invalid_request_error", kind == FRIGG_OAI_CHAT ? "messages" : "prompt",
                                 "context_length_exceeded",
                                 "This model's maximum context length is %d tokens. However, you requested %lld tokens "
                                 "(%d in the %s, %lld in the completion). Please reduce the length of the %s or the "
                                 "completion.",
-                                env->max_ctx, p->n + (mt < 1 ? 1 : mt), p->n, kind == FRIGG_OAI_CHAT ? "messages" : "prompt",
-                                mt < 1 ? 1 : mt, kind == FRIGG_OAI_CHAT ? "messages" : "prompt");
+                                env->max_ctx, pn + want, pn, kind == FRIGG_OAI_CHAT ? "messages" : "prompt", want,
+                                kind == FRIGG_OAI_CHAT ? "messages" : "prompt");
             goto out;
         }
+        mt -= r->forced_tokens; /* what the engine generates after them */
         if (i == 0 || mt > r->gen.max_tokens) r->gen.max_tokens = (int)mt;
     }
     /* a per-prompt max_tokens for chat defaults; completions with several prompts share the given one */
@@ -737,6 +807,12 @@ void frigg_oai_finish_tools(const frigg_oai_req *r, const frigg_oai_choice *c, c
     char *rest = NULL;
     size_t rest_len = 0;
     json_t *a = frigg_parse_tool_calls_n(full, fl + c->text_len, &rest, &rest_len);
+    if (!a && fl) { /* a forced call that is not whole: never content (frigg_oai_choice_error makes it an error) */
+        free(full);
+        *content = frigg_xstrdup("");
+        *content_len = 0;
+        return;
+    }
     if (!a) { /* not a well-formed call: the text as the model wrote it */
         *content = full;
         *content_len = fl + c->text_len;
@@ -761,15 +837,74 @@ void frigg_oai_finish_tools(const frigg_oai_req *r, const frigg_oai_choice *c, c
     *calls = a;
 }
 
-/* One logprob entry of token id: chat {token, logprob, bytes, top_logprobs?}. */
+int frigg_oai_choice_error(const frigg_oai_req *r, const frigg_oai_choice *c, frigg_oai_error *e) {
+    if (!r->forced || !strcmp(c->finish_reason, "cancelled")) return 0; /* a cancelled choice has no one to tell */
+    /* The forced start and the text must parse into whole calls (constrained decoding would make them so; until
+     * then the model may stop, or reach max_tokens, inside the call). */
+    size_t fl = strlen(r->forced);
+    char *full = frigg_xmalloc(fl + c->text_len + 1);
+    memcpy(full, r->forced, fl);
+    memcpy(full + fl, c->text, c->text_len);
+    full[fl + c->text_len] = 0;
+    json_t *a = frigg_parse_tool_calls_n(full, fl + c->text_len, NULL, NULL);
+    free(full);
+    if (a) {
+        json_decref(a);
+        return 0;
+    }
+    char why[256];
+    snprintf(why, sizeof why, "%s", frigg_error());
+    const int n = c->n + r->forced_tokens;
+    /* 400, as vLLM answers a forced call its parser rejects: the same request can fail the same way again (greedy
+     * always will), so it is not a server error for a client to retry. */
+    frigg_oai_error_set(e, 400, "invalid_request_error", "tool_choice", "invalid_tool_call",
+                        "'tool_choice' forced a tool call, but the model's answer (%d tokens) is not a whole call: %s%s; "
+                        "frigg-serve has no constrained decoding to keep the model inside the call's syntax",
+                        n, why,
+                        !strcmp(c->finish_reason, "length") ? " (the answer reached max_tokens inside the call)"
+                                                            : " (the model ended its answer inside the call)");
+    return -1;
+}
+
+void frigg_oai_usage_counts(const frigg_oai_req *r, const frigg_oai_choice *choices, int *prompt_tokens,
+                            int *completion_tokens) {
+    int pt = 0, ct = 0;
+    for (int p = 0; p < r->n_prompts; p++) pt += r->prompts[p].n - r->forced_tokens;
+    for (int i = 0; i < r->n_prompts * r->n; i++) ct += choices[i].n + r->forced_tokens;
+    *prompt_tokens = pt;
+    *completion_tokens = ct;
+}
+
+static int hex_digit(char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* The byte a byte-fallback token stands for, or -1: its decoding alone (d, n bytes) is U+FFFD, which the decoder's
+ * ByteFallback gives for a lone byte that is not UTF-8 by itself, and its name is "<0xHH>". (A byte that is UTF-8
+ * by itself decodes to itself.) */
+static int fallback_byte(const frigg_tokenizer *tok, int32_t id, const char *d, size_t n) {
+    if (n != 3 || memcmp(d, "\xef\xbf\xbd", 3)) return -1;
+    const char *t = frigg_tokenizer_id_to_token(tok, id);
+    if (!t || strlen(t) != 6 || memcmp(t, "<0x", 3) || t[5] != '>') return -1;
+    int hi = hex_digit(t[3]), lo = hex_digit(t[4]);
+    return hi < 0 || lo < 0 ? -1 : hi * 16 + lo;
+}
+
+/* One logprob entry of token id: chat {token, logprob, bytes, top_logprobs?}. The token is its text as decoded alone
+ * (valid UTF-8: a byte-fallback token that is part of a character shows as U+FFFD); bytes are the token's own, the
+ * raw byte of such a token included, so that a client joining every entry's bytes gets the answer's UTF-8 back, as
+ * OpenAI's bytes promise. */
 static json_t *token_entry(const frigg_oai_env *env, int32_t id, double lp) {
     size_t n = 0, cl = 0;
-    char *b = env->tok ? frigg_tokenizer_decode(env->tok, &id, 1, &n) : NULL;
-    char *clean = frigg_oai_utf8_clean(b ? b : "", b ? n : 0, &cl);
+    char *t = env->tok ? frigg_tokenizer_decode(env->tok, &id, 1, &n) : NULL;
+    char *clean = frigg_oai_utf8_clean(t ? t : "", t ? n : 0, &cl);
     json_t *bytes = json_array();
-    for (size_t i = 0; i < n; i++) json_array_append_new(bytes, json_integer((unsigned char)b[i]));
+    const int fb = t ? fallback_byte(env->tok, id, t, n) : -1;
+    if (fb >= 0) json_array_append_new(bytes, json_integer(fb));
+    else
+        for (size_t i = 0; t && i < n; i++) json_array_append_new(bytes, json_integer((unsigned char)t[i]));
     json_t *o = json_pack("{s:s%,s:f,s:o}", "token", clean, cl, "logprob", isfinite(lp) ? lp : -9999.0, "bytes", bytes);
-    free(b);
+    free(t);
     free(clean);
     return o;
 }
@@ -813,14 +948,22 @@ static json_t *completion_logprobs(const frigg_oai_req *r, const frigg_oai_env *
         json_t *b;
         json_array_foreach(json_object_get(e, "bytes"), j, b) nb += ((unsigned)json_integer_value(b) & 0xc0) != 0x80;
         *offset += nb;
-        json_decref(e);
         json_t *top = json_object();
+        int sampled_in = 0;
         for (int j = 0; j < r->top_logprobs && j < k; j++) {
             json_t *t = token_entry(env, top_ids[(size_t)i * k + j], top_lps[(size_t)i * k + j]);
             json_t *tk = json_object_get(t, "token"); /* the key with its length: a token may be a NUL byte */
             json_object_setn(top, json_string_value(tk), json_string_length(tk), json_object_get(t, "logprob"));
             json_decref(t);
+            sampled_in |= top_ids[(size_t)i * k + j] == ids[i];
         }
+        /* OpenAI's legacy format always holds the sampled token too: up to k + 1 entries (with logprobs 0, the
+         * sampled token alone). A key another of the k tokens decodes to (two byte tokens both U+FFFD) keeps that
+         * token's entry. */
+        json_t *stk = json_object_get(e, "token");
+        if (!sampled_in && !json_object_getn(top, json_string_value(stk), json_string_length(stk)))
+            json_object_setn(top, json_string_value(stk), json_string_length(stk), json_object_get(e, "logprob"));
+        json_decref(e);
         json_array_append_new(tops, top);
     }
     return json_pack("{s:o,s:o,s:o,s:o}", "tokens", tokens, "token_logprobs", lps, "top_logprobs", tops, "text_offset", offs);
@@ -843,10 +986,9 @@ json_t *frigg_oai_response(const frigg_oai_req *r, const frigg_oai_env *env, con
                            const char *model, const frigg_oai_choice *choices) {
     json_t *arr = json_array();
     int prompt_tokens = 0, completion_tokens = 0;
-    for (int p = 0; p < r->n_prompts; p++) prompt_tokens += r->prompts[p].n;
+    frigg_oai_usage_counts(r, choices, &prompt_tokens, &completion_tokens);
     for (int i = 0; i < r->n_prompts * r->n; i++) {
         const frigg_oai_choice *c = &choices[i];
-        completion_tokens += c->n;
         char *content = NULL, pre[160];
         size_t content_len = 0;
         json_t *calls = NULL;

@@ -1,8 +1,9 @@
 /* oai.h — OpenAI's wire format, as frigg-serve speaks it: a /v1/chat/completions or /v1/completions body
  * parsed and validated into what the scheduler runs, and the response bodies and stream chunks built from
  * what it returns. Every field OpenAI documents is either implemented, accepted because it changes nothing
- * observable (user, metadata, store, service_tier), or refused with a 400 naming it; an unknown field is a
- * 400 too, as OpenAI answers. No I/O and no threads: the server calls it, the tests and the fuzzer call it
+ * observable (user, metadata, store, service_tier, prompt_cache_key, prompt_cache_retention, safety_identifier,
+ * verbosity, stream_options.include_obfuscation), or refused with a 400 naming it; null is absent for every
+ * optional field; an unknown field is a 400 too, as OpenAI answers (inside a tool's function as well). No I/O and no threads: the server calls it, the tests and the fuzzer call it
  * directly. */
 #ifndef FRIGG_OAI_H
 #define FRIGG_OAI_H
@@ -63,6 +64,8 @@ typedef struct {
     int parallel_tool_calls;     /* 0: only the first call is kept */
     char *forced;                /* text the answer is made to start with (tool_choice "required" or a named
                                     function): appended to the rendered prompt, prepended to the generated text */
+    int forced_tokens;           /* its tokens, the last of every prompt's ids: in usage the answer's, not the
+                                    prompt's (frigg_oai_usage_counts), and counted against max_tokens */
 } frigg_oai_req;
 
 /* Parse and check one body. 0, or -1 with *err filled (the request is then empty: free it anyway). A string may
@@ -75,7 +78,7 @@ void frigg_oai_req_free(frigg_oai_req *r);
 
 /* The text a chat request prompts the model with: the messages checked as frigg_oai_parse checks them (roles, NUL
  * bytes, content parts joined, developer as system), normalized (frigg_chat_normalize_messages) and rendered with
- * tools (NULL: none). Returns it malloc'd, *len bytes that may hold NUL bytes, or NULL with *err filled. */
+ * tools (NULL or JSON null: none; checked as frigg_oai_parse checks them). Returns it malloc'd, *len bytes that may hold NUL bytes, or NULL with *err filled. */
 char *frigg_oai_chat_prompt(const json_t *messages, const json_t *tools, int add_generation_prompt, size_t *len,
                             frigg_oai_error *err);
 
@@ -101,9 +104,21 @@ void frigg_oai_choice_free(frigg_oai_choice *c);
 
 /* With tools: the calls and the content left around them, from the forced prefix + the text. *content (new
  * malloc'd string of *content_len bytes, NUL bytes of the text kept) and *calls (a new array, or NULL when none).
- * A text that looked like calls but did not parse is kept as content. Without tools: the text, no calls. */
+ * A text that looked like calls but did not parse is kept as content, except after a forced prefix: then the
+ * content is empty and there are no calls (frigg_oai_choice_error says why). Without tools: the text, no calls. */
 void frigg_oai_finish_tools(const frigg_oai_req *r, const frigg_oai_choice *c, char **content, size_t *content_len,
                             json_t **calls, const char *call_id_prefix);
+
+/* 0, or -1 with *e filled when the choice cannot be answered: a forced call (tool_choice "required" or a named
+ * function) whose forced start and generated text do not parse into whole calls, because the model ended its answer
+ * or reached max_tokens inside the call. A 400 (code invalid_tool_call, param tool_choice) that the server sends in
+ * place of the response, or as a stream's error event; tool-call markup is never returned as content. */
+int frigg_oai_choice_error(const frigg_oai_req *r, const frigg_oai_choice *c, frigg_oai_error *e);
+
+/* usage over choices[n_prompts * n]: the forced tokens count as completion tokens of each choice, not as prompt
+ * tokens. */
+void frigg_oai_usage_counts(const frigg_oai_req *r, const frigg_oai_choice *choices, int *prompt_tokens,
+                            int *completion_tokens);
 
 /* The whole non-streamed response: choices[n_prompts * n], index = prompt * n + j. */
 json_t *frigg_oai_response(const frigg_oai_req *r, const frigg_oai_env *env, const char *id, long long created,

@@ -494,41 +494,47 @@ def tools(srv):
     check(none.usage.prompt_tokens == plain.usage.prompt_tokens and not none.choices[0].message.tool_calls
           and none.choices[0].message.content == plain.choices[0].message.content,
           "tool_choice none: not the request without tools")
-    forced_kw = dict(tools=TOOLS, tool_choice={"type": "function", "function": {"name": "get_weather"}}, **base)
-    f = cl.chat.completions.create(**forced_kw)
-    m = f.choices[0].message
-    if m.tool_calls:
-        tc = m.tool_calls[0]
+    # the forced start (<|tool_call>call:get_weather{, 11 tokens) counts against max_tokens: room for arguments
+    forced_kw = dict(tools=TOOLS, tool_choice={"type": "function", "function": {"name": "get_weather"}},
+                     **{**base, "max_tokens": base["max_tokens"] + 16})
+    # A forced call is either whole (tool_calls, finish_reason tool_calls) or an error naming tool_choice: never its
+    # markup as content (without constrained decoding the tiny model may stop or run out of tokens inside it).
+    m = None
+    try:
+        f = cl.chat.completions.create(**forced_kw)
+        m = f.choices[0].message
+        tc = m.tool_calls[0] if m.tool_calls else None
         try:
-            args = json.loads(tc.function.arguments)
+            args = json.loads(tc.function.arguments) if tc else None
         except ValueError:
             args = None
-        check(tc.type == "function" and tc.function.name == "get_weather" and isinstance(args, dict) and tc.id
-              and f.choices[0].finish_reason == "tool_calls", f"forced tool call: {m.tool_calls}")
-        note(f"forced call parsed: {tc.function.name}({tc.function.arguments})")
-    else:
-        # The server guarantees the answer starts with the call; arguments the template's parser rejects come back
-        # as the text the model wrote.
-        check(isinstance(m.content, str) and m.content.startswith("<|tool_call>call:get_weather{")
-              and f.choices[0].finish_reason in ("stop", "length"),
-              f"forced tool call: neither tool_calls nor the forced call's text: {m.content!r}")
-        note(f"the model's forced call did not parse, returned as content: {m.content!r}")
-    s, _ = chat_stream(cl, **forced_kw)
-    if m.tool_calls:
+        check(tc is not None and tc.type == "function" and tc.function.name == "get_weather" and isinstance(args, dict)
+              and tc.id and f.choices[0].finish_reason == "tool_calls" and "<|tool_call>" not in (m.content or ""),
+              f"forced tool call: {m}")
+        note(f"forced call parsed: {tc.function.name}({tc.function.arguments})" if tc else "forced call: none")
+    except openai.BadRequestError as e:
+        check(e.code == "invalid_tool_call" and e.param == "tool_choice" and "<|tool_call>" not in e.message,
+              f"forced tool call the model left unfinished: {e.code} {e.param}: {e.message}")
+        note(f"the model's forced call was not whole: {e.message}")
+    try:
+        s, _ = chat_stream(cl, **forced_kw)
         names = [t.function.name for t in s[0]["tool_calls"] if t.function and t.function.name]
-        check(names == [t.function.name for t in m.tool_calls] and s[0]["finish"] == ["tool_calls"],
-              f"forced tool call streamed: {s[0]}")
-    else:
-        check(s[0]["text"] == m.content and s[0]["finish"] == [f.choices[0].finish_reason] and not s[0]["tool_calls"],
-              f"forced tool call streamed: {s[0]['text']!r} {s[0]['finish']} != {m.content!r}")
-    req = cl.chat.completions.create(tools=TOOLS, tool_choice="required", **base)
-    rm = req.choices[0].message
-    check(bool(rm.tool_calls) or (rm.content or "").startswith("<|tool_call>call:"),
-          f"tool_choice required: the answer is not a call: {rm.content!r}")
+        check(m is not None and m.tool_calls and names == [t.function.name for t in m.tool_calls]
+              and s[0]["finish"] == ["tool_calls"] and not s[0]["text"], f"forced tool call streamed: {s[0]}")
+    except openai.APIError as e:  # the stream's error event; the SDK raises it as it reads
+        check(m is None and "not a whole call" in e.message and "<|tool_call>" not in str(e.body),
+              f"forced tool call streamed: an error the request not streamed did not have: {e.message}")
+    try:
+        req = cl.chat.completions.create(tools=TOOLS, tool_choice="required", **{**base, "max_tokens": base["max_tokens"] + 16})
+        rm = req.choices[0].message
+        check(bool(rm.tool_calls) and req.choices[0].finish_reason == "tool_calls" and "<|tool_call>" not in (rm.content or ""),
+              f"tool_choice required: {rm}")
+    except openai.BadRequestError as e:
+        check(e.code == "invalid_tool_call" and e.param == "tool_choice", f"tool_choice required: {e.code} {e.param}")
     # the round trip: the call (the server's if it parsed, else one written here) and its result go back
     call = ({"id": m.tool_calls[0].id, "type": "function", "function": {"name": m.tool_calls[0].function.name,
                                                                          "arguments": m.tool_calls[0].function.arguments}}
-            if m.tool_calls else {"id": "call_0", "type": "function",
+            if m is not None and m.tool_calls else {"id": "call_0", "type": "function",
                                   "function": {"name": "get_weather", "arguments": json.dumps({"city": "Aarhus"})}})
     msgs = base["messages"] + [{"role": "assistant", "content": None, "tool_calls": [call]},
                                {"role": "tool", "tool_call_id": call["id"], "content": json.dumps({"temperatur": 17})}]
@@ -548,6 +554,161 @@ def tools(srv):
             check(False, f"tool_choice {bad}: accepted")
         except openai.BadRequestError as e:
             check(e.param == param, f"tool_choice {bad}: param {e.param}")
+
+
+GET_TIME = [{"type": "function", "function": {"name": "get_time", "description": "Klokken"}}]
+TIME_Q = [{"role": "user", "content": "Hvad er klokken?"}]
+
+
+def token_ids(srv, text):
+    st, _, b = srv.raw("POST", "/tokenize", {"model": MODEL, "prompt": text})
+    if st != 200:
+        raise RuntimeError(f"/tokenize {text!r}: {st} {b[:200]!r}")
+    return json.loads(b)["tokens"]
+
+
+@section
+def forced_calls(srv):
+    """tool_choice required or named: a whole call comes back as tool_calls, with the forced start counted as
+    completion tokens (and the prompt tokens those /tokenize counts for the messages and tools); one the model ends,
+    or runs out of tokens, inside is a 400 invalid_tool_call naming tool_choice, or for a stream an error event, and
+    never the call's markup as content."""
+    cl = srv.client()
+    st, _, tb = srv.raw("POST", "/tokenize", {"model": MODEL, "messages": TIME_Q, "tools": GET_TIME})
+    check(st == 200, f"/tokenize of messages with tools: {st} {tb[:200]!r}")
+    count = json.loads(tb)["count"] if st == 200 else -1
+    named = {"type": "function", "function": {"name": "get_time"}}
+    ft = len(token_ids(srv, "<|tool_call>call:get_time{"))
+    # <eos> made certain: the model ends its answer right after the forced start
+    stop_now = dict(model=MODEL, messages=TIME_Q, tools=GET_TIME, temperature=0, max_tokens=ft + 8, logit_bias={"1": 100})
+    for tc in (named, "required"):
+        try:
+            r = cl.chat.completions.create(tool_choice=tc, **stop_now)
+            check(False, f"a forced call ({tc}) the model ended at once: answered {r.choices[0]}")
+        except openai.BadRequestError as e:
+            check(e.status_code == 400 and e.code == "invalid_tool_call" and e.param == "tool_choice"
+                  and "ended" in e.message, f"a forced call ({tc}) the model ended at once: {e.code} {e.param}: {e.message}")
+        chunks, err = [], None
+        try:
+            for ch in cl.chat.completions.create(tool_choice=tc, stream=True, stream_options={"include_usage": True},
+                                                 **stop_now):
+                chunks.append(ch)
+        except openai.APIError as e:  # the stream's error event, raised by the SDK as it reads it
+            err = e
+        check(err is not None and isinstance(err.body, dict) and err.body.get("code") == "invalid_tool_call"
+              and not any(c.choices and (c.choices[0].delta.content or c.choices[0].delta.tool_calls
+                                         or c.choices[0].finish_reason) for c in chunks),
+              f"the same streamed ({tc}): error {err!r}, chunks {chunks}")
+        st, _, body = srv.raw("POST", "/v1/chat/completions", {**stop_now, "tool_choice": tc, "stream": True})
+        events = [ln[6:] for ln in body.decode().split("\n\n") if ln.startswith("data: ")]
+        check(st == 200 and len(events) >= 2 and events[-1] == "[DONE]"
+              and json.loads(events[-2]).get("error", {}).get("code") == "invalid_tool_call"
+              and b"<|tool_call>" not in body, f"the same streamed ({tc}), raw: {st} {body[-400:]!r}")
+    # a whole call: "}" then "<tool_call|>" made the likeliest (the biases and penalties found for golden/default: the
+    # first step picks "}" by 98 + its logit against 100, the second "<tool_call|>" once "}" carries both penalties)
+    close_b, close_t = token_ids(srv, "}"), token_ids(srv, "<tool_call|>")
+    whole = dict(model=MODEL, messages=TIME_Q, tools=GET_TIME, tool_choice=named, temperature=0, max_tokens=ft + 2,
+                 logit_bias={str(close_b[0]): 100, str(close_t[0]): 98}, frequency_penalty=2, presence_penalty=2)
+    r = cl.chat.completions.create(**whole)
+    c = r.choices[0]
+    check(c.finish_reason == "tool_calls" and c.message.content is None and c.message.tool_calls
+          and c.message.tool_calls[0].function.name == "get_time" and c.message.tool_calls[0].function.arguments == "{}",
+          f"a whole forced call of get_time: {c}")
+    check(r.usage.completion_tokens == ft + 2 and r.usage.prompt_tokens == count,
+          f"a forced call's usage: {r.usage}, want {ft + 2} completion tokens (the forced {ft} and 2) and the {count} "
+          f"prompt tokens /tokenize counts")
+    s, chunks = chat_stream(cl, stream_options={"include_usage": True}, **whole)
+    names = [t.function.name for t in s[0]["tool_calls"] if t.function and t.function.name]
+    check(names == ["get_time"] and s[0]["finish"] == ["tool_calls"] and not s[0]["text"]
+          and chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == ft + 2
+          and chunks[-1].usage.prompt_tokens == count, f"the whole forced call streamed: {s[0]} {chunks[-1].usage}")
+    try:
+        cl.chat.completions.create(**{**whole, "max_tokens": ft})
+        check(False, f"max_tokens {ft}, the forced start's tokens: accepted")
+    except openai.BadRequestError as e:
+        check(e.param == "max_tokens", f"max_tokens the forced start uses up: param {e.param}: {e.message}")
+
+
+@section
+def null_fields(srv):
+    """null is absent, for the fields frigg refuses values of too (the SDK sends None as null)."""
+    cl = srv.client()
+    r = cl.chat.completions.create(model=MODEL, messages=USER, max_tokens=2, response_format=None, functions=None,
+                                   function_call=None, audio=None, modalities=None, prediction=None,
+                                   reasoning_effort=None, web_search_options=None)
+    check(r.choices[0].finish_reason in ("stop", "length"), f"null optional fields: {r.choices[0]}")
+
+
+@section
+def noop_fields(srv):
+    """The fields that change nothing here are accepted, and typed."""
+    cl = srv.client()
+    r = cl.chat.completions.create(model=MODEL, messages=USER, max_tokens=2, prompt_cache_key="k1",
+                                   safety_identifier="user-7", verbosity="low", prompt_cache_retention="24h")
+    check(r.choices[0].finish_reason in ("stop", "length"), f"the no-op fields: {r.choices[0]}")
+    chunks = list(cl.chat.completions.create(model=MODEL, messages=USER, max_tokens=2, stream=True,
+                                             stream_options={"include_usage": True, "include_obfuscation": False}))
+    check(chunks and chunks[-1].usage is not None, "stream_options.include_obfuscation: no usage chunk")
+    try:
+        cl.chat.completions.create(model=MODEL, messages=USER, max_tokens=2, verbosity="loud")
+        check(False, "verbosity loud: accepted")
+    except openai.BadRequestError as e:
+        check(e.param == "verbosity", f"verbosity loud: param {e.param}")
+
+
+@section
+def function_keys(srv):
+    """A function's strict: true is refused until constrained decoding exists, strict false accepted; a key a
+    function does not take is refused by name; /tokenize checks them as the chat request does."""
+    cl = srv.client()
+    strict = [{"type": "function", "function": {"name": "get_time", "strict": True}}]
+    for tools, param in ((strict, "tools[0].function.strict"),
+                         ([{"type": "function", "function": {"name": "get_time", "paramters": {}}}],
+                          "tools[0].function.paramters")):
+        try:
+            cl.chat.completions.create(model=MODEL, messages=TIME_Q, max_tokens=2, tools=tools)
+            check(False, f"{param}: accepted")
+        except openai.BadRequestError as e:
+            check(e.param == param and (param.endswith("paramters") or "constrained decoding" in e.message),
+                  f"{param}: {e.param}: {e.message}")
+        st, _, b = srv.raw("POST", "/tokenize", {"model": MODEL, "messages": TIME_Q, "tools": tools})
+        check(st == 400 and json.loads(b)["error"]["param"] == param, f"/tokenize with {param}: {st} {b[:200]!r}")
+    r = cl.chat.completions.create(model=MODEL, messages=TIME_Q, max_tokens=2,
+                                   tools=[{"type": "function", "function": {"name": "get_time", "strict": False}}])
+    check(r.choices[0].finish_reason in ("stop", "length", "tool_calls"), "strict false: refused")
+
+
+@section
+def tokenize_tools(srv):
+    """/tokenize of messages with tools counts the chat request's prompt tokens; tools without messages are a 400."""
+    cl = srv.client()
+    auto = cl.chat.completions.create(model=MODEL, messages=TIME_Q, tools=TOOLS, max_tokens=1, temperature=0)
+    st, _, b = srv.raw("POST", "/tokenize", {"model": MODEL, "messages": TIME_Q, "tools": TOOLS})
+    check(st == 200 and json.loads(b)["count"] == auto.usage.prompt_tokens,
+          f"/tokenize with tools: {st} {b[:80]!r}, the chat's prompt_tokens {auto.usage.prompt_tokens}")
+    st, _, b = srv.raw("POST", "/tokenize", {"model": MODEL, "prompt": "x", "tools": TOOLS})
+    check(st == 400 and json.loads(b)["error"]["param"] == "tools", f"/tokenize of a prompt with tools: {st} {b[:200]!r}")
+
+
+@section
+def byte_token_logprobs(srv, model_dir):
+    """A byte-fallback token's logprobs bytes are its own raw byte; completions' top_logprobs hold the sampled
+    token."""
+    cl = srv.client()
+    # <0xE2>, the first byte of a three-byte character, made certain: each entry's bytes are [0xE2], not U+FFFD's
+    with open(os.path.join(model_dir, "tokenizer.json"), encoding="utf-8") as f:
+        e2 = json.load(f)["model"]["vocab"]["<0xE2>"]
+    kw = dict(temperature=0, max_tokens=2, logit_bias={str(e2): 100})
+    r = cl.chat.completions.create(model=MODEL, messages=USER, logprobs=True, top_logprobs=1, **kw)
+    lp = r.choices[0].logprobs.content if r.choices[0].logprobs else []
+    check(len(lp) == 2 and all(e.bytes == [0xE2] for e in lp), f"chat logprobs of <0xE2>: {lp}")
+    # completions: OpenAI's legacy top_logprobs hold the sampled token beside the k best (the bias is not in the
+    # logprobs, so <0xE2> is not among them)
+    r = cl.completions.create(model=MODEL, prompt="<bos>Der", logprobs=1, **kw)
+    L = r.choices[0].logprobs
+    check(L is not None and len(L.top_logprobs) == 2 and all(
+        len(t) == 2 and tok in t and abs(t[tok] - lp) < 1e-6 for t, tok, lp in zip(L.top_logprobs, L.tokens, L.token_logprobs)),
+        f"completions top_logprobs without the sampled token: {L}")
 
 
 @section
@@ -853,6 +1014,12 @@ def main():
         lengths(main_srv)
         logprobs(main_srv)
         tools(main_srv)
+        forced_calls(main_srv)
+        null_fields(main_srv)
+        noop_fields(main_srv)
+        function_keys(main_srv)
+        tokenize_tools(main_srv)
+        byte_token_logprobs(main_srv, a.model)
         errors(main_srv)
         metrics(main_srv, slots)
         concurrency(main_srv)

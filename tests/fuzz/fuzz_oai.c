@@ -3,8 +3,9 @@
  * as text or ids, \u0000 in strings), the chat template, the tokenizer, and — for a body that parses — the
  * response and stream builders on a made-up result whose text comes from the input too (tool-call parsing
  * included): the body's bytes with each \u0000 escape as a NUL byte, so that generated text holding NUL bytes
- * reaches them. Every response and chunk must dump to JSON that loads back, and the content must be no longer
- * than the text it came from. The first byte picks the endpoint. Uses the bundled default model's tokenizer
+ * reaches them. Every response and chunk must dump to JSON that loads back, the content must be no longer
+ * than the text it came from, and a forced tool call must come back as whole calls or as an error, never as
+ * content. The first byte picks the endpoint. Uses the bundled default model's tokenizer
  * and config (run from the project root). */
 #include <jansson.h>
 #include <stddef.h>
@@ -81,6 +82,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     json_t *calls = NULL;
     frigg_oai_finish_tools(&r, &ch[0], &content, &content_len, &calls, "f");
     if (content_len > (r.forced ? strlen(r.forced) : 0) + ch[0].text_len) abort();
+    /* a forced call is whole calls, or an error with neither calls nor content (never its markup as content) */
+    frigg_oai_error fe;
+    const int unanswerable = frigg_oai_choice_error(&r, &ch[0], &fe) != 0;
+    if (unanswerable && (!r.forced || calls || content_len || fe.status != 400)) abort();
+    if (r.forced && !unanswerable && !calls) abort();
+    int pt = 0, ct = 0;
+    frigg_oai_usage_counts(&r, ch, &pt, &ct);
+    if (pt < 1 || ct < nc * r.forced_tokens) abort();
     free(content);
     json_decref(calls);
     round_trip(frigg_oai_response(&r, &env, "id", 0, "default", ch));
