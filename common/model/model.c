@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/util.h"
@@ -476,6 +477,13 @@ char *frigg_model_config_text(const frigg_model *m, size_t *len) {
 frigg_model *frigg_model_load(const char *dir) {
     frigg_model *m = frigg_xcalloc(1, sizeof *m);
     m->dir = frigg_xstrdup(dir);
+    struct stat sb;
+    if (stat(dir, &sb) == 0 && S_ISREG(sb.st_mode) && !frigg_gguf_is_file(dir)) {
+        frigg_set_error("%s is a file but not a GGUF (no \"GGUF\" magic): --model takes a model directory or a .gguf "
+                        "file", dir);
+        frigg_model_free(m);
+        return NULL;
+    }
     if (frigg_gguf_is_file(dir)) {
         if (open_gguf(m, dir)) {
             frigg_model_free(m);
