@@ -7,6 +7,7 @@
 #   model      (config, safetensors, model, quant, compressed-tensors, random models)      base
 #   tokenizer  (tokenizer.json, BPE, pre-tokenizer, decoding)              base
 #   chat       (chat template, tool declarations, tool-call parsing)       base
+#   grammar    (JSON Schema -> grammar, the recogniser, token masks)      tokenizer base
 #   engine     (the step interface, CPU and CUDA engines, ops, GEMM, sampler)   base model (and kernels/)
 #   run        (per-sequence generation, scheduler, requests, session, OpenAI wire format, CLI)   all above
 #   eval       (nll, kl, gsm8k)                                            all above
@@ -17,12 +18,13 @@ allowed() { # folder -> folders it may include
         base) echo "base" ;;
         model | tokenizer | chat) echo "$1 base" ;;
         engine) echo "engine model base" ;;
-        run) echo "run engine chat tokenizer model base" ;;
-        eval) echo "eval run engine chat tokenizer model base" ;;
+        grammar) echo "grammar tokenizer base" ;;
+        run) echo "run engine grammar chat tokenizer model base" ;;
+        eval) echo "eval run engine grammar chat tokenizer model base" ;;
         *) echo "" ;;
     esac
 }
-PRIVATE="chat/chat_internal.h tokenizer/tok_internal.h tokenizer/tok_load.h"
+PRIVATE="chat/chat_internal.h tokenizer/tok_internal.h tokenizer/tok_load.h grammar/gram_internal.h"
 pass=0; fail=0
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 for d in common/*/; do

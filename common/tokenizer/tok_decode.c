@@ -54,7 +54,7 @@ static int hexval(char c) {
 
 /* HF byte_fallback.rs: exactly 6 bytes "<0x" HH ">" where u8::from_str_radix(HH, 16) succeeds
  * (which also accepts "+H"). Returns the byte or -1. */
-static int byte_token(const char *s, size_t n) {
+int tok_byte_token(const char *s, size_t n) {
     if (n != 6 || memcmp(s, "<0x", 3) != 0 || s[5] != '>') return -1;
     int hi = hexval(s[3]), lo = hexval(s[4]);
     if (s[3] == '+' && lo >= 0) return lo;
@@ -148,7 +148,7 @@ static void run_decoder(const frigg_tokenizer *tk, strlist *l) {
             strlist out = {0};
             tok_buf run = {0};
             for (size_t i = 0; i < l->n; i++) {
-                int b = byte_token(l->v[i].p, l->v[i].n);
+                int b = tok_byte_token(l->v[i].p, l->v[i].n);
                 if (b >= 0) {
                     char c = (char)b;
                     tok_buf_put(&run, &c, 1);
@@ -335,7 +335,7 @@ int frigg_detok_stream_push(frigg_detok_stream *st, int32_t id, char **out, size
                 a = b;
                 b = c;
             }
-            int byte = st->bf < st->fuse ? byte_token(a.p, a.n) : -1;
+            int byte = st->bf < st->fuse ? tok_byte_token(a.p, a.n) : -1;
             if (byte >= 0) {
                 char c = (char)byte;
                 tok_buf_put(&st->run, &c, 1);

@@ -200,6 +200,8 @@ int tok_bpe_exceeds(const frigg_tokenizer *tk, const char *s, size_t n, size_t r
 
 /* tok_decode.c */
 const char *tok_id_to_token(const frigg_tokenizer *tk, int32_t id, size_t *len);
+/* HF byte_fallback.rs: the byte a "<0xHH>" token stands for, or -1 when s is not one. */
+int tok_byte_token(const char *s, size_t n);
 
 /* tok_json.c: the fast path for model.vocab and model.merges (spans into the JSON text). */
 typedef struct {

@@ -34,6 +34,16 @@ char *frigg_tokenizer_decode(const frigg_tokenizer *, const int32_t *ids, size_t
 int32_t frigg_tokenizer_token_to_id(const frigg_tokenizer *, const char *token); /* -1 if absent */
 const char *frigg_tokenizer_id_to_token(const frigg_tokenizer *, int32_t id);   /* NULL if absent */
 
+/* What one id adds to the decoded text when it follows other tokens: the bytes constrained decoding
+ * (common/grammar) matches a token by. FRIGG_TOKEN_TEXT: *out holds the token's text after the decoder's
+ * per-token steps (Replace); FRIGG_TOKEN_BYTE: a byte-fallback token, *out holds its one byte (a run of them
+ * decodes to those bytes when they make valid UTF-8); FRIGG_TOKEN_SPECIAL: an added special token (text no
+ * grammar should match); FRIGG_TOKEN_NONE: no token has the id. *out is malloc'd (NUL-terminated; NULL for
+ * SPECIAL and NONE), *len its length. -1 with frigg_error() when the decoder chain makes a token's text depend
+ * on its neighbours (Strip, Metaspace, no decoder: tokens joined by spaces), which this cannot express. */
+enum { FRIGG_TOKEN_NONE, FRIGG_TOKEN_TEXT, FRIGG_TOKEN_BYTE, FRIGG_TOKEN_SPECIAL };
+int frigg_tokenizer_token_bytes(const frigg_tokenizer *, int32_t id, char **out, size_t *len);
+
 /* Streaming decoder: push ids one at a time, get back only complete UTF-8 (never a partial
  * sequence). The pieces concatenate to exactly frigg_tokenizer_decode() of all the ids: a run of
  * byte-fallback tokens is held back until it ends, because HF turns a whole run into U+FFFDs when

@@ -1,0 +1,50 @@
+/* grammar.c — the public constructors: a schema, any JSON object, a regular expression, each built into one
+ * NFA (rule 0 the root) and made into the DFAs the recogniser runs (gram_dfa.c). */
+#include <string.h>
+
+#include "gram_internal.h"
+#include "base/util.h"
+
+static frigg_grammar *finish(gnfa *a) {
+    frigg_grammar *g = NULL;
+    if (a->overflow) frigg_set_error("the grammar is too large: more than %d automaton states", FRIGG_GRAMMAR_MAX_NFA_STATES);
+    else g = gdfa_build(a);
+    gnfa_free(a);
+    return g;
+}
+
+frigg_grammar *frigg_grammar_from_schema(const char *text, size_t len) {
+    gnfa a = {0};
+    if (gschema_compile(&a, text, len)) {
+        gnfa_free(&a);
+        return NULL;
+    }
+    return finish(&a);
+}
+
+frigg_grammar *frigg_grammar_json_object(void) {
+    gnfa a = {0};
+    int32_t r = gnfa_rule(&a, "#");
+    gfrag f = gj_any_object(&a);
+    gf_join(&a, a.rules[r].start, f.s);
+    gf_join(&a, f.e, a.rules[r].end);
+    return finish(&a);
+}
+
+frigg_grammar *frigg_grammar_from_regex(const char *re) {
+    gnfa a = {0};
+    int32_t r = gnfa_rule(&a, "#");
+    gfrag f;
+    char err[300];
+    if (grx_compile(&a, re, strlen(re), GRX_FULL, &f, err, sizeof err)) {
+        frigg_set_error("regex: %s", err);
+        gnfa_free(&a);
+        return NULL;
+    }
+    gf_join(&a, a.rules[r].start, f.s);
+    gf_join(&a, f.e, a.rules[r].end);
+    return finish(&a);
+}
+
+int frigg_grammar_n_states(const frigg_grammar *g) { return g->n; }
+int frigg_grammar_n_rules(const frigg_grammar *g) { return g->nrules; }
