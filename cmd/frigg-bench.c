@@ -22,6 +22,7 @@
 #include "run/cli.h"
 #include "engine/cpu_ops.h"
 #include "run/generate.h"
+#include "run/memcheck.h"
 #include "base/gpu_state.h"
 #include "model/model.h"
 #include "model/model_random.h"
@@ -47,6 +48,7 @@ typedef struct {
     const char *backend;
     int device, repeats, steps;
     int batches[MAXV], nb, ctxs[MAXV], nc, plens[MAXV], np;
+    int ctx_given, prefill_given; /* --ctx, --prefill given: else the defaults, clipped to the model (clip_defaults) */
     char command[1024];
     double read_gbs; /* from vram, for the roofline */
     int one_step;     /* --one-step: each step collected before the next is submitted */
@@ -394,13 +396,39 @@ static double weight_bytes(const frigg_model *m, int copy_layers, int copy_lm) {
     return b;
 }
 
-/* Every cell asked for, checked against the model (and, on CUDA, the decode's KV cache against the device's
- * free memory) before anything is measured: a bad cell is an error up front, not after the others ran. Each KV
- * dtype is checked against the engine as frigg_backend_create checks it, so the engine's own error (a KV dtype
- * the backend does not keep) comes before any row. who: the build's directory, in the messages of matrix
+/* The default decode contexts and prefill lengths (not --ctx, --prefill: those are the user's, and refused when they
+ * do not fit) cut to what the model takes: those beyond max_position_embeddings dropped, and the model's limit itself
+ * where none is left (the bundled model takes 512 tokens; the defaults are DFM-Mimir's), said on stderr. */
+static void clip_defaults(opts_t *o, const frigg_config *c, int decode, int prefill) {
+    const int lim = c->max_position_embeddings;
+    for (int pass = 0; pass < 2; pass++) {
+        int *v = pass ? o->plens : o->ctxs, *n = pass ? &o->np : &o->nc, k = 0;
+        if ((pass ? o->prefill_given : o->ctx_given) || !(pass ? prefill : decode)) continue;
+        char dropped[128] = "";
+        for (int i = 0; i < *n; i++) {
+            if (v[i] <= lim) v[k++] = v[i];
+            else snprintf(dropped + strlen(dropped), sizeof dropped - strlen(dropped), "%s%d", *dropped ? ", " : "", v[i]);
+        }
+        if (!*dropped) continue;
+        if (!k) v[k++] = lim;
+        *n = k;
+        char kept[128] = "";
+        for (int i = 0; i < k; i++) snprintf(kept + strlen(kept), sizeof kept - strlen(kept), "%s%d", i ? "," : "", v[i]);
+        fprintf(stderr, "frigg-bench: the default %s %s %s beyond the model's max_position_embeddings %d: %s %s (%s "
+                        "chooses)\n", pass ? "prefill lengths" : "decode contexts", dropped,
+                strchr(dropped, ',') ? "are" : "is", lim, pass ? "prefill" : "decode at", kept,
+                pass ? "--prefill" : "--ctx");
+    }
+}
+
+/* Every cell asked for, checked against the model's config and the memory of the largest engine its cells make
+ * before anything is built or measured: a bad cell is an error up front, not after the others ran, and an engine
+ * that does not fit is refused rather than left to the OOM killer (the CPU engine's KV cache is committed only as
+ * it is written). m: the loaded model, or NULL for --random-mimir before it is made (its bf16 weights are then
+ * counted in the host's memory, where it will be made). who: the build's directory, in the messages of matrix
  * --builds (NULL: one model). */
-static int check_cells(const opts_t *o, const frigg_model *m, int decode, int prefill, const char *who) {
-    const frigg_config *c = &m->cfg;
+static int check_shapes(const opts_t *o, const frigg_config *c, const frigg_model *m, int decode, int prefill,
+                        const char *who) {
     char pre[600] = "";
     if (who) snprintf(pre, sizeof pre, "build %s: ", who);
     int maxb = 1;
@@ -421,17 +449,50 @@ static int check_cells(const opts_t *o, const frigg_model *m, int decode, int pr
         }
         maxctx = ctx > maxctx ? ctx : maxctx;
     }
-    for (int i = 0; prefill && i < o->np; i++)
+    int maxT = 0;
+    for (int i = 0; prefill && i < o->np; i++) {
         if (o->plens[i] < 1 || o->plens[i] > c->max_position_embeddings) {
             fprintf(stderr, "frigg-bench: %sprefill length %d is outside [1, max_position_embeddings %d]\n", pre,
                     o->plens[i], c->max_position_embeddings);
             return -1;
         }
+        maxT = o->plens[i] > maxT ? o->plens[i] : maxT;
+    }
+    /* The engines are made one after another (one per decode context and KV dtype, one for prefill): each of the
+     * largest must fit, beside the weights. */
+    const int cuda = !strcmp(frigg_mem_engine(o->backend), "cuda");
+    const double w = m ? frigg_mem_weights(o->backend, m, o->dequant_rows) : cuda ? frigg_mem_bf16_weights(c) : 0;
+    frigg_mem_plan host = {.what = "the random model", .engine = "cpu", .extra = m ? 0 : frigg_mem_bf16_weights(c),
+                           .extra_what = "weights made in memory"};
+    for (int k = 0; k < (decode ? o->nkv : 0) + (prefill ? 1 : 0); k++) {
+        const int is_decode = k < (decode ? o->nkv : 0);
+        char what[160];
+        if (is_decode)
+            snprintf(what, sizeof what, "%sdecode batch %d at ctx %d", pre, maxb, maxctx);
+        else
+            snprintf(what, sizeof what, "%sprefill of %d tokens", pre, maxT);
+        frigg_mem_plan plans[2] = {{.what = what, .cfg = c, .engine = o->backend, .device = o->device,
+                                    .seqs = is_decode ? maxb : 1, .ctx = is_decode ? maxctx : maxT,
+                                    .kv_dtype = is_decode ? o->kvs[k] : FRIGG_DT_BF16, .weights = w},
+                                   host};
+        if (frigg_mem_check(plans, m ? 1 : 2, is_decode ? "--batch or --ctx (or --kv-dtype int8)" : "--prefill")) {
+            fprintf(stderr, "frigg-bench: %s\n", frigg_error());
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* What needs the model itself, checked before anything is measured: its weights' dtypes, and each KV dtype against
+ * the engine as frigg_backend_create checks it, so that the engine's own error (a KV dtype the backend does not
+ * keep) comes before any row; then check_shapes. */
+static int check_cells(const opts_t *o, const frigg_model *m, int decode, int prefill, const char *who) {
+    char pre[600] = "";
+    if (who) snprintf(pre, sizeof pre, "build %s: ", who);
     if (frigg_model_check_dtypes(m)) {
         fprintf(stderr, "frigg-bench: %s%s\n", pre, frigg_error());
         return -1;
     }
-    double kv_max = 0; /* the largest KV cache a decode engine of these cells reserves */
     for (int k = 0; decode && k < o->nkv; k++) {
         frigg_backend_opts bo = {.max_seqs = 1, .max_ctx = 1, .kv_dtype = o->kvs[k]}, norm;
         frigg_backend *t = frigg_backend_alloc(o->backend, m, &bo, &norm);
@@ -440,32 +501,16 @@ static int check_cells(const opts_t *o, const frigg_model *m, int decode, int pr
             return -1;
         }
         free(t); /* only the common part was made: no engine behind it */
-        double kv = maxb * frigg_kv_seq_bytes(c, o->backend, o->kvs[k], maxctx);
-        kv_max = kv > kv_max ? kv : kv_max;
     }
-#ifdef FRIGG_CUDA
-    size_t free_b = 0, total_b = 0;
-    if (decode && !strcmp(o->backend, "cuda") && !frigg_cuda_mem_info(o->device, &free_b, &total_b)) {
-        /* K and V of every virtual layer, maxb sequences of maxctx positions; the weights as stored beside them */
-        double w = weight_bytes(m, 0, 0) + frigg_mat_bytes(&m->embed);
-        if (kv_max + w > (double)free_b) {
-            fprintf(stderr, "frigg-bench: %sdecode batch %d at ctx %d needs %.1f GB of KV cache beside %.1f GB of "
-                            "weights; device %d has %.1f GB free\n", pre, maxb, maxctx, kv_max / 1e9, w / 1e9, o->device,
-                    free_b / 1e9);
-            return -1;
-        }
-    }
-#else
-    (void)kv_max;
-#endif
-    return 0;
+    return check_shapes(o, &m->cfg, m, decode, prefill, who);
 }
 
 /* One decode cell on engine b, whose sequences 0..B-1 hold n0 = ctx - steps tokens: --repeats timed runs of
  * --steps steps (after a warm-up), one row. extra: more of the row (matrix --builds: the build, its temperature at
- * the start); temps: also read the temperature at the end of the timed runs. *tok_s: the median. */
+ * the start); temps: also read the temperature at the end of the timed runs; who: the build (matrix --builds), named
+ * in the summary line on stderr, or NULL. *tok_s: the median. */
 static int decode_cell(opts_t *o, frigg_backend *b, const frigg_model *m, int B, int ctx, const char *extra, int temps,
-                       double *tok_s) {
+                       const char *who, double *tok_s) {
     const frigg_config *c = &m->cfg;
     const int n0 = ctx - o->steps;
     int32_t tok[BENCH_MAX_BATCH], out_id[2][BENCH_MAX_BATCH];
@@ -577,8 +622,9 @@ static int decode_cell(opts_t *o, frigg_backend *b, const frigg_model *m, int B,
              B * 1e3 / ms.max, B * 1e3 / ms.min, ms.med, bytes, w_bytes, kv_bytes, gbs, roof, kps,
              pipelined ? "true" : "false", smp_text, ktext, proj, tend);
     emit(o, body);
-    fprintf(stderr, "decode batch %d ctx %d kv %s: %.1f tok/s (%.3f ms/step, %.0f GB/s%s)\n", B, ctx,
-            frigg_dtype_name(b->kv_dtype), B * 1e3 / ms.med, ms.med, gbs, o->read_gbs > 0 ? ", see roofline_frac" : "");
+    fprintf(stderr, "%s%s%sdecode batch %d ctx %d kv %s: %.1f tok/s (%.3f ms/step, %.0f GB/s%s)\n", who ? "build " : "",
+            who ? who : "", who ? ": " : "", B, ctx, frigg_dtype_name(b->kv_dtype), B * 1e3 / ms.med, ms.med, gbs,
+            o->read_gbs > 0 ? ", see roofline_frac" : "");
     if (tok_s) *tok_s = B * 1e3 / ms.med;
     return 0;
 }
@@ -613,7 +659,7 @@ static int bench_decode(opts_t *o, const frigg_model *m) {
                 }
             }
             for (int bi = 0; bi < o->nb; bi++)
-                if (decode_cell(o, b, m, o->batches[bi], ctx, NULL, 0, NULL)) return -1;
+                if (decode_cell(o, b, m, o->batches[bi], ctx, NULL, 0, NULL, NULL)) return -1;
             free(ids);
             frigg_backend_destroy(b);
         }
@@ -669,7 +715,7 @@ static int bench_builds(opts_t *o, frigg_model **ms) {
                              "\"build\":%s,\"build_index\":%d,\"order\":%d,\"cell\":%d,\"temp_c_start\":%d%s,",
                              lit ? lit : "null", j, at, cell, temp_start, cool);
                     free(lit);
-                    rc = decode_cell(o, b, m, B, ctx, extra, 1, &t);
+                    rc = decode_cell(o, b, m, B, ctx, extra, 1, o->builds[j], &t);
                     frigg_backend_destroy(b);
                     if (rc) goto fail;
                     t_of[j] = t;
@@ -1270,8 +1316,13 @@ static int bench_matrix_builds(opts_t *o) {
         fprintf(stderr, "build %d: %s, %llu parameters, weights %s, ready in %.1f s\n", j, o->builds[j],
                 (unsigned long long)ms[j]->n_params, frigg_dtype_name(ms[j]->stack[0][0].q.dtype),
                 (frigg_now_ms() - t0) / 1e3);
-        rc = check_cells(o, ms[j], 1, 0, o->builds[j]);
     }
+    /* the default contexts cut to the build of the smallest context, so that every build measures every cell */
+    int least = 0;
+    for (int j = 1; j < o->nbuilds && !rc; j++)
+        if (ms[j]->cfg.max_position_embeddings < ms[least]->cfg.max_position_embeddings) least = j;
+    if (!rc) clip_defaults(o, &ms[least]->cfg, 1, 0);
+    for (int j = 0; j < o->nbuilds && !rc; j++) rc = check_cells(o, ms[j], 1, 0, o->builds[j]);
 #ifdef FRIGG_CUDA
     if (!rc && !strcmp(o->backend, "cuda")) rc = bench_vram(o); /* the rows' roofline */
 #endif
@@ -1341,8 +1392,8 @@ int main(int argc, char **argv) {
             break;
         }
         case 'B': o.nb = parse_list(optarg, o.batches, "batch"); break;
-        case 'C': o.nc = parse_list(optarg, o.ctxs, "ctx"); break;
-        case 'P': o.np = parse_list(optarg, o.plens, "prefill"); break;
+        case 'C': o.nc = parse_list(optarg, o.ctxs, "ctx"), o.ctx_given = 1; break;
+        case 'P': o.np = parse_list(optarg, o.plens, "prefill"), o.prefill_given = 1; break;
         case 'O': o.one_step = 1; break;
         case 'I': o.batch_invariant = 1; break;
         case O_DQ:
@@ -1564,6 +1615,9 @@ int main(int argc, char **argv) {
         if (o.random_mimir) {
             frigg_config c;
             frigg_config_mimir(&c);
+            /* its cells and memory first: making it takes seconds and its 3.6 GB of weights */
+            clip_defaults(&o, &c, want[2], want[3]);
+            if (check_shapes(&o, &c, NULL, want[2], want[3], NULL)) return 1;
             m = frigg_model_random(&c, o.seed, 8.0f);
         } else {
             m = frigg_model_load(o.model_dir);
@@ -1574,6 +1628,7 @@ int main(int argc, char **argv) {
         }
         fprintf(stderr, "model: %llu parameters (%s), ready in %.1f s\n", (unsigned long long)m->n_params,
                 o.random_mimir ? "random, DFM-Mimir shapes" : o.model_dir, (frigg_now_ms() - t0) / 1e3);
+        clip_defaults(&o, &m->cfg, want[2], want[3]);
         if (check_cells(&o, m, want[2], want[3], NULL)) {
             frigg_model_free(m);
             return 1;

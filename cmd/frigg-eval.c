@@ -23,6 +23,7 @@
 #include "model/config.h"
 #include "run/generate.h"
 #include "run/linein.h"
+#include "run/memcheck.h"
 #include "eval/gsm8k.h"
 #include "eval/kl.h"
 #include "model/model.h"
@@ -48,7 +49,7 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: frigg-eval nll   [COMMON] < seqs.jsonl\n"
+            "usage: frigg-eval nll   [COMMON] [--ctx N] < seqs.jsonl\n"
             "       frigg-eval kl    --ref DIR [COMMON] [--ref-backend B] [--ref-kv-dtype T] [--ref-precision P]\n"
             "                        [--text FILE | --jsonl FILE | < text] [--ctx N] [--limit N]\n"
             "       frigg-eval gsm8k [COMMON] [--data FILE] [--limit N] [--shots 0..5 | --chat] [--max-tokens N]\n"
@@ -57,6 +58,8 @@ static void usage(FILE *f) {
             "  nll: each line {\"input_ids\":[...],\"prefix_tokens\":P[,\"id\":...]}; the tokens after the first P are\n"
             "       scored given everything before them (the first P attend bidirectionally). Out: one\n"
             "       {\"nll_sum\",\"target_tokens\"} per line, in input order, then {\"summary\":{nll_mean,perplexity,...}}.\n"
+            "       --ctx N: tokens a sequence may hold (default: the model's context; each of the --parallel\n"
+            "       engine slots reserves its KV cache for N tokens, so a smaller N fits a smaller machine).\n"
             "  kl:  the model (--model) against the reference (--ref; same tokenizer), teacher-forced: each non-blank\n"
             "       line of the text encoded, cut into pieces of at most --ctx - 1 tokens (default %d, at most the\n"
             "       models' context), each scored after <bos>; or nll's JSON lines (--jsonl). Out: one line per\n"
@@ -86,10 +89,9 @@ static const char *precision_name(int fp32) { return fp32 ? "fp32" : "bf16"; }
 
 static const char *kv_name(frigg_dtype t) { return frigg_dtype_name(t); }
 
-static frigg_backend *open_backend(const char *dir, const char *backend, const eval_opts *o, frigg_dtype kv, int fp32,
-                                   int max_ctx, frigg_model **mp) {
-    *mp = frigg_model_load(dir);
-    if (!*mp) return NULL;
+/* An engine for a loaded model m (freed with the engine's failure: *mp is then NULL). */
+static frigg_backend *make_backend(frigg_model **mp, const char *backend, const eval_opts *o, frigg_dtype kv, int fp32,
+                                   int max_ctx) {
     frigg_backend_opts bo = {.threads = o->threads, .device = o->device, .max_seqs = o->parallel, .max_ctx = max_ctx,
                              .kv_dtype = kv, .fp32_reference = fp32,
                              .dequant_rows = o->dequant_rows};
@@ -99,6 +101,33 @@ static frigg_backend *open_backend(const char *dir, const char *backend, const e
         *mp = NULL;
     }
     return b;
+}
+
+/* The memory plan of an engine of --parallel sequences of ctx tokens (0: the model's context) for m, and the score
+ * logits the caller keeps beside it: `logit_sets` sets of --parallel sequences x ctx x vocab floats (nll: the
+ * scheduler's; kl: both schedulers' and the reference's kept ones). */
+static frigg_mem_plan mem_plan(const char *what, const frigg_model *m, const char *backend, const eval_opts *o,
+                               frigg_dtype kv, int ctx, int logit_sets) {
+    const frigg_config *c = &m->cfg;
+    const int n = ctx > 0 ? ctx : c->max_position_embeddings;
+    return (frigg_mem_plan){.what = what, .cfg = c, .engine = backend, .device = o->device, .seqs = o->parallel,
+                            .ctx = n, .kv_dtype = kv, .weights = frigg_mem_weights(backend, m, o->dequant_rows),
+                            .extra = (double)logit_sets * o->parallel * n * c->vocab_size * sizeof(float),
+                            .extra_what = "score logits"};
+}
+
+/* Load the model and check its engine's memory (mem_plan's; refused with what to lower), then create it. */
+static frigg_backend *open_backend(const char *dir, const char *backend, const eval_opts *o, frigg_dtype kv, int fp32,
+                                   int max_ctx, int logit_sets, const char *lower, frigg_model **mp) {
+    *mp = frigg_model_load(dir);
+    if (!*mp) return NULL;
+    frigg_mem_plan p = mem_plan(NULL, *mp, backend, o, kv, max_ctx, logit_sets);
+    if (max_ctx <= (*mp)->cfg.max_position_embeddings && frigg_mem_check(&p, 1, lower)) {
+        frigg_model_free(*mp);
+        *mp = NULL;
+        return NULL;
+    }
+    return make_backend(mp, backend, o, kv, fp32, max_ctx);
 }
 
 /* The tokenizer of a model directory: 1 loaded, 0 the directory has none, -1 error. */
@@ -271,7 +300,8 @@ static void read_line(runner *r, frigg_sched *sc, const frigg_model *m, const ch
 
 static int run_nll(const eval_opts *o, const char *mdir) {
     frigg_model *m = NULL;
-    frigg_backend *b = open_backend(mdir, o->backend, o, o->kv, o->fp32, 0, &m);
+    frigg_backend *b = open_backend(mdir, o->backend, o, o->kv, o->fp32, o->ctx, 1,
+                                    o->ctx ? "--parallel or --ctx" : "--parallel, or --ctx (default: the model's context)", &m);
     frigg_sched *sc = b ? frigg_sched_new(b, NULL, o->parallel) : NULL;
     if (!sc) {
         fprintf(stderr, PROG ": %s\n", frigg_error());
@@ -480,12 +510,31 @@ static int run_kl(const eval_opts *o, const char *mdir) {
         goto out;
     }
     double t0 = frigg_now_ms();
-    rb = open_backend(o->ref, o->ref_backend ? o->ref_backend : o->backend, o, o->ref_kv, o->ref_fp32, ctx, &rm);
+    /* both models, then both engines' memory at once (one machine or device may hold both), then the engines */
+    const char *rbe = o->ref_backend ? o->ref_backend : o->backend;
+    rm = frigg_model_load(o->ref);
+    if (!rm) {
+        fprintf(stderr, PROG ": the reference %s: %s\n", o->ref, frigg_error());
+        goto out;
+    }
+    m = frigg_model_load(mdir);
+    if (!m) {
+        fprintf(stderr, PROG ": the model %s: %s\n", mdir, frigg_error());
+        goto out;
+    }
+    /* the logits: each scheduler's n x vocab for its step, and the reference's kept until the model's step */
+    frigg_mem_plan mp[2] = {mem_plan("the reference", rm, rbe, o, o->ref_kv, ctx, 2),
+                            mem_plan("the model", m, o->backend, o, o->kv, ctx, 1)};
+    if (frigg_mem_check(mp, 2, o->text || !o->jsonl ? "--parallel or --ctx" : "--parallel, or the --jsonl sequences")) {
+        fprintf(stderr, PROG ": %s\n", frigg_error());
+        goto out;
+    }
+    rb = make_backend(&rm, rbe, o, o->ref_kv, o->ref_fp32, ctx);
     if (!rb) {
         fprintf(stderr, PROG ": the reference %s: %s\n", o->ref, frigg_error());
         goto out;
     }
-    b = open_backend(mdir, o->backend, o, o->kv, o->fp32, ctx, &m);
+    b = make_backend(&m, o->backend, o, o->kv, o->fp32, ctx);
     if (!b) {
         fprintf(stderr, PROG ": the model %s: %s\n", mdir, frigg_error());
         goto out;
@@ -729,7 +778,7 @@ static int run_gsm8k(const eval_opts *o, const char *mdir) {
         if (sl->n + sl->max_tokens > longest) longest = sl->n + sl->max_tokens;
     }
     if (longest > cfg.max_position_embeddings) longest = cfg.max_position_embeddings;
-    b = open_backend(mdir, o->backend, o, o->kv, o->fp32, longest, &m);
+    b = open_backend(mdir, o->backend, o, o->kv, o->fp32, longest, 0, "--parallel or --max-tokens", &m);
     sc = b ? frigg_sched_new(b, tok, o->parallel) : NULL;
     if (!sc) {
         fprintf(stderr, PROG ": %s\n", frigg_error());
@@ -895,7 +944,7 @@ int main(int argc, char **argv) {
         case O_JSONL: o.jsonl = optarg, only = is_kl ? only : "--jsonl"; break;
         case O_CTX:
             if (frigg_cli_number(PROG, "--ctx", optarg, 2, 1 << 24, 1, &v)) return 2;
-            o.ctx = (int)v, only = is_kl ? only : "--ctx";
+            o.ctx = (int)v, only = is_kl || is_nll ? only : "--ctx";
             break;
         case O_LIMIT:
             if (frigg_cli_number(PROG, "--limit", optarg, 1, 1e9, 1, &v)) return 2;

@@ -17,6 +17,7 @@
 
 #include "engine/backend.h"
 #include "run/cli.h"
+#include "run/memcheck.h"
 #include "engine/cpu_ops.h"
 #include "model/model.h"
 #include "base/util.h"
@@ -171,6 +172,16 @@ static int run_dir(const opts_t *o, const char *dir, totals *tot) {
     frigg_backend_opts bo = {.threads = o->threads, .device = o->device, .max_seqs = 1, .max_ctx = maxlen},
                        bo_engine = bo;
     bo_engine.kv_dtype = o->kv_dtype;
+    /* the engines' memory before they are made (run/memcheck.h): the engine, and the CPU engine beside it */
+    frigg_mem_plan mp[2] = {{.what = "the engine", .cfg = &m->cfg, .engine = o->backend, .device = o->device, .seqs = 1,
+                             .ctx = maxlen, .kv_dtype = o->kv_dtype, .weights = frigg_mem_weights(o->backend, m, 0)},
+                            {.what = "the CPU engine (--vs-cpu)", .cfg = &m->cfg, .engine = "cpu", .seqs = 1, .ctx = maxlen}};
+    if (maxlen <= m->cfg.max_position_embeddings && frigg_mem_check(mp, o->vs_cpu ? 2 : 1, "the cases' lengths")) {
+        fprintf(stderr, "frigg-parity: %s: %s\n", dir, frigg_error());
+        frigg_model_free(m);
+        json_decref(ref);
+        return -1;
+    }
     frigg_backend *b = frigg_backend_create(o->backend, m, &bo_engine), *cpu = NULL;
     if (b && o->vs_cpu) cpu = frigg_backend_create("cpu", m, &bo);
     if (!b || (o->vs_cpu && !cpu)) {

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "run/cli.h"
+#include "run/memcheck.h"
 #include "model/ctensors.h"
 #include "eval/kl.h"
 #include "model/model.h"
@@ -620,8 +621,29 @@ static json_t *run_check(const frigg_model *m, const char *src, const char *dir,
     int longest = 0;
     for (int i = 0; i < nseqs; i++) longest = seqs[i].n > longest ? seqs[i].n : longest;
     frigg_backend_opts bo = {.threads = co->threads, .max_seqs = CHECK_PARALLEL, .max_ctx = longest};
+    if (!(bm = frigg_model_load(dir))) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "--check: the build: %s", frigg_error());
+        frigg_set_error("%s", msg);
+        goto out;
+    }
+    /* both engines' memory before either is made (run/memcheck.h), with the logits frigg_kl_run holds: each
+     * scheduler's for its step and the source's kept until the build's step */
+    const double logits = (double)CHECK_PARALLEL * longest * m->cfg.vocab_size * sizeof(float);
+    frigg_mem_plan mp[2] = {{.what = "the source", .cfg = &m->cfg, .engine = co->backend, .seqs = CHECK_PARALLEL,
+                             .ctx = longest, .weights = frigg_mem_weights(co->backend, m, 0), .extra = 2 * logits,
+                             .extra_what = "score logits"},
+                            {.what = "the build", .cfg = &bm->cfg, .engine = co->backend, .seqs = CHECK_PARALLEL,
+                             .ctx = longest, .weights = frigg_mem_weights(co->backend, bm, 0), .extra = logits,
+                             .extra_what = "score logits"}};
+    if (frigg_mem_check(mp, 2, "--check-limit, or --check-backend (the other engine's memory)")) {
+        char msg[1600];
+        snprintf(msg, sizeof msg, "--check: %s", frigg_error());
+        frigg_set_error("%s", msg);
+        goto out;
+    }
     if (!(rb = frigg_backend_create(co->backend, m, &bo))) goto out;
-    if (!(bm = frigg_model_load(dir)) || !(bb = frigg_backend_create(co->backend, bm, &bo))) {
+    if (!(bb = frigg_backend_create(co->backend, bm, &bo))) {
         char msg[600];
         snprintf(msg, sizeof msg, "--check: the build: %s", frigg_error());
         frigg_set_error("%s", msg);

@@ -185,7 +185,7 @@ int main(int argc, char **argv) {
     so.default_max_tokens = FRIGG_DEFAULT_MAX_TOKENS;
     const char *prompt = NULL;
     int mode = 0; /* 0 generate, 'T' tokenize, 'D' detokenize */
-    int raw = 0, unordered = 0, stats = 0, parallel = FRIGG_SESSION_DEFAULT_SLOTS;
+    int raw = 0, unordered = 0, stats = 0, parallel = FRIGG_SESSION_DEFAULT_SLOTS, parallel_given = 0;
     long max_line = DEFAULT_MAX_LINE;
     int c;
     while ((c = getopt_long(argc, argv, "p:m:b:t:d:n:P:h", opts, NULL)) != -1) {
@@ -209,7 +209,7 @@ int main(int argc, char **argv) {
         case 'P': {
             double v;
             if (frigg_cli_number("frigg-run", "--parallel", optarg, 1, 256, 1, &v)) return 2;
-            parallel = (int)v;
+            parallel = (int)v, parallel_given = 1;
             break;
         }
         case 'C': {
@@ -257,7 +257,9 @@ int main(int argc, char **argv) {
         return 2;
     }
     so.tokenizer_only = mode != 0;
-    so.slots = parallel;
+    /* -p is one request: one slot, unless --parallel says otherwise (each slot's KV cache is reserved for --ctx) */
+    so.slots = prompt && !parallel_given ? 1 : parallel;
+    so.mem_lower = so.kv_dtype == FRIGG_DT_INT8 ? "--parallel or --ctx" : "--parallel or --ctx, or --kv-dtype int8";
     const double t_open = frigg_now_ms();
     frigg_session *s = frigg_session_open(&so);
     if (!s) {

@@ -5,7 +5,8 @@
 # each with its build, weights dtype, kv dtype, temperatures and bytes_per_step = weight_bytes + kv_bytes (the KV
 # bytes those of frigg_kv_seq_bytes at the mean position, recomputed here from config.json; the int8 build's
 # weights fewer than bf16's). The refusals, each before any row: --cooldown-c without a readable GPU temperature, a
-# bad build directory, a cell that does not fit a build, --builds without matrix. Where the build has CUDA, an int8
+# bad build directory, a cell that does not fit a build, --builds without matrix. Each measurement's line on stderr
+# names its build. Where the build has CUDA, an int8
 # KV cache on the CUDA engine: measured with a GPU, else refused for the missing GPU alone. --cooldown-c with a fake nvidia-smi (a GPU at 90 C cooling
 # 10 C per reading): the run waits, and the rows record it. The rendering: scripts/perf-table --builds (the table),
 # --plot (SVG, PNG; a SKIP line without gnuplot, and then its refusal), and scripts/nightly-bench end to end.
@@ -69,6 +70,11 @@ for m in bad: print("FAIL:", m)
 print("rows-checked", len(bad))
 PY
 grep -q '^rows-checked 0$' "$T/check" && ok || no "matrix rows: $(grep FAIL "$T/check" | head -n 8) $(grep -v FAIL "$T/check" | tail -n 3)"
+# the per-measurement lines on stderr name their build: 2 kv dtypes x 2 batches of each
+for b in "$D" "$T/int8"; do
+    n=$(grep -c "^build $b: decode batch [12] ctx 64 kv \(bf16\|int8\): [0-9.]* tok/s" "$T/err")
+    [ "$n" = 4 ] && ok || no "stderr: $n measurement lines name build $b, want 4: $(grep 'decode batch' "$T/err" | head -n 4)"
+done
 
 # refusals, each with no row written
 refuse() { # WHAT PATTERN ARGS...: exit status 1 or 2, nothing on stdout, PATTERN on stderr

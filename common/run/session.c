@@ -8,6 +8,7 @@
 
 #include "engine/backend.h"
 #include "generate.h"
+#include "memcheck.h"
 #include "scheduler.h"
 #include "model/model.h"
 #include "request.h"
@@ -60,6 +61,16 @@ frigg_session *frigg_session_open(const frigg_session_opts *o) {
                              .max_seqs = o->slots > 0 ? o->slots : FRIGG_SESSION_DEFAULT_SLOTS, .max_ctx = o->ctx,
                              .batch_invariant = o->batch_invariant, .kv_dtype = o->kv_dtype,
                              .dequant_rows = o->dequant_rows};
+    /* the engine's memory before it is reserved: the CPU engine's KV cache would be committed only as it fills, and
+     * an engine larger than the machine would die under the OOM killer later, not fail here */
+    frigg_mem_plan mp = {.cfg = &s->model->cfg, .engine = o->backend, .device = o->device, .seqs = bo.max_seqs,
+                         .ctx = o->ctx, .kv_dtype = o->kv_dtype,
+                         .weights = frigg_mem_weights(o->backend, s->model, o->dequant_rows)};
+    if (o->ctx <= s->model->cfg.max_position_embeddings &&
+        frigg_mem_check(&mp, 1, o->mem_lower ? o->mem_lower : "the slots or the context")) {
+        frigg_session_close(s);
+        return NULL;
+    }
     s->backend = frigg_backend_create(o->backend, s->model, &bo);
     if (!s->backend) {
         frigg_session_close(s);

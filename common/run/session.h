@@ -21,6 +21,8 @@ typedef struct {
     int dequant_rows;           /* frigg_backend_opts.dequant_rows (0: the default) */
     double prefill_share;       /* frigg_sched_set_prefill_share (0: whole prompts) */
     int prefill_tokens;         /* frigg_sched_set_prefill_tokens (0: no limit) */
+    const char *mem_lower;      /* the options to lower when the engine does not fit in memory (run/memcheck.h),
+                                   named in the error; NULL: "the slots or the context" */
 } frigg_session_opts;
 
 #define FRIGG_SESSION_DEFAULT_SLOTS 8
