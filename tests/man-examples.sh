@@ -5,6 +5,8 @@
 #   - a roff comment right before a command says what it needs beyond this repository and a build:
 #       .\" example-needs: WHAT     it needs WHAT (a GPU, the network, the DFM-Mimir weights, the oracle's Python
 #                                   packages, a running server): not run, a SKIP line names it
+#       .\" example-needs-command: CMD (NOTE)   it needs the program CMD: run where CMD is on PATH, else a SKIP
+#                                   line says CMD is not installed (NOTE: where to get it)
 #       .\" example-exit: N         it must exit with status N (default 0)
 #     a comment applies to the one command after it.
 # Each command runs with bash -o pipefail in a session of its own (whatever it leaves in the background is
@@ -38,6 +40,7 @@ extract() {
     /^\.EE/ { inex = 0; next }
     !inex { next }
     /^\.\\" *example-needs:/ { n = $0; sub(/^\.\\" *example-needs: */, "", n); needs = n; next }
+    /^\.\\" *example-needs-command:/ { n = $0; sub(/^\.\\" *example-needs-command: */, "", n); needs = "command:" n; next }
     /^\.\\" *example-exit:/ { e = $0; sub(/^\.\\" *example-exit: */, "", e); want = e; next }
     /^\.\\"/ { next }
     {
@@ -64,6 +67,12 @@ for page in $pages; do
     i=0
     while IFS="$US" read -r needs want cmd; do
         i=$((i + 1))
+        case $needs in
+            command:*) # a program: run where it is installed
+                prog=${needs#command:}; prog=${prog%% *}
+                if PATH="$BIN:$PATH" command -v "$prog" > /dev/null 2>&1; then needs=""
+                else needs="$prog, which is not installed (${needs#command:})"; fi ;;
+        esac
         if [ -n "$needs" ]; then
             printf "SKIP man-examples: %s example %s needs %s: %s\n" "$name" "$i" "$needs" "$cmd"
             skip=$((skip + 1))
