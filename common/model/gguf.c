@@ -699,6 +699,16 @@ static void dq_q6_k(const unsigned char *b, float *y) { /* ql[128], qh[64], scal
     }
 }
 
+int frigg_gguf_dequant_supported(uint32_t type) {
+    switch (type) {
+    case FRIGG_GGML_F32: case FRIGG_GGML_F16: case FRIGG_GGML_BF16: case FRIGG_GGML_Q4_0: case FRIGG_GGML_Q4_1:
+    case FRIGG_GGML_Q5_0: case FRIGG_GGML_Q5_1: case FRIGG_GGML_Q8_0: case FRIGG_GGML_Q2_K: case FRIGG_GGML_Q3_K:
+    case FRIGG_GGML_Q4_K: case FRIGG_GGML_Q5_K: case FRIGG_GGML_Q6_K:
+        return 1;
+    }
+    return 0;
+}
+
 int frigg_gguf_dequant_f32(uint32_t type, const void *src, size_t n, float *out) {
     const unsigned char *b = src;
     void (*blk)(const unsigned char *, float *) = NULL;

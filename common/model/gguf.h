@@ -116,6 +116,8 @@ void frigg_gguf_arr_next(const frigg_gguf_kv *kv, const unsigned char **p, const
  * fp32 in its order, no fused multiply-add), so the values are bit-identical to it. 0, or -1 with frigg_error()
  * for a type it cannot decode. */
 int frigg_gguf_dequant_f32(uint32_t type, const void *src, size_t n, float *out);
+/* 1 when frigg_gguf_dequant_f32 decodes ggml type `type`. */
+int frigg_gguf_dequant_supported(uint32_t type);
 
 /* ---- hrm_text (gguf_hrm.c: llama.cpp's converter's keys and tensor names) ---- */
 

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/threadpool.h"
 #include "base/util.h"
 #include "gguf.h"
 
@@ -367,6 +368,24 @@ static int bind_layer(frigg_model *m, int stack, int i) {
  * exactly as gguf-py's gguf.quants.dequantize computes it, then rounded to bf16 (round to nearest even), the
  * weight type the engines run. Q8_0 is not mapped onto frigg's grouped INT8 because its fp16 scales are not bf16
  * values: rounding them would change the weights. */
+typedef struct {
+    const frigg_gguf_tensor *t;
+    uint16_t *dst;
+    float *scratch; /* one row of f32 per thread */
+    size_t cols, row_bytes;
+    uint32_t block_bytes;
+} dq_job;
+
+/* Rows [r0, r1) of a quantized tensor to bf16 (the type was checked, so the decoding cannot fail). */
+static void dq_rows(void *ctx, int r0, int r1, int thread) {
+    dq_job *j = ctx;
+    float *row = j->scratch + (size_t)thread * (j->cols ? j->cols : 1);
+    for (size_t r = (size_t)r0; r < (size_t)r1; r++) {
+        frigg_gguf_dequant_f32(j->t->type, (const unsigned char *)j->t->data + r * j->row_bytes, j->cols, row);
+        for (size_t k = 0; k < j->cols; k++) j->dst[r * j->cols + k] = frigg_f32_to_bf16(row[k]);
+    }
+}
+
 static int open_gguf(frigg_model *m, const char *path) {
     frigg_gguf g;
     if (frigg_gguf_open(&g, path)) {
@@ -374,7 +393,8 @@ static int open_gguf(frigg_model *m, const char *path) {
         return -1;
     }
     int rc = -1;
-    float *row = NULL;
+    float *scratch = NULL;
+    frigg_pool *pool = NULL; /* made at the first quantized tensor: their rows are dequantized in parallel */
     if (frigg_gguf_hrm_config(&g, &m->cfg, &m->config_json) || frigg_gguf_hrm_check_complete(&g, &m->cfg)) goto out;
     frigg_st_set *st = &m->st;
     memset(st, 0, sizeof *st);
@@ -395,21 +415,26 @@ static int open_gguf(frigg_model *m, const char *path) {
             ft.data = t->data;
             ft.nbytes = t->nbytes;
         } else {
-            size_t cols = (size_t)t->ne[0], rows = (size_t)(t->nelem / (t->ne[0] ? t->ne[0] : 1));
-            uint32_t be, bb;
-            frigg_ggml_type_block(t->type, &be, &bb);
-            size_t rb = cols / be * bb;
-            uint16_t *dst = own(m, (size_t)t->nelem * 2);
-            row = frigg_xrealloc(row, (cols ? cols : 1) * sizeof *row);
-            for (size_t r = 0; r < rows; r++) {
-                if (frigg_gguf_dequant_f32(t->type, (const unsigned char *)t->data + r * rb, cols, row)) {
-                    char why[400];
-                    snprintf(why, sizeof why, "%s", frigg_error());
-                    frigg_set_error("%s: tensor \"%s\": %s", path, t->name, why);
-                    goto out;
-                }
-                for (size_t k = 0; k < cols; k++) dst[r * cols + k] = frigg_f32_to_bf16(row[k]);
+            if (!frigg_gguf_dequant_supported(t->type)) {
+                const char *tn = frigg_ggml_type_name(t->type);
+                frigg_set_error("%s: tensor \"%s\" (info at offset %zu) is %s, a ggml type frigg does not dequantize "
+                                "(F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)", path,
+                                t->name, t->info_offset, tn ? tn : "?");
+                goto out;
             }
+            if (!pool && !(pool = frigg_pool_create(0))) goto out;
+            uint16_t *dst = own(m, (size_t)t->nelem * 2);
+            dq_job j = {.t = t, .dst = dst, .cols = (size_t)t->ne[0]};
+            uint32_t be;
+            frigg_ggml_type_block(t->type, &be, &j.block_bytes);
+            j.row_bytes = j.cols / be * j.block_bytes;
+            size_t rows = (size_t)(t->nelem / (t->ne[0] ? t->ne[0] : 1));
+            if (rows > INT32_MAX) {
+                frigg_set_error("%s: tensor \"%s\": %zu rows", path, t->name, rows);
+                goto out;
+            }
+            j.scratch = scratch = frigg_xrealloc(scratch, (size_t)frigg_pool_size(pool) * (j.cols ? j.cols : 1) * 4);
+            frigg_pool_run(pool, (int)rows, dq_rows, &j);
             ft.dtype = FRIGG_ST_BF16;
             ft.data = dst;
             ft.nbytes = (size_t)t->nelem * 2;
@@ -419,7 +444,8 @@ static int open_gguf(frigg_model *m, const char *path) {
     }
     rc = frigg_st_finish(st);
 out:
-    free(row);
+    free(scratch);
+    if (pool) frigg_pool_destroy(pool);
     frigg_gguf_close(&g);
     return rc;
 }
