@@ -28,6 +28,7 @@ enum { GM_IDS, GM_BITS, GM_NOT_IDS };
 typedef struct {
     uint8_t kind;
     int32_t n;       /* ids listed (GM_IDS, GM_NOT_IDS) */
+    int32_t count;   /* ids allowed */
     void *p;
 } gmask;
 
@@ -81,17 +82,30 @@ static int popcount_words(const uint32_t *b, int W) {
     return n;
 }
 
+/* The ids whose bit is `want`, skipping the words that hold none of them. */
+static int32_t list_ids(const uint32_t *bits, int V, int W, int want, int32_t *ids) {
+    int32_t k = 0;
+    for (int w = 0; w < W; w++) {
+        uint32_t x = want ? bits[w] : ~bits[w];
+        if (w == W - 1 && (V & 31)) x &= (1u << (V & 31)) - 1;
+        while (x) {
+            ids[k++] = w * 32 + __builtin_ctz(x);
+            x &= x - 1;
+        }
+    }
+    return k;
+}
+
 static gmask compress(const uint32_t *bits, int V, int W, size_t *bytes) {
     int n = popcount_words(bits, W);
     gmask m = {0};
+    m.count = n;
     if (n < V / 32 || V - n < V / 32) {
         int want = n < V / 32 ? 1 : 0;
         m.kind = want ? GM_IDS : GM_NOT_IDS;
         m.n = want ? n : V - n;
         int32_t *ids = frigg_xmalloc((size_t)(m.n ? m.n : 1) * sizeof *ids);
-        int k = 0;
-        for (int32_t i = 0; i < V; i++)
-            if (((bits[i >> 5] >> (i & 31)) & 1) == (uint32_t)want) ids[k++] = i;
+        list_ids(bits, V, W, want, ids);
         m.p = ids;
         *bytes += (size_t)m.n * sizeof *ids;
     } else {
@@ -309,6 +323,7 @@ int frigg_gmasker_fill(frigg_gmasker *mk, const frigg_gmatcher *m, uint32_t *out
     }
     pthread_mutex_lock(&mk->mu);
     if (mk->bytes > GM_CACHE_LIMIT) cache_clear(mk);
+    int count = 0;
     for (int i = 0; i < n; i++) {
         gnode *x = level1(mk, cf[i].s);
         int32_t f = cf[i].par;
@@ -317,12 +332,18 @@ int frigg_gmasker_fill(frigg_gmasker *mk, const frigg_gmatcher *m, uint32_t *out
             f = pool->fp[f];
         }
         mask_or(out, &x->acc, v->V, W, i == 0);
+        count = x->acc.count;
     }
     pthread_mutex_unlock(&mk->mu);
     if (n == 0) memset(out, 0, (size_t)W * sizeof *out);
+    if (n > 1) count = popcount_words(out, W); /* the union: counted once, only where there is one */
     if (frigg_gmatcher_can_end(m))
-        for (int i = 0; i < v->n_end; i++) set_bit(out, v->end_ids[i]);
-    return popcount_words(out, W);
+        for (int i = 0; i < v->n_end; i++) {
+            int32_t id = v->end_ids[i];
+            count += !((out[id >> 5] >> (id & 31)) & 1);
+            set_bit(out, id);
+        }
+    return count;
 }
 
 int frigg_gmasker_precompute(frigg_gmasker *mk) {

@@ -107,6 +107,22 @@ typedef struct {
 } frigg_gmask_stats;
 void frigg_gmasker_stats(frigg_gmasker *, frigg_gmask_stats *);
 
+/* The mask's cost on random documents of g (common/grammar/gram_bench.c): walks of up to `steps` tokens,
+ * each fill timed with a fresh cache (cold), on the warm cache (the same walks again), and on a fresh cache
+ * after frigg_gmasker_precompute. 0, or -1 with frigg_error(). */
+typedef struct {
+    int n;
+    double mean_us, p50_us, p99_us, max_us;
+} frigg_gbench_times;
+typedef struct {
+    int walks, docs_ended;
+    frigg_gbench_times cold, warm, precomputed;
+    double precompute_ms;
+    size_t cache_bytes;      /* the cache after the cold and warm passes */
+} frigg_gbench;
+int frigg_grammar_bench(const frigg_grammar *g, const frigg_gvocab *v, int walks, int steps, uint64_t seed,
+                        frigg_gbench *out);
+
 /* Set every logit whose id is not allowed by bits to -INFINITY (ids in [0, vocab)). */
 void frigg_grammar_apply_mask(float *logits, int vocab, const uint32_t *bits);
 
