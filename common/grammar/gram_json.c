@@ -17,7 +17,16 @@ static gfrag ranges(gnfa *a, const char *spec) {
     return n == 1 ? alts[0] : gf_alt(a, alts, n);
 }
 
-gfrag gj_ws(gnfa *a) { return gf_star(a, ranges(a, "\t-\t\n-\n\r-\r - ")); }
+/* Whitespace where JSON allows it, bounded as llama.cpp's JSON grammars bound it: nothing, one space, or a newline
+ * and up to GJ_WS_INDENT spaces or tabs. Unbounded whitespace lets a model pad without end (a small one writes
+ * newline after newline until max_tokens), and no generator's JSON needs more. */
+#define GJ_WS_INDENT 20
+gfrag gj_ws(gnfa *a) {
+    gfrag nl = gf_lit(a, "\n", 1);
+    for (int i = 0; i < GJ_WS_INDENT; i++) nl = gf_seq(a, nl, gf_opt(a, ranges(a, "\t-\t - ")));
+    gfrag alts[2] = {gf_lit(a, " ", 1), nl};
+    return gf_opt(a, gf_alt(a, alts, 2));
+}
 
 /* \uXXXX outside D800-DFFF: a lone surrogate is no character, and a pair is written as UTF-8 instead */
 static gfrag hex4_no_surrogate(gnfa *a) {

@@ -10,7 +10,7 @@
 static const char *const k_fields[] = {"id", "input_ids", "prompt", "messages", "tools", "max_tokens",
                                        "temperature", "top_k", "top_p", "seed", "repetition_penalty",
                                        "stop_ids", "stop", "prefix_tokens", "logprobs", "frequency_penalty",
-                                       "presence_penalty", "logit_bias", NULL};
+                                       "presence_penalty", "logit_bias", "response_format", NULL};
 
 static int num_field(const json_t *o, const char *k, double lo, double hi, double dflt, double *out) {
     json_t *v = json_object_get(o, k);
@@ -308,6 +308,7 @@ int frigg_request_parse(frigg_request *r, const json_t *o, int vocab) {
     }
     if (int_field(o, "logprobs", 0, FRIGG_MAX_LOGPROBS, 0, &x)) goto fail;
     r->logprobs = (int)x;
+    if (frigg_respfmt_parse(json_object_get(o, "response_format"), &r->response_format, NULL)) goto fail;
     return 0;
 fail:
     frigg_request_free(r);
@@ -321,5 +322,6 @@ void frigg_request_free(frigg_request *r) {
     free(r->input_ids);
     free(r->prompt);
     for (int i = 0; i < r->n_stop; i++) free(r->stop[i]);
+    frigg_respfmt_free(&r->response_format);
     memset(r, 0, sizeof *r);
 }

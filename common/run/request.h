@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "engine/sampler.h"
+#include "respfmt.h"
 
 #define FRIGG_MAX_STOP_IDS 64
 #define FRIGG_MAX_STOP_STRINGS 4
@@ -31,6 +32,7 @@ typedef struct {
     int n_stop;
     int prefix_tokens;          /* -1: the whole prompt is the bidirectional prefix */
     int logprobs;               /* 0: none; k: top-k log-probabilities per generated token */
+    frigg_respfmt response_format; /* structured output (respfmt.h); kind 0: text */
 } frigg_request;
 
 /* Parse one request object. vocab bounds token ids. messages: roles system, developer (handed on as system), user,

@@ -38,6 +38,9 @@ struct frigg_seqgen {
     char *error;             /* the model's row was not finite: the sequence ended with this error */
     json_t *tool_calls;
     double t_admit, t_prefill;
+    /* structured output (p.grammar): the recogniser of this sequence and the mask of its next token */
+    frigg_gmatcher *gm;
+    uint32_t *gbits;
 };
 
 frigg_seqgen *frigg_seqgen_new(const frigg_seqgen_params *p, int prompt_tokens, int vocab, const frigg_tokenizer *tok) {
@@ -66,8 +69,18 @@ frigg_seqgen *frigg_seqgen_new(const frigg_seqgen_params *p, int prompt_tokens, 
                             (int)sp->logit_bias[i].id, vocab, (double)sp->logit_bias[i].bias);
             return NULL;
         }
+    if (p->grammar && frigg_gvocab_size(frigg_gref_vocab(p->grammar)) != vocab) {
+        frigg_set_error("the grammar's vocabulary has %d tokens, the model's %d",
+                        frigg_gvocab_size(frigg_gref_vocab(p->grammar)), vocab);
+        return NULL;
+    }
     frigg_seqgen *g = frigg_xcalloc(1, sizeof *g);
     g->p = *p;
+    if (p->grammar) {
+        frigg_gref_retain(p->grammar);
+        g->gm = frigg_gmatcher_new(frigg_gref_grammar(p->grammar));
+        g->gbits = frigg_xcalloc((size_t)(vocab + 31) / 32, sizeof(uint32_t));
+    }
     for (int i = 0; i < p->n_stop; i++) {
         g->stops[i] = frigg_xstrdup(p->stop[i]);
         g->p.stop[i] = g->stops[i];
@@ -87,8 +100,8 @@ frigg_seqgen *frigg_seqgen_new(const frigg_seqgen_params *p, int prompt_tokens, 
     /* The cheapest output that gives this sequence what it needs from a step: with a penalty or a logit bias
      * neither the engine's argmax nor its top k are those of the row drawn from (greedy_only and topk_only
      * say no), so the whole row. */
-    int topk = p->logprobs ? 0 : frigg_sampler_topk_only(&p->sampling, vocab);
-    if (frigg_sampler_greedy_only(&p->sampling) && !p->logprobs) {
+    int topk = p->logprobs || p->grammar ? 0 : frigg_sampler_topk_only(&p->sampling, vocab);
+    if (frigg_sampler_greedy_only(&p->sampling) && !p->logprobs && !p->grammar) {
         g->want = FRIGG_WANT_GREEDY;
     } else if (topk) {
         g->want = FRIGG_WANT_TOPK;
@@ -99,7 +112,7 @@ frigg_seqgen *frigg_seqgen_new(const frigg_seqgen_params *p, int prompt_tokens, 
         g->want = FRIGG_WANT_LOGITS;
         g->logits = frigg_xmalloc(sizeof(float) * (size_t)vocab);
         /* the sampler changes logits only when greedy_only or topk_only would have said no for that reason */
-        if (frigg_sampler_adjusts(&p->sampling)) g->work = frigg_xmalloc(sizeof(float) * (size_t)vocab);
+        if (frigg_sampler_adjusts(&p->sampling) || p->grammar) g->work = frigg_xmalloc(sizeof(float) * (size_t)vocab);
     }
     size_t cap = (size_t)p->max_tokens + 1;
     g->ids = frigg_xmalloc(cap * sizeof(int32_t));
@@ -137,6 +150,9 @@ void frigg_seqgen_free(frigg_seqgen *g) {
     free(g->tool_call_error);
     free(g->error);
     json_decref(g->tool_calls);
+    frigg_gmatcher_free(g->gm);
+    free(g->gbits);
+    frigg_gref_release(g->p.grammar);
     free(g);
 }
 
@@ -232,6 +248,30 @@ static int check_finite(frigg_seqgen *g, const frigg_row *row) {
 
 const char *frigg_seqgen_error(const frigg_seqgen *g) { return g->error; }
 
+/* Structured output: the tokens the grammar does not allow next set to -inf in w, before anything else shapes the
+ * row (penalties, bias, temperature, top-k, top-p work on what is left). 0, or -1 with g->error when the grammar
+ * allows no token at all (a vocabulary without the bytes it needs). */
+static int grammar_mask(frigg_seqgen *g, float *w) {
+    int n = frigg_gmasker_fill(frigg_gref_masker(g->p.grammar), g->gm, g->gbits);
+    if (n > 0) {
+        frigg_grammar_apply_mask(w, g->vocab, g->gbits);
+        return 0;
+    }
+    char msg[200];
+    snprintf(msg, sizeof msg, "structured output: no token of the vocabulary can continue the text at step %d", g->r.n);
+    g->error = frigg_xstrdup(msg);
+    return -1;
+}
+
+/* The draw landed outside the mask (the sampler's walk can end on the last id of its list when rounding leaves the
+ * uniform past the sum, and a top-k list can hold masked ids): the best allowed id of the adjusted row instead. */
+static int32_t masked_argmax(const frigg_seqgen *g, const float *w) {
+    int32_t best = -1;
+    for (int32_t i = 0; i < g->vocab; i++)
+        if ((g->gbits[i >> 5] >> (i & 31) & 1u) && (best < 0 || w[i] > w[best])) best = i;
+    return best < 0 ? 0 : best;
+}
+
 int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piece, size_t *piece_len) {
     size_t plen = 0;
     if (!g->piece) g->piece = frigg_xmalloc(1);
@@ -258,7 +298,12 @@ int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piec
             memcpy(g->work, row->out_logits, (size_t)V * sizeof(float));
             w = g->work;
         }
+        if (g->gm && grammar_mask(g, w)) {
+            g->done = 1;
+            return 1;
+        }
         next = frigg_sample(&g->smp, w, g->ids, g->r.n);
+        if (g->gm && !(g->gbits[next >> 5] >> (next & 31) & 1u)) next = masked_argmax(g, w);
         /* logprobs describe the model's own distribution (raw logits, temperature 1, no penalty or bias). */
         if (k) {
             g->token_logprob[g->r.n] = frigg_logprob_of(row->out_logits, V, next);
@@ -268,8 +313,16 @@ int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piec
     }
     if (g->r.n == 0) g->r.first_token_ms = frigg_now_ms() - g->t_admit;
     g->last = next;
-    if (is_stop_id(g, next)) {
+    if (is_stop_id(g, next) || (g->gm && frigg_gvocab_is_end(frigg_gref_vocab(g->p.grammar), next))) {
         g->r.finish_reason = "stop";
+        g->done = 1;
+        return 1;
+    }
+    if (g->gm && frigg_gmatcher_advance_token(g->gm, frigg_gref_vocab(g->p.grammar), next)) {
+        char msg[160]; /* the mask allowed it: the recogniser and the masker disagree */
+        snprintf(msg, sizeof msg, "structured output: token %d was allowed by the grammar's mask but its recogniser "
+                 "refuses it (step %d)", (int)next, g->r.n);
+        g->error = frigg_xstrdup(msg);
         g->done = 1;
         return 1;
     }
@@ -288,6 +341,10 @@ int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piec
     }
     *piece = g->piece;
     *piece_len = plen;
+    if (!g->done && g->gm && frigg_gmatcher_is_done(g->gm)) { /* only the end is left: the document is whole */
+        g->r.finish_reason = "stop";
+        g->done = 1;
+    }
     if (!g->done && g->r.n >= g->p.max_tokens) g->done = 1;
     return g->done;
 }

@@ -20,6 +20,7 @@
 
 #include "engine/backend.h"
 #include "engine/sampler.h"
+#include "gcache.h"
 #include "tokenizer/tokenizer.h"
 
 #define FRIGG_SEQGEN_MAX_STOP_IDS 66
@@ -37,6 +38,12 @@ typedef struct {
                          repetition/frequency/presence penalty or logit_bias, which shape only the draw), so a
                          token forced by a bias shows the probability the model gave it */
     int parse_tools;  /* parse <|tool_call> blocks out of the text at the end */
+    /* Structured output (gcache.h; NULL: none; borrowed, the seqgen takes a reference of its own): every draw is
+     * made from the row with the tokens the grammar does not allow next at -inf (before the penalties, the bias,
+     * temperature, top-k and top-p; so the step asks for the whole row, and a CUDA engine samples such a row on
+     * the host), and the grammar's recogniser takes each id drawn. The sequence ends with "stop" once the grammar
+     * allows only its end (or an end id is drawn where it may end), with "length" at max_tokens wherever it is. */
+    frigg_gref *grammar;
 } frigg_seqgen_params;
 
 typedef struct frigg_seqgen frigg_seqgen;
@@ -64,8 +71,8 @@ void frigg_seqgen_free(frigg_seqgen *g);
 
 /* What the next step's row for this sequence asks for: want and k, and the output buffers (owned by g).
  * The caller sets seq, prefill/ids/n/prefix_len or the input token. The want is the cheapest that gives
- * g what it needs: the greedy id (greedy, no penalty, no logit bias, no logprobs), the top k (a pure top-k
- * draw: no penalty, no logit bias, no logprobs), or the whole row. */
+ * g what it needs: the greedy id (greedy, no penalty, no logit bias, no logprobs, no grammar), the top k (a pure
+ * top-k draw: no penalty, no logit bias, no logprobs, no grammar), or the whole row. */
 void frigg_seqgen_row(frigg_seqgen *g, frigg_row *row);
 /* The input token of the next decode step: the last id drawn. */
 int32_t frigg_seqgen_last(const frigg_seqgen *g);

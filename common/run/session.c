@@ -25,6 +25,7 @@ struct frigg_session {
     frigg_backend *backend;
     frigg_tokenizer *tok;
     frigg_sched *sched;
+    frigg_gcache *gcache;       /* structured output's grammars (with a tokenizer) */
 };
 
 frigg_session *frigg_session_open(const frigg_session_opts *o) {
@@ -81,6 +82,11 @@ frigg_session *frigg_session_open(const frigg_session_opts *o) {
         frigg_session_close(s);
         return NULL;
     }
+    if (s->tok) {
+        int32_t ends[FRIGG_SEQGEN_MAX_STOP_IDS];
+        int ne = frigg_default_stop_ids(&s->model->cfg, 0, ends, FRIGG_SEQGEN_MAX_STOP_IDS);
+        s->gcache = frigg_gcache_new(s->tok, s->model->cfg.vocab_size, ends, ne);
+    }
     frigg_sched_set_prefill_share(s->sched, o->prefill_share);
     frigg_sched_set_prefill_tokens(s->sched, o->prefill_tokens);
     return s;
@@ -89,6 +95,7 @@ frigg_session *frigg_session_open(const frigg_session_opts *o) {
 void frigg_session_close(frigg_session *s) {
     if (!s) return;
     frigg_sched_free(s->sched);
+    frigg_gcache_free(s->gcache); /* after the scheduler: its sequences held references */
     frigg_backend_destroy(s->backend);
     frigg_model_free(s->model);
     frigg_tokenizer_free(s->tok);
@@ -273,9 +280,17 @@ static void submit_generate(frigg_session *s, const frigg_request *r, frigg_sess
     int n = 0;
     char *rendered = NULL;
     size_t rendered_len = 0;
+    /* the schema before the prompt: a bad one is refused as such, and a repeated one comes from the cache */
+    int gfail = 0;
+    frigg_gref *grammar = frigg_respfmt_grammar(&r->response_format, s->gcache, &gfail);
+    if (gfail) {
+        cb(cbctx, error_obj(r->id, frigg_error()));
+        return;
+    }
     /* tokenized only as far as the context: a longer prompt is refused whatever max_tokens is */
     if (request_ids(s, r, &ids, &n, &rendered, &rendered_len, (size_t)s->backend->max_ctx, 0)) {
         cb(cbctx, error_obj(r->id, frigg_error()));
+        frigg_gref_release(grammar);
         return;
     }
     free(rendered);
@@ -294,6 +309,7 @@ static void submit_generate(frigg_session *s, const frigg_request *r, frigg_sess
     }
     for (int i = 0; i < r->n_stop; i++) gp->stop[i] = r->stop[i];
     gp->n_stop = r->n_stop;
+    gp->grammar = grammar; /* the seqgen takes its own reference */
     gen_ctx *x = frigg_xcalloc(1, sizeof *x);
     x->s = s;
     x->id = r->id ? json_incref(r->id) : NULL;
@@ -306,6 +322,7 @@ static void submit_generate(frigg_session *s, const frigg_request *r, frigg_sess
         json_decref(x->id);
         free(x);
     }
+    frigg_gref_release(grammar);
     free(ids);
 }
 

@@ -1,0 +1,151 @@
+/* gcache.c — see gcache.h. */
+#include "gcache.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/util.h"
+
+struct frigg_gref {
+    atomic_int refs;
+    frigg_grammar *g;
+    frigg_gmasker *mk;
+    const frigg_gvocab *v;
+};
+
+typedef struct {
+    frigg_gkind kind;
+    char *text;
+    size_t len;
+    frigg_gref *ref; /* the cache's own reference */
+    uint64_t used;   /* the lookup that last used it (LRU) */
+} entry;
+
+struct frigg_gcache {
+    const frigg_tokenizer *tok;
+    int vocab;
+    int32_t *end_ids;
+    int n_end;
+    pthread_mutex_t mu; /* guards everything below */
+    frigg_gvocab *v;    /* built on the first lookup */
+    entry e[FRIGG_GCACHE_ENTRIES];
+    int n;
+    uint64_t clock;
+    long hits, compiles;
+};
+
+frigg_gcache *frigg_gcache_new(const frigg_tokenizer *tok, int vocab, const int32_t *end_ids, int n_end) {
+    frigg_gcache *c = frigg_xcalloc(1, sizeof *c);
+    c->tok = tok;
+    c->vocab = vocab;
+    c->end_ids = frigg_xmalloc(sizeof(int32_t) * (size_t)(n_end > 0 ? n_end : 1));
+    if (n_end > 0) memcpy(c->end_ids, end_ids, sizeof(int32_t) * (size_t)n_end);
+    c->n_end = n_end > 0 ? n_end : 0;
+    pthread_mutex_init(&c->mu, NULL);
+    return c;
+}
+
+void frigg_gcache_free(frigg_gcache *c) {
+    if (!c) return;
+    for (int i = 0; i < c->n; i++) {
+        free(c->e[i].text);
+        frigg_gref_release(c->e[i].ref);
+    }
+    frigg_gvocab_free(c->v);
+    pthread_mutex_destroy(&c->mu);
+    free(c->end_ids);
+    free(c);
+}
+
+frigg_gref *frigg_gref_retain(frigg_gref *g) {
+    if (g) atomic_fetch_add(&g->refs, 1);
+    return g;
+}
+
+void frigg_gref_release(frigg_gref *g) {
+    if (!g || atomic_fetch_sub(&g->refs, 1) != 1) return;
+    frigg_gmasker_free(g->mk);
+    frigg_grammar_free(g->g);
+    free(g);
+}
+
+const frigg_grammar *frigg_gref_grammar(const frigg_gref *g) { return g->g; }
+frigg_gmasker *frigg_gref_masker(const frigg_gref *g) { return g->mk; }
+const frigg_gvocab *frigg_gref_vocab(const frigg_gref *g) { return g->v; }
+
+static frigg_grammar *compile(frigg_gkind kind, const char *text, size_t len) {
+    switch (kind) {
+    case FRIGG_GK_JSON_OBJECT: return frigg_grammar_json_object();
+    case FRIGG_GK_SCHEMA: return frigg_grammar_from_schema(text, len);
+    case FRIGG_GK_REGEX: {
+        if (memchr(text, 0, len)) {
+            frigg_set_error("regex: a NUL byte in the expression");
+            return NULL;
+        }
+        char *re = frigg_xmalloc(len + 1);
+        memcpy(re, text, len);
+        re[len] = 0;
+        frigg_grammar *g = frigg_grammar_from_regex(re);
+        free(re);
+        return g;
+    }
+    }
+    frigg_set_error("grammar kind %d is not one of json_object, schema, regex", (int)kind);
+    return NULL;
+}
+
+frigg_gref *frigg_gcache_get(frigg_gcache *c, frigg_gkind kind, const char *text, size_t len) {
+    if (kind == FRIGG_GK_JSON_OBJECT) len = 0;
+    if (!text) len = 0;
+    pthread_mutex_lock(&c->mu);
+    frigg_gref *r = NULL;
+    c->clock++;
+    for (int i = 0; i < c->n; i++)
+        if (c->e[i].kind == kind && c->e[i].len == len && (!len || !memcmp(c->e[i].text, text, len))) {
+            c->e[i].used = c->clock;
+            c->hits++;
+            r = frigg_gref_retain(c->e[i].ref);
+            goto out;
+        }
+    if (!c->v) {
+        c->v = frigg_gvocab_new(c->tok, c->vocab, c->end_ids, c->n_end);
+        if (!c->v) goto out;
+    }
+    /* Compiled under the lock: the compile limit (FRIGG_GRAMMAR_MAX_*) bounds the wait, and two requests with one
+     * new schema then compile it once. */
+    frigg_grammar *g = compile(kind, text, len);
+    if (!g) goto out;
+    c->compiles++;
+    r = frigg_xcalloc(1, sizeof *r);
+    atomic_init(&r->refs, 1);
+    r->g = g;
+    r->v = c->v;
+    r->mk = frigg_gmasker_new(g, c->v);
+    int slot = c->n;
+    if (c->n == FRIGG_GCACHE_ENTRIES) { /* the least recently used makes room */
+        slot = 0;
+        for (int i = 1; i < c->n; i++)
+            if (c->e[i].used < c->e[slot].used) slot = i;
+        free(c->e[slot].text);
+        frigg_gref_release(c->e[slot].ref);
+    } else {
+        c->n++;
+    }
+    c->e[slot] = (entry){.kind = kind, .len = len, .used = c->clock, .ref = frigg_gref_retain(r)};
+    c->e[slot].text = frigg_xmalloc(len + 1);
+    if (len) memcpy(c->e[slot].text, text, len);
+    c->e[slot].text[len] = 0;
+out:
+    pthread_mutex_unlock(&c->mu);
+    return r;
+}
+
+void frigg_gcache_stats(frigg_gcache *c, int *entries, long *hits, long *compiles) {
+    pthread_mutex_lock(&c->mu);
+    if (entries) *entries = c->n;
+    if (hits) *hits = c->hits;
+    if (compiles) *compiles = c->compiles;
+    pthread_mutex_unlock(&c->mu);
+}
