@@ -4,11 +4,14 @@
  * --replicas), each driven by its own thread; a request goes to the least-loaded replica. The wire format
  * is common/run/oai.c's; this file is HTTP, threads, cancellation, limits and metrics.
  *
- * Threads: libmicrohttpd runs a thread per connection. A connection's thread parses the body, submits to a
- * replica's scheduler (thread-safe) and then waits on its job: for the whole response, or chunk by chunk
- * while streaming. The replica's driver thread steps the scheduler; its callbacks fill the job (under the
- * job's mutex) and wake the waiting connection. A connection whose client has gone (its socket hung up, or
- * a write failed) cancels its job; the scheduler frees the slots by the next step. */
+ * Threads: libmicrohttpd runs --http-threads event loops over epoll (so thousands of idle connections cost no
+ * thread each and no select() set limit applies). A connection's loop parses the body, submits to a replica's
+ * scheduler (thread-safe) and then suspends the connection (MHD_suspend_connection) instead of blocking the loop:
+ * the replica's driver thread steps the scheduler, its callbacks fill the job (under the job's mutex) and resume
+ * the connection, whose loop then sends the whole response or the stream's next bytes. A housekeeping thread
+ * watches the sockets of suspended connections (libmicrohttpd does not): a client that hangs up cancels its job,
+ * and the scheduler frees the slots by the next step. It also closes connections that sent no request headers
+ * within --header-timeout-s and prints the transport's summaries (refused connections) at most every 10 s. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -17,7 +20,6 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sodium.h>
@@ -26,7 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdarg.h>
+#include <sys/epoll.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -87,6 +92,37 @@ typedef struct replica {
     replica_metrics m;         /* under the server's metrics mutex */
 } replica;
 
+/* A TCP connection from its accept to its close (libmicrohttpd's socket context): while its first request's
+ * headers are not in, it sits on the server's list of unheard connections, oldest first, so that the
+ * housekeeping thread can close it at its header deadline. */
+typedef struct peer {
+    int fd;
+    double deadline_ms;        /* frigg_now_ms() by which the first request's headers must be in */
+    int listed;                /* on the unheard list */
+    struct peer *prev, *next;
+} peer;
+
+/* The HTTP transport's options and shared state. */
+typedef struct {
+    double header_timeout_s;   /* --header-timeout-s: accept to the first request's headers */
+    unsigned idle_timeout_s;   /* --timeout-s: inactivity once a request was read (whole seconds) */
+    unsigned max_conns, max_conns_per_ip, threads;
+    int verbose;               /* --verbose: print the connection-level messages of libmicrohttpd too */
+    pthread_mutex_t mu;        /* guards sleepers (taken after a job's mutex where both are) */
+    struct job *sleepers;      /* jobs whose connection is suspended, waiting for the driver */
+    pthread_mutex_t peers_mu;  /* guards the unheard list */
+    peer *unheard, *unheard_tail;
+    int watch_fd;              /* epoll: hang-ups of the sleepers' sockets */
+    pthread_t housekeeper;
+    int housekeeper_up;
+    atomic_int stop;
+    atomic_uint_fast64_t serial; /* names a sleeping job in watch_fd's events */
+    atomic_int open_conns;
+    atomic_uint_fast64_t refused, header_timeouts; /* totals, for /metrics */
+    atomic_uint_fast64_t refused_unreported, timeouts_unreported, log_dropped; /* since the last summary */
+    atomic_int log_lines;      /* libmicrohttpd lines printed in the current 10 s window */
+} http_state;
+
 typedef struct server {
     char *dir;
     char *model_name;
@@ -106,6 +142,7 @@ typedef struct server {
     struct { int code; uint64_t n; } statuses[32];
     int nstatuses;
     int threads_out; /* the HTTP daemon, or driver threads, may still use the server: main must not free it */
+    http_state http;
 } server;
 
 static void count_status(server *s, int code) {
@@ -145,8 +182,7 @@ static void wake(replica *r) {
  * scheduler (one reference per submitted prompt); freed by the last. */
 typedef struct job {
     pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int refs;
+    atomic_int refs;            /* atomic: the housekeeping thread takes one without the job's mutex */
     server *srv;
     replica *rep;
     frigg_oai_req req;
@@ -161,6 +197,13 @@ typedef struct job {
     int failed, finished, cancelled;
     frigg_strbuf out;           /* SSE bytes ready to send */
     size_t out_sent;
+    /* The connection waiting on the job: suspended while asleep (under the server's http.mu), resumed by
+     * job_wake when the driver produced something; valid while asleep, when libmicrohttpd cannot close it. */
+    struct MHD_Connection *conn;
+    int fd;
+    int asleep;
+    uint64_t serial;
+    struct job *sleep_prev, *sleep_next;
 } job;
 
 typedef struct {
@@ -169,10 +212,7 @@ typedef struct {
 } sub;
 
 static void job_unref(job *j) {
-    pthread_mutex_lock(&j->mu);
-    int left = --j->refs;
-    pthread_mutex_unlock(&j->mu);
-    if (left) return;
+    if (atomic_fetch_sub(&j->refs, 1) != 1) return;
     int nc = j->req.n_prompts * j->req.n;
     for (int i = 0; i < nc; i++) {
         frigg_oai_choice_free(&j->choices[i]);
@@ -183,8 +223,44 @@ static void job_unref(job *j) {
     frigg_oai_req_free(&j->req);
     frigg_sb_free(&j->out);
     pthread_mutex_destroy(&j->mu);
-    pthread_cond_destroy(&j->cv);
     free(j);
+}
+
+/* Suspend the connection waiting on j until job_wake (j->mu held, so that no wake of the driver's is lost between
+ * the waiter's look at the job and its sleep). Its socket joins the housekeeper's watch (one-shot: a hang-up is
+ * reported once per sleep), since libmicrohttpd does not notice a client that hangs up on a suspended
+ * connection. */
+static void job_sleep(job *j) {
+    http_state *h = &j->srv->http;
+    pthread_mutex_lock(&h->mu);
+    j->asleep = 1;
+    j->serial = atomic_fetch_add(&h->serial, 1) + 1;
+    j->sleep_prev = NULL;
+    j->sleep_next = h->sleepers;
+    if (h->sleepers) h->sleepers->sleep_prev = j;
+    h->sleepers = j;
+    struct epoll_event ev = {.events = EPOLLRDHUP | EPOLLONESHOT, .data.u64 = j->serial};
+    /* a socket that cannot be watched (no memory for epoll's entry) still wakes with the job: its hang-up is
+     * then found by the next write */
+    if (j->fd >= 0) (void)epoll_ctl(h->watch_fd, EPOLL_CTL_ADD, j->fd, &ev);
+    MHD_suspend_connection(j->conn);
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* Resume the connection if it sleeps on j (j->mu held): the driver produced bytes, or the job ended. The watch
+ * ends first, while the socket is still the connection's (libmicrohttpd may close it once resumed). */
+static void job_wake(job *j) {
+    http_state *h = &j->srv->http;
+    pthread_mutex_lock(&h->mu);
+    if (j->asleep) {
+        j->asleep = 0;
+        if (j->sleep_prev) j->sleep_prev->sleep_next = j->sleep_next;
+        else h->sleepers = j->sleep_next;
+        if (j->sleep_next) j->sleep_next->sleep_prev = j->sleep_prev;
+        if (j->fd >= 0) (void)epoll_ctl(h->watch_fd, EPOLL_CTL_DEL, j->fd, NULL);
+        MHD_resume_connection(j->conn);
+    }
+    pthread_mutex_unlock(&h->mu);
 }
 
 /* SSE: one event per chunk. */
@@ -209,7 +285,7 @@ static void on_text(void *ctx, int choice, const char *piece, size_t n, const fr
     pthread_mutex_lock(&j->mu);
     sse_chunks(j, frigg_oai_stream_text(&j->streams[idx], &j->req, &j->srv->env, j->id, j->created, j->srv->model_name,
                                         piece, n, now));
-    pthread_cond_broadcast(&j->cv);
+    job_wake(j);
     pthread_mutex_unlock(&j->mu);
 }
 
@@ -293,7 +369,7 @@ static void on_done(void *ctx, const frigg_sched_result *res) {
         pthread_mutex_unlock(&s->metrics_mu);
         atomic_fetch_sub(&r->load, 1);
     }
-    pthread_cond_broadcast(&j->cv);
+    job_wake(j);
     pthread_mutex_unlock(&j->mu);
     free(sb);
     job_unref(j);
@@ -315,7 +391,7 @@ static int total_load(server *s) {
 static void job_cancel(job *j) {
     pthread_mutex_lock(&j->mu);
     int done = j->finished;
-    j->cancelled = 1;
+    if (!done) j->cancelled = 1; /* a job that ended before its client left keeps its answer */
     pthread_mutex_unlock(&j->mu);
     if (done) return;
     for (int i = 0; i < j->nsub; i++) frigg_sched_cancel(j->rep->sched, j->handles[i]);
@@ -326,7 +402,6 @@ static void job_cancel(job *j) {
 static job *job_submit(server *s, frigg_oai_req *req, frigg_oai_error *e) {
     job *j = frigg_xcalloc(1, sizeof *j);
     pthread_mutex_init(&j->mu, NULL);
-    pthread_cond_init(&j->cv, NULL);
     j->srv = s;
     j->req = *req;
     memset(req, 0, sizeof *req);
@@ -393,25 +468,18 @@ typedef struct {
     int too_large;
     int fd;
     int responding;             /* counted in server.responding until on_completed */
+    job *job;                   /* a non-streamed generation the connection waits for (its reference) */
 } conn;
 
-/* A job's waiter sleeps on its condition for at most 50 ms (j->mu held), so that it notices a client that went
- * away while nothing was produced. */
-static void wait_a_while(job *j) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 50 * 1000 * 1000;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&j->cv, &j->mu, &ts);
-}
-
-static int client_gone(int fd) {
-    if (fd < 0) return 0;
-    struct pollfd p = {.fd = fd, .events = POLLRDHUP};
-    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+/* Every response goes out through here, its status counted. A response
+ * libmicrohttpd refuses to queue is an internal error, and said so (the access handler's MHD_NO that follows
+ * closes the connection, and libmicrohttpd's own line for it is not printed: see http_log). */
+static enum MHD_Result queue_response(server *s, struct MHD_Connection *c, int status, struct MHD_Response *r) {
+    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    if (ok != MHD_YES) fprintf(stderr, "frigg-serve: internal error: a %d response could not be queued\n", status);
+    count_status(s, status);
+    return ok;
 }
 
 static enum MHD_Result send_json(server *s, struct MHD_Connection *c, int status, json_t *o) {
@@ -427,10 +495,7 @@ static enum MHD_Result send_json(server *s, struct MHD_Connection *c, int status
     MHD_add_response_header(r, "Content-Type", "application/json");
     if (status == 429) MHD_add_response_header(r, "Retry-After", "1");
     if (status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
-    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
-    MHD_destroy_response(r);
-    count_status(s, status);
-    return ok;
+    return queue_response(s, c, status, r);
 }
 
 static enum MHD_Result send_error(server *s, struct MHD_Connection *c, const frigg_oai_error *e) {
@@ -447,45 +512,40 @@ static enum MHD_Result send_err(server *s, struct MHD_Connection *c, int status,
 static enum MHD_Result send_text(server *s, struct MHD_Connection *c, int status, const char *ctype, char *text) {
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(r, "Content-Type", ctype);
-    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
-    MHD_destroy_response(r);
-    count_status(s, status);
-    return ok;
+    return queue_response(s, c, status, r);
 }
 
 /* A streaming response's reader state, owned by the response (freed by stream_free). Not the conn: MHD calls
  * on_completed, which frees the conn, before it destroys the response and calls stream_free. */
 typedef struct {
     job *j;                     /* the reader's reference */
-    int fd;
 } stream_ctx;
 
-/* The streaming body: SSE bytes as the driver produces them. */
+/* The streaming body: SSE bytes as the driver produces them. With none ready, the connection sleeps (returning 0
+ * to a suspended connection is how libmicrohttpd's event loop waits without spinning) until on_text or on_done
+ * wakes it, or the housekeeper, seeing the client hang up, cancels the job. */
 static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     stream_ctx *sc = cls;
     job *j = sc->j;
     pthread_mutex_lock(&j->mu);
-    for (;;) {
-        size_t avail = j->out.len - j->out_sent;
-        if (avail) {
-            size_t n = avail < max ? avail : max;
-            memcpy(buf, j->out.p + j->out_sent, n);
-            j->out_sent += n;
-            pthread_mutex_unlock(&j->mu);
-            return (ssize_t)n;
-        }
-        if (j->finished) {
-            pthread_mutex_unlock(&j->mu);
-            return MHD_CONTENT_READER_END_OF_STREAM;
-        }
-        wait_a_while(j); /* then look at the client's socket again */
-        if (j->out.len == j->out_sent && !j->finished && client_gone(sc->fd)) {
-            pthread_mutex_unlock(&j->mu);
-            job_cancel(j);
-            return MHD_CONTENT_READER_END_WITH_ERROR;
-        }
+    size_t avail = j->out.len - j->out_sent;
+    ssize_t ret;
+    if (j->cancelled) {
+        ret = MHD_CONTENT_READER_END_WITH_ERROR; /* its client is gone: close the connection */
+    } else if (avail) {
+        size_t n = avail < max ? avail : max;
+        memcpy(buf, j->out.p + j->out_sent, n);
+        j->out_sent += n;
+        ret = (ssize_t)n;
+    } else if (j->finished) {
+        ret = MHD_CONTENT_READER_END_OF_STREAM;
+    } else {
+        job_sleep(j);
+        ret = 0;
     }
+    pthread_mutex_unlock(&j->mu);
+    return ret;
 }
 
 static void stream_free(void *cls) {
@@ -497,6 +557,31 @@ static void stream_free(void *cls) {
     pthread_mutex_unlock(&j->mu);
     if (!done) job_cancel(j); /* the connection ended before the response did: the client went away */
     job_unref(j);
+}
+
+/* A non-streamed generation's connection, at its submit and at every wake: asleep until the job ends, then its
+ * answer, or (its client hung up, the job cancelled) the connection closed. */
+static enum MHD_Result answer_generate(server *s, struct MHD_Connection *c, conn *cn) {
+    job *j = cn->job;
+    pthread_mutex_lock(&j->mu);
+    if (!j->finished) {
+        job_sleep(j);
+        pthread_mutex_unlock(&j->mu);
+        return MHD_YES;
+    }
+    int gone = j->cancelled;
+    pthread_mutex_unlock(&j->mu);
+    cn->job = NULL;
+    if (gone) {
+        job_unref(j);
+        count_status(s, 499); /* nginx's "client closed request" */
+        return MHD_NO;        /* closes the connection (not an error: http_log keeps libmicrohttpd's line quiet) */
+    }
+    enum MHD_Result ok;
+    if (j->failed) ok = send_error(s, c, &j->err);
+    else ok = send_json(s, c, 200, frigg_oai_response(&j->req, &s->env, j->id, j->created, s->model_name, j->choices));
+    job_unref(j);
+    return ok;
 }
 
 static enum MHD_Result handle_generate(server *s, struct MHD_Connection *c, conn *cn, frigg_oai_kind kind) {
@@ -515,37 +600,21 @@ static enum MHD_Result handle_generate(server *s, struct MHD_Connection *c, conn
     }
     job *j = job_submit(s, &req, &e);
     if (!j) return send_error(s, c, &e);
+    pthread_mutex_lock(&j->mu); /* the driver may already be producing: it reads conn only once the job sleeps */
+    j->conn = c;
+    j->fd = cn->fd;
+    pthread_mutex_unlock(&j->mu);
     if (j->req.stream) {
         stream_ctx *sc = frigg_xcalloc(1, sizeof *sc);
         sc->j = j;
-        sc->fd = cn->fd;
         struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_reader, sc, stream_free);
         MHD_add_response_header(r, "Content-Type", "text/event-stream");
         MHD_add_response_header(r, "Cache-Control", "no-cache");
         MHD_add_response_header(r, "X-Accel-Buffering", "no"); /* nginx: pass each event on */
-        enum MHD_Result ok = MHD_queue_response(c, 200, r);
-        MHD_destroy_response(r);
-        count_status(s, 200);
-        return ok;
+        return queue_response(s, c, 200, r);
     }
-    /* Not streamed: wait for the end, watching the client's socket. */
-    pthread_mutex_lock(&j->mu);
-    while (!j->finished) {
-        wait_a_while(j); /* then look at the client's socket again */
-        if (!j->finished && client_gone(cn->fd)) {
-            pthread_mutex_unlock(&j->mu);
-            job_cancel(j);
-            job_unref(j);
-            count_status(s, 499); /* nginx's "client closed request" */
-            return MHD_NO;
-        }
-    }
-    pthread_mutex_unlock(&j->mu);
-    enum MHD_Result ok;
-    if (j->failed) ok = send_error(s, c, &j->err);
-    else ok = send_json(s, c, 200, frigg_oai_response(&j->req, &s->env, j->id, j->created, s->model_name, j->choices));
-    job_unref(j);
-    return ok;
+    cn->job = j;
+    return answer_generate(s, c, cn);
 }
 
 static enum MHD_Result handle_models(server *s, struct MHD_Connection *c, const char *url) {
@@ -727,6 +796,15 @@ static enum MHD_Result handle_metrics(server *s, struct MHD_Connection *c) {
     }
     frigg_sb_puts(&b, "# HELP frigg_slots_total Sequence slots.\n# TYPE frigg_slots_total gauge\n");
     for (int i = 0; i < s->nrep; i++) frigg_sb_printf(&b, "frigg_slots_total{replica=\"%s\"} %d\n", s->rep[i].label, s->slots);
+    const http_state *h = &s->http;
+    frigg_sb_printf(&b, "# HELP frigg_http_connections_open TCP connections open.\n# TYPE frigg_http_connections_open gauge\n"
+                        "frigg_http_connections_open %d\n", atomic_load(&h->open_conns));
+    frigg_sb_printf(&b, "# HELP frigg_http_connections_refused_total Connections closed at accept: over --max-conns-per-ip.\n"
+                        "# TYPE frigg_http_connections_refused_total counter\nfrigg_http_connections_refused_total %" PRIu64 "\n",
+                    (uint64_t)atomic_load(&h->refused));
+    frigg_sb_printf(&b, "# HELP frigg_http_header_timeouts_total Connections closed with no request headers within "
+                        "--header-timeout-s.\n# TYPE frigg_http_header_timeouts_total counter\n"
+                        "frigg_http_header_timeouts_total %" PRIu64 "\n", (uint64_t)atomic_load(&h->header_timeouts));
     return send_text(s, c, 200, "text/plain; version=0.0.4; charset=utf-8", frigg_sb_take(&b));
 }
 
@@ -741,6 +819,55 @@ static int authorized(server *s, struct MHD_Connection *c) {
     return sodium_memcmp(key, s->api_key, b) == 0;
 }
 
+/* ---------------------------------------------------------------- HTTP transport: requests */
+
+static const char *termination_name(enum MHD_RequestTerminationCode toe) {
+    switch (toe) {
+    case MHD_REQUEST_TERMINATED_COMPLETED_OK: return "completed";
+    case MHD_REQUEST_TERMINATED_WITH_ERROR: return "closed: the client hung up or a write failed";
+    case MHD_REQUEST_TERMINATED_TIMEOUT_REACHED: return "closed: idle past the timeout";
+    case MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN: return "closed: the server stopped";
+    case MHD_REQUEST_TERMINATED_READ_ERROR: return "closed: the client reset the connection";
+    case MHD_REQUEST_TERMINATED_CLIENT_ABORT: return "closed: the client hung up mid-request";
+    default: return "closed";
+    }
+}
+
+static enum MHD_Result send_405(server *s, struct MHD_Connection *c, const char *url, const char *method, int want_post) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "%.100s takes %s, not %.8s", url, want_post ? "POST" : "GET", method);
+    frigg_oai_error e;
+    frigg_oai_error_set(&e, 405, "invalid_request_error", NULL, "method_not_allowed", "%s", msg);
+    json_t *ej = frigg_oai_error_json(&e);
+    char *body = json_dumps(ej, JSON_COMPACT);
+    json_decref(ej);
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    MHD_add_response_header(r, "Allow", want_post ? "POST" : "GET");
+    return queue_response(s, c, 405, r);
+}
+
+/* The first request's headers are in: the connection leaves the unheard list (the housekeeper no longer holds it
+ * to the header deadline), and the long inactivity timeout (--timeout-s) replaces the header timeout that
+ * libmicrohttpd applied to it until now. Later requests on the connection keep the long one. */
+static void connection_heard(server *s, struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    peer *p = ci ? ci->socket_context : NULL;
+    if (!p) return;
+    http_state *h = &s->http;
+    pthread_mutex_lock(&h->peers_mu);
+    const int first = p->listed;
+    if (p->listed) {
+        if (p->prev) p->prev->next = p->next;
+        else h->unheard = p->next;
+        if (p->next) p->next->prev = p->prev;
+        else h->unheard_tail = p->prev;
+        p->listed = 0;
+    }
+    pthread_mutex_unlock(&h->peers_mu);
+    if (first) MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, h->idle_timeout_s);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **con_cls) {
     (void)version;
@@ -751,6 +878,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         cn->fd = ci ? ci->connect_fd : -1;
         *con_cls = cn;
+        connection_heard(s, c);
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > s->max_body) cn->too_large = 1;
         return MHD_YES;
@@ -761,6 +889,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         return MHD_YES;
     }
+    if (cn->job) return answer_generate(s, c, cn); /* woken: the request was checked and submitted before */
     int post = !strcmp(method, "POST"), get = !strcmp(method, "GET");
     enum { R_NONE, R_HEALTH, R_MODELS, R_CHAT, R_COMPL, R_METRICS, R_TOK, R_DETOK } route = R_NONE;
     int want_post = 0;
@@ -776,22 +905,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         snprintf(msg, sizeof msg, "no route %.8s %.200s", method, url);
         return send_err(s, c, 404, "invalid_request_error", "not_found", msg);
     }
-    if (want_post ? !post : !get) {
-        char msg[200];
-        snprintf(msg, sizeof msg, "%.100s takes %s, not %.8s", url, want_post ? "POST" : "GET", method);
-        frigg_oai_error e;
-        frigg_oai_error_set(&e, 405, "invalid_request_error", NULL, "method_not_allowed", "%s", msg);
-        json_t *ej = frigg_oai_error_json(&e);
-        char *body = json_dumps(ej, JSON_COMPACT);
-        json_decref(ej);
-        struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
-        MHD_add_response_header(r, "Content-Type", "application/json");
-        MHD_add_response_header(r, "Allow", want_post ? "POST" : "GET");
-        enum MHD_Result ok = MHD_queue_response(c, 405, r);
-        MHD_destroy_response(r);
-        count_status(s, 405);
-        return ok;
-    }
+    if (want_post ? !post : !get) return send_405(s, c, url, method, want_post);
     if (route == R_HEALTH) {
         if (atomic_load(&s->stopping))
             return send_err(s, c, 503, "server_error", "shutting_down", "the server is shutting down");
@@ -819,16 +933,177 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
 }
 
+/* The request ended: its answer went out, or the connection closed. A non-streamed job still waited for (the
+ * daemon stopping, or the connection closed between two wakes) is given up. */
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
     server *s = cls;
     (void)c;
-    (void)toe;
     conn *cn = *con_cls;
     if (!cn) return;
+    if (s->http.verbose && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        fprintf(stderr, "frigg-serve: http: a request ended early: %s\n", termination_name(toe));
+    if (cn->job) {
+        job_cancel(cn->job);
+        job_unref(cn->job);
+    }
     if (cn->responding) atomic_fetch_sub(&s->responding, 1); /* its last byte went out, or the client is gone */
     frigg_sb_free(&cn->body);
     free(cn);
     *con_cls = NULL;
+}
+
+/* ---------------------------------------------------------------- HTTP transport: connections, logging */
+
+/* libmicrohttpd's socket context: each accepted connection is held to the header deadline until connection_heard;
+ * closed, it is freed (before libmicrohttpd closes the socket, so that the housekeeper never shuts down a socket
+ * number another connection reuses). */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode what) {
+    server *s = cls;
+    http_state *h = &s->http;
+    if (what == MHD_CONNECTION_NOTIFY_STARTED) {
+        peer *p = frigg_xcalloc(1, sizeof *p);
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        p->fd = ci ? ci->connect_fd : -1;
+        p->deadline_ms = frigg_now_ms() + h->header_timeout_s * 1e3;
+        pthread_mutex_lock(&h->peers_mu);
+        p->listed = 1;
+        p->prev = h->unheard_tail;
+        if (h->unheard_tail) h->unheard_tail->next = p;
+        else h->unheard = p;
+        h->unheard_tail = p;
+        pthread_mutex_unlock(&h->peers_mu);
+        *socket_context = p;
+        atomic_fetch_add(&h->open_conns, 1);
+        return;
+    }
+    peer *p = *socket_context;
+    if (!p) return;
+    pthread_mutex_lock(&h->peers_mu);
+    if (p->listed) {
+        if (p->prev) p->prev->next = p->next;
+        else h->unheard = p->next;
+        if (p->next) p->next->prev = p->prev;
+        else h->unheard_tail = p->prev;
+    }
+    pthread_mutex_unlock(&h->peers_mu);
+    free(p);
+    *socket_context = NULL;
+    atomic_fetch_sub(&h->open_conns, 1);
+}
+
+/* Connections past their header deadline are shut down (not closed: the socket stays libmicrohttpd's, whose loop
+ * then reads the end and closes it). The unheard list is in accept order, so the expired ones are at its head. */
+static void expire_unheard(server *s, double now) {
+    http_state *h = &s->http;
+    pthread_mutex_lock(&h->peers_mu);
+    while (h->unheard && h->unheard->deadline_ms <= now) {
+        peer *p = h->unheard;
+        h->unheard = p->next;
+        if (h->unheard) h->unheard->prev = NULL;
+        else h->unheard_tail = NULL;
+        p->listed = 0;
+        p->next = p->prev = NULL;
+        if (p->fd >= 0) shutdown(p->fd, SHUT_RDWR);
+        atomic_fetch_add(&h->header_timeouts, 1);
+        atomic_fetch_add(&h->timeouts_unreported, 1);
+    }
+    pthread_mutex_unlock(&h->peers_mu);
+}
+
+/* A sleeping job's client hung up (the watch's event names the job by its serial: a job woken meanwhile is not
+ * found, and its next sleep's watch reports the hang-up again). */
+static void on_hangup(server *s, uint64_t serial) {
+    http_state *h = &s->http;
+    pthread_mutex_lock(&h->mu);
+    job *j = h->sleepers;
+    while (j && j->serial != serial) j = j->sleep_next;
+    if (j) atomic_fetch_add(&j->refs, 1); /* a sleeper's connection holds its reference: it is alive */
+    pthread_mutex_unlock(&h->mu);
+    if (!j) return;
+    job_cancel(j); /* on_done, at the driver's next step, wakes the connection, which then closes */
+    job_unref(j);
+}
+
+/* At most every 10 s: what the transport refused or closed since the last summary, one line each, instead of a
+ * line per connection (a flood of connections would otherwise flood the log). */
+static void report_http(server *s) {
+    http_state *h = &s->http;
+    const uint64_t refused = atomic_exchange(&h->refused_unreported, 0);
+    const uint64_t expired = atomic_exchange(&h->timeouts_unreported, 0);
+    const uint64_t dropped = atomic_exchange(&h->log_dropped, 0);
+    atomic_store(&h->log_lines, 0);
+    if (refused)
+        fprintf(stderr, "frigg-serve: http: %" PRIu64 " connection(s) refused in the last 10 s: over --max-conns-per-ip %u "
+                        "(or --max-conns %u)\n", refused, h->max_conns_per_ip, h->max_conns);
+    if (expired)
+        fprintf(stderr, "frigg-serve: http: %" PRIu64 " connection(s) closed in the last 10 s: no request headers within "
+                        "--header-timeout-s %g\n", expired, h->header_timeout_s);
+    if (dropped) fprintf(stderr, "frigg-serve: http: %" PRIu64 " more libmicrohttpd message(s) in the last 10 s not printed\n", dropped);
+}
+
+static void *housekeeper(void *arg) {
+    server *s = arg;
+    http_state *h = &s->http;
+    struct epoll_event ev[64];
+    double next_report = frigg_now_ms() + 10e3;
+    while (!atomic_load(&h->stop)) {
+        const int n = epoll_wait(h->watch_fd, ev, 64, 100);
+        for (int i = 0; i < n; i++) on_hangup(s, ev[i].data.u64);
+        const double now = frigg_now_ms();
+        expire_unheard(s, now);
+        if (now >= next_report) {
+            report_http(s);
+            next_report = now + 10e3;
+        }
+    }
+    report_http(s);
+    return NULL;
+}
+
+/* libmicrohttpd's messages, by what they mean here:
+ *  - a connection refused at a limit: counted, and summarized by report_http instead of a line each;
+ *  - what follows the access handler's MHD_NO or the stream reader's error: here only ever a client that left
+ *    (libmicrohttpd calls it an "internal error"); never printed, since on_completed says what happened with
+ *    --verbose, and a real internal error of ours is printed where it happens (queue_response);
+ *  - a client that went away (hung up, reset, a write that failed) or sent a malformed request: normal traffic,
+ *    printed only with --verbose;
+ *  - anything else: printed, at most 20 lines per 10 s (report_http counts the rest). */
+static int starts(const char *line, const char *const *prefixes) {
+    for (; *prefixes; prefixes++)
+        if (!strncmp(line, *prefixes, strlen(*prefixes))) return 1;
+    return 0;
+}
+
+static void http_log(void *cls, const char *fmt, va_list ap) {
+    server *s = cls;
+    http_state *h = &s->http;
+    static const char *const refused[] = {"Server reached connection limit", NULL};
+    static const char *const ours[] = {"Application reported internal error",
+                                       "Closing connection (application error generating response)", NULL};
+    static const char *const client[] = {
+        "Failed to send ", "Socket has been disconnected", "Connection socket is closed",
+        "Connection was closed by remote side", "Error processing request" /* a malformed request, answered 4xx */,
+        "Received HTTP/1.1 request without `Host'", "Too large value of 'Content-Length'",
+        "Failed to parse `Content-Length'", "Not enough memory in pool" /* headers past the connection's 64 KiB */,
+        NULL};
+    /* classified by the message, not the format: some arrive as "%s\n" with the message as the argument */
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    line[strcspn(line, "\n")] = 0;
+    if (starts(line, refused)) {
+        atomic_fetch_add(&h->refused, 1);
+        atomic_fetch_add(&h->refused_unreported, 1);
+        return;
+    }
+    if (starts(line, ours)) return;
+    const int normal = starts(line, client);
+    if (normal && !h->verbose) return;
+    if (!normal && atomic_fetch_add(&h->log_lines, 1) >= 20) {
+        atomic_fetch_add(&h->log_dropped, 1);
+        return;
+    }
+    fprintf(stderr, "frigg-serve: http: %s\n", line);
 }
 
 /* ---------------------------------------------------------------- main */
@@ -859,7 +1134,14 @@ static void usage(FILE *f) {
             "      --max-queue N        requests waiting or running before 429 (default 256)\n"
             "      --max-body-bytes N   request body limit, 413 beyond (default 4194304)\n"
             "      --drain-s S          on SIGTERM/SIGINT: let running requests finish for up to S s (default 30)\n"
-            "      --timeout-s S        idle connection timeout (default 600)\n"
+            "      --timeout-s S        a connection's inactivity timeout once its first request's headers are in:\n"
+            "                           between requests, a slow body, a client not reading (default 600)\n"
+            "      --header-timeout-s S a new connection's first request headers must be in within S s (default 10)\n"
+            "      --max-conns N        open connections; more wait in the listen queue (default 10000, at most\n"
+            "                           the open-files limit less 256)\n"
+            "      --max-conns-per-ip N open connections from one address; more are refused (default 1024; 0: any)\n"
+            "      --http-threads N     HTTP event loops over epoll (default 4)\n"
+            "      --verbose            also print requests that end early (client gone, reset, timeout)\n"
             "      --prefill-share F    prompts longer than --max-prefill-tokens that arrive beside running decodes\n"
             "                           add at most about F x a decode step's time to each step, prefilled a slice\n"
             "                           of layers per step (default 0.5; 0: every prompt whole at once)\n"
@@ -981,6 +1263,92 @@ static double available_bytes(int cuda, int device) {
     return kb < 0 ? -1 : kb * 1024;
 }
 
+/* The HTTP transport's options (long only). */
+enum { O_HEADER_TIMEOUT = 0x100, O_MAX_CONNS, O_MAX_CONNS_IP, O_HTTP_THREADS, O_VERBOSE };
+
+static int http_option(http_state *h, int ch, const char *arg) {
+    double v;
+    switch (ch) {
+    case O_HEADER_TIMEOUT:
+        if (frigg_cli_number("frigg-serve", "--header-timeout-s", arg, 0.1, 86400, 0, &v)) return 2;
+        h->header_timeout_s = v;
+        return 0;
+    case O_MAX_CONNS:
+        if (frigg_cli_number("frigg-serve", "--max-conns", arg, 1, 1 << 24, 1, &v)) return 2;
+        h->max_conns = (unsigned)v;
+        return 0;
+    case O_MAX_CONNS_IP:
+        if (frigg_cli_number("frigg-serve", "--max-conns-per-ip", arg, 0, 1 << 24, 1, &v)) return 2;
+        h->max_conns_per_ip = (unsigned)v;
+        return 0;
+    case O_HTTP_THREADS:
+        if (frigg_cli_number("frigg-serve", "--http-threads", arg, 1, 256, 1, &v)) return 2;
+        h->threads = (unsigned)v;
+        return 0;
+    default: /* O_VERBOSE */
+        h->verbose = 1;
+        return 0;
+    }
+}
+
+/* Connections are file descriptors: the soft limit (often 1024) is raised to the hard one, and --max-conns is held
+ * to it, less what the process needs beside its connections (model files, epoll, pipes, a GPU driver's). */
+#define FD_RESERVE 256
+static void fit_connections(http_state *h) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl)) return;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rlim_t was = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl)) rl.rlim_cur = was;
+    }
+    const rlim_t room = rl.rlim_cur > FD_RESERVE * 2 ? rl.rlim_cur - FD_RESERVE : rl.rlim_cur / 2;
+    if (rl.rlim_cur != RLIM_INFINITY && h->max_conns > room) {
+        fprintf(stderr, "frigg-serve: --max-conns %u lowered to %llu: the open-files limit is %llu (ulimit -n)\n",
+                h->max_conns, (unsigned long long)room, (unsigned long long)rl.rlim_cur);
+        h->max_conns = (unsigned)room;
+    }
+}
+
+/* The HTTP daemon: --http-threads event loops over epoll (no select() set, whose 1,024 descriptors capped the
+ * connections), suspend and resume for connections that wait on the engine, the connection limits, the header
+ * timeout as libmicrohttpd's default (each connection gets --timeout-s once its headers are in:
+ * connection_heard), and the housekeeping thread. NULL (errno set) when it cannot listen. */
+static struct MHD_Daemon *start_http(server *s, const struct sockaddr_in *addr) {
+    http_state *h = &s->http;
+    fit_connections(h);
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_mutex_init(&h->peers_mu, NULL);
+    if ((h->watch_fd = epoll_create1(EPOLL_CLOEXEC)) < 0) return NULL;
+    struct MHD_OptionItem pool[2] = {{MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)h->threads, NULL}, {MHD_OPTION_END, 0, NULL}};
+    if (h->threads < 2) pool[0] = pool[1]; /* one event loop: libmicrohttpd's own thread, no pool */
+    /* libmicrohttpd's inactivity timeout, which applies only until connection_heard, a second after the
+     * housekeeper's deadline: a backstop, so that a connection closed for want of headers is closed, and counted,
+     * by the housekeeper */
+    const unsigned header_s = (unsigned)ceil(h->header_timeout_s) + 1;
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, s,
+        MHD_OPTION_EXTERNAL_LOGGER, http_log, s, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)addr,
+        MHD_OPTION_CONNECTION_TIMEOUT, header_s, MHD_OPTION_CONNECTION_LIMIT, h->max_conns,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, h->max_conns_per_ip, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+        MHD_OPTION_ARRAY, pool, MHD_OPTION_END);
+    if (!d) return NULL;
+    if (pthread_create(&h->housekeeper, NULL, housekeeper, s) == 0) h->housekeeper_up = 1;
+    else fprintf(stderr, "frigg-serve: no housekeeping thread: hang-ups of waiting clients and header deadlines go unseen\n");
+    return d;
+}
+
+/* After the daemon stopped (every connection closed): the housekeeper's last summary, then its end. */
+static void stop_http(server *s) {
+    http_state *h = &s->http;
+    atomic_store(&h->stop, 1);
+    if (h->housekeeper_up) pthread_join(h->housekeeper, NULL);
+    h->housekeeper_up = 0;
+    if (h->watch_fd >= 0) close(h->watch_fd);
+    h->watch_fd = -1;
+}
+
 static int serve(server *s, int argc, char **argv) {
     static const struct option opts[] = {
         {"model", 1, 0, 'm'},      {"served-model-name", 1, 0, 'N'}, {"backend", 1, 0, 'b'},   {"host", 1, 0, 'H'},
@@ -989,7 +1357,10 @@ static int serve(server *s, int argc, char **argv) {
         {"max-queue", 1, 0, 'Q'},  {"max-body-bytes", 1, 0, 'B'},    {"drain-s", 1, 0, 'd'},   {"timeout-s", 1, 0, 'T'},
         {"batch-invariant", 0, 0, 'I'}, {"hf-regex", 0, 0, 'X'},     {"help", 0, 0, 'h'},      {"version", 0, 0, 'V'},
         {"kv-dtype", 1, 0, 'k'},   {"prefill-share", 1, 0, 'P'},     {"max-prefill-tokens", 1, 0, 'L'},
-        {"dequant-rows", 1, 0, 'q'}, {0, 0, 0, 0}};
+        {"dequant-rows", 1, 0, 'q'},
+        {"header-timeout-s", 1, 0, O_HEADER_TIMEOUT}, {"max-conns", 1, 0, O_MAX_CONNS},
+        {"max-conns-per-ip", 1, 0, O_MAX_CONNS_IP}, {"http-threads", 1, 0, O_HTTP_THREADS},
+        {"verbose", 0, 0, O_VERBOSE}, {0, 0, 0, 0}};
     const char *dir = NULL, *backend = NULL, *host = "127.0.0.1", *name = NULL;
     int port = 8000, threads = 0, replicas = 0, devices[MAX_REPLICAS] = {0}, ndev = 0, batch_inv = 0, hf_regex = 0;
     frigg_dtype kv_dtype = FRIGG_DT_BF16;
@@ -999,6 +1370,8 @@ static int serve(server *s, int argc, char **argv) {
     s->slots = 0; /* auto: sized to the memory once the model and backend are known */
     s->max_queue = 256;
     s->max_body = 4u << 20;
+    s->http = (http_state){.header_timeout_s = 10, .max_conns = 10000, .max_conns_per_ip = 1024, .threads = 4,
+                           .watch_fd = -1};
     int ch;
     while ((ch = getopt_long(argc, argv, "m:b:p:t:h", opts, NULL)) != -1) {
         double v;
@@ -1035,6 +1408,9 @@ static int serve(server *s, int argc, char **argv) {
             break;
         case 'q':
             if (frigg_cli_dequant_rows("frigg-serve", optarg, &dequant_rows)) return 2;
+            break;
+        case O_HEADER_TIMEOUT: case O_MAX_CONNS: case O_MAX_CONNS_IP: case O_HTTP_THREADS: case O_VERBOSE:
+            if (http_option(&s->http, ch, optarg)) return 2;
             break;
         case 'h': usage(stdout); return 0;
         case 'V': frigg_print_version("frigg-serve"); return 0;
@@ -1073,6 +1449,7 @@ static int serve(server *s, int argc, char **argv) {
         fprintf(stderr, "frigg-serve: unexpected argument \"%s\" (see --help)\n", argv[optind]);
         return 2;
     }
+    s->http.idle_timeout_s = (unsigned)ceil(timeout_s); /* libmicrohttpd counts whole seconds; 0 would be none */
     if (sodium_init() < 0) {
         fprintf(stderr, "frigg-serve: libsodium failed to initialise\n");
         return 2;
@@ -1113,11 +1490,7 @@ static int serve(server *s, int argc, char **argv) {
         s->model_name = frigg_xstrdup(base ? base + 1 : d);
         free(d);
     }
-    struct MHD_Daemon *d = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL,
-        on_request, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned int)timeout_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)1024, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)64 * 1024, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+    struct MHD_Daemon *d = start_http(s, &addr);
     if (!d) {
         fprintf(stderr, "frigg-serve: cannot listen on %s:%d: %s\n", host, port, strerror(errno));
         return 2;
@@ -1255,7 +1628,8 @@ static int serve(server *s, int argc, char **argv) {
         }
         pthread_join(r->thread, NULL);
     }
-    MHD_stop_daemon(d);
+    MHD_stop_daemon(d); /* no connection sleeps now: every job ended, and its end woke its connection */
+    stop_http(s);
     s->threads_out = 0; /* the daemon stopped, every driver joined */
     for (int i = 0; i < s->nrep; i++) {
         uint64_t steps, whole, slices, layers;

@@ -8,7 +8,8 @@ BIN=${FRIGG_BIN:-bin}
 ROOT=${FRIGG_ROOT:-.}
 tmp=$(mktemp -d)
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$tmp"' EXIT
-"$BIN/frigg-serve" --model "$ROOT/golden/default" --port 0 --threads 1 --slots 2 --timeout-s 3 --max-body-bytes 65536 \
+"$BIN/frigg-serve" --model "$ROOT/golden/default" --port 0 --threads 1 --slots 2 --timeout-s 3 --header-timeout-s 3 \
+    --max-body-bytes 65536 \
     2>"$tmp/serve.log" &
 pid=$!
 port=""

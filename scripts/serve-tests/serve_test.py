@@ -810,7 +810,7 @@ def metrics(srv, slots):
               and counts[-1] == mval(s0, h + "_count"), f"/metrics: {h} buckets not cumulative or +Inf != count")
     check(mval(s0, "frigg_slots_total") == slots, f"frigg_slots_total {mval(s0, 'frigg_slots_total')}, want {slots}")
     check(all(dict(ls).get("replica") == "cpu:0" for (n, ls) in s0 if n.startswith("frigg_") and
-              not n.startswith("frigg_http_responses")), "/metrics: a series without replica=\"cpu:0\"")
+              not n.startswith("frigg_http_")), "/metrics: a series without replica=\"cpu:0\"")  # HTTP: per server
     cl = srv.client()
     body = {k: v for k, v in Long.body(5).items() if k != "stream"} if Long.seed is not None else \
         dict(model=MODEL, prompt="<bos>Der", max_tokens=5)
