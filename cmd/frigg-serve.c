@@ -29,12 +29,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdarg.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "engine/backend.h"
 #include "run/cli.h"
@@ -495,6 +497,7 @@ static enum MHD_Result send_json(server *s, struct MHD_Connection *c, int status
     MHD_add_response_header(r, "Content-Type", "application/json");
     if (status == 429) MHD_add_response_header(r, "Retry-After", "1");
     if (status == 401) MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+    if (status == 415) MHD_add_response_header(r, "Accept-Encoding", "gzip, deflate"); /* RFC 7694 */
     return queue_response(s, c, status, r);
 }
 
@@ -819,7 +822,7 @@ static int authorized(server *s, struct MHD_Connection *c) {
     return sodium_memcmp(key, s->api_key, b) == 0;
 }
 
-/* ---------------------------------------------------------------- HTTP transport: requests */
+/* ---------------------------------------------------------------- HTTP transport: framing, encodings */
 
 static const char *termination_name(enum MHD_RequestTerminationCode toe) {
     switch (toe) {
@@ -831,6 +834,117 @@ static const char *termination_name(enum MHD_RequestTerminationCode toe) {
     case MHD_REQUEST_TERMINATED_CLIENT_ABORT: return "closed: the client hung up mid-request";
     default: return "closed";
     }
+}
+
+typedef struct {
+    int content_length, transfer_encoding;
+    const char *te;
+} framing;
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind;
+    framing *f = cls;
+    if (!strcasecmp(key, "Content-Length")) f->content_length++;
+    if (!strcasecmp(key, "Transfer-Encoding")) f->transfer_encoding++, f->te = value ? value : "";
+    return MHD_YES;
+}
+
+/* The request's framing, checked before any of its body is read: libmicrohttpd frames by Transfer-Encoding when it
+ * is present and ignores Content-Length, while a proxy in front may frame by Content-Length, so a request with
+ * both (or two Content-Lengths) could smuggle a second request past the proxy inside its body (RFC 9112, 6.1 and
+ * 6.3): refused with 400 and the connection closed. A transfer coding other than chunked would be read until the
+ * client closes: 501 (RFC 9112, 6.1). Returns 0 or the status, with the message in msg. */
+static int framing_error(struct MHD_Connection *c, char *msg, size_t len) {
+    framing f = {0, 0, NULL};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
+    if (f.content_length && f.transfer_encoding) {
+        snprintf(msg, len, "a request with both Content-Length and Transfer-Encoding is refused (RFC 9112, 6.1)");
+        return 400;
+    }
+    if (f.content_length > 1) {
+        snprintf(msg, len, "a request with more than one Content-Length is refused (RFC 9112, 6.3)");
+        return 400;
+    }
+    if (f.transfer_encoding > 1 || (f.te && strcasecmp(f.te, "chunked"))) {
+        snprintf(msg, len, "Transfer-Encoding \"%.60s\" is not implemented: only chunked", f.transfer_encoding > 1 ? "(twice)" : f.te);
+        return 501;
+    }
+    return 0;
+}
+
+/* A deflate body in zlib's format (RFC 1950, what HTTP's "deflate" names) starts with a header whose check bits
+ * make it a multiple of 31; some clients send raw deflate (RFC 1951) instead, which is told apart by that. */
+static int zlib_header(const frigg_strbuf *b) {
+    if (b->len < 2) return 1;
+    const unsigned char b0 = (unsigned char)b->p[0], b1 = (unsigned char)b->p[1];
+    return (b0 & 0x0f) == 8 && ((b0 << 8) | b1) % 31 == 0;
+}
+
+/* Inflate *body in place to at most cap bytes (windowBits as zlib takes them: 15 zlib, -15 raw, 31 gzip, where
+ * further gzip members are appended as RFC 1952 allows). A body that inflates past cap is a 413 as soon as it
+ * passes it, so a small bomb takes no more memory than an honest body at the limit. Returns 0 or the status. */
+static int inflate_body(frigg_strbuf *body, int wbits, size_t cap, char *msg, size_t len) {
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit2(&z, wbits) != Z_OK) {
+        snprintf(msg, len, "internal error: zlib did not start");
+        return 500;
+    }
+    frigg_strbuf out = FRIGG_STRBUF_INIT;
+    z.next_in = (Bytef *)body->p;
+    z.avail_in = (uInt)body->len; /* at most --max-body-bytes, 1 GiB */
+    unsigned char buf[16384];
+    int status = 0;
+    for (;;) {
+        z.next_out = buf;
+        z.avail_out = sizeof buf;
+        int rc = inflate(&z, Z_NO_FLUSH);
+        size_t got = sizeof buf - z.avail_out;
+        if (out.len + got > cap) {
+            snprintf(msg, len, "the decoded request body is larger than the limit of %zu bytes", cap);
+            status = 413;
+            break;
+        }
+        frigg_sb_put(&out, (const char *)buf, got);
+        if (rc == Z_STREAM_END && z.avail_in == 0) break;
+        if (rc == Z_STREAM_END && wbits > 15) { /* another gzip member */
+            inflateReset(&z);
+            continue;
+        }
+        if (rc != Z_OK) { /* corrupt, truncated (Z_BUF_ERROR: no input left), or bytes after the stream's end */
+            snprintf(msg, len, "the request body does not decode as its Content-Encoding says (zlib: %s)",
+                     rc == Z_STREAM_END ? "bytes after the end of the stream" : z.msg ? z.msg : "truncated");
+            status = 400;
+            break;
+        }
+    }
+    inflateEnd(&z);
+    if (status) {
+        frigg_sb_free(&out);
+        return status;
+    }
+    frigg_sb_free(body);
+    *body = out;
+    return 0;
+}
+
+/* The body decoded by its Content-Encoding: none or identity as sent; gzip (x-gzip) and deflate inflated to at
+ * most --max-body-bytes; any other coding, or a list of codings, 415 (with Accept-Encoding: send_json). */
+static int decode_body(server *s, struct MHD_Connection *c, conn *cn, char *msg, size_t len) {
+    const char *ce = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Encoding");
+    if (!ce) return 0;
+    /* the whole value, less the spaces around it, is one coding's name (compared in full: a long value is not
+     * cut down to a name it merely starts with) */
+    while (*ce == ' ' || *ce == '\t') ce++;
+    size_t n = strlen(ce);
+    while (n && (ce[n - 1] == ' ' || ce[n - 1] == '\t')) n--;
+#define IS(name) (n == sizeof name - 1 && !strncasecmp(ce, name, n))
+    if (!n || IS("identity")) return 0;
+    if (IS("gzip") || IS("x-gzip")) return inflate_body(&cn->body, 15 + 16, s->max_body, msg, len);
+    if (IS("deflate")) return inflate_body(&cn->body, zlib_header(&cn->body) ? 15 : -15, s->max_body, msg, len);
+#undef IS
+    snprintf(msg, len, "Content-Encoding \"%.40s\" is not supported: gzip, deflate or identity", ce);
+    return 415;
 }
 
 static enum MHD_Result send_405(server *s, struct MHD_Connection *c, const char *url, const char *method, int want_post) {
@@ -879,6 +993,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         cn->fd = ci ? ci->connect_fd : -1;
         *con_cls = cn;
         connection_heard(s, c);
+        char msg[160];
+        const int bad = framing_error(c, msg, sizeof msg);
+        if (bad) return send_err(s, c, bad, "invalid_request_error", NULL, msg); /* the body is never read */
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl && strtoull(cl, NULL, 10) > s->max_body) cn->too_large = 1;
         return MHD_YES;
@@ -919,6 +1036,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         char msg[160];
         snprintf(msg, sizeof msg, "the request body is larger than the limit of %zu bytes", s->max_body);
         return send_err(s, c, 413, "invalid_request_error", "request_too_large", msg);
+    }
+    if (want_post) {
+        char msg[200];
+        const int bad = decode_body(s, c, cn, msg, sizeof msg);
+        if (bad) return send_err(s, c, bad, "invalid_request_error", bad == 413 ? "request_too_large"
+                                                                   : bad == 415 ? "unsupported_media_type" : NULL, msg);
     }
     if (atomic_load(&s->stopping)) return send_err(s, c, 503, "server_error", "shutting_down", "the server is shutting down");
     if (!atomic_load(&s->ready)) return send_err(s, c, 503, "server_error", "loading", "the model is loading");

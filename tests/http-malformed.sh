@@ -2,7 +2,13 @@
 # frigg-serve against malformed HTTP on raw sockets: a truncated request line, garbage, oversized headers, a
 # body shorter than its Content-Length, a slow body, a request cut off mid-body. For each the server answers
 # or closes (within the connection timeout), never hangs or crashes, and meanwhile and afterwards keeps
-# serving others (/health and a completion). Prints "http-malformed.sh: N passed, N failed".
+# serving others (/health and a completion).
+# Framing (RFC 9112's request-smuggling advice): Content-Length with Transfer-Encoding: chunked, and two
+# Content-Lengths, are a 400 and the connection closed, so a request hidden in the body is never answered; a
+# transfer coding other than chunked is a 501. Content-Encoding: gzip, x-gzip, deflate (zlib's format and raw) and
+# identity bodies are decoded and answered; a gzip bomb (inflating past --max-body-bytes) is a 413, a corrupt or
+# truncated body a 400, br, a list of codings or an unknown coding a 415 with Accept-Encoding.
+# Prints "http-malformed.sh: N passed, N failed".
 set -u
 BIN=${FRIGG_BIN:-bin}
 ROOT=${FRIGG_ROOT:-.}
@@ -22,7 +28,7 @@ if [ -z "$port" ]; then
     cat "$tmp/serve.log"; echo "http-malformed.sh: 0 passed, 1 failed"; exit 1
 fi
 python3 - "$port" "$pid" <<'PY'
-import json, os, socket, sys, threading, time
+import gzip, json, os, socket, sys, threading, time, zlib
 port, pid = int(sys.argv[1]), int(sys.argv[2])
 passed = failed = 0
 def check(ok, what):
@@ -112,6 +118,58 @@ check(time.time() - t0 < 2, "during a slow body: /health took more than 2 s")
 t.join()
 out, dt = res["slow"]
 check(b"<<timeout>>" not in out and dt < 12, f"slow body: not closed by the 3 s connection timeout ({dt:.1f} s, {out[:60]!r})")
+
+# Framing: Content-Length beside Transfer-Encoding (a proxy framing by one and the server by the other would let
+# the body's second request through), two Content-Lengths, a transfer coding the server does not implement.
+hidden = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+smuggle = [
+    ("Content-Length and Transfer-Encoding: chunked", b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+     b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + hidden, 400, b"Content-Length and Transfer-Encoding"),
+    ("Transfer-Encoding: chunked and Content-Length", b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+     b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n" + hidden, 400, b"Content-Length and Transfer-Encoding"),
+    ("two Content-Lengths", b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: "
+     + str(len(hidden)).encode() + b"\r\n\r\n" + hidden, 400, b"more than one Content-Length"),
+    ("Transfer-Encoding: gzip", b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n"
+     + hidden, 501, b"only chunked"),
+    ("Transfer-Encoding: gzip, chunked", b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked"
+     b"\r\n\r\n0\r\n\r\n" + hidden, 501, b"only chunked"),
+]
+for what, data, status, says in smuggle:
+    out, dt = raw(data, close_write=False)
+    check(out.startswith(b"HTTP/1.1 %d" % status) and says in out, f"{what}: not a {status} naming it: {out[:160]!r}")
+    check(out.count(b"HTTP/1.1 ") == 1, f"{what}: the request inside the body was answered too: {out[-120:]!r}")
+    check(b"<<timeout>>" not in out, f"{what}: the connection was not closed after the refusal")
+
+# Content-Encoding of a request body.
+def post_encoded(body, encoding):
+    req = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+           + (b"Content-Encoding: " + encoding + b"\r\n" if encoding is not None else b"")
+           + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    return raw(req, close_write=False)[0]
+plain = json.dumps({"model": "default", "prompt": [5, 6, 7], "max_tokens": 3}).encode()
+def raw_deflate(b):
+    c = zlib.compressobj(wbits=-15)
+    return c.compress(b) + c.flush()
+for enc, body in [(b"gzip", gzip.compress(plain)), (b"x-gzip", gzip.compress(plain)), (b"GZIP", gzip.compress(plain)),
+                  (b"deflate", zlib.compress(plain)), (b"deflate", raw_deflate(plain)), (b"identity", plain),
+                  (b"gzip", gzip.compress(plain[:20]) + gzip.compress(plain[20:]))]:
+    out = post_encoded(body, enc)
+    check(out.startswith(b"HTTP/1.1 200") and b'"text_completion"' in out,
+          f"Content-Encoding {enc.decode()} ({len(body)} bytes): not answered: {out[:160]!r}")
+bomb = gzip.compress(b"{" + b" " * (8 << 20) + b"}")  # 8 MiB of JSON whitespace in ~8 KB, the limit 64 KiB
+out = post_encoded(bomb, b"gzip")
+check(out.startswith(b"HTTP/1.1 413") and b"decoded request body is larger" in out,
+      f"a gzip bomb ({len(bomb)} bytes, 8 MiB decoded): not a 413: {out[:160]!r}")
+for what, body, enc in [("corrupt gzip", b"\x1f\x8b\x08\x00garbage-garbage", b"gzip"),
+                        ("truncated gzip", gzip.compress(plain)[:-12], b"gzip"),
+                        ("gzip with bytes after its end", zlib.compress(plain) + b"xyz", b"deflate")]:
+    out = post_encoded(body, enc)
+    check(out.startswith(b"HTTP/1.1 400") and b"does not decode" in out, f"{what}: not a 400 saying so: {out[:160]!r}")
+for enc in (b"br", b"gzip, deflate", b"compress", b"zstd", b"gzip" + b" " * 40 + b"br"):
+    out = post_encoded(plain, enc)
+    check(out.startswith(b"HTTP/1.1 415") and b"Accept-Encoding: gzip, deflate" in out,
+          f"Content-Encoding {enc.decode()}: not a 415 with Accept-Encoding: {out[:200]!r}")
+still_running("after the encoded bodies")
 
 # A request cut off mid-body by the client closing.
 s = socket.create_connection(("127.0.0.1", port), timeout=5)
