@@ -106,6 +106,7 @@ typedef struct peer {
 
 /* The HTTP transport's options and shared state. */
 typedef struct {
+    const char *cors_origin;   /* --cors-origin: Access-Control-Allow-Origin on every response; NULL: no CORS */
     double header_timeout_s;   /* --header-timeout-s: accept to the first request's headers */
     unsigned idle_timeout_s;   /* --timeout-s: inactivity once a request was read (whole seconds) */
     unsigned max_conns, max_conns_per_ip, threads;
@@ -473,10 +474,11 @@ typedef struct {
     job *job;                   /* a non-streamed generation the connection waits for (its reference) */
 } conn;
 
-/* Every response goes out through here, its status counted. A response
+/* Every response goes out through here: the CORS header when --cors-origin is set, the status counted. A response
  * libmicrohttpd refuses to queue is an internal error, and said so (the access handler's MHD_NO that follows
  * closes the connection, and libmicrohttpd's own line for it is not printed: see http_log). */
 static enum MHD_Result queue_response(server *s, struct MHD_Connection *c, int status, struct MHD_Response *r) {
+    if (s->http.cors_origin) MHD_add_response_header(r, "Access-Control-Allow-Origin", s->http.cors_origin);
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
     if (ok != MHD_YES) fprintf(stderr, "frigg-serve: internal error: a %d response could not be queued\n", status);
@@ -822,7 +824,7 @@ static int authorized(server *s, struct MHD_Connection *c) {
     return sodium_memcmp(key, s->api_key, b) == 0;
 }
 
-/* ---------------------------------------------------------------- HTTP transport: framing, encodings */
+/* ---------------------------------------------------------------- HTTP transport: framing, encodings, CORS */
 
 static const char *termination_name(enum MHD_RequestTerminationCode toe) {
     switch (toe) {
@@ -947,6 +949,17 @@ static int decode_body(server *s, struct MHD_Connection *c, conn *cn, char *msg,
     return 415;
 }
 
+/* A CORS preflight (--cors-origin): 204 with what a browser needs to send the real request (its method, the
+ * Authorization and Content-Type headers), cached by it for a day. Answered without the API key, since browsers
+ * send none with a preflight. */
+static enum MHD_Result send_preflight(server *s, struct MHD_Connection *c, int want_post) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    MHD_add_response_header(r, "Access-Control-Allow-Methods", want_post ? "POST, OPTIONS" : "GET, OPTIONS");
+    MHD_add_response_header(r, "Access-Control-Allow-Headers", "Authorization, Content-Type");
+    MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
+    return queue_response(s, c, 204, r);
+}
+
 static enum MHD_Result send_405(server *s, struct MHD_Connection *c, const char *url, const char *method, int want_post) {
     char msg[200];
     snprintf(msg, sizeof msg, "%.100s takes %s, not %.8s", url, want_post ? "POST" : "GET", method);
@@ -957,7 +970,9 @@ static enum MHD_Result send_405(server *s, struct MHD_Connection *c, const char 
     json_decref(ej);
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(r, "Content-Type", "application/json");
-    MHD_add_response_header(r, "Allow", want_post ? "POST" : "GET");
+    const char *allow = want_post ? (s->http.cors_origin ? "POST, OPTIONS" : "POST")
+                                  : (s->http.cors_origin ? "GET, OPTIONS" : "GET");
+    MHD_add_response_header(r, "Allow", allow);
     return queue_response(s, c, 405, r);
 }
 
@@ -1022,6 +1037,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         snprintf(msg, sizeof msg, "no route %.8s %.200s", method, url);
         return send_err(s, c, 404, "invalid_request_error", "not_found", msg);
     }
+    if (s->http.cors_origin && !strcmp(method, "OPTIONS")) return send_preflight(s, c, want_post);
     if (want_post ? !post : !get) return send_405(s, c, url, method, want_post);
     if (route == R_HEALTH) {
         if (atomic_load(&s->stopping))
@@ -1264,6 +1280,8 @@ static void usage(FILE *f) {
             "                           the open-files limit less 256)\n"
             "      --max-conns-per-ip N open connections from one address; more are refused (default 1024; 0: any)\n"
             "      --http-threads N     HTTP event loops over epoll (default 4)\n"
+            "      --cors-origin O      CORS: answer preflights (OPTIONS) and send Access-Control-Allow-Origin: O\n"
+            "                           on every response (default: off, OPTIONS is a 405)\n"
             "      --verbose            also print requests that end early (client gone, reset, timeout)\n"
             "      --prefill-share F    prompts longer than --max-prefill-tokens that arrive beside running decodes\n"
             "                           add at most about F x a decode step's time to each step, prefilled a slice\n"
@@ -1387,7 +1405,7 @@ static double available_bytes(int cuda, int device) {
 }
 
 /* The HTTP transport's options (long only). */
-enum { O_HEADER_TIMEOUT = 0x100, O_MAX_CONNS, O_MAX_CONNS_IP, O_HTTP_THREADS, O_VERBOSE };
+enum { O_HEADER_TIMEOUT = 0x100, O_MAX_CONNS, O_MAX_CONNS_IP, O_HTTP_THREADS, O_CORS, O_VERBOSE };
 
 static int http_option(http_state *h, int ch, const char *arg) {
     double v;
@@ -1407,6 +1425,20 @@ static int http_option(http_state *h, int ch, const char *arg) {
     case O_HTTP_THREADS:
         if (frigg_cli_number("frigg-serve", "--http-threads", arg, 1, 256, 1, &v)) return 2;
         h->threads = (unsigned)v;
+        return 0;
+    case O_CORS:
+        /* an origin is printable ASCII without spaces (RFC 6454's serialization), or "*": nothing that could end
+         * the header line it is sent in */
+        for (const char *p = arg; *p; p++)
+            if (*p <= ' ' || *p == 0x7f || (unsigned char)*p > 0x7f) {
+                fprintf(stderr, "frigg-serve: --cors-origin takes an origin (https://app.example) or *, not \"%s\"\n", arg);
+                return 2;
+            }
+        if (!*arg) {
+            fprintf(stderr, "frigg-serve: --cors-origin is empty\n");
+            return 2;
+        }
+        h->cors_origin = arg;
         return 0;
     default: /* O_VERBOSE */
         h->verbose = 1;
@@ -1483,7 +1515,7 @@ static int serve(server *s, int argc, char **argv) {
         {"dequant-rows", 1, 0, 'q'},
         {"header-timeout-s", 1, 0, O_HEADER_TIMEOUT}, {"max-conns", 1, 0, O_MAX_CONNS},
         {"max-conns-per-ip", 1, 0, O_MAX_CONNS_IP}, {"http-threads", 1, 0, O_HTTP_THREADS},
-        {"verbose", 0, 0, O_VERBOSE}, {0, 0, 0, 0}};
+        {"cors-origin", 1, 0, O_CORS}, {"verbose", 0, 0, O_VERBOSE}, {0, 0, 0, 0}};
     const char *dir = NULL, *backend = NULL, *host = "127.0.0.1", *name = NULL;
     int port = 8000, threads = 0, replicas = 0, devices[MAX_REPLICAS] = {0}, ndev = 0, batch_inv = 0, hf_regex = 0;
     frigg_dtype kv_dtype = FRIGG_DT_BF16;
@@ -1532,7 +1564,7 @@ static int serve(server *s, int argc, char **argv) {
         case 'q':
             if (frigg_cli_dequant_rows("frigg-serve", optarg, &dequant_rows)) return 2;
             break;
-        case O_HEADER_TIMEOUT: case O_MAX_CONNS: case O_MAX_CONNS_IP: case O_HTTP_THREADS: case O_VERBOSE:
+        case O_HEADER_TIMEOUT: case O_MAX_CONNS: case O_MAX_CONNS_IP: case O_HTTP_THREADS: case O_CORS: case O_VERBOSE:
             if (http_option(&s->http, ch, optarg)) return 2;
             break;
         case 'h': usage(stdout); return 0;

@@ -1,20 +1,23 @@
 #!/bin/sh
 # frigg-serve's connections, on raw sockets and http.client (python3's standard library only), two servers on the
 # bundled model:
-#  A (--max-conns-per-ip 800 --verbose):
+#  A (--max-conns-per-ip 800 --cors-origin https://app.example --verbose --api-key K):
 #    - 3,000 idle connections held (750 from each of 127.0.0.2-5, as a client that opens them and sends nothing),
 #      and meanwhile /health (its latency printed in a NOTE line) and a completion from 127.0.0.1 are answered,
 #      /metrics counts the connections open, and the held connections are still open afterwards;
 #    - 60 more from 127.0.0.2: 50 fit under its limit, 10 are refused (closed at once), counted in /metrics, while
 #      127.0.0.6 and 127.0.0.1 are still served; the log sums the refusals up in one line, not a line each;
+#    - CORS: a preflight (OPTIONS) answers 204 with Access-Control-Allow-Origin/-Methods/-Headers/-Max-Age,
+#      without the API key; every response (200, 401, 404, 405, streamed) carries Access-Control-Allow-Origin;
 #    - a client that disconnects mid-stream, and one that disconnects while its non-streamed request runs: each
 #      request is cancelled, and the log holds no "internal error" line (at most --verbose's line saying the
 #      client went away).
-#  B (--header-timeout-s 2 --timeout-s 20):
+#  B (--header-timeout-s 2 --timeout-s 20, no CORS):
 #    - a connection that sends nothing, and one that sends a header line every 0.4 s and never ends its headers,
 #      are both closed about 2 s after they connected (not 20), counted in /metrics and summed up in the log;
 #    - a connection whose first request was answered stays open, idle, past the header timeout, and answers its
 #      next request (from then on --timeout-s applies);
+#    - OPTIONS is a 405 with Allow, and no response carries Access-Control-Allow-Origin;
 #    - clients that leave mid-stream, while a non-streamed request runs, mid-headers or at once: the requests
 #      are cancelled, and without --verbose the log has no line for any of them (only the summaries).
 # Prints "serve-conns.sh: N passed, N failed".
@@ -25,6 +28,8 @@ import http.client, json, os, re, resource, signal, socket, subprocess, sys, tem
 
 exe, model = sys.argv[1:3]
 passed = failed = 0
+ORIGIN = "https://app.example"
+KEY = "serve-conns-key"
 BODY = {"model": "default", "prompt": [5, 6, 7], "max_tokens": 3}
 
 
@@ -60,6 +65,7 @@ class Server:
         SERVERS.append(self)
         self.proc = subprocess.Popen([exe, "--model", model, "--port", "0", "--threads", "1", "--slots", "2", *args],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log)
+        self.key = args[args.index("--api-key") + 1] if "--api-key" in args else None
         self.port = None
         t0 = time.time()
         while time.time() - t0 < 30 and self.proc.poll() is None:
@@ -77,10 +83,13 @@ class Server:
         with open(self.log.name, errors="replace") as f:
             return f.read()
 
-    def http(self, method, path, body=None, headers=None, src="127.0.0.1", timeout=20):
-        """(status, headers with lower-case names, body) over a fresh connection from address src."""
+    def http(self, method, path, body=None, headers=None, src="127.0.0.1", timeout=20, auth=True):
+        """(status, headers with lower-case names, body) over a fresh connection from address src, with the
+        server's API key unless auth is False."""
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout, source_address=(src, 0))
         h = dict(headers or {})
+        if auth and self.key:
+            h["Authorization"] = "Bearer " + self.key
         if isinstance(body, dict):
             body = json.dumps(body).encode()
             h.setdefault("Content-Type", "application/json")
@@ -162,7 +171,7 @@ if soft != resource.RLIM_INFINITY and soft < NEED:
         print(f"SKIP serve-conns: the open-files soft limit (ulimit -n) {soft} cannot be raised to {NEED}: {e}")
         finish()
 
-A = Server("A", "--max-conns-per-ip", "800", "--verbose")
+A = Server("A", "--max-conns-per-ip", "800", "--cors-origin", ORIGIN, "--verbose", "--api-key", KEY)
 B = Server("B", "--header-timeout-s", "2", "--timeout-s", "20")
 
 # ---- B's header timeout, in the background while A is tested
@@ -255,6 +264,26 @@ check(still == 3000, f"held connections still open after the checks: {still} of 
 for s in held + extra:
     s.close()
 
+# ---- CORS on A
+st, hd, body = A.http("OPTIONS", "/v1/chat/completions", auth=False, headers={
+    "Origin": ORIGIN, "Access-Control-Request-Method": "POST",
+    "Access-Control-Request-Headers": "authorization, content-type"})
+check(st == 204 and hd.get("access-control-allow-origin") == ORIGIN and "POST" in hd.get("access-control-allow-methods", "")
+      and "authorization" in hd.get("access-control-allow-headers", "").lower()
+      and "content-type" in hd.get("access-control-allow-headers", "").lower()
+      and hd.get("access-control-max-age", "").isdigit() and body == b"",
+      f"CORS preflight: {st} {hd}")
+st, hd, _ = A.http("OPTIONS", "/health", auth=False, headers={"Origin": ORIGIN})
+check(st == 204 and "GET" in hd.get("access-control-allow-methods", ""), f"CORS preflight of a GET route: {st} {hd}")
+for what, (method, path, body) in {"200": ("GET", "/health", None), "404": ("GET", "/nope", None),
+                                   "405": ("GET", "/v1/completions", None),
+                                   "completion": ("POST", "/v1/completions", BODY), "401": ("GET", "/metrics", None),
+                                   "stream": ("POST", "/v1/completions", dict(BODY, stream=True))}.items():
+    st, hd, _ = A.http(method, path, body, headers={"Origin": ORIGIN}, auth=what != "401")
+    check(st == {"404": 404, "405": 405, "401": 401}.get(what, 200), f"CORS: the {what} request answered {st}")
+    check(hd.get("access-control-allow-origin") == ORIGIN, f"CORS: the {what} response ({st}) has no "
+          f"Access-Control-Allow-Origin: {hd}")
+
 # ---- disconnects on A: mid-stream, and during a non-streamed generation
 LONG = {"model": "default", "prompt": "<bos>Der var engang", "max_tokens": 480, "temperature": 0,
         "logit_bias": {"1": -100, "106": -100}}
@@ -263,7 +292,8 @@ LONG = {"model": "default", "prompt": "<bos>Der var engang", "max_tokens": 480, 
 def raw_post(srv, body):
     s = socket.create_connection(("127.0.0.1", srv.port), timeout=20)
     data = json.dumps(body).encode()
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+    key = b"Authorization: Bearer " + srv.key.encode() + b"\r\n" if srv.key else b""
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n" + key + b"Content-Type: application/json\r\nContent-Length: "
               + str(len(data)).encode() + b"\r\n\r\n" + data)
     return s
 
@@ -297,13 +327,18 @@ leave_twice(A)
 for t in bg:
     t.join()
 
-# ---- B: the header timeout, keep-alive past it
+# ---- B: the header timeout, keep-alive past it, no CORS
 check(1.5 < res.get("silent", 0) < 5, f"a silent connection closed after {res.get('silent', 0):.1f} s, want about 2 s")
 check(1.5 < res.get("slowloris", 0) < 5,
       f"a connection sending a header line every 0.4 s closed after {res.get('slowloris', 0):.1f} s, want about 2 s")
 check(res.get("keepalive") == (200, 200), f"a kept-alive connection idle past the header timeout: {res.get('keepalive')}")
 check((B.metric("frigg_http_header_timeouts_total") or 0) >= 2,
       f"frigg_http_header_timeouts_total {B.metric('frigg_http_header_timeouts_total')}, want >= 2")
+st, hd, _ = B.http("OPTIONS", "/v1/chat/completions", headers={"Origin": ORIGIN})
+check(st == 405 and hd.get("allow") == "POST" and "access-control-allow-origin" not in hd,
+      f"OPTIONS without --cors-origin: {st} {hd}")
+st, hd, _ = B.http("GET", "/health", headers={"Origin": ORIGIN})
+check(st == 200 and "access-control-allow-origin" not in hd, f"no CORS header without --cors-origin: {hd}")
 
 # ---- B, without --verbose: clients that leave (mid-stream, mid-request, mid-headers, at once) print nothing
 leave_twice(B)
