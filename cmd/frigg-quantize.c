@@ -31,8 +31,6 @@
 #define PROG "frigg-quantize"
 #define CHUNK_BYTES (8u << 20) /* packed output bytes per block of rows */
 
-static const char *license_text(void);
-
 static void usage(FILE *f) {
     fprintf(f,
             "usage: " PROG " SRC OUT --method int8|int4 [--group N] [--int4-rtn] [--keep-embedding] [--threads N]\n"
@@ -470,9 +468,78 @@ static char *splice_config(const char *text, size_t len, const char *path, json_
     return out;
 }
 
+/* What the source folder says of itself: a build describes its source in the source's own words, or says
+ * nothing, rather than naming a model and a license it may not be (the bundled model is not DFM-Mimir, and its
+ * folder states no license). */
+typedef struct {
+    char *title;        /* the first "# " heading of SRC/README.md (after a front matter), or NULL */
+    char *license;      /* "license:" of README.md's front matter (a Hugging Face model card), or NULL */
+    const char *license_file; /* the first of LICENSE_FILES in SRC (copied unchanged), or NULL */
+    char *notice;       /* SRC/NOTICE's text (kept in the build's NOTICE), or NULL */
+} src_info;
+
+static const char *const LICENSE_FILES[] = {"LICENSE", "LICENSE.txt", "LICENSE.md", "COPYING"};
+
+/* A line of text [p, e) with the spaces around it and one pair of quotes cut: a new string. */
+static char *trimmed(const char *p, const char *e) {
+    while (p < e && (*p == ' ' || *p == '\t')) p++;
+    while (e > p && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r')) e--;
+    if (e - p >= 2 && (*p == '"' || *p == '\'') && e[-1] == *p) p++, e--;
+    char *s = frigg_xmalloc((size_t)(e - p) + 1);
+    memcpy(s, p, (size_t)(e - p));
+    s[e - p] = 0;
+    return s;
+}
+
+static void src_info_read(const char *src, src_info *si) {
+    *si = (src_info){0};
+    char *rp = frigg_model_side_path(src, "README.md");
+    size_t n = 0;
+    char *text = frigg_file_exists(rp) ? frigg_read_file(rp, &n) : NULL;
+    free(rp);
+    if (text) {
+        const char *p = text, *end = text + n;
+        if (!strncmp(p, "---\n", 4) || !strncmp(p, "---\r\n", 5)) { /* YAML front matter: "license: X" */
+            p = strchr(p, '\n') + 1;
+            while (p < end) {
+                const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end;
+                if (le - p >= 3 && !strncmp(p, "---", 3)) {
+                    p = nl ? nl + 1 : end;
+                    break;
+                }
+                if (!si->license && le - p > 8 && !strncmp(p, "license:", 8)) si->license = trimmed(p + 8, le);
+                p = nl ? nl + 1 : end;
+            }
+        }
+        while (p < end && !si->title) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end;
+            if (le - p > 2 && p[0] == '#' && p[1] == ' ') si->title = trimmed(p + 2, le);
+            p = nl ? nl + 1 : end;
+        }
+        if (si->license && !*si->license) free(si->license), si->license = NULL;
+        free(text);
+    }
+    for (size_t i = 0; i < sizeof LICENSE_FILES / sizeof *LICENSE_FILES && !si->license_file; i++) {
+        char *lp = frigg_model_side_path(src, LICENSE_FILES[i]);
+        if (frigg_file_exists(lp)) si->license_file = LICENSE_FILES[i];
+        free(lp);
+    }
+    char *np = frigg_model_side_path(src, "NOTICE");
+    if (frigg_file_exists(np)) si->notice = frigg_read_file(np, NULL);
+    free(np);
+}
+
+static void src_info_free(src_info *si) {
+    free(si->title);
+    free(si->license);
+    free(si->notice);
+}
+
 typedef struct {
     const char *method;
     int int4, group, search, keep_embedding;
+    const char *src_name;      /* SRC's last path component (a local path says nothing to a reader) */
+    const src_info *si;
     const char *src_hash;
     const char *layout;
     uint64_t n_params;
@@ -495,31 +562,58 @@ static char *scheme_text(const build_info *b) {
     return s;
 }
 
+/* The source's license, as its folder states it, in one sentence of the build's NOTICE and README. */
+static void license_sentence(const build_info *b, char *out, size_t n) {
+    const src_info *si = b->si;
+    if (si->license && si->license_file)
+        snprintf(out, n, "The source's README.md gives its license as \"%s\"; its %s is copied unchanged.", si->license,
+                 si->license_file);
+    else if (si->license)
+        snprintf(out, n, "The source's README.md gives its license as \"%s\" (the source folder has no license file).",
+                 si->license);
+    else if (si->license_file)
+        snprintf(out, n, "The source's %s is copied unchanged.", si->license_file);
+    else
+        snprintf(out, n, "The source folder states no license (no LICENSE file, no license in a README.md front "
+                         "matter): this build states none either.");
+}
+
 static char *notice_text(const build_info *b) {
-    char *sch = scheme_text(b), *s = frigg_xmalloc(4096);
-    snprintf(s, 4096,
-             "DFM-Mimir, quantized\n"
-             "\n"
-             "This model is DFM-Mimir by Danish Foundation Models (https://huggingface.co/danish-foundation-models/"
-             "DFM-Mimir),\n"
-             "licensed under the Apache License, Version 2.0 (see LICENSE), with modified weights.\n"
-             "\n"
-             "The weights were modified: frigg-quantize (frigg %s) quantized them: %s.\n"
-             "Every quantized weight is an approximation of the original value; model.z_L_init is unchanged.\n"
-             "The tokenizer and chat-template files are copied unchanged.\n"
-             "\n"
-             "Source checkpoint (sha256 of its safetensors files): %s\n",
-             FRIGG_VERSION, sch, b->src_hash);
+    char *sch = scheme_text(b), lic[600], named[600] = "";
+    license_sentence(b, lic, sizeof lic);
+    if (b->si->title) snprintf(named, sizeof named, ", which its README.md calls \"%s\"", b->si->title);
+    size_t cap = 4096 + (b->si->notice ? strlen(b->si->notice) : 0);
+    char *s = frigg_xmalloc(cap);
+    int at = snprintf(s, cap,
+                      "A quantized build of the HRM-Text checkpoint \"%s\"%s.\n"
+                      "\n"
+                      "%s\n"
+                      "\n"
+                      "The weights were modified: frigg-quantize (frigg %s) quantized them: %s.\n"
+                      "Every quantized weight is an approximation of the original value; model.z_L_init is unchanged.\n"
+                      "The tokenizer and chat-template files are copied unchanged.\n"
+                      "\n"
+                      "Source checkpoint (sha256 of its safetensors files): %s\n",
+                      b->src_name, named, lic, FRIGG_VERSION, sch, b->src_hash);
+    if (b->si->notice && at > 0 && (size_t)at < cap)
+        snprintf(s + at, cap - (size_t)at, "\nThe source's NOTICE, unchanged:\n\n%s", b->si->notice);
     free(sch);
     return s;
 }
 
 static char *readme_text(const build_info *b) {
-    char *sch = scheme_text(b), *s = frigg_xmalloc(8192), opts[64] = "";
+    char *sch = scheme_text(b), *s = frigg_xmalloc(8192), opts[64] = "", lic[600];
+    license_sentence(b, lic, sizeof lic);
     if (b->int4) snprintf(opts, sizeof opts, " --group %d%s", b->group, b->search ? "" : " --int4-rtn");
     if (b->keep_embedding) strcat(opts, " --keep-embedding");
+    /* a model card's front matter carries the source's license identifier on (a Hugging Face hub reads it
+     * there), when it is a plain one such as apache-2.0 */
+    char front[160] = "";
+    const char *l = b->si->license;
+    if (l && strlen(l) < 64 && strspn(l, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.+-_") == strlen(l))
+        snprintf(front, sizeof front, "---\nlicense: %s\n---\n\n", l);
     snprintf(s, 8192,
-             "# DFM-Mimir (HRM-Text), %s weights, compressed-tensors\n"
+             "%s# %s, quantized: %s weights, compressed-tensors\n"
              "\n"
              "Made by `frigg-quantize --method %s%s` (frigg %s) from a %s HRM-Text checkpoint of %llu parameters "
              "(%zu bytes of safetensors; this build: %zu bytes).\n"
@@ -545,8 +639,8 @@ static char *readme_text(const build_info *b) {
              "%s"
              "Source checkpoint (sha256): %s\n"
              "\n"
-             "License: Apache-2.0 (LICENSE); NOTICE says what was modified.\n",
-             b->int4 ? "int4/int8" : "int8", b->method, opts, FRIGG_VERSION, b->layout, (unsigned long long)b->n_params,
+             "License: %s NOTICE says what was modified.\n",
+             front, b->si->title ? b->si->title : b->src_name, b->int4 ? "int4/int8" : "int8", b->method, opts, FRIGG_VERSION, b->layout, (unsigned long long)b->n_params,
              b->src_bytes, b->out_bytes, sch, FRIGG_CT_VERSION,
              b->keep_embedding
                  ? ""
@@ -554,7 +648,7 @@ static char *readme_text(const build_info *b) {
                    "`module.weight` of every `nn.Embedding`, which a compressed embedding (weight_packed, weight_scale, "
                    "weight_shape) does not have (AttributeError). A build made with `--keep-embedding` (the embedding "
                    "copied unchanged) loads.\n\n",
-             b->src_hash);
+             b->src_hash, lic);
     free(sch);
     return s;
 }
@@ -810,6 +904,8 @@ int main(int argc, char **argv) {
     json_t *qc = NULL, *meta = NULL;
     frigg_pool *pool = NULL;
     plan p = {0};
+    src_info si;
+    src_info_read(src, &si);
 
     /* The modules, by HF name (ctensors.h): embedding, the two stacks' layers, lm_head. */
     const frigg_tensor *emb = frigg_st_find(&m->st, "model.embed_tokens.weight"),
@@ -941,13 +1037,19 @@ int main(int argc, char **argv) {
     }
     fd = -1;
 
+    char src_name[256];
+    size_t sl = strlen(src);
+    while (sl > 1 && src[sl - 1] == '/') sl--;
+    size_t sb0 = sl;
+    while (sb0 > 0 && src[sb0 - 1] != '/') sb0--;
+    snprintf(src_name, sizeof src_name, "%.*s", (int)(sl - sb0), src + sb0);
     build_info bi = {.method = method, .int4 = int4, .group = group, .search = !rtn, .keep_embedding = keep_embedding,
-                     .src_hash = hash, .layout = layout,
+                     .src_name = src_name, .si = &si, .src_hash = hash, .layout = layout,
                      .n_params = m->n_params, .out_bytes = total, .src_bytes = src_bytes, .nmods = p.nmods, .n4 = n4,
                      .n8 = p.nmods - n4};
     char *notice = notice_text(&bi);
-    int wrc = write_text(tmp, "config.json", cfg_out) || write_text(tmp, "LICENSE", license_text()) ||
-              write_text(tmp, "NOTICE", notice);
+    int wrc = write_text(tmp, "config.json", cfg_out) || write_text(tmp, "NOTICE", notice);
+    if (!wrc && si.license_file && copy_if_present(src, tmp, si.license_file) < 0) wrc = 1;
     free(notice);
     static const char *const copied[] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                                          "chat_template.jinja", "generation_config.json"};
@@ -1004,6 +1106,7 @@ fail:
     fd = -1;
     if (tmp) remove_tree(tmp);
 done:
+    src_info_free(&si);
     frigg_pool_destroy(pool);
     json_decref(qc);
     json_decref(meta);
@@ -1017,213 +1120,4 @@ done:
     frigg_model_free(m);
     free(out);
     return rc;
-}
-
-/* The Apache License 2.0, the text of https://www.apache.org/licenses/LICENSE-2.0.txt (11,358 bytes, sha256
- * cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30; tests/quantize.sh checks it). */
-static const char *license_text(void) {
-    static const char text[] =
-        "\n"
-        "                                 Apache License\n"
-        "                           Version 2.0, January 2004\n"
-        "                        http://www.apache.org/licenses/\n"
-        "\n"
-        "   TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION\n"
-        "\n"
-        "   1. Definitions.\n"
-        "\n"
-        "      \"License\" shall mean the terms and conditions for use, reproduction,\n"
-        "      and distribution as defined by Sections 1 through 9 of this document.\n"
-        "\n"
-        "      \"Licensor\" shall mean the copyright owner or entity authorized by\n"
-        "      the copyright owner that is granting the License.\n"
-        "\n"
-        "      \"Legal Entity\" shall mean the union of the acting entity and all\n"
-        "      other entities that control, are controlled by, or are under common\n"
-        "      control with that entity. For the purposes of this definition,\n"
-        "      \"control\" means (i) the power, direct or indirect, to cause the\n"
-        "      direction or management of such entity, whether by contract or\n"
-        "      otherwise, or (ii) ownership of fifty percent (50%) or more of the\n"
-        "      outstanding shares, or (iii) beneficial ownership of such entity.\n"
-        "\n"
-        "      \"You\" (or \"Your\") shall mean an individual or Legal Entity\n"
-        "      exercising permissions granted by this License.\n"
-        "\n"
-        "      \"Source\" form shall mean the preferred form for making modifications,\n"
-        "      including but not limited to software source code, documentation\n"
-        "      source, and configuration files.\n"
-        "\n"
-        "      \"Object\" form shall mean any form resulting from mechanical\n"
-        "      transformation or translation of a Source form, including but\n"
-        "      not limited to compiled object code, generated documentation,\n"
-        "      and conversions to other media types.\n"
-        "\n"
-        "      \"Work\" shall mean the work of authorship, whether in Source or\n"
-        "      Object form, made available under the License, as indicated by a\n"
-        "      copyright notice that is included in or attached to the work\n"
-        "      (an example is provided in the Appendix below).\n"
-        "\n"
-        "      \"Derivative Works\" shall mean any work, whether in Source or Object\n"
-        "      form, that is based on (or derived from) the Work and for which the\n"
-        "      editorial revisions, annotations, elaborations, or other modifications\n"
-        "      represent, as a whole, an original work of authorship. For the purposes\n"
-        "      of this License, Derivative Works shall not include works that remain\n"
-        "      separable from, or merely link (or bind by name) to the interfaces of,\n"
-        "      the Work and Derivative Works thereof.\n"
-        "\n"
-        "      \"Contribution\" shall mean any work of authorship, including\n"
-        "      the original version of the Work and any modifications or additions\n"
-        "      to that Work or Derivative Works thereof, that is intentionally\n"
-        "      submitted to Licensor for inclusion in the Work by the copyright owner\n"
-        "      or by an individual or Legal Entity authorized to submit on behalf of\n"
-        "      the copyright owner. For the purposes of this definition, \"submitted\"\n"
-        "      means any form of electronic, verbal, or written communication sent\n"
-        "      to the Licensor or its representatives, including but not limited to\n"
-        "      communication on electronic mailing lists, source code control systems,\n"
-        "      and issue tracking systems that are managed by, or on behalf of, the\n"
-        "      Licensor for the purpose of discussing and improving the Work, but\n"
-        "      excluding communication that is conspicuously marked or otherwise\n"
-        "      designated in writing by the copyright owner as \"Not a Contribution.\"\n"
-        "\n"
-        "      \"Contributor\" shall mean Licensor and any individual or Legal Entity\n"
-        "      on behalf of whom a Contribution has been received by Licensor and\n"
-        "      subsequently incorporated within the Work.\n"
-        "\n"
-        "   2. Grant of Copyright License. Subject to the terms and conditions of\n"
-        "      this License, each Contributor hereby grants to You a perpetual,\n"
-        "      worldwide, non-exclusive, no-charge, royalty-free, irrevocable\n"
-        "      copyright license to reproduce, prepare Derivative Works of,\n"
-        "      publicly display, publicly perform, sublicense, and distribute the\n"
-        "      Work and such Derivative Works in Source or Object form.\n"
-        "\n"
-        "   3. Grant of Patent License. Subject to the terms and conditions of\n"
-        "      this License, each Contributor hereby grants to You a perpetual,\n"
-        "      worldwide, non-exclusive, no-charge, royalty-free, irrevocable\n"
-        "      (except as stated in this section) patent license to make, have made,\n"
-        "      use, offer to sell, sell, import, and otherwise transfer the Work,\n"
-        "      where such license applies only to those patent claims licensable\n"
-        "      by such Contributor that are necessarily infringed by their\n"
-        "      Contribution(s) alone or by combination of their Contribution(s)\n"
-        "      with the Work to which such Contribution(s) was submitted. If You\n"
-        "      institute patent litigation against any entity (including a\n"
-        "      cross-claim or counterclaim in a lawsuit) alleging that the Work\n"
-        "      or a Contribution incorporated within the Work constitutes direct\n"
-        "      or contributory patent infringement, then any patent licenses\n"
-        "      granted to You under this License for that Work shall terminate\n"
-        "      as of the date such litigation is filed.\n"
-        "\n"
-        "   4. Redistribution. You may reproduce and distribute copies of the\n"
-        "      Work or Derivative Works thereof in any medium, with or without\n"
-        "      modifications, and in Source or Object form, provided that You\n"
-        "      meet the following conditions:\n"
-        "\n"
-        "      (a) You must give any other recipients of the Work or\n"
-        "          Derivative Works a copy of this License; and\n"
-        "\n"
-        "      (b) You must cause any modified files to carry prominent notices\n"
-        "          stating that You changed the files; and\n"
-        "\n"
-        "      (c) You must retain, in the Source form of any Derivative Works\n"
-        "          that You distribute, all copyright, patent, trademark, and\n"
-        "          attribution notices from the Source form of the Work,\n"
-        "          excluding those notices that do not pertain to any part of\n"
-        "          the Derivative Works; and\n"
-        "\n"
-        "      (d) If the Work includes a \"NOTICE\" text file as part of its\n"
-        "          distribution, then any Derivative Works that You distribute must\n"
-        "          include a readable copy of the attribution notices contained\n"
-        "          within such NOTICE file, excluding those notices that do not\n"
-        "          pertain to any part of the Derivative Works, in at least one\n"
-        "          of the following places: within a NOTICE text file distributed\n"
-        "          as part of the Derivative Works; within the Source form or\n"
-        "          documentation, if provided along with the Derivative Works; or,\n"
-        "          within a display generated by the Derivative Works, if and\n"
-        "          wherever such third-party notices normally appear. The contents\n"
-        "          of the NOTICE file are for informational purposes only and\n"
-        "          do not modify the License. You may add Your own attribution\n"
-        "          notices within Derivative Works that You distribute, alongside\n"
-        "          or as an addendum to the NOTICE text from the Work, provided\n"
-        "          that such additional attribution notices cannot be construed\n"
-        "          as modifying the License.\n"
-        "\n"
-        "      You may add Your own copyright statement to Your modifications and\n"
-        "      may provide additional or different license terms and conditions\n"
-        "      for use, reproduction, or distribution of Your modifications, or\n"
-        "      for any such Derivative Works as a whole, provided Your use,\n"
-        "      reproduction, and distribution of the Work otherwise complies with\n"
-        "      the conditions stated in this License.\n"
-        "\n"
-        "   5. Submission of Contributions. Unless You explicitly state otherwise,\n"
-        "      any Contribution intentionally submitted for inclusion in the Work\n"
-        "      by You to the Licensor shall be under the terms and conditions of\n"
-        "      this License, without any additional terms or conditions.\n"
-        "      Notwithstanding the above, nothing herein shall supersede or modify\n"
-        "      the terms of any separate license agreement you may have executed\n"
-        "      with Licensor regarding such Contributions.\n"
-        "\n"
-        "   6. Trademarks. This License does not grant permission to use the trade\n"
-        "      names, trademarks, service marks, or product names of the Licensor,\n"
-        "      except as required for reasonable and customary use in describing the\n"
-        "      origin of the Work and reproducing the content of the NOTICE file.\n"
-        "\n"
-        "   7. Disclaimer of Warranty. Unless required by applicable law or\n"
-        "      agreed to in writing, Licensor provides the Work (and each\n"
-        "      Contributor provides its Contributions) on an \"AS IS\" BASIS,\n"
-        "      WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or\n"
-        "      implied, including, without limitation, any warranties or conditions\n"
-        "      of TITLE, NON-INFRINGEMENT, MERCHANTABILITY, or FITNESS FOR A\n"
-        "      PARTICULAR PURPOSE. You are solely responsible for determining the\n"
-        "      appropriateness of using or redistributing the Work and assume any\n"
-        "      risks associated with Your exercise of permissions under this License.\n"
-        "\n"
-        "   8. Limitation of Liability. In no event and under no legal theory,\n"
-        "      whether in tort (including negligence), contract, or otherwise,\n"
-        "      unless required by applicable law (such as deliberate and grossly\n"
-        "      negligent acts) or agreed to in writing, shall any Contributor be\n"
-        "      liable to You for damages, including any direct, indirect, special,\n"
-        "      incidental, or consequential damages of any character arising as a\n"
-        "      result of this License or out of the use or inability to use the\n"
-        "      Work (including but not limited to damages for loss of goodwill,\n"
-        "      work stoppage, computer failure or malfunction, or any and all\n"
-        "      other commercial damages or losses), even if such Contributor\n"
-        "      has been advised of the possibility of such damages.\n"
-        "\n"
-        "   9. Accepting Warranty or Additional Liability. While redistributing\n"
-        "      the Work or Derivative Works thereof, You may choose to offer,\n"
-        "      and charge a fee for, acceptance of support, warranty, indemnity,\n"
-        "      or other liability obligations and/or rights consistent with this\n"
-        "      License. However, in accepting such obligations, You may act only\n"
-        "      on Your own behalf and on Your sole responsibility, not on behalf\n"
-        "      of any other Contributor, and only if You agree to indemnify,\n"
-        "      defend, and hold each Contributor harmless for any liability\n"
-        "      incurred by, or claims asserted against, such Contributor by reason\n"
-        "      of your accepting any such warranty or additional liability.\n"
-        "\n"
-        "   END OF TERMS AND CONDITIONS\n"
-        "\n"
-        "   APPENDIX: How to apply the Apache License to your work.\n"
-        "\n"
-        "      To apply the Apache License to your work, attach the following\n"
-        "      boilerplate notice, with the fields enclosed by brackets \"[]\"\n"
-        "      replaced with your own identifying information. (Don't include\n"
-        "      the brackets!)  The text should be enclosed in the appropriate\n"
-        "      comment syntax for the file format. We also recommend that a\n"
-        "      file or class name and description of purpose be included on the\n"
-        "      same \"printed page\" as the copyright notice for easier\n"
-        "      identification within third-party archives.\n"
-        "\n"
-        "   Copyright [yyyy] [name of copyright owner]\n"
-        "\n"
-        "   Licensed under the Apache License, Version 2.0 (the \"License\");\n"
-        "   you may not use this file except in compliance with the License.\n"
-        "   You may obtain a copy of the License at\n"
-        "\n"
-        "       http://www.apache.org/licenses/LICENSE-2.0\n"
-        "\n"
-        "   Unless required by applicable law or agreed to in writing, software\n"
-        "   distributed under the License is distributed on an \"AS IS\" BASIS,\n"
-        "   WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.\n"
-        "   See the License for the specific language governing permissions and\n"
-        "   limitations under the License.\n";
-    return text;
 }

@@ -71,6 +71,31 @@ else
     echo "SKIP quantize: no python3 for the layout checks"
 fi
 
+# ---- a build describes its source in the source's own words, or says nothing ----
+# golden/default is not DFM-Mimir and states no license: its build must claim neither
+if grep -qi "DFM-Mimir\|Danish Foundation\|Apache" "$T/d8/NOTICE" "$T/d8/README.md" || [ -e "$T/d8/LICENSE" ]; then
+    bad "the bundled model's build claims DFM-Mimir or Apache:"; sed 's/^/    /' "$T/d8/NOTICE"
+else good; fi
+grep -q "states no license" "$T/d8/NOTICE" && grep -q '"golden/default — the bundled default model' "$T/d8/NOTICE" &&
+    grep -q "^# golden/default — the bundled default model (tiny HRM-Text, trained), quantized: int8" "$T/d8/README.md" &&
+    good || bad "the bundled model's build: NOTICE/README do not give its README's title and the missing license"
+# a source folder with a model card's front matter, a LICENSE and a NOTICE: each is carried over
+mkdir "$T/own"
+for f in config.json model.safetensors tokenizer.json; do ln -s "$(cd "$D" && pwd)/$f" "$T/own/$f"; done
+printf -- '---\nlanguage: da\nlicense: "cc-by-4.0"\n---\n\n# Lille Model\n\ntext\n' > "$T/own/README.md"
+echo "the license text" > "$T/own/LICENSE"
+echo "Copyright 2026 Nogen" > "$T/own/NOTICE"
+expect 0 "frigg-quantize of a folder with README, LICENSE, NOTICE" "$Q" "$T/own/" "$T/own8" --method int8
+if cmp -s "$T/own/LICENSE" "$T/own8/LICENSE" && grep -q 'license as "cc-by-4.0"; its LICENSE is copied' "$T/own8/NOTICE" &&
+    grep -q 'checkpoint "own", which its README.md calls "Lille Model"' "$T/own8/NOTICE" &&
+    grep -q "^Copyright 2026 Nogen" "$T/own8/NOTICE" && [ "$(head -n 3 "$T/own8/README.md")" = "---
+license: cc-by-4.0
+---" ] && grep -q "^# Lille Model, quantized: int8" "$T/own8/README.md" &&
+    ! grep -qi "DFM-Mimir\|Apache" "$T/own8/NOTICE" "$T/own8/README.md"; then good
+else bad "a source's README title, license, LICENSE and NOTICE not carried into its build:"; sed 's/^/    /' "$T/own8/NOTICE"; fi
+python3 "$ROOT/scripts/quant-tests/structure_check.py" --src "$T/own" --out "$T/own8" --method int8 >"$T/log" 2>&1 &&
+    good || { bad "structure own8"; grep FAIL "$T/log"; }
+
 # ---- frigg's own CPU engine reads the builds: held-out NLL (16 sequences) near the bf16 source's ----
 # (whether the search beats RTN end to end is noise at 16 sequences: man/frigg-quantize.1 has the 128-sequence figures)
 head -n 16 "$D/heldout.jsonl" > "$T/heldout.jsonl"

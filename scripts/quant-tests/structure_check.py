@@ -10,8 +10,9 @@ sorted by element size then name), exactly the expected tensors (HF split names:
 cols; model.z_L_init (and with --keep-embedding model.embed_tokens.weight) with the source's dtype, shape and
 bytes), every packed int8 byte != 0 (q = -128 is never written), the metadata (format pt, method, group, the
 source's sha256 recomputed here), config.json (the source's keys, each unchanged, plus quantization_config with
-the expected groups and targets), LICENSE (the Apache-2.0 text, by sha256), NOTICE, README.md and the
-tokenizer files copied byte for byte. Prints PASS/FAIL lines and "structure: N passed, N failed"."""
+the expected groups and targets), the source's LICENSE file copied byte for byte and none where it has none,
+NOTICE (the modification and the source's sha256; no model or license the source's own files do not name),
+README.md and the tokenizer files copied byte for byte. Prints PASS/FAIL lines and "structure: N passed, N failed"."""
 import argparse
 import hashlib
 import json
@@ -22,7 +23,7 @@ import struct
 import sys
 
 R = {"pass": 0, "fail": 0}
-APACHE_SHA256 = "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
+LICENSE_FILES = ("LICENSE", "LICENSE.txt", "LICENSE.md", "COPYING")
 ESIZE = {"I64": 8, "I32": 4, "F32": 4, "BF16": 2, "F16": 2}
 CORE = r"re:^model\.[LH]_module\.layers\.[0-9]+\.(self_attn|mlp)\.(gate|q|k|v|o|up|down)_proj$"
 
@@ -152,12 +153,18 @@ def main():
     check(len(cores) == 16 * n and all(not re.match(CORE[3:], m) for m in mods if m not in cores),
           f"{tag}: the core regex selects exactly the {16 * n} decoder-layer linears")
 
-    lic = open(os.path.join(a.out, "LICENSE"), "rb").read()
-    check(hashlib.sha256(lic).hexdigest() == APACHE_SHA256, f"{tag}: LICENSE is the Apache-2.0 text")
+    # the build states the source's license as the source's folder does, and no other
+    src_lic = next((f for f in LICENSE_FILES if os.path.isfile(os.path.join(a.src, f))), None)
+    out_lic = [f for f in LICENSE_FILES if os.path.exists(os.path.join(a.out, f))]
+    check(out_lic == ([src_lic] if src_lic else []) and
+          (not src_lic or open(os.path.join(a.src, src_lic), "rb").read() == open(os.path.join(a.out, src_lic), "rb").read()),
+          f"{tag}: the source's license file ({src_lic}) and only it, copied byte for byte")
     notice = open(os.path.join(a.out, "NOTICE")).read()
-    check("DFM-Mimir" in notice and "Danish Foundation Models" in notice and "modified" in notice and
-          hashes.split(" ")[0].split("=")[1] in notice, f"{tag}: NOTICE names DFM-Mimir, Danish Foundation Models, "
-          "the modification and the source's sha256")
+    src_words = "".join(open(os.path.join(a.src, f), errors="replace").read() for f in ("README.md", "NOTICE")
+                        if os.path.isfile(os.path.join(a.src, f)))
+    check("modified" in notice and hashes.split(" ")[0].split("=")[1] in notice and
+          all(w in src_words for w in ("DFM-Mimir", "Danish Foundation Models", "Apache") if w in notice),
+          f"{tag}: NOTICE names the modification and the source's sha256, and no model or license the source does not")
     readme = open(os.path.join(a.out, "README.md")).read()
     check(f"--method {a.method}" in readme and "pack-quantized" in readme, f"{tag}: README.md describes the build")
     same = True
