@@ -16,7 +16,8 @@
  *   array:  prefixItems, items (a schema, false, or the old tuple form with additionalItems), minItems,
  *           maxItems, uniqueItems false
  *   string: minLength, maxLength (characters: a literal character or one escape each), pattern
- *           (gram_regex.c), format date, time, date-time, email, uuid, ipv4
+ *           (gram_regex.c), format date, time, date-time (days that exist, seconds to 59: format_regex), email,
+ *           uuid, ipv4
  *   integer: minimum, maximum, exclusiveMinimum, exclusiveMaximum (numbers, or draft 4's booleans)
  *   annotations (title, description, examples, default, $comment, $schema, $id, deprecated, readOnly,
  *           writeOnly) and $defs / definitions are read past.
@@ -250,9 +251,16 @@ static gfrag ref_call(gsc *c, const char *ref) {
 }
 
 /* ---- strings ---- */
+/* Dates are days that exist (30-day months, February's 28 and a leap year's 29th, years 0001 to 9999) and seconds
+ * stop at 59: RFC 3339 also has year 0000 and a leap second 60 (only where one was inserted, which a grammar
+ * cannot know), which strict validators (Python's jsonschema with rfc3339-validator, datetime.date) refuse, so a
+ * generated value is valid for every one of them. */
+#define YEAR "(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})"
+#define LEAP_YEAR "([0-9]{2}(0[48]|[2468][048]|[13579][26])|(0[48]|[2468][048]|[13579][26])00)"
+#define MONTH_DAY "((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))"
 static const char *format_regex(const char *f) {
-#define DATE "[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
-#define TIME "([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
+#define DATE "(" YEAR "-" MONTH_DAY "|" LEAP_YEAR "-02-29)"
+#define TIME "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
 #define OCTET "(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
 #define ATOM "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
 #define LABEL "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
@@ -265,6 +273,9 @@ static const char *format_regex(const char *f) {
     return NULL;
 #undef DATE
 #undef TIME
+#undef YEAR
+#undef LEAP_YEAR
+#undef MONTH_DAY
 #undef OCTET
 #undef ATOM
 #undef LABEL
