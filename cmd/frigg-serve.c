@@ -1748,7 +1748,8 @@ static int serve(server *s, int argc, char **argv) {
             return 2;
         }
     }
-    s->env = (frigg_oai_env){.model_name = s->model_name, .tok = s->tok, .cfg = cfg, .max_ctx = s->ctx};
+    s->env = (frigg_oai_env){.model_name = s->model_name, .tok = s->tok, .cfg = cfg, .max_ctx = s->ctx,
+                             .gcache = frigg_oai_gcache_new(s->tok, cfg)};
     atomic_store(&s->ready, 1);
     fprintf(stderr, "frigg-serve: ready: model \"%s\", %d replica(s) of %s, %d slots of %d tokens each\n", s->model_name,
             s->nrep, be, s->slots, s->ctx);
@@ -1808,6 +1809,7 @@ int main(int argc, char **argv) {
     server *s = frigg_xcalloc(1, sizeof *s);
     int rc = serve(s, argc, argv);
     if (!s->threads_out) {
+        frigg_gcache_free(s->env.gcache); /* after every job: their requests held its grammars */
         frigg_model_free(s->model);
         frigg_tokenizer_free(s->tok);
         free(s->model_name);

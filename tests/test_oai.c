@@ -844,6 +844,80 @@ static void test_logprob_bytes(void) {
     frigg_oai_req_free(&r);
 }
 
+/* ---- response_format: compiled through the env's grammar cache ---- */
+
+static int parse_rf(frigg_oai_req *r, frigg_oai_kind kind, const char *rf, frigg_gcache *gc, frigg_oai_error *e) {
+    char body[2048];
+    if (kind == FRIGG_OAI_CHAT)
+        snprintf(body, sizeof body,
+                 "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"response_format\":%s}", rf);
+    else
+        snprintf(body, sizeof body, "{\"model\":\"default\",\"prompt\":\"q\",\"response_format\":%s}", rf);
+    frigg_oai_env env = {.model_name = "default", .tok = tok, .cfg = &cfg, .max_ctx = 512, .gcache = gc};
+    memset(e, 0, sizeof *e);
+    return frigg_oai_parse(r, kind, body, strlen(body), &env, e);
+}
+
+static void test_response_format(void) {
+    frigg_gcache *gc = frigg_oai_gcache_new(tok, &cfg);
+    frigg_oai_req r;
+    frigg_oai_error e;
+    const char *S = "{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\",\"strict\":true,\"schema\":{\"type\":\"object\","
+                    "\"properties\":{\"a\":{\"type\":\"integer\"}},\"required\":[\"a\"]}}}";
+    for (int k = FRIGG_OAI_CHAT; k <= FRIGG_OAI_COMPLETION; k++) {
+        CHECK(parse_rf(&r, (frigg_oai_kind)k, S, gc, &e) == 0 && r.gen.grammar, "%s json_schema: accepted with a grammar: %s",
+              k == FRIGG_OAI_CHAT ? "chat" : "completions", e.message);
+        frigg_oai_req_free(&r);
+        CHECK(parse_rf(&r, (frigg_oai_kind)k, "{\"type\":\"json_object\"}", gc, &e) == 0 && r.gen.grammar,
+              "json_object: accepted with a grammar: %s", e.message);
+        frigg_oai_req_free(&r);
+        CHECK(parse_rf(&r, (frigg_oai_kind)k, "{\"type\":\"text\"}", gc, &e) == 0 && !r.gen.grammar, "text: no grammar");
+        frigg_oai_req_free(&r);
+    }
+    int entries = 0;
+    long hits = 0, compiles = 0;
+    frigg_gcache_stats(gc, &entries, &hits, &compiles);
+    CHECK(entries == 2 && compiles == 2 && hits == 2, "a repeated schema is compiled once: %d entries, %ld compiles, %ld hits",
+          entries, compiles, hits);
+    /* refusals: 400, invalid_request_error, the param, the problem named */
+    static const struct { const char *rf, *param, *needle; } bad[] = {
+        {"{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\",\"schema\":{\"type\":\"object\",\"frobnicate\":1}}}",
+         "response_format", "unsupported keyword 'frobnicate'"},
+        {"{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\",\"schema\":{\"type\":\"string\",\"format\":\"uri\"}}}",
+         "response_format", "format 'uri'"},
+        {"{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\",\"schema\":\"no\"}}", "response_format.json_schema.schema",
+         "must be a JSON Schema"},
+        {"{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{}}}", "response_format.json_schema.name", "name"},
+        {"{\"type\":\"json_schema\"}", "response_format.json_schema", "must be an object"},
+        {"{\"type\":\"yaml\"}", "response_format.type", "must be"},
+        {"{\"type\":\"json_object\",\"extra\":1}", "response_format", "unknown member \"extra\""},
+        {"[]", "response_format", "must be an object"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int rc = parse_rf(&r, FRIGG_OAI_CHAT, bad[i].rf, gc, &e);
+        CHECK(rc == -1 && e.status == 400 && !strcmp(e.type, "invalid_request_error") && !strcmp(e.param, bad[i].param) &&
+                  strstr(e.message, bad[i].needle),
+              "%s: want a 400 param '%s' naming '%s'; got rc %d, %d, param '%s': %s", bad[i].rf, bad[i].param,
+              bad[i].needle, rc, e.status, e.param, e.message);
+        frigg_oai_req_free(&r);
+    }
+    /* without a grammar cache (no tokenizer), and beside a forced tool call */
+    CHECK(parse_rf(&r, FRIGG_OAI_COMPLETION, "{\"type\":\"json_object\"}", NULL, &e) == -1 && e.status == 400 &&
+              !strcmp(e.param, "response_format"),
+          "json_object without a grammar cache: a 400, got %d %s", e.status, e.message);
+    frigg_oai_req_free(&r);
+    char body[2048];
+    snprintf(body, sizeof body,
+             "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"tools\":%s,"
+             "\"tool_choice\":\"required\",\"response_format\":{\"type\":\"json_object\"}}", TOOLS);
+    frigg_oai_env env = {.model_name = "default", .tok = tok, .cfg = &cfg, .max_ctx = 512, .gcache = gc};
+    CHECK(frigg_oai_parse(&r, FRIGG_OAI_CHAT, body, strlen(body), &env, &e) == -1 && e.status == 400 &&
+              !strcmp(e.param, "response_format"),
+          "json_object with a forced tool call: a 400, got %d %s", e.status, e.message);
+    frigg_oai_req_free(&r);
+    frigg_gcache_free(gc);
+}
+
 int main(void) {
     TEST_MAIN_BEGIN("test_oai");
     char *tj = th_path(th_root(), "golden/default/tokenizer.json"), *cj = th_path(th_root(), "golden/default/config.json");
@@ -860,6 +934,7 @@ int main(void) {
         test_null_and_noop_fields();
         test_function_keys();
         test_logprob_bytes();
+        test_response_format();
         frigg_tokenizer_free(tok);
     }
     free(tj);

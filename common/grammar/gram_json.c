@@ -192,13 +192,22 @@ static gfrag digits(gnfa *a, int n) {
     return f;
 }
 
-/* -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+/* one to n digits */
+static gfrag digits_upto(gnfa *a, int n) {
+    gfrag f = gf_range(a, '0', '9');
+    for (int i = 1; i < n; i++) f = gf_seq(a, f, gf_opt(a, gf_range(a, '0', '9')));
+    return f;
+}
+
+/* -?(0|[1-9][0-9]{0,15})(\.[0-9]{1,16})?([eE][+-]?[0-9]{1,3})?: JSON's number with its digits bounded as
+ * llama.cpp's JSON grammars bound them (a double holds about 16 significant digits, and its exponent three), so
+ * that a model cannot write digits without end. */
 gfrag gj_number(gnfa *a) {
-    gfrag intpart[2] = {gf_lit(a, "0", 1), gf_seq(a, gf_range(a, '1', '9'), gf_star(a, gf_range(a, '0', '9')))};
+    gfrag intpart[2] = {gf_lit(a, "0", 1), gf_seq(a, gf_range(a, '1', '9'), gf_opt(a, digits_upto(a, 15)))};
     gfrag f = gf_seq(a, gf_opt(a, gf_lit(a, "-", 1)), gf_alt(a, intpart, 2));
-    f = gf_seq(a, f, gf_opt(a, gf_seq(a, gf_lit(a, ".", 1), gf_plus(a, gf_range(a, '0', '9')))));
+    f = gf_seq(a, f, gf_opt(a, gf_seq(a, gf_lit(a, ".", 1), digits_upto(a, 16))));
     gfrag e = gf_seq(a, ranges(a, "E-Ee-e"), gf_opt(a, ranges(a, "+-+---")));
-    e = gf_seq(a, e, gf_plus(a, gf_range(a, '0', '9')));
+    e = gf_seq(a, e, digits_upto(a, 3));
     return gf_seq(a, f, gf_opt(a, e));
 }
 
@@ -233,7 +242,12 @@ static uint64_t pow10u(int n) {
     return p;
 }
 
-/* Non-negative integers in [lo, hi] (has_hi 0: [lo, inf)), without leading zeros. */
+/* Digits of an integer without an upper bound on its magnitude: 16, as llama.cpp's JSON grammars allow (a double
+ * holds about 16 significant digits), so that a model cannot write digits without end. */
+#define GJ_INT_DIGITS 16
+
+/* Non-negative integers in [lo, hi] (has_hi 0: [lo, ...) of at most GJ_INT_DIGITS digits, or lo's and one more
+ * when it has as many), without leading zeros. */
 static gfrag nonneg_range(gnfa *a, uint64_t lo, int has_hi, uint64_t hi) {
     gfrag alts[24];
     int n = 0, Llo = ndigits(lo), Lhi = has_hi ? ndigits(hi) : Llo;
@@ -246,8 +260,11 @@ static gfrag nonneg_range(gnfa *a, uint64_t lo, int has_hi, uint64_t hi) {
         snprintf(hs, sizeof hs, "%llu", (unsigned long long)h);
         alts[n++] = eq_len_range(a, ls, hs, L);
     }
-    if (!has_hi) /* every number of more digits than lo has */
-        alts[n++] = gf_seq(a, gf_range(a, '1', '9'), gf_seq(a, digits(a, Llo), gf_star(a, gf_range(a, '0', '9'))));
+    if (!has_hi) { /* every number of more digits than lo has, up to GJ_INT_DIGITS (lo's and one more past them) */
+        gfrag more = gf_empty(a);
+        for (int i = Llo + 1; i < GJ_INT_DIGITS; i++) more = gf_seq(a, more, gf_opt(a, gf_range(a, '0', '9')));
+        alts[n++] = gf_seq(a, gf_range(a, '1', '9'), gf_seq(a, digits(a, Llo), more));
+    }
     return n == 1 ? alts[0] : gf_alt(a, alts, n);
 }
 

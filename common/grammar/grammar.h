@@ -12,7 +12,9 @@
  * a generator writes it: properties in the order the schema lists them (each optional one may be left out),
  * additionalProperties false unless the schema says otherwise (JSON Schema's default of true lets a model add
  * any key; say "additionalProperties": true to allow it), whitespace between tokens at most one space or a
- * newline and up to 20 spaces or tabs (so a model cannot pad without end), none after the top-level value, \u escapes
+ * newline and up to 20 spaces or tabs (so a model cannot pad without end), none after the top-level value, an
+ * integer without a bound of at most 16 digits, a number of at most 16 digits before and after the point and 3 in
+ * the exponent (as llama.cpp's grammars bound them: digits cannot go on without end either), \u escapes
  * only outside the surrogate range (a character beyond U+FFFF is written as UTF-8). A keyword the compiler
  * does not implement is an error naming it, never ignored.
  *

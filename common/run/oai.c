@@ -93,14 +93,15 @@ static const char *const chat_fields[] = {
     "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k", "seed", "n", "stop",
     "repetition_penalty", "frequency_penalty", "presence_penalty", "logit_bias", "logprobs", "top_logprobs", "stream",
     "stream_options", "tools", "tool_choice", "parallel_tool_calls", "prefix_tokens", "user", "metadata", "store",
-    "service_tier", "prompt_cache_key", "prompt_cache_retention", "safety_identifier", "verbosity", NULL};
+    "service_tier", "prompt_cache_key", "prompt_cache_retention", "safety_identifier", "verbosity", "response_format",
+    NULL};
 static const char *const completion_fields[] = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "top_k", "seed", "n", "stop", "repetition_penalty",
     "frequency_penalty", "presence_penalty", "logit_bias", "logprobs", "stream", "stream_options", "prefix_tokens",
-    "user", "echo", "best_of", "suffix", "metadata", "store", "service_tier", NULL};
+    "user", "echo", "best_of", "suffix", "metadata", "store", "service_tier", "response_format", NULL};
 /* Fields OpenAI documents that would change the output and that frigg does not implement: refused by name (null is
  * absent, as for every optional field). */
-static const char *const unsupported[] = {"response_format", "functions", "function_call", "audio", "modalities",
+static const char *const unsupported[] = {"functions", "function_call", "audio", "modalities",
                                           "prediction", "reasoning_effort", "web_search_options", "min_p",
                                           "guided_json", "guided_regex", "guided_choice", "min_tokens",
                                           "ignore_eos", NULL};
@@ -506,6 +507,31 @@ static int parse_tool_choice(frigg_oai_req *r, const json_t *o, const json_t *to
     return 0;
 }
 
+frigg_gcache *frigg_oai_gcache_new(const frigg_tokenizer *tok, const frigg_config *cfg) {
+    if (!tok) return NULL;
+    int32_t ends[FRIGG_SEQGEN_MAX_STOP_IDS];
+    int n = frigg_default_stop_ids(cfg, 0, ends, FRIGG_SEQGEN_MAX_STOP_IDS);
+    return frigg_gcache_new(tok, cfg->vocab_size, ends, n);
+}
+
+/* response_format (respfmt.h): text, json_object, json_schema, compiled through the server's cache into
+ * r->gen.grammar. A forced tool call has its own grammar: the two together are refused. */
+static int response_format(frigg_oai_req *r, const json_t *o, const frigg_oai_env *env, frigg_oai_error *e) {
+    frigg_respfmt f;
+    char param[64];
+    if (frigg_respfmt_parse(json_object_get(o, "response_format"), &f, param)) return bad(e, param, "%s", frigg_error());
+    if (f.kind && r->forced) {
+        frigg_respfmt_free(&f);
+        return bad(e, "response_format", "'response_format' %s cannot be combined with a forced tool call "
+                   "('tool_choice' required or a function): the call's arguments follow the tool's parameters",
+                   f.kind == FRIGG_GK_JSON_OBJECT ? "json_object" : "json_schema");
+    }
+    int failed = 0;
+    r->gen.grammar = frigg_respfmt_grammar(&f, env->gcache, &failed);
+    frigg_respfmt_free(&f);
+    return failed ? bad(e, "response_format", "%s", frigg_error()) : 0;
+}
+
 /* Chat fields that change nothing here, checked as OpenAI types them (a wrong type is still a 400): prompt_cache_key,
  * prompt_cache_retention (frigg keeps no cache between requests: a PrefixLM re-prefills every turn),
  * safety_identifier (an end user's id, as user), verbosity (a hint frigg does not give the model). */
@@ -567,11 +593,6 @@ int frigg_oai_parse(frigg_oai_req *r, frigg_oai_kind kind, const char *body, siz
     json_object_foreach(o, k, v) {
         if (in_list(unsupported, k)) {
             if (json_is_null(v)) continue; /* null is absent, as OpenAI takes it */
-            if (!strcmp(k, "response_format") && no_nul(json_object_get(v, "type"), "response_format.type", e)) goto out;
-            if (!strcmp(k, "response_format") && json_is_object(v) &&
-                !strcmp(json_string_value(json_object_get(v, "type")) ? json_string_value(json_object_get(v, "type")) : "",
-                        "text"))
-                continue; /* plain text: what every response is */
             bad(e, k, "'%s' is not supported by frigg-serve (it would change the output, and frigg does not implement "
                       "it)", k);
             goto out;
@@ -727,6 +748,7 @@ int frigg_oai_parse(frigg_oai_req *r, frigg_oai_kind kind, const char *body, siz
         mt -= r->forced_tokens; /* what the engine generates after them */
         if (i == 0 || mt > r->gen.max_tokens) r->gen.max_tokens = (int)mt;
     }
+    if (response_format(r, o, env, e)) goto out;
     /* a per-prompt max_tokens for chat defaults; completions with several prompts share the given one */
     r->gen.logprobs = r->logprobs ? (r->top_logprobs > 0 ? r->top_logprobs : 1) : 0;
     r->gen.parse_tools = 0; /* tool calls are parsed here, from the forced prefix + text (frigg_oai_finish_tools) */
@@ -747,6 +769,7 @@ void frigg_oai_req_free(frigg_oai_req *r) {
     free(r->prompts);
     for (int i = 0; i < r->gen.n_stop; i++) free((char *)r->gen.stop[i]);
     free(r->forced);
+    frigg_gref_release(r->gen.grammar);
     memset(r, 0, sizeof *r);
 }
 

@@ -42,6 +42,8 @@ typedef struct {
     const frigg_tokenizer *tok;  /* NULL: prompts must be token ids, and no text comes back */
     const frigg_config *cfg;     /* vocabulary and the default stop ids */
     int max_ctx;                 /* tokens per sequence: prompt + max_tokens must fit */
+    frigg_gcache *gcache;        /* structured output's grammars (gcache.h); NULL: response_format json_object and
+                                    json_schema are a 400 */
 } frigg_oai_env;
 
 typedef struct {
@@ -66,9 +68,16 @@ typedef struct {
                                     function): appended to the rendered prompt, prepended to the generated text */
     int forced_tokens;           /* its tokens, the last of every prompt's ids: in usage the answer's, not the
                                     prompt's (frigg_oai_usage_counts), and counted against max_tokens */
+    /* response_format json_object / json_schema: gen.grammar holds the request's reference to the compiled grammar
+     * (released by frigg_oai_req_free); the scheduler's seqgens take their own. */
 } frigg_oai_req;
 
-/* Parse and check one body. 0, or -1 with *err filled (the request is then empty: free it anyway). A string may
+/* The grammar cache a server's env holds: tok's vocabulary as cfg sizes it, the model's default end ids allowed where a
+ * grammar may end. NULL without a tokenizer. Free it (frigg_gcache_free) after every request is. */
+frigg_gcache *frigg_oai_gcache_new(const frigg_tokenizer *tok, const frigg_config *cfg);
+
+/* Parse and check one body (response_format compiled through env->gcache: a schema the compiler refuses is a 400
+ * naming the keyword and where it is, param response_format). 0, or -1 with *err filled (the request is then empty: free it anyway). A string may
  * hold NUL bytes (\u0000): prompts and message text are tokenized with them, as HF tokenizers does; a string that
  * names something (model, role, name, tool_call_id, a part's type, a tool's or a call's name, id and type,
  * tool_choice, response_format.type) or a stop string holding one is a 400 naming the field. */

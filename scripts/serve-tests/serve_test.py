@@ -735,10 +735,12 @@ def errors(srv):
     except openai.BadRequestError as e:
         check(e.param == "no_such_field" and "no_such_field" in e.message, f"an unknown field: param {e.param}")
     try:
-        cl.chat.completions.create(model=MODEL, messages=USER, max_tokens=2, response_format={"type": "json_object"})
-        check(False, "response_format json_object: accepted")
+        cl.chat.completions.create(model=MODEL, messages=USER, max_tokens=2, response_format={
+            "type": "json_schema", "json_schema": {"name": "t", "schema": {"type": "object", "frobnicate": 1}}})
+        check(False, "response_format with an unsupported keyword: accepted")
     except openai.BadRequestError as e:
-        check(e.param == "response_format", f"response_format json_object: param {e.param}")
+        check(e.param == "response_format" and "frobnicate" in e.message,
+              f"response_format with an unsupported keyword: param {e.param}: {e.message}")
     r = cl.chat.completions.create(model=MODEL, messages=USER, max_tokens=2, response_format={"type": "text"})
     check(r.choices[0].finish_reason in ("stop", "length"), "response_format text: refused")
     for fn in (lambda: cl.chat.completions.create(model="gpt-4o", messages=USER, max_tokens=2),
