@@ -30,6 +30,8 @@ int frigg_respfmt_parse(const json_t *v, frigg_respfmt *out, char *param) {
     json_t *m;
     json_object_foreach((json_t *)v, k, m) if (strcmp(k, "type") && strcmp(k, "json_schema"))
         return fail(param, "response_format", "\"response_format\" has an unknown member \"%s\" (it takes type and json_schema)", k);
+    if (json_is_string(type) && strlen(json_string_value(type)) != json_string_length(type))
+        return fail(param, "response_format.type", "%s holds a NUL byte (\\u0000)", "\"response_format.type\"");
     if (str_is(type, "text") || str_is(type, "json_object")) {
         if (json_object_get(v, "json_schema"))
             return fail(param, "response_format.json_schema", "%s is only for \"type\": \"json_schema\"",
