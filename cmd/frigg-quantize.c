@@ -907,6 +907,14 @@ int main(int argc, char **argv) {
     src_info si;
     src_info_read(src, &si);
 
+    /* a quantized SRC (a build of this program, or any compressed-tensors checkpoint) is said to be one first:
+     * its tensors have other names (M.weight_packed), which would otherwise read as a missing tensor */
+    if (m->quant.ngroups > 0 || !frigg_mat_bf16(&m->embed) || !frigg_mat_bf16(&m->lm_head)) {
+        fprintf(stderr, PROG ": %s is already quantized (its config.json has a quantization_config, or its weights "
+                        "are int8/int4): quantize its bf16 source instead\n", src);
+        goto done;
+    }
+
     /* The modules, by HF name (ctensors.h): embedding, the two stacks' layers, lm_head. */
     const frigg_tensor *emb = frigg_st_find(&m->st, "model.embed_tokens.weight"),
                        *zl = frigg_st_find(&m->st, "model.z_L_init");

@@ -152,6 +152,9 @@ expect 2 "--group 100 does not divide 256" "$Q" "$D" "$T/x" --method int4 --grou
 grep -q "does not divide" "$T/log" || bad "--group 100: no reason given"
 expect 2 "one positional argument" "$Q" "$D" --method int8
 expect 1 "quantized SRC" "$Q" "$T/d8" "$T/x" --method int8
+grep -q "d8 is already quantized" "$T/log" || bad "quantized SRC (a frigg build): not said to be already quantized"
+expect 1 "quantized SRC (llm-compressor's)" "$Q" "$F/tiny-llmc-w4a16" "$T/x" --method int4
+grep -q "already quantized" "$T/log" || bad "quantized SRC (llm-compressor's): not said to be already quantized"
 expect 1 "missing SRC" "$Q" "$T/nothing" "$T/x" --method int8
 left_nothing "$T/x" "refusals"
 expect 0 "--version" "$Q" --version
