@@ -891,6 +891,33 @@ int main(int argc, char **argv) {
         return 1;
     }
 
+    /* --check's inputs before any work (they used to be found missing only after the quantizing): the text
+     * can be read, and SRC (where it exists: a missing SRC is the loader's to report) has a tokenizer.json */
+    if (check) {
+        char *tp = frigg_model_side_path(src, "tokenizer.json"),
+             *text_path = co.text ? frigg_xstrdup(co.text) : frigg_heldout_text_path();
+        FILE *tf = fopen(text_path, "r");
+        int bad = 0;
+        if (!tf) {
+            fprintf(stderr, PROG ": --check: %s: %s (%s)\n", text_path, strerror(errno),
+                    co.text ? "the --check-text file" : "the bundled held-out text; give --check-text FILE");
+            bad = 1;
+        } else {
+            fclose(tf);
+        }
+        if (!bad && stat(src, &sb) == 0 && !frigg_file_exists(tp)) {
+            fprintf(stderr, PROG ": --check: %s: no such file (SRC's tokenizer, which --check encodes the held-out "
+                            "text with)\n", tp);
+            bad = 1;
+        }
+        free(tp);
+        free(text_path);
+        if (bad) {
+            free(out);
+            return 1;
+        }
+    }
+
     double t0 = frigg_now_ms();
     frigg_model *m = frigg_model_load(src);
     if (!m) {

@@ -141,6 +141,10 @@ expect 2 "--check-limit without --check" "$Q" "$D" "$T/x" --method int8 --check-
 grep -q "applies to --check only" "$T/log" || bad "--check-limit without --check: no reason given"
 expect 1 "--check with a missing text" "$Q" "$D" "$T/x" --method int8 --check --check-text "$T/no-such-text"
 grep -q "no-such-text" "$T/log" || bad "--check with a missing text: the file is not named"
+! grep -q "frigg-quantize: \[1/" "$T/log" || bad "--check with a missing text: found only after quantizing"
+expect 1 "--check of a SRC without tokenizer.json" "$Q" "$F/tiny-packed" "$T/x" --method int8 --check
+grep -q "tiny-packed/tokenizer.json: no such file" "$T/log" && ! grep -q "frigg-quantize: \[1/" "$T/log" ||
+    bad "--check of a SRC without tokenizer.json: not refused before quantizing"
 left_nothing "$T/x" "--check"
 expect 2 "no --method" "$Q" "$D" "$T/x"
 expect 2 "--method int3" "$Q" "$D" "$T/x" --method int3
