@@ -28,6 +28,8 @@
 #include "model/model_random.h"
 #include "engine/sampler.h"
 #include "base/util.h"
+#include "grammar/grammar.h"
+#include "tokenizer/tokenizer.h"
 
 #ifdef FRIGG_CUDA
 #include <cuda_runtime_api.h>
@@ -73,7 +75,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: frigg-bench [options] MODE...\n"
             "modes: vram launch decode prefill matrix (= all four; with --builds: decode of each build); load (alone: an HTTP\n"
-            "       server, see below)\n"
+            "       server, see below); grammar SCHEMA_FILE... (alone: see below)\n"
             "  -m, --model DIR        checkpoint directory\n"
             "      --random-mimir     a random model with DFM-Mimir's exact shapes, made in memory (no file)\n"
             "      --seed S           seed of --random-mimir (default 1)\n"
@@ -114,7 +116,92 @@ static void usage(FILE *f) {
             "      --endpoint E       completions (default: /v1/completions) or chat (/v1/chat/completions)\n"
             "      --timeout-s T      per-request time limit (default 300)\n"
             "      exit status 1 when any request failed\n"
+            "grammar: frigg-bench [--model DIR] [--steps N] [--seed S] grammar SCHEMA_FILE...\n"
+            "      structured output's cost per schema: compile ms, and the token mask's time per token (p50/p99 us, cold\n"
+            "      cache, warm, after precompute) on 16 random documents of up to N tokens, at DFM-Mimir's 262,144-token\n"
+            "      vocabulary ($FRIGG_SHARED/data/tokenizers/mimir-equivalent.tokenizer.json) or --model's tokenizer\n"
             "Output: one JSON object per line on stdout; a summary on stderr.\n");
+}
+
+/* grammar SCHEMA_FILE...: structured output's costs at a vocabulary (frigg_grammar_bench): each schema's compile
+ * time, and the mask's time per token (cold cache, warm cache, after precompute) over random documents of it: 16
+ * walks of up to --steps tokens, seeded by --seed. The vocabulary is DFM-Mimir's 262,144 tokens (the tokenizer in
+ * $FRIGG_SHARED, default ../shared, data/tokenizers/mimir-equivalent.tokenizer.json), or --model's tokenizer.json. */
+static int bench_grammar(const opts_t *o, char **files, int n) {
+    char *tj = NULL;
+    if (o->model_dir) {
+        tj = frigg_model_side_path(o->model_dir, "tokenizer.json");
+    } else {
+        const char *sh = getenv("FRIGG_SHARED");
+        tj = frigg_path_join(sh && *sh ? sh : "../shared", "data/tokenizers/mimir-equivalent.tokenizer.json");
+    }
+    double t0 = frigg_now_ms();
+    frigg_tokenizer *tok = frigg_tokenizer_load(tj, 0);
+    if (!tok) {
+        fprintf(stderr, "frigg-bench: grammar: %s: %s\n", tj, frigg_error());
+        free(tj);
+        return 1;
+    }
+    int V = frigg_tokenizer_vocab_size(tok);
+    int32_t ends[2] = {1, 106}; /* <eos>, <turn|>: the end ids frigg-run allows where a document may end */
+    frigg_gvocab *v = frigg_gvocab_new(tok, V, ends, V > 106 ? 2 : 1);
+    double vocab_ms = frigg_now_ms() - t0;
+    if (!v) {
+        fprintf(stderr, "frigg-bench: grammar: the vocabulary: %s\n", frigg_error());
+        frigg_tokenizer_free(tok);
+        free(tj);
+        return 1;
+    }
+    fprintf(stderr, "frigg-bench: grammar: %s: %d tokens, trie of %d nodes, loaded in %.0f ms\n", tj, V,
+            frigg_gvocab_trie_nodes(v), vocab_ms);
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        size_t len = 0;
+        char *text = frigg_read_file(files[i], &len);
+        if (!text) {
+            fprintf(stderr, "frigg-bench: grammar: %s: %s\n", files[i], frigg_error());
+            rc = 1;
+            continue;
+        }
+        double c0 = frigg_now_ms();
+        frigg_grammar *g = frigg_grammar_from_schema(text, len);
+        double compile_ms = frigg_now_ms() - c0;
+        free(text);
+        if (!g) {
+            fprintf(stderr, "frigg-bench: grammar: %s: %s\n", files[i], frigg_error());
+            rc = 1;
+            continue;
+        }
+        frigg_gbench b;
+        if (frigg_grammar_bench(g, v, 16, o->steps, o->seed, &b)) {
+            fprintf(stderr, "frigg-bench: grammar: %s: %s\n", files[i], frigg_error());
+            rc = 1;
+        } else {
+            json_t *row = json_pack("{s:s,s:s,s:i,s:f,s:i,s:i,s:i,s:i,s:f,s:I}", "mode", "grammar", "schema", files[i],
+                                    "vocab", V, "compile_ms", compile_ms, "states", frigg_grammar_n_states(g), "rules",
+                                    frigg_grammar_n_rules(g), "walks", b.walks, "docs_ended", b.docs_ended,
+                                    "precompute_ms", b.precompute_ms, "cache_bytes", (json_int_t)b.cache_bytes);
+            const frigg_gbench_times *t[3] = {&b.cold, &b.warm, &b.precomputed};
+            const char *names[3] = {"mask_cold_us", "mask_warm_us", "mask_precomputed_us"};
+            for (int k = 0; k < 3; k++)
+                json_object_set_new(row, names[k], json_pack("{s:i,s:f,s:f,s:f,s:f}", "n", t[k]->n, "p50", t[k]->p50_us,
+                                                             "p99", t[k]->p99_us, "mean", t[k]->mean_us, "max", t[k]->max_us));
+            char *line = json_dumps(row, JSON_COMPACT);
+            printf("%s\n", line);
+            fflush(stdout);
+            fprintf(stderr, "frigg-bench: grammar: %s: compile %.2f ms, %d states; mask per token cold p50 %.1f / p99 %.1f us, "
+                            "warm p50 %.1f / p99 %.1f us, after precompute (%.0f ms) p50 %.1f / p99 %.1f us\n",
+                    files[i], compile_ms, frigg_grammar_n_states(g), b.cold.p50_us, b.cold.p99_us, b.warm.p50_us,
+                    b.warm.p99_us, b.precompute_ms, b.precomputed.p50_us, b.precomputed.p99_us);
+            free(line);
+            json_decref(row);
+        }
+        frigg_grammar_free(g);
+    }
+    frigg_gvocab_free(v);
+    frigg_tokenizer_free(tok);
+    free(tj);
+    return rc;
 }
 
 static int parse_list(const char *s, int *out, const char *what) {
@@ -1513,6 +1600,13 @@ int main(int argc, char **argv) {
     if (optind >= argc) {
         usage(stderr);
         return 2;
+    }
+    if (!strcmp(argv[optind], "grammar")) {
+        if (optind + 1 >= argc) {
+            fprintf(stderr, "frigg-bench: grammar needs one or more JSON Schema files\n");
+            return 2;
+        }
+        return bench_grammar(&o, argv + optind + 1, argc - optind - 1);
     }
     int want[4] = {0}; /* vram launch decode prefill */
     for (int i = optind; i < argc; i++) {

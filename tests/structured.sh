@@ -6,7 +6,8 @@
 #   - json_object: an object, whatever the model;
 #   - max_tokens reached inside the value: finish_reason "length", the text a prefix the grammar accepts;
 #   - constrained and unconstrained requests in one step (--parallel): the unconstrained answer is the same as alone;
-#   - bad response_format / schemas: an error line naming the problem, the next line still answered.
+#   - bad response_format / schemas: an error line naming the problem, the next line still answered;
+#   - frigg-bench grammar: its rows (compile ms, mask us p50/p99), and a schema that does not compile.
 ROOT=${FRIGG_ROOT:-$(pwd)}
 BIN=${FRIGG_BIN:-$ROOT/bin}
 T=$(mktemp -d "${TMPDIR:-/tmp}/structured.XXXXXX")
@@ -138,5 +139,21 @@ chk 5 '\"response_format.json_schema.name\" must be'
 chk 6 '\"response_format.json_schema.schema\": '
 chk 7 'unknown member \"extra\"'
 sed -n 8p "$T/bad" | grep -q '"finish_reason"' && ok || no "the line after the bad ones: $(sed -n 8p "$T/bad")"
+# frigg-bench grammar: a row per schema with compile time and mask times; a schema that does not compile: exit 1
+sed -n 1p "$T/schemas" > "$T/s1.json"; sed -n 6p "$T/schemas" > "$T/s6.json"
+printf '%s\n' '{"type":"object","frobnicate":1}' > "$T/bad.json"
+"$BIN/frigg-bench" --model "$ROOT/golden/default" --steps 16 grammar "$T/s1.json" "$T/s6.json" > "$T/gb" 2>"$T/gberr"; rc=$?
+[ "$rc" = 0 ] && ok || { no "frigg-bench grammar: exit $rc"; cat "$T/gberr"; }
+python3 - "$T/gb" <<'PY' || no "frigg-bench grammar rows: $(head -c 300 "$T/gb")"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rows) == 2, rows
+for r in rows:
+    assert r["mode"] == "grammar" and r["compile_ms"] > 0 and r["states"] > 0, r
+    for k in ("mask_cold_us", "mask_warm_us", "mask_precomputed_us"):
+        assert r[k]["n"] > 0 and 0 <= r[k]["p50"] <= r[k]["p99"] <= r[k]["max"], r
+PY
+"$BIN/frigg-bench" --model "$ROOT/golden/default" grammar "$T/bad.json" > /dev/null 2>"$T/gberr"; rc=$?
+[ "$rc" = 1 ] && grep -q "frobnicate" "$T/gberr" && ok || no "frigg-bench grammar, a bad schema: exit $rc: $(cat "$T/gberr")"
 echo "structured: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
