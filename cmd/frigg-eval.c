@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine/backend.h"
@@ -1021,6 +1022,18 @@ int main(int argc, char **argv) {
         return 2;
     }
     char *mdir = o.model ? frigg_xstrdup(o.model) : frigg_default_model_dir();
+    /* a model path that does not exist is said to be one, before a missing tokenizer.json or config.json in it
+     * would be reported instead */
+    const char *const paths[2] = {mdir, is_kl ? o.ref : NULL};
+    for (int i = 0; i < 2; i++) {
+        struct stat st;
+        if (paths[i] && stat(paths[i], &st)) {
+            fprintf(stderr, PROG ": %s %s: %s\n", i ? "--ref" : o.model ? "--model" : "the model (--model, $FRIGG_MODEL)",
+                    paths[i], strerror(errno));
+            free(mdir);
+            return 2;
+        }
+    }
     int rc = is_nll ? run_nll(&o, mdir) : is_kl ? run_kl(&o, mdir) : run_gsm8k(&o, mdir);
     free(mdir);
     return rc;

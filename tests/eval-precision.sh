@@ -57,6 +57,12 @@ refuse 'runs on the CPU engine only' kl --ref "$M" --model "$M" --ref-precision 
 refuse 'unless --ref-backend cpu' kl --ref "$M" --model "$M" --ref-precision fp32 --backend cuda
 refuse 'takes bf16 or fp32' nll --model "$M" --precision fp16
 refuse 'does not apply to nll' nll --model "$M" --ref-precision fp32
+# a model path that does not exist is named as such (gsm8k said "has no tokenizer.json", kl "has none")
+refuse '^frigg-eval: --model /nonexistent: No such file or directory$' gsm8k --model /nonexistent
+refuse '^frigg-eval: --model /nonexistent: No such file or directory$' nll --model /nonexistent
+refuse '^frigg-eval: --model /nonexistent: No such file or directory$' kl --model /nonexistent --ref "$M"
+refuse '^frigg-eval: --ref /nonexistent: No such file or directory$' kl --model "$M" --ref /nonexistent
+FRIGG_MODEL=/nonexistent refuse '^frigg-eval: the model (--model, $FRIGG_MODEL) /nonexistent: No such file' nll
 
 if [ -f "$SHARED/data/gsm8k/test.jsonl" ]; then
     "$E" gsm8k --model "$M" --precision fp32 --threads 1 --limit 1 --max-tokens 4 --data "$SHARED/data/gsm8k/test.jsonl" \
