@@ -433,7 +433,10 @@ int main(int argc, char **argv) {
            o.force_causal ? "true" : "false", err ? "true" : "false", tot.tf32_steps, tot.tf32_agree, tot.hf_bf16_agree,
            tf_pooled, tf_checked ? "true" : "false", tf_gate_ok ? "true" : "false", o.max_rel, tie_text, o.min_tf,
            o.min_tf_case);
-    if (tf_checked)
+    if (!tot.cases) /* no case compared: an error that says nothing was checked, never a summary that reads as a pass */
+        fprintf(stderr, "frigg-parity: FAILS: nothing was checked: the reference.json of the %d folder(s) given held no case%s\n",
+                argc - optind, err ? " that could be run (see the errors above)" : "");
+    else if (tf_checked)
         fprintf(stderr, "frigg-parity: %d cases, %d failed; worst rel err %.4f, worst |d| %.4f; teacher-forced %ld/%ld "
                         "(%ld/%ld = %.2f%% on steps that are not near-ties: %s the %.0f%% gate)%s\n",
                 tot.cases, tot.failed, tot.worst_rel, tot.worst_abs, tot.tf_agree, tot.tf_steps, tot.tf_nontie_agree,

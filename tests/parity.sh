@@ -104,6 +104,13 @@ PY
     check 1 --min-tf-case 0 "$T/bad"
     check 1 --min-tf 0 "$T/bad"
     check 0 --min-tf 0 --min-tf-case 0 "$T/bad"
+    # a reference with no case checks nothing: an error saying so, not a "0 cases, 0 failed ... accepted" summary
+    mkdir "$T/none" && cp "$F/tiny-packed/config.json" "$F/tiny-packed/model.safetensors" "$T/none/" &&
+        python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); r["cases"] = []; json.dump(r, open(sys.argv[2], "w"))' \
+            "$F/tiny-packed/reference.json" "$T/none/reference.json"
+    "$BIN/frigg-parity" --backend cpu --threads 2 --allow-no-tf "$T/none" >/dev/null 2>"$T/err"; rc=$?
+    if [ "$rc" -eq 1 ] && grep -q "FAILS: nothing was checked" "$T/err" && ! grep -q "accepted" "$T/err"; then pass=$((pass + 1))
+    else fail=$((fail + 1)); echo "FAIL: frigg-parity on a reference with no case: exit $rc, $(cat "$T/err")"; fi
     rm -rf "$T"
 else
     echo "parity: python3 not found: the teacher-forced gate checks did not run"; fail=$((fail + 1))
