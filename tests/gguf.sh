@@ -1,6 +1,8 @@
 #!/bin/sh
 # GGUF end to end (common/model/gguf.h), on golden/fixtures/tiny-gguf (llama.cpp's converter and llama-quantize made
 # its files; its README says how). Always:
+#   - frigg-run's greedy ids on the BF16, Q8_0 and Q4_K_M files, causal and with the prompt as the prefix, are the ones
+#     llama.cpp itself gave on the same files (llamacpp-greedy.txt, recorded by scripts/llamacpp/lc-greedy.c);
 #   - frigg-eval nll and frigg-run's greedy tokens on the BF16 GGUF are exactly the safetensors source's;
 #   - the Q8_0, Q4_K_M and Q5_K_M files load and score near the source;
 #   - frigg-quantize FILE.gguf OUT builds a checkpoint that loads (config.json from the metadata, tokenizer.json
@@ -44,6 +46,14 @@ run_ids() { echo '{"input_ids":[2,17,300,45],"max_tokens":12}' |
     "$BIN/frigg-run" --model "$1" --backend cpu --threads 2 2>"$T/run.err" | sed -nE 's/.*"output_ids":\[([0-9,]*)\].*/\1/p'; }
 a=$(run_ids "$F"); b=$(run_ids "$F/model-bf16.gguf")
 if [ -n "$a" ] && [ "$a" = "$b" ]; then good; else bad "frigg-run greedy ids: safetensors [$a], BF16 GGUF [$b]"; cat "$T/run.err"; fi
+# ---- llama.cpp's own greedy ids on the same files (recorded: llamacpp-greedy.txt says how), causal and prefix ----
+while read -r file mask steps want _; do
+    case $file in '#'*|'') continue ;; esac
+    pt=',"prefix_tokens":0'; [ "$mask" = prefix ] && pt=""
+    got=$(echo "{\"input_ids\":[2,17,300,45],\"max_tokens\":$steps,\"temperature\":0,\"stop_ids\":[]$pt}" |
+        "$BIN/frigg-run" --model "$F/$file" --backend cpu --threads 2 2>"$T/run.err" | sed -nE 's/.*"output_ids":\[([0-9,]*)\].*/\1/p')
+    if [ "$got" = "$want" ]; then good; else bad "$file $mask: frigg-run [$got], llama.cpp [$want]"; cat "$T/run.err"; fi
+done < "$F/llamacpp-greedy.txt"
 
 # ---- the quantized files ----
 for q in q8_0:0.05 q5_k_m:0.3 q4_k_m:1.0; do
