@@ -205,7 +205,13 @@ int main(int argc, char **argv) {
             break;
         }
         case 'T':
-        case 'D': mode = c; break;
+        case 'D':
+            if (mode && mode != c) { /* the later one used to win silently */
+                fprintf(stderr, "frigg-run: --tokenize and --detokenize are two modes: give one\n");
+                return 2;
+            }
+            mode = c;
+            break;
         case 'P': {
             double v;
             if (frigg_cli_number("frigg-run", "--parallel", optarg, 1, 256, 1, &v)) return 2;

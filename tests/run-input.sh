@@ -150,5 +150,11 @@ for l in 1 2; do
     sed -n "${l}p" "$T/out" | grep -q "logits are not finite (NaN at token id [0-9]*) at step 0 (the prefill) of sequence [0-9]" && ok ||
         no "NaN weights, line $l: $(sed -n "${l}p" "$T/out")"
 done
+# --tokenize and --detokenize together: refused, whichever comes first (the later one used to win)
+for o in "--tokenize --detokenize" "--detokenize --tokenize"; do
+    # shellcheck disable=SC2086
+    echo '{"ids":[2,105]}' | $RUN $o > "$T/out" 2>"$T/err"; rc=$?
+    [ "$rc" = 2 ] && grep -q "two modes: give one" "$T/err" && [ ! -s "$T/out" ] && ok || no "$o: exit $rc, $(cat "$T/err" "$T/out")"
+done
 echo "run-input: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
