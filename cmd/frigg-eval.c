@@ -921,8 +921,7 @@ int main(int argc, char **argv) {
         case 'm': o.model = optarg; break;
         case 'b': o.backend = optarg; break;
         case 't':
-            if (frigg_cli_number(PROG, "--threads", optarg, 0, 4096, 1, &v)) return 2;
-            o.threads = (int)v;
+            if (frigg_cli_threads(PROG, optarg, &o.threads)) return 2;
             break;
         case 'd':
             if (frigg_cli_number(PROG, "--device", optarg, 0, 4096, 1, &v)) return 2;

@@ -371,10 +371,11 @@ int main(int argc, char **argv) {
         switch (ch) {
         case 'b': o.backend = optarg; break;
         case 'd':
+            if (frigg_cli_number("frigg-parity", "--device", optarg, 0, 4096, 1, &num)) return 2;
+            o.device = (int)num;
+            break;
         case 't':
-            if (frigg_cli_number("frigg-parity", ch == 'd' ? "--device" : "--threads", optarg, 0, 4096, 1, &num)) return 2;
-            if (ch == 'd') o.device = (int)num;
-            else o.threads = (int)num;
+            if (frigg_cli_threads("frigg-parity", optarg, &o.threads)) return 2;
             break;
         case 'C': o.vs_cpu = 1; break;
         case 'K':

@@ -839,8 +839,7 @@ int main(int argc, char **argv) {
             break;
         case 'r': rtn = 1; break;
         case 't':
-            if (frigg_cli_number(PROG, "--threads", optarg, 1, 1024, 1, &v)) return 2;
-            threads = (int)v;
+            if (frigg_cli_threads(PROG, optarg, &threads)) return 2;
             break;
         case 'c': check = 1; break;
         case 'k': keep_embedding = 1; break;

@@ -194,13 +194,14 @@ int main(int argc, char **argv) {
         case 'm': so.model_dir = optarg; break;
         case 'b': so.backend = optarg; break;
         case 't':
+            if (frigg_cli_threads("frigg-run", optarg, &so.threads)) return 2;
+            break;
         case 'd':
         case 'n': {
             double v;
-            const char *name = c == 't' ? "--threads" : c == 'd' ? "--device" : "--max-tokens";
+            const char *name = c == 'd' ? "--device" : "--max-tokens";
             if (frigg_cli_number("frigg-run", name, optarg, 0, 1 << 24, 1, &v)) return 2;
-            if (c == 't') so.threads = (int)v;
-            else if (c == 'd') so.device = (int)v;
+            if (c == 'd') so.device = (int)v;
             else so.default_max_tokens = (int)v;
             break;
         }

@@ -200,6 +200,27 @@ int main(void) {
     rc = run(cmd, "{\"input_ids\":[5,6],\"max_tokens\":1}\n", &out);
     CHECK(rc == 2, "frigg-run --threads 100000: exit %d, want 2", rc);
     free(out);
+    /* --threads has one limit in every program (common/run/cli.c: 0..FRIGG_MAX_THREADS), refused in the same
+     * words before anything is loaded: frigg-quantize stopped at 1024, frigg-eval and frigg-parity at 4096 and
+     * frigg-run at 2^24 (the engine refusing later) */
+    static const char *const thr_progs[] = {"frigg-run", "frigg-eval nll", "frigg-parity", "frigg-quantize"};
+    char want_thr[160];
+    snprintf(want_thr, sizeof want_thr, "bad number for --threads: \"%d\" (an integer in 0..%d)", FRIGG_MAX_THREADS + 1,
+             FRIGG_MAX_THREADS);
+    for (size_t i = 0; i < sizeof thr_progs / sizeof thr_progs[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s/%s --threads %d golden/default /tmp/frigg-test-cli-no-such-out --method int8 "
+                 "</dev/null 2>&1 >/dev/null", g_bin, thr_progs[i], FRIGG_MAX_THREADS + 1);
+        if (strcmp(thr_progs[i], "frigg-quantize")) /* only frigg-quantize takes SRC OUT --method */
+            snprintf(cmd, sizeof cmd, "%s/%s --threads %d </dev/null 2>&1 >/dev/null", g_bin, thr_progs[i],
+                     FRIGG_MAX_THREADS + 1);
+        FILE *p = popen(cmd, "r");
+        char buf[512] = "";
+        size_t n = p ? fread(buf, 1, sizeof buf - 1, p) : 0;
+        buf[n] = 0;
+        int st = p ? pclose(p) : -1;
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2 && strstr(buf, want_thr), "%s --threads %d: exit %d, '%s' (want 2, '%s')",
+              thr_progs[i], FRIGG_MAX_THREADS + 1, WIFEXITED(st) ? WEXITSTATUS(st) : -1, buf, want_thr);
+    }
     /* frigg-bench --backend cuda without a GPU (or without CUDA in the build) says so on its first line, before a
      * vram probe error or a model is built */
 #ifdef FRIGG_CUDA

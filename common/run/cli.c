@@ -20,6 +20,13 @@ int frigg_cli_number(const char *prog, const char *opt, const char *arg, double 
     return 0;
 }
 
+int frigg_cli_threads(const char *prog, const char *arg, int *out) {
+    double v;
+    if (frigg_cli_number(prog, "--threads", arg, 0, FRIGG_MAX_THREADS, 1, &v)) return -1;
+    *out = (int)v;
+    return 0;
+}
+
 int frigg_cli_kv_dtype(const char *prog, const char *arg, frigg_dtype *out) {
     if (!strcmp(arg, "bf16")) *out = FRIGG_DT_BF16;
     else if (!strcmp(arg, "int8")) *out = FRIGG_DT_INT8;

@@ -12,6 +12,10 @@ int frigg_not_implemented_main(int argc, char **argv, const char *prog, const ch
  * Otherwise prints "PROG: bad number for OPT: "ARG" (...)" on stderr and returns -1, so a typo is an error and
  * never a silent 0. */
 int frigg_cli_number(const char *prog, const char *opt, const char *arg, double lo, double hi, int integer, double *out);
+/* A --threads value, the same limit in every program: 0 (every online core) or 1..FRIGG_MAX_THREADS, what an
+ * engine accepts (each program used to have its own: 1024, 4096 or 2^24, the larger found only at engine start).
+ * -1 with frigg_cli_number's message otherwise. */
+int frigg_cli_threads(const char *prog, const char *arg, int *out);
 /* A --kv-dtype value: "bf16" (FRIGG_DT_BF16) or "int8" (FRIGG_DT_INT8, the engines' int8 KV cache).
  * Otherwise prints "PROG: --kv-dtype takes bf16 or int8, not "ARG"" on stderr and returns -1. */
 int frigg_cli_kv_dtype(const char *prog, const char *arg, frigg_dtype *out);
