@@ -182,7 +182,7 @@ static void determinize(dctx *d, int32_t *rule_start) {
             d->trans[(size_t)i * d->ncls + c] = t;
         }
         /* calls of one rule from this set: one call, returning to the union of their returns */
-        qsort(rc, nrc, sizeof *rc, cmp_rcall);
+        if (nrc) qsort(rc, nrc, sizeof *rc, cmp_rcall); /* rc is NULL while no call was seen (qsort wants a pointer) */
         ipush(&d->call_off, (int32_t)d->call_rule.n);
         for (size_t k = 0; k < nrc;) {
             size_t j = k;

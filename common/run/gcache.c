@@ -28,8 +28,8 @@ struct frigg_gcache {
     int vocab;
     int32_t *end_ids;
     int n_end;
-    pthread_mutex_t mu; /* guards everything below */
-    frigg_gvocab *v;    /* built on the first lookup */
+    pthread_mutex_t mu; /* guards everything below (compiling runs without it) */
+    frigg_gvocab *v;    /* built on the first lookup; constant after */
     entry e[FRIGG_GCACHE_ENTRIES];
     int n;
     uint64_t clock;
@@ -96,33 +96,44 @@ static frigg_grammar *compile(frigg_gkind kind, const char *text, size_t len) {
     return NULL;
 }
 
-frigg_gref *frigg_gcache_get(frigg_gcache *c, frigg_gkind kind, const char *text, size_t len) {
-    if (kind == FRIGG_GK_JSON_OBJECT) len = 0;
-    if (!text) len = 0;
-    pthread_mutex_lock(&c->mu);
-    frigg_gref *r = NULL;
-    c->clock++;
+static frigg_gref *lookup(frigg_gcache *c, frigg_gkind kind, const char *text, size_t len) {
     for (int i = 0; i < c->n; i++)
         if (c->e[i].kind == kind && c->e[i].len == len && (!len || !memcmp(c->e[i].text, text, len))) {
-            c->e[i].used = c->clock;
+            c->e[i].used = ++c->clock;
             c->hits++;
-            r = frigg_gref_retain(c->e[i].ref);
-            goto out;
+            return frigg_gref_retain(c->e[i].ref);
         }
-    if (!c->v) {
-        c->v = frigg_gvocab_new(c->tok, c->vocab, c->end_ids, c->n_end);
-        if (!c->v) goto out;
-    }
-    /* Compiled under the lock: the compile limit (FRIGG_GRAMMAR_MAX_*) bounds the wait, and two requests with one
-     * new schema then compile it once. */
+    return NULL;
+}
+
+frigg_gref *frigg_gcache_get(frigg_gcache *c, frigg_gkind kind, const char *text, size_t len) {
+    if (kind == FRIGG_GK_JSON_OBJECT || !text) len = 0;
+    pthread_mutex_lock(&c->mu);
+    frigg_gref *r = lookup(c, kind, text, len);
+    if (!r && !c->v) c->v = frigg_gvocab_new(c->tok, c->vocab, c->end_ids, c->n_end); /* once, under the lock */
+    const frigg_gvocab *v = c->v;
+    pthread_mutex_unlock(&c->mu);
+    if (r) return r;
+    if (!v) return NULL;
+    /* Compiled without the lock: a schema that takes long (the compiler's limits bound it, FRIGG_GRAMMAR_MAX_*)
+     * holds up no other request's lookup. Two requests with one new schema may both compile it; the first to
+     * come back is cached and the other's copy is dropped. */
     frigg_grammar *g = compile(kind, text, len);
-    if (!g) goto out;
-    c->compiles++;
+    if (!g) return NULL;
     r = frigg_xcalloc(1, sizeof *r);
     atomic_init(&r->refs, 1);
     r->g = g;
-    r->v = c->v;
-    r->mk = frigg_gmasker_new(g, c->v);
+    r->v = v;
+    r->mk = frigg_gmasker_new(g, v);
+    pthread_mutex_lock(&c->mu);
+    c->compiles++;
+    frigg_gref *other = lookup(c, kind, text, len);
+    if (other) {
+        c->hits--; /* not a lookup of the request's: its own compile */
+        pthread_mutex_unlock(&c->mu);
+        frigg_gref_release(r);
+        return other;
+    }
     int slot = c->n;
     if (c->n == FRIGG_GCACHE_ENTRIES) { /* the least recently used makes room */
         slot = 0;
@@ -133,11 +144,10 @@ frigg_gref *frigg_gcache_get(frigg_gcache *c, frigg_gkind kind, const char *text
     } else {
         c->n++;
     }
-    c->e[slot] = (entry){.kind = kind, .len = len, .used = c->clock, .ref = frigg_gref_retain(r)};
+    c->e[slot] = (entry){.kind = kind, .len = len, .used = ++c->clock, .ref = frigg_gref_retain(r)};
     c->e[slot].text = frigg_xmalloc(len + 1);
     if (len) memcpy(c->e[slot].text, text, len);
     c->e[slot].text[len] = 0;
-out:
     pthread_mutex_unlock(&c->mu);
     return r;
 }

@@ -8,7 +8,8 @@
  *   params.grammar = g; frigg_seqgen_new(...)            the seqgen takes a reference of its own
  *   frigg_gref_release(g);
  *
- * Thread-safe: frigg_gcache_get from any thread (a mutex guards the cache), a gref's masker serves every sequence
+ * Thread-safe: frigg_gcache_get from any thread (a mutex guards the cache; a schema compiles outside it, so a slow one
+ * holds up no other request), a gref's masker serves every sequence
  * of its grammar at once (grammar.h). Every gref must be released before frigg_gcache_free (they point at its
  * vocabulary). */
 #ifndef FRIGG_GCACHE_H
