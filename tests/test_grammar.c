@@ -119,6 +119,9 @@ static void test_documents(void) {
     DOCS("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}}}", {"{}", 1}, {"{\"b\":1}", 1}, {"{\"a\":1,\"b\":2}", 1},
          {"{\"a\":1,,\"b\":2}", 0});
     DOCS("{\"type\":\"object\",\"required\":[\"k\"]}", {"{\"k\":[1,{\"z\":null}]}", 1}, {"{}", 0});
+    /* a required name properties does not list takes additionalProperties' value (a schema: that one) */
+    DOCS("{\"type\":\"object\",\"properties\":{\"a\":{}},\"required\":[\"b\"],\"additionalProperties\":{\"type\":\"integer\"}}",
+         {"{\"b\":5}", 1}, {"{\"b\":\"x\"}", 0}, {"{\"a\":1,\"b\":2,\"c\":3}", 1}, {"{\"a\":1}", 0});
     /* arrays */
     DOCS("{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":1,\"maxItems\":3}", {"[]", 0}, {"[1]", 1},
          {"[1, 2,3]", 1}, {"[1,2,3,4]", 0}, {"[1,]", 0}, {"[\"a\"]", 0});
@@ -185,6 +188,9 @@ static void test_errors(void) {
     check_error("false", "false");
     check_error("[1]", "object or a boolean");
     check_error("{\"type\":\"object\",\"required\":\"a\"}", "'required'");
+    /* required, not in properties, additionalProperties false: no document has it */
+    check_error("{\"type\":\"object\",\"properties\":{\"a\":{}},\"required\":[\"b\"],\"additionalProperties\":false}",
+                "'required' names 'b', which 'properties' does not list and 'additionalProperties' false forbids");
     /* recursion without a base case: the object always needs another one inside */
     check_error("{\"$defs\":{\"a\":{\"type\":\"object\",\"properties\":{\"x\":{\"$ref\":\"#/$defs/a\"}},\"required\":[\"x\"]}},"
                 "\"$ref\":\"#/$defs/a\"}",

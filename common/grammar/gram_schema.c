@@ -11,7 +11,8 @@
  *   $ref "#", "#/..." (JSON pointer)             a rule of its own, so recursion works; a cycle that can never
  *                                                end, or that calls itself before a byte, is an error
  *   object: properties (in their order; the ones "required" names must come), required (a name not in
- *           properties is required with any value), additionalProperties (false by default: see grammar.h;
+ *           properties is required with additionalProperties' value: any value when that is true or absent, an
+ *           error when it is false), additionalProperties (false by default: see grammar.h;
  *           true or a schema: further members after the listed ones)
  *   array:  prefixItems, items (a schema, false, or the old tuple form with additionalItems), minItems,
  *           maxItems, uniqueItems false
@@ -31,6 +32,7 @@
 #include <string.h>
 
 #include "gram_internal.h"
+#include "base/strbuf.h"
 #include "base/util.h"
 
 #define GS_MAX_RULES 1000
@@ -130,7 +132,62 @@ static char *dump_value(json_t *v) {
     return json_dumps(v, flags | JSON_REAL_PRECISION(17));
 }
 
+/* A value as DFM-Mimir's chat template writes a tool call's arguments (toolcall.h): strings as raw text between
+ * <|"|> tokens, keys quoted the same way (the parser's escaped-key form), the rest as JSON. NULL when a string
+ * holds '<' (a raw string cannot: see gj_string_char) or a value cannot be written. */
+static int mimir_put(frigg_strbuf *b, json_t *v) {
+    if (json_is_string(v)) {
+        if (memchr(json_string_value(v), '<', json_string_length(v))) return -1;
+        frigg_sb_put(b, GJ_MIMIR_Q, strlen(GJ_MIMIR_Q));
+        frigg_sb_put(b, json_string_value(v), json_string_length(v));
+        frigg_sb_put(b, GJ_MIMIR_Q, strlen(GJ_MIMIR_Q));
+        return 0;
+    }
+    if (json_is_array(v)) {
+        frigg_sb_put(b, "[", 1);
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            if (i) frigg_sb_put(b, ",", 1);
+            if (mimir_put(b, json_array_get(v, i))) return -1;
+        }
+        frigg_sb_put(b, "]", 1);
+        return 0;
+    }
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *m;
+        int first = 1;
+        frigg_sb_put(b, "{", 1);
+        json_object_foreach(v, k, m) {
+            if (!first) frigg_sb_put(b, ",", 1);
+            first = 0;
+            json_t *ks = json_string(k);
+            int rc = mimir_put(b, ks);
+            json_decref(ks);
+            frigg_sb_put(b, ":", 1);
+            if (rc || mimir_put(b, m)) return -1;
+        }
+        frigg_sb_put(b, "}", 1);
+        return 0;
+    }
+    char *s = dump_value(v);
+    if (!s) return -1;
+    frigg_sb_put(b, s, strlen(s));
+    free(s);
+    return 0;
+}
+
 static gfrag literal(gsc *c, json_t *v) {
+    if (c->a->mimir) {
+        frigg_strbuf b = {0};
+        if (mimir_put(&b, v)) {
+            frigg_sb_free(&b);
+            gs_fail(c, "a value that a tool call's arguments cannot hold (a string with '<')");
+            return nothing(c->a);
+        }
+        gfrag f = gf_lit(c->a, b.p ? b.p : "", b.len);
+        frigg_sb_free(&b);
+        return f;
+    }
     char *s = dump_value(v);
     if (!s) {
         gs_fail(c, "a value that cannot be written as JSON");
@@ -284,11 +341,11 @@ static const char *format_regex(const char *f) {
 static gfrag quoted_regex(gsc *c, const char *re, size_t len, const char *what) {
     char err[300];
     gfrag body;
-    if (grx_compile(c->a, re, len, GRX_IN_STRING, &body, err, sizeof err)) {
+    if (grx_compile(c->a, re, len, c->a->mimir ? 0 : GRX_IN_STRING, &body, err, sizeof err)) {
         gs_fail(c, "'%s': %s", what, err);
         return nothing(c->a);
     }
-    return gf_seq(c->a, gf_lit(c->a, "\"", 1), gf_seq(c->a, body, gf_lit(c->a, "\"", 1)));
+    return gf_seq(c->a, gj_quote(c->a), gf_seq(c->a, body, gj_quote(c->a)));
 }
 
 static gfrag string_frag(gsc *c, json_t *s) {
@@ -327,7 +384,7 @@ static gfrag string_frag(gsc *c, json_t *s) {
         gs_fail(c, "'maxLength' %ld is below 'minLength' %ld", mx, mn);
         return nothing(a);
     }
-    gfrag f = gf_lit(a, "\"", 1);
+    gfrag f = gj_quote(a);
     for (long i = 0; i < mn && !a->overflow; i++) f = gf_seq(a, f, gj_string_char(a));
     if (mx < 0) {
         f = gf_seq(a, f, gf_star(a, gj_string_char(a)));
@@ -336,7 +393,7 @@ static gfrag string_frag(gsc *c, json_t *s) {
         for (long i = mn; i < mx && !a->overflow; i++) tail = gf_opt(a, gf_seq(a, gj_string_char(a), tail));
         f = gf_seq(a, f, tail);
     }
-    return gf_seq(a, f, gf_lit(a, "\"", 1));
+    return gf_seq(a, f, gj_quote(a));
 }
 
 /* ---- integers and numbers ---- */
@@ -415,8 +472,15 @@ static gfrag object_frag(gsc *c, json_t *s) {
         size_t j = 0;
         while (j < k && strcmp(keys[j], r)) j++;
         if (j == k) {
+            /* a name properties does not list is an additional member: its value is additionalProperties' (any
+             * value when that is true or absent), and where that is false no document can have it */
+            if (json_is_false(addl)) {
+                gs_fail(c, "'required' names '%s', which 'properties' does not list and 'additionalProperties' false "
+                           "forbids: no document can have it", r);
+                break;
+            }
             keys[k] = r;
-            sch[k] = NULL; /* any value */
+            sch[k] = json_is_object(addl) ? addl : NULL; /* NULL: any value */
             k++;
         }
         isreq[j] = 1;
@@ -453,7 +517,7 @@ static gfrag object_frag(gsc *c, json_t *s) {
         gfrag val = json_is_true(addl) ? any_value(c) : compile(c, addl);
         path_pop(c, mark);
         /* a further member's name is none of the listed ones (each may appear once) */
-        gfrag name = k ? gj_string_except(a, (const char *const *)keys, (int)k) : gf_call(a, gj_string_rule(a));
+        gfrag name = k && !a->mimir ? gj_string_except(a, (const char *const *)keys, (int)k) : gf_call(a, gj_string_rule(a));
         gfrag m = gf_seq(a, name, gf_seq(a, gj_ws(a), gf_seq(a, gf_lit(a, ":", 1), gj_ws(a))));
         m = gf_seq(a, m, gf_seq(a, val, gj_ws(a)));
         gf_join(a, N[k][0], m.s);
@@ -723,7 +787,19 @@ static gfrag compile(gsc *c, json_t *s) {
 
 /* Into a: rule 0 the root, a rule per $ref target (and the string and value rules where used). 0, or -1
  * with frigg_error(). */
-int gschema_compile(gnfa *a, const char *text, size_t len) {
+static int compile_rule(gnfa *a, const char *text, size_t len, int32_t r0);
+
+int gschema_compile(gnfa *a, const char *text, size_t len) { return compile_rule(a, text, len, -1); }
+
+int gschema_compile_call(gnfa *a, const char *text, size_t len, gfrag *out) {
+    int32_t r = gnfa_rule(a, "#");
+    if (compile_rule(a, text, len, r)) return -1;
+    *out = gf_call(a, r);
+    return 0;
+}
+
+/* The schema into rule r0 (-1: a new rule "#"), its $refs into rules of their own. */
+static int compile_rule(gnfa *a, const char *text, size_t len, int32_t r0) {
     if (len > FRIGG_GRAMMAR_MAX_SCHEMA_BYTES) {
         frigg_set_error("schema: %zu bytes, more than the %u allowed", len, FRIGG_GRAMMAR_MAX_SCHEMA_BYTES);
         return -1;
@@ -735,7 +811,7 @@ int gschema_compile(gnfa *a, const char *text, size_t len) {
         return -1;
     }
     gsc c = {.a = a, .root = root, .path = "#"};
-    int32_t r0 = gnfa_rule(a, "#");
+    if (r0 < 0) r0 = gnfa_rule(a, "#");
     gfrag f = compile(&c, root);
     if (!c.failed) {
         gf_join(a, a->rules[r0].start, f.s);
