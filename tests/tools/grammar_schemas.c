@@ -12,8 +12,9 @@
  *          from the start. With --docs-out they are written there as SCHEMA<TAB>HEX lines, for
  *          `scripts/grammar-check.py --docs FILE`, which validates them with the Python jsonschema package.
  *       Ends with "grammar_schemas: N passed, N failed"; exit 1 when any failed.
- *   grammar_schemas --compile FILE...         "OK FILE STATES RULES" or "ERROR FILE MESSAGE", a line each; exit 1
- *                                             when any was refused
+ *   grammar_schemas --compile FILE...         "OK FILE STATES RULES CPU_MS" (DFA states, rules, the compile's
+ *                                             CPU time) or "ERROR FILE MESSAGE", a line each; exit 1 when any
+ *                                             was refused
  *   grammar_schemas --sample N SEED FILE...   N random documents of each: "FILE<TAB>HEX" (the bytes in hex)
  *   grammar_schemas --prefix FILE             for each line of stdin (hex bytes): "continues" when the bytes are a
  *                                             proper prefix of a document of FILE's grammar, "whole" when a whole
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../harness.h"
 #include "grammar/grammar.h"
@@ -336,8 +338,10 @@ static void print_hex(const char *s, size_t n) {
 static int tool_compile(int argc, char **argv) {
     int bad = 0;
     for (int i = 0; i < argc; i++) {
+        clock_t t0 = clock();
         frigg_grammar *g = compile_file(argv[i]);
-        if (g) printf("OK %s %d %d\n", argv[i], frigg_grammar_n_states(g), frigg_grammar_n_rules(g));
+        double ms = (double)(clock() - t0) * 1000.0 / CLOCKS_PER_SEC;
+        if (g) printf("OK %s %d %d %.1f\n", argv[i], frigg_grammar_n_states(g), frigg_grammar_n_rules(g), ms);
         else printf("ERROR %s %s\n", argv[i], frigg_error()), bad = 1;
         frigg_grammar_free(g);
     }
