@@ -2,7 +2,9 @@
 # The make set-up a newcomer meets (GNUmakefile): a build tree keeps the configuration it was made with, so
 # `make install` after `make FRIGG_CUDA=0` compiles no CUDA into that tree and installs the CPU-only build (it used
 # to add the CUDA objects to the library and install the CPU-only programs beside it); giving FRIGG_CUDA again
-# rebuilds the tree. One CPU-only frigg-run is compiled in a scratch tree; the rest is `make -n`.
+# rebuilds the tree; `make demo` builds every program into bin/, which the README's quickstart runs (it built
+# frigg-run alone, in build-demo/bin), and `make check` leaves a bin/ where there was none. One CPU-only frigg-run
+# is compiled in a scratch tree; the rest is `make -n`.
 ROOT=${FRIGG_ROOT:-.}
 T=$(mktemp -d "${TMPDIR:-/tmp}/build-config.XXXXXX")
 trap 'rm -rf "$T"' EXIT
@@ -22,5 +24,14 @@ else ok; fi
 # FRIGG_CUDA given again: every object is rebuilt (the record changes)
 $M -n FRIGG_CUDA=1 BUILD="$T/b" BIN="$T/bin" "$T/bin/frigg-run" > "$T/n1" 2>&1
 grep -q "cmd/frigg-run.c" "$T/n1" && grep -q "FRIGG_CUDA=1" "$T/n1" && ok || no "FRIGG_CUDA=1 in a CPU tree does not rebuild it: $(head -n 3 "$T/n1")"
+# make demo: every program into bin/ (BIN); make check: a bin/ where there is none
+$M -n BIN="$T/dbin" demo > "$T/d" 2>&1
+for p in frigg-run frigg-eval frigg-quantize frigg-parity frigg-bench frigg-serve; do
+    grep -q -- "-o $T/dbin/$p " "$T/d" || { no "make demo does not build $p into BIN"; continue; }
+    ok
+done
+grep -q "^$T/dbin/frigg-run -p " "$T/d" && ok || no "make demo does not run BIN/frigg-run"
+$M -n BIN="$T/cbin" check > "$T/c" 2>&1
+grep -q "ln -s build-check/bin $T/cbin" "$T/c" && ok || no "make check leaves no bin/"
 echo "build-config: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
