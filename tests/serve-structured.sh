@@ -2,7 +2,8 @@
 # frigg-serve's structured output on the bundled model, through the openai SDK (scripts/pyenv's serve set) and
 # validated with jsonschema (the check set): response_format json_schema on /v1/chat/completions (greedy and sampled)
 # and /v1/completions, json_object; client.beta.chat.completions.parse with a pydantic model returns a parsed object
-# (when the model ends its answer); an unsupported keyword, a schema that is not one, a $ref cycle with no base case and
+# (when the model ends its answer); tool_choice "required" and a named function give one call whose arguments validate
+# against the tool's parameters (greedy and sampled); an unsupported keyword, a schema that is not one, a $ref cycle with no base case and
 # a 1 MB schema are each a 400 (invalid_request_error, param response_format, the problem named), and the server keeps
 # serving; a repeated schema is served from the cache. Skips (naming what is missing) without the Python sets.
 ROOT=${FRIGG_ROOT:-$(pwd)}
@@ -96,6 +97,33 @@ try:
         except Exception as e:
             check(False, "parse() %s: %r" % (kw, e))
     check(parsed >= 1, "parse(): %d of 4 parsed" % parsed)
+
+    # forced tool calls: the arguments validate against the tool's parameters, every time
+    TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+                 "type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
+                                                  "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+                 "required": ["city", "days"]}}},
+             {"type": "function", "function": {"name": "get_time", "parameters": {
+                 "type": "object", "properties": {"tz": {"enum": ["UTC", "CET"]}}, "required": ["tz"]}}}]
+    params = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+    for tc in ("required", {"type": "function", "function": {"name": "get_weather"}},
+               {"type": "function", "function": {"name": "get_time"}}):
+        for kw in ({"temperature": 0}, {"temperature": 1.0, "seed": 1}, {"temperature": 1.0, "seed": 2}):
+            what = "tool_choice %s %s" % (tc if isinstance(tc, str) else tc["function"]["name"], kw)
+            try:
+                r = cl.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Vejret i Aarhus?"}],
+                                               tools=TOOLS, tool_choice=tc, max_tokens=64, **kw)
+            except Exception as e:
+                check(False, "%s: %r" % (what, e))
+                continue
+            c = r.choices[0]
+            calls = c.message.tool_calls or []
+            ok = c.finish_reason == "tool_calls" and len(calls) == 1
+            if ok and not isinstance(tc, str):
+                ok = calls[0].function.name == tc["function"]["name"]
+            if ok:
+                ok = validates(calls[0].function.arguments, params[calls[0].function.name], what)
+            check(ok, "%s: %s %s" % (what, c.finish_reason, [(t.function.name, t.function.arguments) for t in calls]))
 
     # refusals: 400 naming the problem, the server still serving
     cycle = {"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/a"}}}

@@ -915,6 +915,43 @@ static void test_response_format(void) {
               !strcmp(e.param, "response_format"),
           "json_object with a forced tool call: a 400, got %d %s", e.status, e.message);
     frigg_oai_req_free(&r);
+    /* a forced tool call: a grammar of the call in the chat template's syntax; a named one's forced start ends at
+     * the name */
+    snprintf(body, sizeof body,
+             "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"tools\":%s,"
+             "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_weather\"}}}", TOOLS);
+    CHECK(frigg_oai_parse(&r, FRIGG_OAI_CHAT, body, strlen(body), &env, &e) == 0 && r.gen.grammar && r.forced &&
+              !strcmp(r.forced, "<|tool_call>call:get_weather"),
+          "named tool_choice: a grammar, forced '%s': %s", r.forced ? r.forced : "(none)", e.message);
+    if (r.gen.grammar) {
+        static const struct { const char *doc; int ok; } docs[] = {
+            {"{<|\"|>city<|\"|>:<|\"|>Aarhus<|\"|>}<tool_call|>", 1}, {"{}<tool_call|>", 1},
+            {"{\"city\":\"Aarhus\"}<tool_call|>", 0}, {"{<|\"|>town<|\"|>:1}<tool_call|>", 0},
+            {"{<|\"|>city<|\"|>:<|\"|>a<b<|\"|>}<tool_call|>", 0}};
+        for (size_t i = 0; i < sizeof docs / sizeof *docs; i++) {
+            frigg_gmatcher *m = frigg_gmatcher_new(frigg_gref_grammar(r.gen.grammar));
+            int ok = frigg_gmatcher_advance(m, docs[i].doc, strlen(docs[i].doc)) == 0 && frigg_gmatcher_can_end(m);
+            CHECK(ok == docs[i].ok, "the get_weather call grammar %s %s", docs[i].ok ? "refuses" : "takes", docs[i].doc);
+            frigg_gmatcher_free(m);
+        }
+    }
+    frigg_oai_req_free(&r);
+    snprintf(body, sizeof body,
+             "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"tools\":%s,"
+             "\"tool_choice\":\"required\"}", TOOLS);
+    CHECK(frigg_oai_parse(&r, FRIGG_OAI_CHAT, body, strlen(body), &env, &e) == 0 && r.gen.grammar && r.forced &&
+              !strcmp(r.forced, "<|tool_call>call:"),
+          "tool_choice required: a grammar: %s", e.message);
+    if (r.gen.grammar) {
+        frigg_gmatcher *m = frigg_gmatcher_new(frigg_gref_grammar(r.gen.grammar));
+        const char *d = "get_time{}<tool_call|>";
+        CHECK(frigg_gmatcher_advance(m, d, strlen(d)) == 0 && frigg_gmatcher_is_done(m), "required: %s is a whole call", d);
+        frigg_gmatcher_free(m);
+        m = frigg_gmatcher_new(frigg_gref_grammar(r.gen.grammar));
+        CHECK(frigg_gmatcher_advance(m, "get_date{", 9) == -1, "required: only the tools' names");
+        frigg_gmatcher_free(m);
+    }
+    frigg_oai_req_free(&r);
     frigg_gcache_free(gc);
 }
 

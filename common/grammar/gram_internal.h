@@ -33,7 +33,10 @@ typedef struct {
     int overflow;       /* a limit was passed: building goes on into a sink, the compile then fails */
     grule *rules;
     int32_t nrules, caprules;
+    int mimir;          /* DFM-Mimir's tool-call syntax instead of JSON: strings (and keys) are raw text between
+                           <|"|> tokens (GJ_MIMIR_Q), with no escapes and no '<' inside (toolcall.h) */
 } gnfa;
+#define GJ_MIMIR_Q "<|\"|>"
 
 typedef struct {
     int32_t s, e;       /* a fragment: start state, end state (the end has no edges of its own yet) */
@@ -71,6 +74,7 @@ void gcp_free(gcpset *);
 
 /* ---- JSON's pieces (gram_json.c) ---- */
 gfrag gj_ws(gnfa *);
+gfrag gj_quote(gnfa *);                  /* a string's quote: '"', or <|"|> in the mimir syntax */
 gfrag gj_string_char(gnfa *);            /* one character inside a JSON string: literal UTF-8 or an escape */
 /* one code point of a set as a generator writes it inside a JSON string: `"` and `\` escaped, control
  * characters by their short escape or \u00XX, everything else as UTF-8 */
@@ -94,6 +98,8 @@ int grx_compile(gnfa *, const char *re, size_t len, int flags, gfrag *out, char 
 
 /* ---- JSON Schema (gram_schema.c): rule 0 the root. 0, or -1 with frigg_error(). ---- */
 int gschema_compile(gnfa *, const char *text, size_t len);
+/* The schema as a rule of its own (its $refs resolved inside it), called by *out. 0, or -1 with frigg_error(). */
+int gschema_compile_call(gnfa *, const char *text, size_t len, gfrag *out);
 
 /* ---- the compiled grammar ---- */
 typedef struct {

@@ -45,7 +45,13 @@ static gfrag escape(gnfa *a) {
     return gf_alt(a, alts, 2);
 }
 
+gfrag gj_quote(gnfa *a) { return a->mimir ? gf_lit(a, GJ_MIMIR_Q, strlen(GJ_MIMIR_Q)) : gf_lit(a, "\"", 1); }
+
 gfrag gj_string_char(gnfa *a) {
+    if (a->mimir) { /* raw text: any character but '<' (so that no string holds the <|"|> that ends it) */
+        gfrag m[2] = {ranges(a, "\t-\n\r-\r -;=-\x7f"), gf_utf8_range(a, 0x80, 0x10FFFF)};
+        return gf_alt(a, m, 2);
+    }
     gfrag alts[3];
     alts[0] = ranges(a, " -!#-[]-\x7f");
     alts[1] = gf_utf8_range(a, 0x80, 0x10FFFF);
@@ -298,7 +304,7 @@ int32_t gj_string_rule(gnfa *a) {
     int32_t r = find_rule(a, "string");
     if (r >= 0) return r;
     r = gnfa_rule(a, "string");
-    gfrag f = gf_seq(a, gf_lit(a, "\"", 1), gf_seq(a, gf_star(a, gj_string_char(a)), gf_lit(a, "\"", 1)));
+    gfrag f = gf_seq(a, gj_quote(a), gf_seq(a, gf_star(a, gj_string_char(a)), gj_quote(a)));
     rule_body(a, r, f);
     return r;
 }

@@ -1,5 +1,7 @@
 /* grammar.c — the public constructors: a schema, any JSON object, a regular expression, each built into one
  * NFA (rule 0 the root) and made into the DFAs the recogniser runs (gram_dfa.c). */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gram_internal.h"
@@ -41,6 +43,30 @@ frigg_grammar *frigg_grammar_from_regex(const char *re) {
         gnfa_free(&a);
         return NULL;
     }
+    gf_join(&a, a.rules[r].start, f.s);
+    gf_join(&a, f.e, a.rules[r].end);
+    return finish(&a);
+}
+
+frigg_grammar *frigg_grammar_mimir_calls(const char *const *names, const char *const *schemas, const size_t *lens,
+                                         int n) {
+    gnfa a = {.mimir = 1};
+    int32_t r = gnfa_rule(&a, "call");
+    gfrag *alts = frigg_xcalloc((size_t)(n > 0 ? n : 1), sizeof *alts);
+    for (int i = 0; i < n; i++) {
+        gfrag args;
+        if (gschema_compile_call(&a, schemas[i], lens[i], &args)) {
+            char why[1200];
+            snprintf(why, sizeof why, "%s", frigg_error());
+            frigg_set_error("tool '%s': %s", names[i], why);
+            free(alts);
+            gnfa_free(&a);
+            return NULL;
+        }
+        alts[i] = gf_seq(&a, gf_lit(&a, names[i], strlen(names[i])), args);
+    }
+    gfrag f = gf_seq(&a, gf_alt(&a, alts, n), gf_lit(&a, "<tool_call|>", strlen("<tool_call|>")));
+    free(alts);
     gf_join(&a, a.rules[r].start, f.s);
     gf_join(&a, f.e, a.rules[r].end);
     return finish(&a);

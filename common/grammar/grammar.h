@@ -48,6 +48,13 @@ frigg_grammar *frigg_grammar_json_object(void);
 /* The whole text matches a regular expression (the pattern subset, without JSON string quoting): for tests,
  * tool-call envelopes. NULL + frigg_error(). */
 frigg_grammar *frigg_grammar_from_regex(const char *re);
+/* A forced tool call in DFM-Mimir's syntax (toolcall.h), after its "<|tool_call>call:" (which the prompt ends
+ * with): one of the n functions, names[i] then its arguments as an object its parameters schema (schemas[i],
+ * lens[i] bytes of JSON Schema) accepts, written as the chat template writes them (strings and keys as raw text
+ * between <|"|>, no '<' inside, the rest as JSON), then <tool_call|>. A name of "" with n 1: the arguments alone.
+ * NULL + frigg_error() naming the tool. */
+frigg_grammar *frigg_grammar_mimir_calls(const char *const *names, const char *const *schemas, const size_t *lens,
+                                         int n);
 void frigg_grammar_free(frigg_grammar *);
 int frigg_grammar_n_states(const frigg_grammar *); /* DFA states over all rules */
 int frigg_grammar_n_rules(const frigg_grammar *);

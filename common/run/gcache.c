@@ -1,12 +1,15 @@
 /* gcache.c — see gcache.h. */
 #include "gcache.h"
 
+#include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/util.h"
+
+#define GJ_TOOL_Q "<|\"|>" /* the tool-call syntax's string quote (toolcall.h) */
 
 struct frigg_gref {
     atomic_int refs;
@@ -30,6 +33,7 @@ struct frigg_gcache {
     int n_end;
     pthread_mutex_t mu; /* guards everything below (compiling runs without it) */
     frigg_gvocab *v;    /* built on the first lookup; constant after */
+    frigg_gvocab *vt;   /* the tool-call vocabulary (FRIGG_GK_TOOLCALL), likewise */
     entry e[FRIGG_GCACHE_ENTRIES];
     int n;
     uint64_t clock;
@@ -54,6 +58,7 @@ void frigg_gcache_free(frigg_gcache *c) {
         frigg_gref_release(c->e[i].ref);
     }
     frigg_gvocab_free(c->v);
+    frigg_gvocab_free(c->vt);
     pthread_mutex_destroy(&c->mu);
     free(c->end_ids);
     free(c);
@@ -75,8 +80,69 @@ const frigg_grammar *frigg_gref_grammar(const frigg_gref *g) { return g->g; }
 frigg_gmasker *frigg_gref_masker(const frigg_gref *g) { return g->mk; }
 const frigg_gvocab *frigg_gref_vocab(const frigg_gref *g) { return g->v; }
 
+/* The tokenizer's vocabulary with the tool-call syntax's special tokens (<|"|>, <tool_call|>) matched by their text,
+ * as the detokenized answer the tool-call parser reads holds them. */
+static frigg_gvocab *tool_vocab(const frigg_gcache *c) {
+    int V = c->vocab;
+    char **b = frigg_xcalloc((size_t)(V ? V : 1), sizeof *b);
+    size_t *l = frigg_xcalloc((size_t)(V ? V : 1), sizeof *l);
+    frigg_gvocab *v = NULL;
+    for (int32_t i = 0; i < V; i++) {
+        int kind = frigg_tokenizer_token_bytes(c->tok, i, &b[i], &l[i]);
+        if (kind < 0) goto out;
+        if (kind == FRIGG_TOKEN_SPECIAL) {
+            size_t n = 0;
+            char *t = frigg_tokenizer_decode(c->tok, &i, 1, &n);
+            if (t && ((n == strlen(GJ_TOOL_Q) && !memcmp(t, GJ_TOOL_Q, n)) ||
+                      (n == strlen("<tool_call|>") && !memcmp(t, "<tool_call|>", n)))) {
+                b[i] = t;
+                l[i] = n;
+                continue;
+            }
+            free(t);
+            l[i] = 0;
+        } else if (kind != FRIGG_TOKEN_TEXT && kind != FRIGG_TOKEN_BYTE) {
+            l[i] = 0;
+        }
+    }
+    v = frigg_gvocab_from_bytes((const char *const *)b, l, V, c->end_ids, c->n_end);
+out:
+    for (int i = 0; i < V; i++) free(b[i]);
+    free(b);
+    free(l);
+    return v;
+}
+
+/* FRIGG_GK_TOOLCALL's text: [[name, schema], ...]. */
+static frigg_grammar *tool_grammar(const char *text, size_t len) {
+    json_t *a = json_loadb(text, len, 0, NULL);
+    size_t n = json_array_size(a);
+    const char **names = frigg_xcalloc(n ? n : 1, sizeof *names), **schemas = frigg_xcalloc(n ? n : 1, sizeof *schemas);
+    size_t *lens = frigg_xcalloc(n ? n : 1, sizeof *lens);
+    frigg_grammar *g = NULL;
+    for (size_t i = 0; i < n; i++) {
+        json_t *p = json_array_get(a, i);
+        names[i] = json_string_value(json_array_get(p, 0));
+        schemas[i] = json_string_value(json_array_get(p, 1));
+        if (!names[i] || !schemas[i]) {
+            frigg_set_error("tool call: not a list of [name, schema] pairs");
+            goto out;
+        }
+        lens[i] = json_string_length(json_array_get(p, 1));
+    }
+    if (n) g = frigg_grammar_mimir_calls(names, schemas, lens, (int)n);
+    else frigg_set_error("tool call: no function to call");
+out:
+    free(names);
+    free(schemas);
+    free(lens);
+    json_decref(a);
+    return g;
+}
+
 static frigg_grammar *compile(frigg_gkind kind, const char *text, size_t len) {
     switch (kind) {
+    case FRIGG_GK_TOOLCALL: return tool_grammar(text, len);
     case FRIGG_GK_JSON_OBJECT: return frigg_grammar_json_object();
     case FRIGG_GK_SCHEMA: return frigg_grammar_from_schema(text, len);
     case FRIGG_GK_REGEX: {
@@ -111,7 +177,8 @@ frigg_gref *frigg_gcache_get(frigg_gcache *c, frigg_gkind kind, const char *text
     pthread_mutex_lock(&c->mu);
     frigg_gref *r = lookup(c, kind, text, len);
     if (!r && !c->v) c->v = frigg_gvocab_new(c->tok, c->vocab, c->end_ids, c->n_end); /* once, under the lock */
-    const frigg_gvocab *v = c->v;
+    if (!r && kind == FRIGG_GK_TOOLCALL && !c->vt) c->vt = tool_vocab(c);
+    const frigg_gvocab *v = kind == FRIGG_GK_TOOLCALL ? c->vt : c->v;
     pthread_mutex_unlock(&c->mu);
     if (r) return r;
     if (!v) return NULL;

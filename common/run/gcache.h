@@ -25,6 +25,9 @@ typedef enum {
     FRIGG_GK_JSON_OBJECT = 1, /* any JSON object (text unused) */
     FRIGG_GK_SCHEMA = 2,      /* a JSON Schema's text */
     FRIGG_GK_REGEX = 3,       /* the whole text matches a regular expression (grammar.h's subset) */
+    FRIGG_GK_TOOLCALL = 4,    /* a forced tool call (frigg_grammar_mimir_calls): text a JSON array of [name, parameters
+                                 schema] pairs; its vocabulary also has the special tokens of the call syntax, <|"|> and
+                                 <tool_call|>, by their text */
 } frigg_gkind;
 
 /* Compiled grammars the cache keeps (the least recently used goes first; one still in use lives on until it is

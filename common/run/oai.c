@@ -520,16 +520,53 @@ static int response_format(frigg_oai_req *r, const json_t *o, const frigg_oai_en
     frigg_respfmt f;
     char param[64];
     if (frigg_respfmt_parse(json_object_get(o, "response_format"), &f, param)) return bad(e, param, "%s", frigg_error());
-    if (f.kind && r->forced) {
+    if (f.kind && r->forced) { /* before gen.grammar is touched: it may hold the tool call's */
         frigg_respfmt_free(&f);
         return bad(e, "response_format", "'response_format' %s cannot be combined with a forced tool call "
                    "('tool_choice' required or a function): the call's arguments follow the tool's parameters",
                    f.kind == FRIGG_GK_JSON_OBJECT ? "json_object" : "json_schema");
     }
     int failed = 0;
+    if (!f.kind) return 0;
     r->gen.grammar = frigg_respfmt_grammar(&f, env->gcache, &failed);
     frigg_respfmt_free(&f);
     return failed ? bad(e, "response_format", "%s", frigg_error()) : 0;
+}
+
+/* A forced tool call (r->forced) under a grammar where the server has a grammar cache: the call's arguments decoded
+ * under the tool's parameters schema in the chat template's syntax (frigg_grammar_mimir_calls), then <tool_call|>,
+ * so the answer is one whole call. tool_choice "required": any of the tools, its name first; a named function: the
+ * forced start ends with the name, and the grammar begins at its '{'. One call per answer (parallel calls are not
+ * generated under a grammar). A parameters schema the compiler refuses is a 400 naming the tool. */
+static int tool_grammar(frigg_oai_req *r, const json_t *o, const json_t *tools, const frigg_oai_env *env,
+                        frigg_oai_error *e) {
+    if (!r->forced || !env->gcache) return 0;
+    const json_t *tc = json_object_get(o, "tool_choice");
+    const char *only = json_is_object(tc) ? json_string_value(json_object_get(json_object_get(tc, "function"), "name"))
+                                          : NULL;
+    json_t *pairs = json_array();
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) {
+        json_t *fn = json_object_get(t, "function");
+        const char *name = json_string_value(json_object_get(fn, "name"));
+        if (!name || (only && strcmp(name, only))) continue;
+        json_t *params = json_object_get(fn, "parameters");
+        char *schema = params && !json_is_null(params) ? json_dumps(params, JSON_COMPACT | JSON_ENCODE_ANY)
+                                                        : frigg_xstrdup("{\"type\":\"object\"}");
+        json_array_append_new(pairs, json_pack("[s,s]", only ? "" : name, schema ? schema : "{}"));
+        free(schema);
+    }
+    char *text = json_dumps(pairs, JSON_COMPACT);
+    json_decref(pairs);
+    r->gen.grammar = frigg_gcache_get(env->gcache, FRIGG_GK_TOOLCALL, text, strlen(text));
+    free(text);
+    if (!r->gen.grammar) return bad(e, "tools", "a tool's 'parameters' cannot constrain its call: %s", frigg_error());
+    if (only) { /* the grammar writes the '{' */
+        size_t n = strlen(r->forced);
+        if (n && r->forced[n - 1] == '{') r->forced[n - 1] = 0;
+    }
+    return 0;
 }
 
 /* Chat fields that change nothing here, checked as OpenAI types them (a wrong type is still a 400): prompt_cache_key,
@@ -663,7 +700,7 @@ int frigg_oai_parse(frigg_oai_req *r, frigg_oai_kind kind, const char *body, siz
         if (tools && json_is_null(tools)) tools = NULL;
         if (tools && check_tools(tools, e)) goto out;
         int render_tools = 0;
-        if (parse_tool_choice(r, o, tools, &render_tools, e)) goto out;
+        if (parse_tool_choice(r, o, tools, &render_tools, e) || tool_grammar(r, o, tools, env, e)) goto out;
         if (!env->tok) {
             bad(e, "messages", "this model has no tokenizer: use /v1/completions with token ids");
             goto out;
@@ -881,8 +918,7 @@ int frigg_oai_choice_error(const frigg_oai_req *r, const frigg_oai_choice *c, fr
     /* 400, as vLLM answers a forced call its parser rejects: the same request can fail the same way again (greedy
      * always will), so it is not a server error for a client to retry. */
     frigg_oai_error_set(e, 400, "invalid_request_error", "tool_choice", "invalid_tool_call",
-                        "'tool_choice' forced a tool call, but the model's answer (%d tokens) is not a whole call: %s%s; "
-                        "frigg-serve has no constrained decoding to keep the model inside the call's syntax",
+                        "'tool_choice' forced a tool call, but the model's answer (%d tokens) is not a whole call: %s%s",
                         n, why,
                         !strcmp(c->finish_reason, "length") ? " (the answer reached max_tokens inside the call)"
                                                             : " (the model ended its answer inside the call)");
