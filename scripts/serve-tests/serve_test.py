@@ -570,24 +570,26 @@ def token_ids(srv, text):
 @section
 def forced_calls(srv):
     """tool_choice required or named: a whole call comes back as tool_calls, with the forced start counted as
-    completion tokens (and the prompt tokens those /tokenize counts for the messages and tools); one the model ends,
-    or runs out of tokens, inside is a 400 invalid_tool_call naming tool_choice, or for a stream an error event, and
-    never the call's markup as content."""
+    completion tokens (and the prompt tokens those /tokenize counts for the messages and tools); the call is decoded
+    under its grammar, so the model cannot end inside it (an <eos> made certain is masked out); one that runs out of
+    tokens inside is a 400 invalid_tool_call naming tool_choice, or for a stream an error event, and never the call's
+    markup as content."""
     cl = srv.client()
     st, _, tb = srv.raw("POST", "/tokenize", {"model": MODEL, "messages": TIME_Q, "tools": GET_TIME})
     check(st == 200, f"/tokenize of messages with tools: {st} {tb[:200]!r}")
     count = json.loads(tb)["count"] if st == 200 else -1
     named = {"type": "function", "function": {"name": "get_time"}}
-    ft = len(token_ids(srv, "<|tool_call>call:get_time{"))
-    # <eos> made certain: the model ends its answer right after the forced start
+    ft = len(token_ids(srv, "<|tool_call>call:get_time"))  # the named call's forced start: its grammar writes the "{"
+    # <eos> made certain: masked out by the call's grammar, so the answer runs to max_tokens inside the call
     stop_now = dict(model=MODEL, messages=TIME_Q, tools=GET_TIME, temperature=0, max_tokens=ft + 8, logit_bias={"1": 100})
     for tc in (named, "required"):
         try:
             r = cl.chat.completions.create(tool_choice=tc, **stop_now)
-            check(False, f"a forced call ({tc}) the model ended at once: answered {r.choices[0]}")
+            check(False, f"a forced call ({tc}) with <eos> made certain: answered {r.choices[0]}")
         except openai.BadRequestError as e:
             check(e.status_code == 400 and e.code == "invalid_tool_call" and e.param == "tool_choice"
-                  and "ended" in e.message, f"a forced call ({tc}) the model ended at once: {e.code} {e.param}: {e.message}")
+                  and "reached max_tokens" in e.message,
+                  f"a forced call ({tc}) with <eos> made certain: {e.code} {e.param}: {e.message}")
         chunks, err = [], None
         try:
             for ch in cl.chat.completions.create(tool_choice=tc, stream=True, stream_options={"include_usage": True},
@@ -604,23 +606,23 @@ def forced_calls(srv):
         check(st == 200 and len(events) >= 2 and events[-1] == "[DONE]"
               and json.loads(events[-2]).get("error", {}).get("code") == "invalid_tool_call"
               and b"<|tool_call>" not in body, f"the same streamed ({tc}), raw: {st} {body[-400:]!r}")
-    # a whole call: "}" then "<tool_call|>" made the likeliest (the biases and penalties found for golden/default: the
+    # a whole call: the grammar's "{", then "}" and "<tool_call|>" made the likeliest (the biases and penalties found for golden/default: the
     # first step picks "}" by 98 + its logit against 100, the second "<tool_call|>" once "}" carries both penalties)
     close_b, close_t = token_ids(srv, "}"), token_ids(srv, "<tool_call|>")
-    whole = dict(model=MODEL, messages=TIME_Q, tools=GET_TIME, tool_choice=named, temperature=0, max_tokens=ft + 2,
+    whole = dict(model=MODEL, messages=TIME_Q, tools=GET_TIME, tool_choice=named, temperature=0, max_tokens=ft + 3,
                  logit_bias={str(close_b[0]): 100, str(close_t[0]): 98}, frequency_penalty=2, presence_penalty=2)
     r = cl.chat.completions.create(**whole)
     c = r.choices[0]
     check(c.finish_reason == "tool_calls" and c.message.content is None and c.message.tool_calls
           and c.message.tool_calls[0].function.name == "get_time" and c.message.tool_calls[0].function.arguments == "{}",
           f"a whole forced call of get_time: {c}")
-    check(r.usage.completion_tokens == ft + 2 and r.usage.prompt_tokens == count,
-          f"a forced call's usage: {r.usage}, want {ft + 2} completion tokens (the forced {ft} and 2) and the {count} "
+    check(r.usage.completion_tokens == ft + 3 and r.usage.prompt_tokens == count,
+          f"a forced call's usage: {r.usage}, want {ft + 3} completion tokens (the forced {ft} and 3) and the {count} "
           f"prompt tokens /tokenize counts")
     s, chunks = chat_stream(cl, stream_options={"include_usage": True}, **whole)
     names = [t.function.name for t in s[0]["tool_calls"] if t.function and t.function.name]
     check(names == ["get_time"] and s[0]["finish"] == ["tool_calls"] and not s[0]["text"]
-          and chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == ft + 2
+          and chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == ft + 3
           and chunks[-1].usage.prompt_tokens == count, f"the whole forced call streamed: {s[0]} {chunks[-1].usage}")
     try:
         cl.chat.completions.create(**{**whole, "max_tokens": ft})
