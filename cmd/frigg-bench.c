@@ -23,6 +23,7 @@
 #include "engine/cpu_ops.h"
 #include "run/generate.h"
 #include "run/memcheck.h"
+#include "run/progress.h"
 #include "base/gpu_state.h"
 #include "model/model.h"
 #include "model/model_random.h"
@@ -56,6 +57,7 @@ typedef struct {
     int one_step;     /* --one-step: each step collected before the next is submitted */
     int batch_invariant; /* --batch-invariant: frigg_backend_opts.batch_invariant */
     int dequant_rows;    /* --dequant-rows: frigg_backend_opts.dequant_rows (0: the default) */
+    int progress;        /* --progress: each measurement's progress line kept current whatever stderr is */
     frigg_sampler_params sampling; /* --temperature > 0: decode rows sample on the host from the step's logits */
     frigg_dtype kvs[4];  /* --kv-dtypes: the decode cells' KV-cache element types (default bf16) */
     int nkv;
@@ -83,6 +85,8 @@ static void usage(FILE *f) {
             "  -d, --device N         CUDA device (default 0)\n"
             "  -r, --repeats N        repeats per cell, median reported (default 3, at least 3)\n"
             "      --steps N          decode steps per repeat (default 32)\n"
+            "      --progress         each decode and prefill measurement's progress line on stderr kept current, as\n"
+            "                         on a terminal (else one every 30 s)\n"
             "      --batch LIST       decode batch sizes, 1..64 (default 1,4,8)\n"
             "      --ctx LIST         decode context lengths (default 512,2048,4096)\n"
             "      --prefill LIST     prefill lengths (default 1024,4096)\n"
@@ -618,6 +622,11 @@ static int decode_cell(opts_t *o, frigg_backend *b, const frigg_model *m, int B,
     for (int i = 0; i < B; i++) tok[i] = 5 + i;
     frigg_row rows[2][BENCH_MAX_BATCH];
     double v[32];
+    /* the warm-up and each repeat, counted between runs (never inside the timed steps) */
+    char what[160];
+    snprintf(what, sizeof what, "%s%s%sdecode batch %d ctx %d", who ? "build " : "", who ? who : "", who ? ": " : "", B, ctx);
+    frigg_progress pr;
+    frigg_progress_start(&pr, "frigg-bench", what, "runs (a warm-up, then --repeats)", o->repeats + 1, o->progress);
     for (int r = -1; r < o->repeats; r++) { /* r = -1: warm-up (graph capture) */
         for (int i = 0; i < B; i++) /* rewind: the same positions every repeat */
             if (b->seq_fork(b, i, i, n0)) {
@@ -652,12 +661,14 @@ static int decode_cell(opts_t *o, frigg_backend *b, const frigg_model *m, int B,
             }
         }
         if (r >= 0) v[r] = (frigg_now_ms() - t0) / o->steps; /* ms per step */
+        frigg_progress_add(&pr, 1);
         if (r == -1 && b->seq_len(b, 0) != n0 + o->steps) {
             fprintf(stderr, "frigg-bench: decode: sequence 0 holds %d tokens after the warm-up, expected %d\n",
                     b->seq_len(b, 0), n0 + o->steps);
             return -1;
         }
     }
+    frigg_progress_end(&pr);
 #ifdef FRIGG_CUDA
     if (!strcmp(b->name, "cuda")) frigg_cuda_profile_range(0);
 #endif
@@ -834,6 +845,10 @@ static int bench_prefill(opts_t *o, const frigg_model *m) {
         int T = o->plens[pi];
         random_ids(ids, T, c->vocab_size, &rs);
         double v[32];
+        char what[64];
+        snprintf(what, sizeof what, "prefill %d tokens", T);
+        frigg_progress pr;
+        frigg_progress_start(&pr, "frigg-bench", what, "runs (a warm-up, then --repeats)", o->repeats + 1, o->progress);
         for (int r = -1; r < o->repeats; r++) {
             double t0 = frigg_now_ms();
             if (frigg_prefill(b, 0, ids, T, T, logits, NULL)) {
@@ -841,7 +856,9 @@ static int bench_prefill(opts_t *o, const frigg_model *m) {
                 return -1;
             }
             if (r >= 0) v[r] = frigg_now_ms() - t0;
+            frigg_progress_add(&pr, 1);
         }
+        frigg_progress_end(&pr);
         stat3 ms = stats(v, o->repeats);
         double D = c->hidden_size, layers = (double)frigg_num_runs(c) * c->layers_per_stack;
         /* Useful FLOPs: the projections of every token, attention over the whole (bidirectional) prompt,
@@ -1444,7 +1461,7 @@ int main(int argc, char **argv) {
         }
     }
     enum { O_URL = 256, O_STREAMS, O_DURATION, O_REQUESTS, O_PROMPT, O_MAXTOK, O_KEY, O_ENDPOINT, O_TIMEOUT, O_KV, O_BUILDS,
-           O_COOL, O_DQ };
+           O_COOL, O_DQ, O_PROGRESS };
     static const struct option lo[] = {{"model", 1, 0, 'm'},   {"random-mimir", 0, 0, 'R'}, {"seed", 1, 0, 'S'},
                                        {"backend", 1, 0, 'b'}, {"device", 1, 0, 'd'},       {"repeats", 1, 0, 'r'},
                                        {"steps", 1, 0, 's'},   {"batch", 1, 0, 'B'},        {"ctx", 1, 0, 'C'},
@@ -1459,12 +1476,14 @@ int main(int argc, char **argv) {
                                        {"timeout-s", 1, 0, O_TIMEOUT}, {"kv-dtype", 1, 0, O_KV},
                                        {"kv-dtypes", 1, 0, O_KV}, {"builds", 1, 0, O_BUILDS},
                                        {"cooldown-c", 1, 0, O_COOL}, {"dequant-rows", 1, 0, O_DQ},
+                                       {"progress", 0, 0, O_PROGRESS},
                                        {0, 0, 0, 0}};
     int ch;
     while ((ch = getopt_long(argc, argv, "m:b:d:r:h", lo, NULL)) != -1) {
         switch (ch) {
         case 'm': o.model_dir = optarg; break;
         case 'R': o.random_mimir = 1; break;
+        case O_PROGRESS: o.progress = 1; break;
         case 'S': o.seed = strtoull(optarg, NULL, 10); break;
         case 'b': o.backend = optarg; break;
         case 'd':

@@ -25,6 +25,7 @@
 #include "run/generate.h"
 #include "run/linein.h"
 #include "run/memcheck.h"
+#include "run/progress.h"
 #include "eval/gsm8k.h"
 #include "eval/kl.h"
 #include "model/model.h"
@@ -55,7 +56,10 @@ static void usage(FILE *f) {
             "                        [--text FILE | --jsonl FILE | < text] [--ctx N] [--limit N]\n"
             "       frigg-eval gsm8k [COMMON] [--data FILE] [--limit N] [--shots 0..5 | --chat] [--max-tokens N]\n"
             "COMMON: [-m|--model DIR] [-b|--backend cpu|cuda] [-t|--threads N] [-d|--device N] [-P|--parallel N]\n"
-            "        [--kv-dtype bf16|int8] [--precision bf16|fp32] [--dequant-rows N|off] [-h|--help] [--version]\n"
+            "        [--kv-dtype bf16|int8] [--precision bf16|fp32] [--dequant-rows N|off] [--progress]\n"
+            "        [-h|--help] [--version]\n"
+            "  --progress: nll and kl keep a progress line on stderr current, as on a terminal (else one every 30 s;\n"
+            "       gsm8k's are always printed)\n"
             "  nll: each line {\"input_ids\":[...],\"prefix_tokens\":P[,\"id\":...]}; the tokens after the first P are\n"
             "       scored given everything before them (the first P attend bidirectionally). Out: one\n"
             "       {\"nll_sum\",\"target_tokens\"} per line, in input order, then {\"summary\":{nll_mean,perplexity,...}}.\n"
@@ -79,6 +83,7 @@ typedef struct {
     const char *mode;
     const char *model, *backend, *ref, *ref_backend, *text, *jsonl, *data;
     int threads, device, parallel, ctx, limit, shots, chat, max_tokens;
+    int progress; /* --progress: nll's and kl's progress line kept current whatever stderr is */
     /* --precision / --ref-precision fp32: that engine is the CPU engine's fp32 reference
      * (frigg_backend_opts.fp32_reference); ref_fp32 -1: as the model's */
     int fp32, ref_fp32;
@@ -207,6 +212,7 @@ typedef struct {
     long cap, head, next; /* head: the next answer to print; next: the next line's index */
     double total;
     int total_targets, seqs, bad;
+    frigg_progress *pr; /* one unit per answer printed */
 } runner;
 
 typedef struct {
@@ -272,6 +278,7 @@ static void emit_ready(runner *r) {
         }
         *a = (answer){.out = NULL};
         r->head++;
+        frigg_progress_add(r->pr, 1);
     }
 }
 
@@ -318,7 +325,9 @@ static int run_nll(const eval_opts *o, const char *mdir) {
         frigg_model_free(m);
         return 2;
     }
-    runner rn = {.cap = 4L * o->parallel + 64};
+    frigg_progress pr;
+    frigg_progress_start(&pr, PROG, "nll", "sequences scored", -1, o->progress); /* stdin: the total is unknown */
+    runner rn = {.cap = 4L * o->parallel + 64, .pr = &pr};
     rn.ans = frigg_xcalloc((size_t)rn.cap, sizeof *rn.ans);
     char *line = NULL;
     long len, lineno = 0;
@@ -345,6 +354,7 @@ static int run_nll(const eval_opts *o, const char *mdir) {
     }
     free(line);
     free(rn.ans);
+    frigg_progress_end(&pr);
     int rc = rn.bad;
     if (frigg_linein_error(in)) {
         fprintf(stderr, PROG ": reading stdin: %s\n", frigg_linein_error(in));
@@ -380,6 +390,7 @@ static int run_nll(const eval_opts *o, const char *mdir) {
 
 typedef struct {
     json_t **ids; /* per sequence: the line's "id", or NULL */
+    frigg_progress *pr;
 } kl_print;
 
 static void kl_on_seq(void *ctx, int k, const frigg_kl_seq *r) {
@@ -392,6 +403,7 @@ static void kl_on_seq(void *ctx, int k, const frigg_kl_seq *r) {
                       "nll_ref", r->nll_ref / r->targets, "nll_model", r->nll_model / r->targets);
     if (kp->ids && kp->ids[k]) json_object_set(o, "id", kp->ids[k]);
     print_json(o);
+    frigg_progress_add(kp->pr, 1);
 }
 
 /* The tokenizers of both directories: the same, or an error. *tok is the model's (NULL when neither has one). */
@@ -540,9 +552,12 @@ static int run_kl(const eval_opts *o, const char *mdir) {
         fprintf(stderr, PROG ": the model %s: %s\n", mdir, frigg_error());
         goto out;
     }
-    kl_print kp = {.ids = ids};
+    frigg_progress pr;
+    frigg_progress_start(&pr, PROG, "kl", "sequences scored", nseqs, o->progress);
+    kl_print kp = {.ids = ids, .pr = &pr};
     frigg_kl_summary s;
     int failed = frigg_kl_run(rb, b, seqs, nseqs, o->parallel, kl_on_seq, &kp, &s);
+    frigg_progress_end(&pr);
     if (failed < 0) {
         fprintf(stderr, PROG ": %s\n", frigg_error());
         goto out;
@@ -898,7 +913,7 @@ int main(int argc, char **argv) {
     o.ref_fp32 = -1;
     o.max_tokens = GSM8K_DEFAULT_MAX_TOKENS;
     enum { O_KV = 256, O_REF, O_REF_KV, O_REF_BACKEND, O_TEXT, O_JSONL, O_CTX, O_LIMIT, O_DATA, O_SHOTS, O_CHAT, O_MAXTOK,
-           O_PREC, O_REF_PREC, O_DQ };
+           O_PREC, O_REF_PREC, O_DQ, O_PROGRESS };
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},       {"backend", required_argument, 0, 'b'},
         {"threads", required_argument, 0, 't'},     {"device", required_argument, 0, 'd'},
@@ -910,6 +925,7 @@ int main(int argc, char **argv) {
         {"shots", required_argument, 0, O_SHOTS},   {"chat", no_argument, 0, O_CHAT},
         {"max-tokens", required_argument, 0, O_MAXTOK}, {"precision", required_argument, 0, O_PREC},
         {"ref-precision", required_argument, 0, O_REF_PREC}, {"dequant-rows", required_argument, 0, O_DQ},
+        {"progress", no_argument, 0, O_PROGRESS},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     const char *only = NULL; /* an option given to a mode it does not apply to */
@@ -963,6 +979,7 @@ int main(int argc, char **argv) {
         case O_DQ:
             if (frigg_cli_dequant_rows(PROG, optarg, &o.dequant_rows)) return 2;
             break;
+        case O_PROGRESS: o.progress = 1; break; /* gsm8k prints its progress lines always */
         case O_PREC:
         case O_REF_PREC:
             if (strcmp(optarg, "bf16") && strcmp(optarg, "fp32")) {

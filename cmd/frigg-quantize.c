@@ -20,6 +20,7 @@
 
 #include "run/cli.h"
 #include "run/memcheck.h"
+#include "run/progress.h"
 #include "model/ctensors.h"
 #include "eval/kl.h"
 #include "model/model.h"
@@ -34,11 +35,11 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: " PROG " SRC OUT --method int8|int4 [--group N] [--int4-rtn] [--keep-embedding] [--threads N]\n"
-            "                      [--check [--check-text FILE] [--check-limit N] [--check-backend cpu|cuda]]\n"
+            "                      [--check [--check-text FILE] [--check-limit N] [--check-backend cpu|cuda] [--progress]]\n"
             "  SRC: an HRM-Text checkpoint folder (config.json + safetensors: packed, split or sharded; bf16/f16/f32),\n"
             "       or an hrm_text GGUF file (tokenizer.json beside it is copied)\n"
             "  OUT: a new folder (never overwritten): compressed-tensors pack-quantized safetensors, config.json with\n"
-            "       quantization_config, the tokenizer files, LICENSE, NOTICE, README.md\n"
+            "       quantization_config, the tokenizer files, SRC's license file (if any), NOTICE, README.md\n"
             "  --method int8   every linear, lm_head and the embedding: int8, one scale per output row\n"
             "  --method int4   decoder-layer linears int4 in groups of N inputs (--group, default 128; the scale\n"
             "                  of each group by a clipping search, or round-to-nearest with --int4-rtn);\n"
@@ -49,7 +50,8 @@ static void usage(FILE *f) {
             "                  code): mean and p99 KL(SRC || build) per token, top-1 agreement, both NLLs, written to\n"
             "                  OUT/quality.json and OUT/README.md; the text: --check-text (default: heldout.txt of the\n"
             "                  bundled default model), at most --check-limit sequences (default all), on\n"
-            "                  --check-backend (default: cuda when a GPU is present, else cpu)\n"
+            "                  --check-backend (default: cuda when a GPU is present, else cpu); its progress line on\n"
+            "                  stderr kept current on a terminal or with --progress, else one every 30 s\n"
             "  -h, --help, --version\n");
 }
 
@@ -662,10 +664,12 @@ typedef struct {
     const char *text;    /* NULL: frigg_heldout_text_path() */
     const char *backend; /* NULL: auto */
     int limit, threads;
+    int progress; /* --progress: the scoring's progress line kept current whatever stderr is */
 } check_opts;
 
 typedef struct {
     char *first_error;
+    frigg_progress *pr;
 } check_ctx;
 
 static void check_on_seq(void *vctx, int k, const frigg_kl_seq *r) {
@@ -675,6 +679,7 @@ static void check_on_seq(void *vctx, int k, const frigg_kl_seq *r) {
         snprintf(msg, sizeof msg, "sequence %d: %s", k, r->error);
         c->first_error = frigg_xstrdup(msg);
     }
+    frigg_progress_add(c->pr, 1);
 }
 
 /* The build in dir scored against the source model m, loaded from src: a new quality object, or NULL with
@@ -747,7 +752,11 @@ static json_t *run_check(const frigg_model *m, const char *src, const char *dir,
             bb->name, src);
     double t0 = frigg_now_ms();
     frigg_kl_summary s;
+    frigg_progress pr;
+    frigg_progress_start(&pr, PROG, "--check", "sequences scored", nseqs, co->progress);
+    cc.pr = &pr;
     int failed = frigg_kl_run(rb, bb, seqs, nseqs, CHECK_PARALLEL, check_on_seq, &cc, &s);
+    frigg_progress_end(&pr);
     char cut[128];
     snprintf(cut, sizeof cut, "each non-blank line encoded, in pieces of at most %d tokens after <bos>", ctx - 1);
     if (failed < 0) goto out;
@@ -821,7 +830,7 @@ int main(int argc, char **argv) {
         {"check", no_argument, 0, 'c'},        {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, 'V'},      {"keep-embedding", no_argument, 0, 'k'},
         {"check-text", required_argument, 0, 'T'}, {"check-limit", required_argument, 0, 'L'},
-        {"check-backend", required_argument, 0, 'B'},
+        {"check-backend", required_argument, 0, 'B'}, {"progress", no_argument, 0, 'P'},
         {0, 0, 0, 0},
     };
     const char *method = NULL;
@@ -845,6 +854,7 @@ int main(int argc, char **argv) {
         case 'k': keep_embedding = 1; break;
         case 'T': co.text = optarg, check_only = "--check-text"; break;
         case 'B': co.backend = optarg, check_only = "--check-backend"; break;
+        case 'P': co.progress = 1, check_only = "--progress"; break;
         case 'L':
             if (frigg_cli_number(PROG, "--check-limit", optarg, 1, 1e9, 1, &v)) return 2;
             co.limit = (int)v, check_only = "--check-limit";

@@ -29,6 +29,16 @@ fi
 # shellcheck disable=SC2086
 "$FB" $CELL --builds "$D,$T/int8" --kv-dtypes bf16,int8 matrix > "$T/rows.jsonl" 2> "$T/err"
 [ $? = 0 ] && ok || no "matrix --builds: exit status $? ($(tail -n 2 "$T/err"))"
+# progress (run/progress): none in a short run's log without --progress; with it, each measurement's last line
+grep -q " runs (a warm-up" "$T/err" && no "matrix without --progress: progress lines in a short run" || ok
+# shellcheck disable=SC2086
+"$FB" --backend cpu --batch 1 --ctx 64 --steps 2 --builds "$D,$T/int8" --progress matrix > /dev/null 2> "$T/perr"
+for b in "$D" "$T/int8"; do
+    grep -Eq "^frigg-bench: build $b: decode batch 1 ctx 64: 4 of 4 runs \(a warm-up, then --repeats\), 100 %, [0-9.]+ s$" "$T/perr" &&
+        ok || no "matrix --progress: no progress line naming $b: $(cat "$T/perr")"
+done
+"$FB" --model "$D" --backend cpu --prefill 16 --progress prefill > /dev/null 2> "$T/perr"
+grep -Eq "^frigg-bench: prefill 16 tokens: 4 of 4 runs" "$T/perr" && ok || no "prefill --progress: $(cat "$T/perr")"
 python3 - "$T/rows.jsonl" "$D" "$T/int8" "$D/config.json" <<'PY' > "$T/check" 2>&1
 import json, sys
 path, a, b, cfgp = sys.argv[1:]

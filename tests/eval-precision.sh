@@ -64,6 +64,17 @@ refuse '^frigg-eval: --model /nonexistent: No such file or directory$' kl --mode
 refuse '^frigg-eval: --ref /nonexistent: No such file or directory$' kl --model "$M" --ref /nonexistent
 FRIGG_MODEL=/nonexistent refuse '^frigg-eval: the model (--model, $FRIGG_MODEL) /nonexistent: No such file' nll
 
+# progress on stderr (run/progress): --progress keeps a line current, and ends with the last one; without it a
+# pipe gets one line every FRIGG_PROGRESS_PERIOD_S seconds (0 here: one per sequence), a short run none at 30 s
+"$E" nll --model "$M" --threads 1 --progress < "$T/four.jsonl" > /dev/null 2> "$T/err"
+tail -n 1 "$T/err" | grep -Eq '^frigg-eval: nll: 4 sequences scored, [0-9.]+ s$' && ok || no "nll --progress: $(cat "$T/err")"
+"$E" nll --model "$M" --threads 1 < "$T/four.jsonl" > /dev/null 2> "$T/err"
+[ ! -s "$T/err" ] && ok || no "nll without --progress, a run of seconds: $(cat "$T/err")"
+FRIGG_PROGRESS_PERIOD_S=0 "$E" nll --model "$M" --threads 1 < "$T/four.jsonl" > /dev/null 2> "$T/err"
+[ "$(grep -c '^frigg-eval: nll: [1-4] sequences scored' "$T/err")" -ge 3 ] && ok || no "nll, a line per period: $(cat "$T/err")"
+"$E" kl --ref "$M" --model "$M" --threads 1 --jsonl "$T/four.jsonl" --progress > /dev/null 2> "$T/err"
+grep -Eq '^frigg-eval: kl: 4 of 4 sequences scored, 100 %, [0-9.]+ s$' "$T/err" && ok || no "kl --progress: $(cat "$T/err")"
+
 if [ -f "$SHARED/data/gsm8k/test.jsonl" ]; then
     "$E" gsm8k --model "$M" --precision fp32 --threads 1 --limit 1 --max-tokens 4 --data "$SHARED/data/gsm8k/test.jsonl" \
         > "$T/g" 2> "$T/err" || no "gsm8k at fp32: $(cat "$T/err")"

@@ -117,6 +117,12 @@ fi
 expect 0 "--check" "$Q" "$D" "$T/c4" --method int4 --check --check-limit 12 --check-backend cpu --threads 2
 if [ -f "$T/c4/quality.json" ] && grep -q "^## Quality (frigg-quantize --check)" "$T/c4/README.md" &&
     grep -q "frigg-quantize: --check: " "$T/log"; then good; else bad "--check: no quality.json or README section"; fi
+# progress (run/progress): none in a short run's log without --progress; with it, the last line at the end
+grep -q "^frigg-quantize: --check: .* sequences scored" "$T/log" && bad "--check without --progress: a progress line in a short run" || good
+expect 0 "--check --progress" "$Q" "$D" "$T/c8p" --method int8 --check --check-limit 3 --check-backend cpu --threads 2 --progress
+grep -Eq "^frigg-quantize: --check: 3 of 3 sequences scored, 100 %, [0-9.]+ s$" "$T/log" && good ||
+    bad "--check --progress: no progress line: $(grep -- '--check' "$T/log")"
+expect 2 "--progress without --check" "$Q" "$D" "$T/x" --method int8 --progress
 qv() { sed -nE "s/.*\"$1\": ([-0-9.eE+]+).*/\1/p" "$T/c4/quality.json"; }
 kl=$(qv kl_mean); top1=$(qv top1_agreement); n_src=$(qv nll_source); n_b=$(qv nll_build); toks=$(qv target_tokens)
 echo "--check, int4, 12 held-out sequences ($toks tokens): KL $kl, top-1 $top1, NLL $n_src -> $n_b"
