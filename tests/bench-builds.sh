@@ -39,6 +39,11 @@ for b in "$D" "$T/int8"; do
 done
 "$FB" --model "$D" --backend cpu --prefill 16 --progress prefill > /dev/null 2> "$T/perr"
 grep -Eq "^frigg-bench: prefill 16 tokens: 4 of 4 runs" "$T/perr" && ok || no "prefill --progress: $(cat "$T/perr")"
+# the default contexts (512, 2048, 4096) on the bundled model (max_position_embeddings 512): decode at what fits,
+# saying so, never a refusal of the defaults themselves
+"$FB" --model "$D" --backend cpu --batch 1 --steps 2 decode > "$T/drows" 2> "$T/derr"; rc=$?
+[ "$rc" = 0 ] && [ "$(grep -c '"ctx":512' "$T/drows")" = 1 ] && grep -q "beyond the model's max_position_embeddings 512" "$T/derr" &&
+    ok || no "decode at the default contexts on golden/default: exit $rc, $(cat "$T/derr")"
 python3 - "$T/rows.jsonl" "$D" "$T/int8" "$D/config.json" <<'PY' > "$T/check" 2>&1
 import json, sys
 path, a, b, cfgp = sys.argv[1:]
