@@ -1586,11 +1586,14 @@ static int serve(server *s, int argc, char **argv) {
                           : ch == 'd' ? "--drain-s" : "--timeout-s";
             double lo = ch == 'p' || ch == 't' || ch == 'd' ? 0 : 1;
             double hi = ch == 'p' ? 65535 : ch == 'B' ? 1 << 30 : ch == 'R' ? MAX_REPLICAS : 1 << 24;
+            if (ch == 't') {
+                if (frigg_cli_threads("frigg-serve", optarg, &threads)) return 2;
+                break;
+            }
             if (frigg_cli_number("frigg-serve", o, optarg, lo, hi, ch != 'd' && ch != 'T', &v)) return 2;
             if (ch == 'p') port = (int)v;
             else if (ch == 'C') s->ctx = (int)v;
             else if (ch == 'R') replicas = (int)v;
-            else if (ch == 't') threads = (int)v;
             else if (ch == 'Q') s->max_queue = (int)v;
             else if (ch == 'B') s->max_body = (size_t)v;
             else if (ch == 'd') drain_s = v;
@@ -1728,8 +1731,11 @@ static int serve(server *s, int argc, char **argv) {
         }
         r->b = frigg_backend_create(be, s->model, &bo);
         if (!r->b) {
-            fprintf(stderr, "frigg-serve: replica %s: %s (needed: %.2f GiB; lower --slots or --ctx)\n", r->label,
-                    frigg_error(), need / G);
+            /* Memory was checked above: only an allocation failure gets the advice to ask for less of it. */
+            const char *err = frigg_error();
+            int mem = strstr(err, "memory") || strstr(err, "alloc");
+            fprintf(stderr, "frigg-serve: replica %s: %s%s\n", r->label, err,
+                    mem ? " (lower --slots or --ctx)" : "");
             return 2;
         }
         r->sched = frigg_sched_new(r->b, s->tok, s->slots);

@@ -202,17 +202,17 @@ int main(void) {
     free(out);
     /* --threads has one limit in every program (common/run/cli.c: 0..FRIGG_MAX_THREADS), refused in the same
      * words before anything is loaded: frigg-quantize stopped at 1024, frigg-eval and frigg-parity at 4096 and
-     * frigg-run at 2^24 (the engine refusing later) */
-    static const char *const thr_progs[] = {"frigg-run", "frigg-eval nll", "frigg-parity", "frigg-quantize"};
+     * frigg-run and frigg-serve at 2^24 (the engine refusing later) */
+    static const char *const thr_progs[] = {"frigg-run", "frigg-eval nll", "frigg-parity", "frigg-quantize", "frigg-serve"};
     char want_thr[160];
     snprintf(want_thr, sizeof want_thr, "bad number for --threads: \"%d\" (an integer in 0..%d)", FRIGG_MAX_THREADS + 1,
              FRIGG_MAX_THREADS);
     for (size_t i = 0; i < sizeof thr_progs / sizeof thr_progs[0]; i++) {
-        snprintf(cmd, sizeof cmd, "%s/%s --threads %d golden/default /tmp/frigg-test-cli-no-such-out --method int8 "
+        snprintf(cmd, sizeof cmd, "timeout 20 %s/%s --threads %d golden/default /tmp/frigg-test-cli-no-such-out --method int8 "
                  "</dev/null 2>&1 >/dev/null", g_bin, thr_progs[i], FRIGG_MAX_THREADS + 1);
         if (strcmp(thr_progs[i], "frigg-quantize")) /* only frigg-quantize takes SRC OUT --method */
-            snprintf(cmd, sizeof cmd, "%s/%s --threads %d </dev/null 2>&1 >/dev/null", g_bin, thr_progs[i],
-                     FRIGG_MAX_THREADS + 1);
+            snprintf(cmd, sizeof cmd, "timeout 20 %s/%s --threads %d%s </dev/null 2>&1 >/dev/null", g_bin, thr_progs[i],
+                     FRIGG_MAX_THREADS + 1, strcmp(thr_progs[i], "frigg-serve") ? "" : " --port 0");
         FILE *p = popen(cmd, "r");
         char buf[512] = "";
         size_t n = p ? fread(buf, 1, sizeof buf - 1, p) : 0;
