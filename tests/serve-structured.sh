@@ -22,16 +22,8 @@ import json, os, sys, traceback
 bin_, root = sys.argv[1:3]
 sys.path.insert(0, os.path.join(root, "scripts/serve-tests"))
 import jsonschema, openai, pydantic
-from serve_test import KEY, MODEL, Server
-
-passed = failed = 0
-def check(ok, what):
-    global passed, failed
-    if ok:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL: " + what)
+import serve_test
+from serve_test import KEY, MODEL, Server, check  # serve_test counts the checks
 
 USER = [{"role": "user", "content": "Hvad hedder du, og hvor gammel er du?"}]
 PERSON = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 10},
@@ -144,6 +136,6 @@ try:
 finally:
     srv.stop()
 check(srv.rc == 0, "frigg-serve exit %s" % srv.rc)
-print("serve-structured: %d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+print("serve-structured: %d passed, %d failed" % (serve_test.passed, serve_test.failed))
+sys.exit(1 if serve_test.failed else 0)
 PY
