@@ -11,7 +11,9 @@ trap 'rm -rf "$T"' EXIT
 pass=0; fail=0
 ok() { pass=$((pass + 1)); }
 no() { fail=$((fail + 1)); echo "FAIL: $1"; }
-M="make --no-print-directory -C $ROOT"
+# run-tests is started by make check with FRIGG_CUDA in the environment (and make's own MAKEFLAGS): a newcomer's
+# shell has neither, and either would stand in for the tree's record
+M="env -u FRIGG_CUDA -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make --no-print-directory -C $ROOT"
 
 $M FRIGG_CUDA=0 BUILD="$T/b" BIN="$T/bin" -j2 "$T/bin/frigg-run" > "$T/log" 2>&1 && [ -x "$T/bin/frigg-run" ] && ok ||
     { no "make FRIGG_CUDA=0 frigg-run: $(tail -n 5 "$T/log")"; }
