@@ -18,6 +18,7 @@
 #include "harness.h"
 #include "grammar/grammar.h"
 #include "tokenizer/tokenizer.h"
+#include "base/strbuf.h"
 #include "base/util.h"
 
 /* ---- helpers ---- */
@@ -114,6 +115,12 @@ static void test_documents(void) {
          {"{\"name\":\"A\"} ", 0}, {"{\n  \"name\": \"A\"\n}", 1});
     DOCS("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},\"additionalProperties\":true}",
          {"{}", 1}, {"{\"a\":1,\"b\":[{}]}", 1}, {"{\"b\":2}", 1}, {"{\"a\":\"x\"}", 0});
+    /* a listed name spelled with escapes is that name, not an additional member: refused while the text can still
+     * be a listed key; after it has left every key, escapes are free */
+    DOCS("{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"integer\"}},\"additionalProperties\":{\"type\":\"string\"}}",
+         {"{\"name\":1}", 1}, {"{\"n\\u0061me\":\"x\"}", 0}, {"{\"\\u006eame\":\"x\"}", 0}, {"{\"x\\u0061\":\"x\"}", 1},
+         {"{\"nam\":\"x\"}", 1}, {"{\"names\":\"x\"}", 1}, {"{\"n\\\"\":\"x\"}", 1}, {"{\"name\":1,\"\\/\":\"x\"}", 0},
+         {"{\"name\":1,\"/\":\"x\"}", 1});
     DOCS("{\"type\":\"object\",\"additionalProperties\":{\"type\":\"number\"}}", {"{}", 1}, {"{\"x\":1,\"y\":2.5}", 1},
          {"{\"x\":\"1\"}", 0});
     DOCS("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}}}", {"{}", 1}, {"{\"b\":1}", 1}, {"{\"a\":1,\"b\":2}", 1},
@@ -206,9 +213,23 @@ static void test_errors(void) {
     strcat(deep, "{}");
     for (int i = 0; i < 80; i++) strcat(deep, "}");
     check_error(deep, "deeper than");
-    check_error("{\"type\":\"array\",\"items\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"maxLength\":1000},"
-                "\"maxItems\":1000},\"maxItems\":1000}",
-                "too large");
+    /* repeated items and long counted strings are built once, as rules of their own (gram_schema.c): a
+     * million strings of up to 1,000 characters are some 38,000 states, not 10^9 */
+    frigg_grammar *shared = schema("{\"type\":\"array\",\"items\":{\"type\":\"array\",\"items\":{\"type\":\"string\","
+                                   "\"maxLength\":1000},\"maxItems\":1000},\"maxItems\":1000}");
+    CHECK(shared != NULL, "1000 x 1000 x 1000-character strings: %d states",
+          shared ? frigg_grammar_n_states(shared) : -1);
+    frigg_grammar_free(shared);
+    check_error("{\"type\":\"string\",\"maxLength\":100000}", "too large");
+    /* what cannot be shared: 300 positions, each a string of its own length range */
+    frigg_strbuf many = FRIGG_STRBUF_INIT;
+    frigg_sb_puts(&many, "{\"type\":\"array\",\"prefixItems\":[");
+    for (int i = 0; i < 300; i++) frigg_sb_printf(&many, "%s{\"type\":\"string\",\"maxLength\":%d}", i ? "," : "", 300 + i);
+    frigg_sb_puts(&many, "]}");
+    check_error(many.p, "too large");
+    /* exponentially many DFA states: refused by the work budget, in a fraction of a second, before the state limit */
+    check_error("{\"type\":\"string\",\"pattern\":\".*a.{60}\"}", "too complex");
+    frigg_sb_free(&many);
     size_t big = FRIGG_GRAMMAR_MAX_SCHEMA_BYTES + 10;
     char *huge = frigg_xmalloc(big + 1);
     memset(huge, ' ', big);

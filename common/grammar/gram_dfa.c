@@ -27,11 +27,6 @@ static void ipush(ivec *x, int32_t v) {
     x->v[x->n++] = v;
 }
 
-static int cmp_i32(const void *a, const void *b) {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 typedef struct {
     const gnfa *a;
     int ncls;
@@ -51,7 +46,9 @@ typedef struct {
     ivec stack;
     /* calls found, per state: (rule, ret) */
     ivec call_rule, call_ret, call_off;
-    int overflow;
+    int overflow;       /* 1: past FRIGG_GRAMMAR_MAX_DFA_STATES; 2: past FRIGG_GRAMMAR_MAX_DFA_WORK */
+    uint64_t work;      /* NFA states gone through in closures */
+    int32_t costly;     /* with overflow 2: the rule being built then */
 } dctx;
 
 static uint64_t set_hash(const int32_t *s, size_t n) {
@@ -71,6 +68,42 @@ static void grow_slots(dctx *d) {
     free(d->slot);
     d->slot = slot;
     d->smask = cap - 1;
+}
+
+/* Ascending order without qsort's call per comparison (a closure is sorted for every DFA transition; with qsort
+ * that was a third of a large schema's compile): insertion sort for short runs, else quicksort. */
+static void sort_i32(int32_t *v, size_t n) {
+    while (n > 16) {
+        int32_t p = v[n / 2];
+        size_t i = 0, j = n - 1;
+        for (;;) {
+            while (v[i] < p) i++;
+            while (v[j] > p) j--;
+            if (i >= j) break;
+            int32_t t = v[i];
+            v[i++] = v[j];
+            v[j--] = t;
+        }
+        /* [0, j] <= p <= [j + 1, n): recurse on the smaller part, loop on the larger */
+        size_t left = j + 1;
+        if (left < n - left) {
+            sort_i32(v, left);
+            v += left;
+            n -= left;
+        } else {
+            sort_i32(v + left, n - left);
+            n = left;
+        }
+    }
+    for (size_t i = 1; i < n; i++) {
+        int32_t x = v[i];
+        size_t j = i;
+        while (j && v[j - 1] > x) {
+            v[j] = v[j - 1];
+            j--;
+        }
+        v[j] = x;
+    }
 }
 
 /* The epsilon closure of the states in in[0..n), sorted, into out. */
@@ -95,7 +128,8 @@ static void closure(dctx *d, const int32_t *in, size_t n, ivec *out) {
                 ipush(&d->stack, d->a->e[e].to);
             }
     }
-    qsort(out->v, out->n, sizeof *out->v, cmp_i32);
+    sort_i32(out->v, out->n);
+    d->work += out->n;
 }
 
 /* The DFA state of an NFA set (made if new). -1 past the state limit. */
@@ -153,6 +187,11 @@ static void determinize(dctx *d, int32_t *rule_start) {
     }
     for (int32_t i = 0; i < d->n && !d->overflow; i++) {
         int32_t r = d->rule_of[i], end = a->rules[r].end;
+        if (d->work > FRIGG_GRAMMAR_MAX_DFA_WORK) {
+            d->overflow = 2;
+            d->costly = r;
+            break;
+        }
         size_t len = d->set_len[i];
         d->accept[i] = 0;
         for (int c = 0; c < d->ncls; c++) bucket[c].n = 0;
@@ -175,7 +214,12 @@ static void determinize(dctx *d, int32_t *rule_start) {
         }
         for (int c = 0; c < d->ncls; c++) {
             int32_t t = -1;
-            if (bucket[c].n) {
+            /* a byte range spans classes in a row, which then have the same targets: one closure for the run
+             * (most of the compile time was these repeats: UTF-8 continuation bytes, any-character ranges) */
+            if (c && bucket[c].n && bucket[c].n == bucket[c - 1].n &&
+                !memcmp(bucket[c].v, bucket[c - 1].v, bucket[c].n * sizeof *bucket[c].v)) {
+                t = d->trans[(size_t)i * d->ncls + c - 1];
+            } else if (bucket[c].n) {
                 closure(d, bucket[c].v, bucket[c].n, &set);
                 t = state_of(d, &set, r);
             }
@@ -353,6 +397,12 @@ frigg_grammar *gdfa_build(const gnfa *a) {
     int32_t *rule_start = frigg_xmalloc((size_t)(a->nrules ? a->nrules : 1) * sizeof *rule_start);
     determinize(&d, rule_start);
     frigg_grammar *g = NULL;
+    if (d.overflow == 2) {
+        frigg_set_error("the schema is too complex: building the automaton of %s took more than %d steps without "
+                        "finishing (a pattern such as \".*a.{60}\" needs exponentially many states)",
+                        a->rules[d.costly].name, FRIGG_GRAMMAR_MAX_DFA_WORK);
+        goto out;
+    }
     if (d.overflow) {
         frigg_set_error("the schema is too large: its automata need more than %d states", FRIGG_GRAMMAR_MAX_DFA_STATES);
         goto out;

@@ -80,13 +80,16 @@ gfrag gj_string_char(gnfa *);            /* one character inside a JSON string: 
  * characters by their short escape or \u00XX, everything else as UTF-8 */
 gfrag gj_cpset_in_string(gnfa *, const gcpset *);
 gfrag gj_number(gnfa *);
-/* a JSON string (with its quotes) whose content, as written, is none of keys[0..n) (UTF-8); a key spelled with
- * escapes where the listed one has plain characters is not recognised as the same */
+/* a JSON string (with its quotes) whose content is none of keys[0..n) (UTF-8): until it differs from every key
+ * each character is in its canonical spelling (no "\u0061" for "a"), so no spelling of a key gets through */
 gfrag gj_string_except(gnfa *, const char *const *keys, int n);
 /* integers in [lo, hi]; has_lo/has_hi 0: unbounded on that side */
 gfrag gj_integer(gnfa *, int has_lo, int64_t lo, int has_hi, int64_t hi);
 int32_t gj_string_rule(gnfa *);          /* the rule of any JSON string (made once, found by name after) */
 int32_t gj_value_rule(gnfa *);           /* the rule of any JSON value */
+/* the rule of a JSON string of mn..mx characters (mx -1: no upper bound), one per length range: a schema that
+ * uses a length range in several places (array items, several members) builds its unrolled automaton once */
+int32_t gj_string_len_rule(gnfa *, long mn, long mx);
 gfrag gj_any_object(gnfa *);             /* any JSON object */
 
 /* ---- regex (gram_regex.c) ----

@@ -21,11 +21,20 @@ static gfrag ranges(gnfa *a, const char *spec) {
  * and up to GJ_WS_INDENT spaces or tabs. Unbounded whitespace lets a model pad without end (a small one writes
  * newline after newline until max_tokens), and no generator's JSON needs more. */
 #define GJ_WS_INDENT 20
+static int32_t find_rule(const gnfa *a, const char *name);
+static void rule_body(gnfa *a, int32_t r, gfrag f);
+/* The non-empty whitespace is one rule, called where JSON allows whitespace: in place, its GJ_WS_INDENT
+ * counted positions were about 22 DFA states at each of the four places a member has one. */
 gfrag gj_ws(gnfa *a) {
-    gfrag nl = gf_lit(a, "\n", 1);
-    for (int i = 0; i < GJ_WS_INDENT; i++) nl = gf_seq(a, nl, gf_opt(a, ranges(a, "\t-\t - ")));
-    gfrag alts[2] = {gf_lit(a, " ", 1), nl};
-    return gf_opt(a, gf_alt(a, alts, 2));
+    int32_t r = find_rule(a, "whitespace");
+    if (r < 0) {
+        r = gnfa_rule(a, "whitespace");
+        gfrag nl = gf_lit(a, "\n", 1);
+        for (int i = 0; i < GJ_WS_INDENT; i++) nl = gf_seq(a, nl, gf_opt(a, ranges(a, "\t-\t - ")));
+        gfrag alts[2] = {gf_lit(a, " ", 1), nl};
+        rule_body(a, r, gf_alt(a, alts, 2));
+    }
+    return gf_opt(a, gf_call(a, r));
 }
 
 /* \uXXXX outside D800-DFFF: a lone surrogate is no character, and a pair is written as UTF-8 instead */
@@ -73,7 +82,10 @@ static int cmp_ukey(const void *x, const void *y) {
 }
 
 /* keys k[lo..hi) share their first d code points, read up to state S: the closing quote where none ends here,
- * each key's next character to its own subtree, any other character or any escape on into the free rest F */
+ * each key's next character to its own subtree, any other character on into the free rest F. Until the name
+ * has left every key, each character is read in its one canonical spelling (gj_cpset_in_string: UTF-8, with
+ * only '"', '\\' and control characters escaped), so that "n\u0061me" cannot pass for a name other than
+ * "name"; in F any spelling is free, since the text already differs from every key. */
 static void except_node(gnfa *a, const ukey *k, int lo, int hi, int d, int32_t S, int32_t F, int32_t END) {
     int is_key = 0;
     gcpset C = {0};
@@ -107,9 +119,6 @@ static void except_node(gnfa *a, const ukey *k, int lo, int hi, int d, int32_t S
         gf_join(a, f.e, F);
     }
     gcp_free(&C);
-    gfrag e = escape(a);
-    gf_join(a, S, e.s);
-    gf_join(a, e.e, F);
 }
 
 gfrag gj_string_except(gnfa *a, const char *const *keys, int n) {
@@ -306,6 +315,49 @@ int32_t gj_string_rule(gnfa *a) {
     r = gnfa_rule(a, "string");
     gfrag f = gf_seq(a, gj_quote(a), gf_seq(a, gf_star(a, gj_string_char(a)), gj_quote(a)));
     rule_body(a, r, f);
+    return r;
+}
+
+/* One character of a long counted string: a literal character (ASCII or UTF-8) in place, an escape a call of
+ * one shared rule. Unrolled in full, a character was about 75 DFA states, most of them \uXXXX and its
+ * surrogate pairs, so a 280-character string was 21,000 states (90 ms to compile); this way it is about ten
+ * per position. Literal text, Danish letters included, stays in the string's own states, whose mask work is
+ * what the cache keeps; an escape is rare in generated text. */
+static gfrag counted_char(gnfa *a) {
+    if (a->mimir) return gj_string_char(a); /* raw text, no escapes: nothing to share */
+    int32_t r = find_rule(a, "string escape");
+    if (r < 0) {
+        r = gnfa_rule(a, "string escape");
+        rule_body(a, r, escape(a));
+    }
+    gfrag m[3] = {ranges(a, " -!#-[]-\x7f"), gf_utf8_range(a, 0x80, 0x10FFFF), gf_call(a, r)};
+    return gf_alt(a, m, 3);
+}
+
+int32_t gj_string_len_rule(gnfa *a, long mn, long mx) {
+    char name[96];
+    if (mx < 0) snprintf(name, sizeof name, "string of at least %ld characters", mn);
+    else snprintf(name, sizeof name, "string of %ld to %ld characters", mn, mx);
+    int32_t r = find_rule(a, name);
+    if (r >= 0) return r;
+    r = gnfa_rule(a, name);
+    gfrag f = gj_quote(a);
+    for (long i = 0; i < mn && !a->overflow; i++) f = gf_seq(a, f, counted_char(a));
+    if (mx < 0) {
+        f = gf_seq(a, f, gf_star(a, counted_char(a)));
+    } else {
+        /* each further position may go straight to the closing quote: one epsilon to it, not a chain of nested
+         * optionals, whose closures grew with the position (quadratic: a 1,000-character string was 30M steps) */
+        gfrag close = gj_quote(a);
+        for (long i = mn; i < mx && !a->overflow; i++) {
+            gf_join(a, f.e, close.s);
+            f = gf_seq(a, f, counted_char(a));
+        }
+        gf_join(a, f.e, close.s);
+        rule_body(a, r, (gfrag){f.s, close.e});
+        return r;
+    }
+    rule_body(a, r, gf_seq(a, f, gj_quote(a)));
     return r;
 }
 

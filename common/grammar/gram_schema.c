@@ -36,6 +36,12 @@
 #include "base/util.h"
 
 #define GS_MAX_RULES 1000
+/* A string length range up to this many characters is built inline, a longer one as a rule of its own
+ * (gj_string_len_rule); an array's item schema whose automaton has more than GS_INLINE_ITEM_STATES NFA states,
+ * where the array repeats it, as a rule too (item_frag). Both bound the DFA: unrolled in place, a 6-item array
+ * of objects with an 80-character string was 40,000 DFA states and 1.2 s to compile. */
+#define GS_INLINE_STRING_CHARS 8
+#define GS_INLINE_ITEM_STATES 200
 
 typedef struct {
     char ptr[256];
@@ -384,6 +390,9 @@ static gfrag string_frag(gsc *c, json_t *s) {
         gs_fail(c, "'maxLength' %ld is below 'minLength' %ld", mx, mn);
         return nothing(a);
     }
+    /* short ranges inline: a call costs the masks (a token across the string's end needs the caller's state)
+     * and saves nothing there */
+    if ((mx < 0 ? mn : mx) > GS_INLINE_STRING_CHARS) return gf_call(a, gj_string_len_rule(a, mn, mx));
     gfrag f = gj_quote(a);
     for (long i = 0; i < mn && !a->overflow; i++) f = gf_seq(a, f, gj_string_char(a));
     if (mx < 0) {
@@ -537,6 +546,38 @@ static gfrag object_frag(gsc *c, json_t *s) {
 }
 
 /* ---- arrays ---- */
+/* A rule whose body is the schema s at the current path (compiled after the root, as a $ref target is): an
+ * array's item schema that the array repeats. */
+static gfrag sub_rule(gsc *c, json_t *s) {
+    for (int i = 0; i < c->nrefs; i++)
+        if (c->refs[i].node == s && !strcmp(c->refs[i].ptr, c->path)) return gf_call(c->a, c->refs[i].rule);
+    if (c->nrefs >= GS_MAX_RULES) {
+        gs_fail(c, "more than %d rules ('$ref' targets and repeated array items)", GS_MAX_RULES);
+        return nothing(c->a);
+    }
+    if (strlen(c->path) >= sizeof c->refs[0].ptr) return compile(c, s); /* too deep to name: inline */
+    if (c->nrefs == c->caprefs) {
+        c->caprefs = c->caprefs ? c->caprefs * 2 : 8;
+        c->refs = frigg_xrealloc(c->refs, (size_t)c->caprefs * sizeof *c->refs);
+    }
+    gsref *r = &c->refs[c->nrefs++];
+    snprintf(r->ptr, sizeof r->ptr, "%s", c->path);
+    r->node = s;
+    r->rule = gnfa_rule(c->a, c->path);
+    r->done = 0;
+    return gf_call(c->a, r->rule);
+}
+
+/* Whether an array that builds its rest schema es (at the current path) `copies` times should call it as one
+ * rule instead: where one copy's automaton is large (a probe compiled here, left unreachable: the DFA is built
+ * from the rules' starts). */
+static int item_as_rule(gsc *c, json_t *es, long copies) {
+    if (copies < 2 || !es || json_is_true(es)) return 0;
+    size_t before = c->a->n;
+    compile(c, es);
+    return !c->failed && c->a->n - before > GS_INLINE_ITEM_STATES;
+}
+
 static gfrag array_frag(gsc *c, json_t *s) {
     gnfa *a = c->a;
     json_t *prefix = json_object_get(s, "prefixItems"), *items = json_object_get(s, "items");
@@ -566,6 +607,10 @@ static gfrag array_frag(gsc *c, json_t *s) {
     if (U == 0 && M != 0) U = 1;
     if (M >= 0 && U > M) U = M;
     long last = M < 0 ? U : M;
+    long rest_copies = (last > k ? last - k : 0) + (M < 0); /* places the rest schema is built at */
+    size_t rmark = path_push(c, rest_name);
+    int rest_rule = item_as_rule(c, rest, rest_copies);
+    path_pop(c, rmark);
     gfrag open = gf_seq(a, gf_lit(a, "[", 1), gj_ws(a));
     int32_t *A = frigg_xmalloc((size_t)(last + 1) * sizeof *A);
     for (long j = 0; j <= last; j++) A[j] = gnfa_state(a);
@@ -574,7 +619,7 @@ static gfrag array_frag(gsc *c, json_t *s) {
         json_t *es = j < k ? json_array_get(prefix, (size_t)j) : rest;
         size_t mark = j < k ? path_push(c, "prefixItems") : path_push(c, rest_name);
         size_t mark2 = j < k ? path_push_i(c, (size_t)j) : strlen(c->path);
-        gfrag e = es && !json_is_true(es) ? compile(c, es) : any_value(c);
+        gfrag e = j >= k && rest_rule ? sub_rule(c, es) : es && !json_is_true(es) ? compile(c, es) : any_value(c);
         path_pop(c, mark2);
         path_pop(c, mark);
         e = gf_seq(a, e, gj_ws(a));
@@ -584,7 +629,7 @@ static gfrag array_frag(gsc *c, json_t *s) {
     }
     if (M < 0 && !c->failed) { /* further items of the rest schema, each after a comma */
         size_t mark = path_push(c, rest_name);
-        gfrag e = rest && !json_is_true(rest) ? compile(c, rest) : any_value(c);
+        gfrag e = rest_rule ? sub_rule(c, rest) : rest && !json_is_true(rest) ? compile(c, rest) : any_value(c);
         path_pop(c, mark);
         e = gf_seq(a, comma_ws(a), gf_seq(a, e, gj_ws(a)));
         gf_join(a, A[U], e.s);
