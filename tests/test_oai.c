@@ -737,7 +737,7 @@ static void test_function_keys(void) {
     frigg_oai_req r;
     frigg_oai_error e;
     static const struct { const char *fn, *param, *says; } cases[] = {
-        {"{\"name\":\"f\",\"strict\":true}", "tools[0].function.strict", "constrained decoding"},
+        {"{\"name\":\"f\",\"strict\":true}", "tools[0].function.strict", "not constrained"},
         {"{\"name\":\"f\",\"strict\":\"yes\"}", "tools[0].function.strict", "boolean"},
         {"{\"name\":\"f\",\"paramters\":{}}", "tools[0].function.paramters", "paramters"},
         {"{\"name\":\"f\",\"description\":\"d\",\"returns\":{\"type\":\"string\"}}", "tools[0].function.returns", "returns"},
@@ -764,12 +764,61 @@ static void test_function_keys(void) {
         size_t pl = 0;
         memset(&e, 0, sizeof e);
         char *pt = frigg_oai_chat_prompt(msgs, tools, 1, &pl, &e);
-        CHECK(cases[i].param ? !pt && !strcmp(e.param, cases[i].param) : pt != NULL,
+        /* strict: true is about decoding; rendering (and so /tokenize) takes it */
+        int render_refuses = cases[i].param && strcmp(cases[i].says, "not constrained");
+        CHECK(render_refuses ? !pt && !strcmp(e.param, cases[i].param) : pt != NULL,
               "frigg_oai_chat_prompt with function %s: '%s' %s", cases[i].fn, e.param, e.message);
         free(pt);
         json_decref(tools);
         json_decref(msgs);
     }
+}
+
+/* strict: true where the call is decoded under its schema (tool_choice forcing it, a grammar cache), refused where
+ * it is not; a tool's own unknown keys refused by name */
+static void test_strict_tools(void) {
+    frigg_gcache *gc = frigg_oai_gcache_new(tok, &cfg);
+    frigg_oai_env env = {.model_name = "default", .tok = tok, .cfg = &cfg, .max_ctx = 512, .gcache = gc};
+    static const struct { const char *extra; int ok; const char *param; } cases[] = {
+        {"\"tool_choice\":\"required\"", 1, NULL},
+        {"\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}", 1, NULL},
+        {"\"tool_choice\":\"auto\"", 0, "tools[0].function.strict"},
+        {"\"tool_choice\":\"none\"", 0, "tools[0].function.strict"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"tools\":[{\"type\":"
+                 "\"function\",\"function\":{\"name\":\"f\",\"strict\":true,\"parameters\":{\"type\":\"object\","
+                 "\"properties\":{\"x\":{\"type\":\"integer\"}},\"required\":[\"x\"]}}}],%s}", cases[i].extra);
+        frigg_oai_req r;
+        frigg_oai_error e;
+        memset(&e, 0, sizeof e);
+        int rc = frigg_oai_parse(&r, FRIGG_OAI_CHAT, body, strlen(body), &env, &e);
+        if (cases[i].ok)
+            CHECK(rc == 0 && r.gen.grammar, "strict with %s: accepted under the tool's grammar, got %s", cases[i].extra,
+                  e.message);
+        else
+            CHECK(rc == -1 && e.status == 400 && !strcmp(e.param, cases[i].param), "strict with %s: a 400 naming %s, "
+                  "got %d '%s' %s", cases[i].extra, cases[i].param, rc, e.param, e.message);
+        frigg_oai_req_free(&r);
+    }
+    /* without a grammar cache (no tokenizer to build masks from) a forced call is not constrained either */
+    frigg_oai_req r;
+    frigg_oai_error e;
+    CHECK(parse_body(&r, FRIGG_OAI_CHAT,
+                     "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"tools\":[{\"type\":"
+                     "\"function\",\"function\":{\"name\":\"f\",\"strict\":true}}],\"tool_choice\":\"required\"}",
+                     &e) == -1 && !strcmp(e.param, "tools[0].function.strict"),
+          "strict, forced, no grammar cache: a 400, got '%s' %s", e.param, e.message);
+    frigg_oai_req_free(&r);
+    CHECK(parse_body(&r, FRIGG_OAI_CHAT,
+                     "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"tools\":[{\"type\":"
+                     "\"function\",\"function\":{\"name\":\"f\"},\"strict\":true}]}",
+                     &e) == -1 && !strcmp(e.param, "tools[0].strict") && strstr(e.message, "unknown field"),
+          "a tool's own unknown key: a 400 naming it, got '%s' %s", e.param, e.message);
+    frigg_oai_req_free(&r);
+    frigg_gcache_free(gc);
 }
 
 /* ---- logprobs of byte-fallback tokens; completions' top_logprobs hold the sampled token ---- */
@@ -970,6 +1019,7 @@ int main(void) {
         test_forced_whole_or_error();
         test_null_and_noop_fields();
         test_function_keys();
+    test_strict_tools();
         test_logprob_bytes();
         test_response_format();
         frigg_tokenizer_free(tok);

@@ -324,14 +324,35 @@ static int check_tools(const json_t *tools, frigg_oai_error *e) {
             return bad(e, kq, "'%s.function' has an unknown field '%s' (a function takes name, description, parameters "
                              "and strict)", p, fk);
         }
-        /* strict: true promises arguments that follow the schema exactly; only constrained decoding could keep that
-         * promise, and frigg has none yet */
         json_t *strict = json_object_get(f, "strict");
         snprintf(q, sizeof q, "%s.function.strict", p);
         if (strict && !json_is_null(strict) && !json_is_boolean(strict)) return bad(e, q, "'%s' must be a boolean", q);
-        if (json_is_true(strict))
-            return bad(e, q, "'%s': strict tool schemas need constrained decoding, not implemented (send strict: "
-                             "false, or leave it out)", q);
+        /* a tool is {"type", "function"}; anything beside them is refused as inside a function */
+        json_object_foreach(t, fk, fv) {
+            if (!strcmp(fk, "type") || !strcmp(fk, "function")) continue;
+            char kq[128];
+            snprintf(kq, sizeof kq, "%s.%.24s", p, fk);
+            return bad(e, kq, "'%s' has an unknown field '%s' (a tool takes type and function)", p, fk);
+        }
+    }
+    return 0;
+}
+
+/* strict: true promises arguments that follow the tool's schema exactly. frigg keeps that promise where the call
+ * is decoded under the schema's grammar: a call that tool_choice forces ('required' or a named function) on a
+ * server with a grammar cache (tool_grammar). A call the model makes of its own accord ('auto') is not
+ * constrained, so strict: true there is refused rather than promised and broken. */
+static int strict_tools(const frigg_oai_req *r, const json_t *tools, frigg_oai_error *e) {
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) {
+        if (!json_is_true(json_object_get(json_object_get(t, "function"), "strict"))) continue;
+        if (r->forced && r->gen.grammar) return 0;
+        char q[72];
+        snprintf(q, sizeof q, "tools[%zu].function.strict", i);
+        return bad(e, q, "'%s': strict tool arguments are kept only for a call that 'tool_choice' forces ('required' "
+                         "or a function), which is decoded under the tool's schema; the model's own calls under "
+                         "'auto' are not constrained (send strict: false, or force the call)", q);
     }
     return 0;
 }
@@ -700,7 +721,9 @@ int frigg_oai_parse(frigg_oai_req *r, frigg_oai_kind kind, const char *body, siz
         if (tools && json_is_null(tools)) tools = NULL;
         if (tools && check_tools(tools, e)) goto out;
         int render_tools = 0;
-        if (parse_tool_choice(r, o, tools, &render_tools, e) || tool_grammar(r, o, tools, env, e)) goto out;
+        if (parse_tool_choice(r, o, tools, &render_tools, e) || tool_grammar(r, o, tools, env, e) ||
+            (tools && strict_tools(r, tools, e)))
+            goto out;
         if (!env->tok) {
             bad(e, "messages", "this model has no tokenizer: use /v1/completions with token ids");
             goto out;
