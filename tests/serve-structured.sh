@@ -3,7 +3,8 @@
 # validated with jsonschema (the check set): response_format json_schema on /v1/chat/completions (greedy and sampled)
 # and /v1/completions, json_object; client.beta.chat.completions.parse with a pydantic model returns a parsed object
 # (when the model ends its answer); tool_choice "required" and a named function give one call whose arguments validate
-# against the tool's parameters (greedy and sampled); an unsupported keyword, a schema that is not one, a $ref cycle with no base case and
+# against the tool's parameters (greedy and sampled; a strict: true tool among them, which under tool_choice auto is
+# a 400); an unsupported keyword, a schema that is not one, a $ref cycle with no base case and
 # a 1 MB schema are each a 400 (invalid_request_error, param response_format, the problem named), and the server keeps
 # serving; a repeated schema is served from the cache. Skips (naming what is missing) without the Python sets.
 ROOT=${FRIGG_ROOT:-$(pwd)}
@@ -91,7 +92,7 @@ try:
     check(parsed >= 1, "parse(): %d of 4 parsed" % parsed)
 
     # forced tool calls: the arguments validate against the tool's parameters, every time
-    TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    TOOLS = [{"type": "function", "function": {"name": "get_weather", "strict": True, "parameters": {
                  "type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
                                                   "days": {"type": "integer", "minimum": 1, "maximum": 7}},
                  "required": ["city", "days"]}}},
@@ -116,6 +117,14 @@ try:
             if ok:
                 ok = validates(calls[0].function.arguments, params[calls[0].function.name], what)
             check(ok, "%s: %s %s" % (what, c.finish_reason, [(t.function.name, t.function.arguments) for t in calls]))
+
+    # strict: true is kept only for forced calls: under auto the model's calls are not constrained, so a 400
+    try:
+        cl.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Vejret i Aarhus?"}],
+                                   tools=TOOLS, tool_choice="auto", max_tokens=4)
+        check(False, "strict under tool_choice auto: accepted")
+    except openai.BadRequestError as e:
+        check(e.param == "tools[0].function.strict", "strict under auto: %s %s" % (e.param, e.message))
 
     # refusals: 400 naming the problem, the server still serving
     cycle = {"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/a"}}}
