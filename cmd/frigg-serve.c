@@ -804,7 +804,7 @@ static enum MHD_Result handle_metrics(server *s, struct MHD_Connection *c) {
     const http_state *h = &s->http;
     frigg_sb_printf(&b, "# HELP frigg_http_connections_open TCP connections open.\n# TYPE frigg_http_connections_open gauge\n"
                         "frigg_http_connections_open %d\n", atomic_load(&h->open_conns));
-    frigg_sb_printf(&b, "# HELP frigg_http_connections_refused_total Connections closed at accept: over --max-conns-per-ip.\n"
+    frigg_sb_printf(&b, "# HELP frigg_http_connections_refused_total Connections closed at accept: over --max-conns-per-ip or --max-conns (libmicrohttpd reports the two alike).\n"
                         "# TYPE frigg_http_connections_refused_total counter\nfrigg_http_connections_refused_total %" PRIu64 "\n",
                     (uint64_t)atomic_load(&h->refused));
     frigg_sb_printf(&b, "# HELP frigg_http_header_timeouts_total Connections closed with no request headers within "
