@@ -90,6 +90,7 @@ int32_t gj_value_rule(gnfa *);           /* the rule of any JSON value */
 /* the rule of a JSON string of mn..mx characters (mx -1: no upper bound), one per length range: a schema that
  * uses a length range in several places (array items, several members) builds its unrolled automaton once */
 int32_t gj_string_len_rule(gnfa *, long mn, long mx);
+gfrag gj_string_len(gnfa *, long mn, long mx); /* the same string in place */
 gfrag gj_any_object(gnfa *);             /* any JSON object */
 
 /* ---- regex (gram_regex.c) ----

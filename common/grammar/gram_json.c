@@ -334,6 +334,21 @@ static gfrag counted_char(gnfa *a) {
     return gf_alt(a, m, 3);
 }
 
+gfrag gj_string_len(gnfa *a, long mn, long mx) {
+    gfrag f = gj_quote(a);
+    for (long i = 0; i < mn && !a->overflow; i++) f = gf_seq(a, f, counted_char(a));
+    if (mx < 0) return gf_seq(a, gf_seq(a, f, gf_star(a, counted_char(a))), gj_quote(a));
+    /* each further position may go straight to the closing quote: one epsilon to it, not a chain of nested
+     * optionals, whose closures grew with the position (quadratic: a 1,000-character string was 30M steps) */
+    gfrag close = gj_quote(a);
+    for (long i = mn; i < mx && !a->overflow; i++) {
+        gf_join(a, f.e, close.s);
+        f = gf_seq(a, f, counted_char(a));
+    }
+    gf_join(a, f.e, close.s);
+    return (gfrag){f.s, close.e};
+}
+
 int32_t gj_string_len_rule(gnfa *a, long mn, long mx) {
     char name[96];
     if (mx < 0) snprintf(name, sizeof name, "string of at least %ld characters", mn);
@@ -341,23 +356,7 @@ int32_t gj_string_len_rule(gnfa *a, long mn, long mx) {
     int32_t r = find_rule(a, name);
     if (r >= 0) return r;
     r = gnfa_rule(a, name);
-    gfrag f = gj_quote(a);
-    for (long i = 0; i < mn && !a->overflow; i++) f = gf_seq(a, f, counted_char(a));
-    if (mx < 0) {
-        f = gf_seq(a, f, gf_star(a, counted_char(a)));
-    } else {
-        /* each further position may go straight to the closing quote: one epsilon to it, not a chain of nested
-         * optionals, whose closures grew with the position (quadratic: a 1,000-character string was 30M steps) */
-        gfrag close = gj_quote(a);
-        for (long i = mn; i < mx && !a->overflow; i++) {
-            gf_join(a, f.e, close.s);
-            f = gf_seq(a, f, counted_char(a));
-        }
-        gf_join(a, f.e, close.s);
-        rule_body(a, r, (gfrag){f.s, close.e});
-        return r;
-    }
-    rule_body(a, r, gf_seq(a, f, gj_quote(a)));
+    rule_body(a, r, gj_string_len(a, mn, mx));
     return r;
 }
 

@@ -393,16 +393,7 @@ static gfrag string_frag(gsc *c, json_t *s) {
     /* short ranges inline: a call costs the masks (a token across the string's end needs the caller's state)
      * and saves nothing there */
     if ((mx < 0 ? mn : mx) > GS_INLINE_STRING_CHARS) return gf_call(a, gj_string_len_rule(a, mn, mx));
-    gfrag f = gj_quote(a);
-    for (long i = 0; i < mn && !a->overflow; i++) f = gf_seq(a, f, gj_string_char(a));
-    if (mx < 0) {
-        f = gf_seq(a, f, gf_star(a, gj_string_char(a)));
-    } else {
-        gfrag tail = gf_empty(a);
-        for (long i = mn; i < mx && !a->overflow; i++) tail = gf_opt(a, gf_seq(a, gj_string_char(a), tail));
-        f = gf_seq(a, f, tail);
-    }
-    return gf_seq(a, f, gj_quote(a));
+    return gj_string_len(a, mn, mx);
 }
 
 /* ---- integers and numbers ---- */
