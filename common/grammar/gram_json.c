@@ -318,32 +318,20 @@ int32_t gj_string_rule(gnfa *a) {
     return r;
 }
 
-/* One character of a long counted string: a literal character (ASCII or UTF-8) in place, an escape a call of
- * one shared rule. Unrolled in full, a character was about 75 DFA states, most of them \uXXXX and its
- * surrogate pairs, so a 280-character string was 21,000 states (90 ms to compile); this way it is about ten
- * per position. Literal text, Danish letters included, stays in the string's own states, whose mask work is
- * what the cache keeps; an escape is rare in generated text. */
-static gfrag counted_char(gnfa *a) {
-    if (a->mimir) return gj_string_char(a); /* raw text, no escapes: nothing to share */
-    int32_t r = find_rule(a, "string escape");
-    if (r < 0) {
-        r = gnfa_rule(a, "string escape");
-        rule_body(a, r, escape(a));
-    }
-    gfrag m[3] = {ranges(a, " -!#-[]-\x7f"), gf_utf8_range(a, 0x80, 0x10FFFF), gf_call(a, r)};
-    return gf_alt(a, m, 3);
-}
-
+/* A counted string's characters are written out in place, escapes included (about 70 DFA states a position).
+ * An escape as a call of a shared rule made a position about 30 states, but doubled the cost of a mask's trie walk
+ * from such a state (a first request's mask, cold: p99 9.9 ms against 5.0 on todo-list.json), and a string
+ * walks a new state at every position. */
 gfrag gj_string_len(gnfa *a, long mn, long mx) {
     gfrag f = gj_quote(a);
-    for (long i = 0; i < mn && !a->overflow; i++) f = gf_seq(a, f, counted_char(a));
-    if (mx < 0) return gf_seq(a, gf_seq(a, f, gf_star(a, counted_char(a))), gj_quote(a));
+    for (long i = 0; i < mn && !a->overflow; i++) f = gf_seq(a, f, gj_string_char(a));
+    if (mx < 0) return gf_seq(a, gf_seq(a, f, gf_star(a, gj_string_char(a))), gj_quote(a));
     /* each further position may go straight to the closing quote: one epsilon to it, not a chain of nested
      * optionals, whose closures grew with the position (quadratic: a 1,000-character string was 30M steps) */
     gfrag close = gj_quote(a);
     for (long i = mn; i < mx && !a->overflow; i++) {
         gf_join(a, f.e, close.s);
-        f = gf_seq(a, f, counted_char(a));
+        f = gf_seq(a, f, gj_string_char(a));
     }
     gf_join(a, f.e, close.s);
     return (gfrag){f.s, close.e};

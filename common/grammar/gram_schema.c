@@ -38,7 +38,7 @@
 #define GS_MAX_RULES 1000
 /* A string length range up to this many characters is built inline, a longer one as a rule of its own
  * (gj_string_len_rule); an array's item schema whose automaton has more than GS_INLINE_ITEM_STATES NFA states,
- * where the array repeats it, as a rule too (item_frag). Both bound the DFA: unrolled in place, a 6-item array
+ * where the array repeats it, as a rule too (item_as_rule). Both bound the DFA: unrolled in place, a 6-item array
  * of objects with an 80-character string was 40,000 DFA states and 1.2 s to compile. */
 #define GS_INLINE_STRING_CHARS 8
 #define GS_INLINE_ITEM_STATES 200
