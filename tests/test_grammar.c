@@ -214,13 +214,23 @@ static void test_errors(void) {
     for (int i = 0; i < 80; i++) strcat(deep, "}");
     check_error(deep, "deeper than");
     /* repeated items and long counted strings are built once, as rules of their own (gram_schema.c): a
-     * million strings of up to 1,000 characters are some 79,000 states, not 10^9 */
+     * million strings of up to 1,000 characters compile, rather than being 10^9 copies */
     frigg_grammar *shared = schema("{\"type\":\"array\",\"items\":{\"type\":\"array\",\"items\":{\"type\":\"string\","
                                    "\"maxLength\":1000},\"maxItems\":1000},\"maxItems\":1000}");
     CHECK(shared != NULL, "1000 x 1000 x 1000-character strings: %d states",
           shared ? frigg_grammar_n_states(shared) : -1);
     frigg_grammar_free(shared);
     check_error("{\"type\":\"string\",\"maxLength\":100000}", "too large");
+    /* 20 levels of arrays of objects: each item schema probed once, not again in every copy of the level above
+     * (that doubled the NFA at each level, past its state limit) */
+    frigg_strbuf nest = FRIGG_STRBUF_INIT;
+    for (int i = 0; i < 20; i++) frigg_sb_puts(&nest, "{\"type\":\"array\",\"maxItems\":3,\"items\":{\"type\":\"object\",\"properties\":{\"a\":");
+    frigg_sb_puts(&nest, "{\"type\":\"string\",\"maxLength\":30}");
+    for (int i = 0; i < 20; i++) frigg_sb_puts(&nest, ",\"b\":{\"type\":\"string\",\"maxLength\":20}}}}");
+    frigg_grammar *nested = schema(nest.p);
+    CHECK(nested != NULL, "20 nested arrays of objects: %s", nested ? "compiled" : frigg_error());
+    frigg_grammar_free(nested);
+    frigg_sb_free(&nest);
     /* what cannot be shared: 300 positions, each a string of its own length range */
     frigg_strbuf many = FRIGG_STRBUF_INIT;
     frigg_sb_puts(&many, "{\"type\":\"array\",\"prefixItems\":[");

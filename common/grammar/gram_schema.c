@@ -38,17 +38,25 @@
 #define GS_MAX_RULES 1000
 /* A string length range up to this many characters is built inline, a longer one as a rule of its own
  * (gj_string_len_rule); an array's item schema whose automaton has more than GS_INLINE_ITEM_STATES NFA states,
- * where the array repeats it, as a rule too (item_as_rule). Both bound the DFA: unrolled in place, a 6-item array
- * of objects with an 80-character string was 40,000 DFA states and 1.2 s to compile. */
+ * where the array repeats it, as a rule too (item_as_rule). Both bound the DFA: unrolled in place, todo-list.json (6
+ * items, each with an 80-character string) was 40,110 DFA states and 1.26 s to compile
+ * (benchmarks/cpu-2026-12-07/grammar/). */
 #define GS_INLINE_STRING_CHARS 8
 #define GS_INLINE_ITEM_STATES 200
 
+/* A rule of the schema's own, compiled after the root: a $ref target, or an array's repeated item schema. */
 typedef struct {
-    char ptr[256];
+    char ptr[256];      /* the JSON pointer of node: the $ref, or the path it was met at */
     json_t *node;
     int32_t rule;
-    int done;
 } gsref;
+
+/* An array item schema's size, probed once (item_as_rule): nested arrays would otherwise probe their items again
+ * in every copy of every enclosing probe, doubling the NFA with each level. */
+typedef struct {
+    json_t *node;
+    int as_rule;
+} gsprobe;
 
 typedef struct {
     gnfa *a;
@@ -58,6 +66,8 @@ typedef struct {
     char path[512];
     gsref *refs;
     int nrefs, caprefs;
+    gsprobe *probes;
+    int nprobes, capprobes;
 } gsc;
 
 static void gs_fail(gsc *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -287,6 +297,23 @@ static json_t *resolve_pointer(gsc *c, const char *ref) {
     return cur;
 }
 
+/* A new rule for node, named ptr (shorter than gsref.ptr), its body compiled after the root; a call of it. */
+static gfrag new_rule(gsc *c, const char *ptr, json_t *node) {
+    if (c->nrefs >= GS_MAX_RULES) {
+        gs_fail(c, "more than %d rules ('$ref' targets and repeated array items)", GS_MAX_RULES);
+        return nothing(c->a);
+    }
+    if (c->nrefs == c->caprefs) {
+        c->caprefs = c->caprefs ? c->caprefs * 2 : 8;
+        c->refs = frigg_xrealloc(c->refs, (size_t)c->caprefs * sizeof *c->refs);
+    }
+    gsref *r = &c->refs[c->nrefs++];
+    snprintf(r->ptr, sizeof r->ptr, "%s", ptr);
+    r->node = node;
+    r->rule = gnfa_rule(c->a, ptr);
+    return gf_call(c->a, r->rule);
+}
+
 static gfrag ref_call(gsc *c, const char *ref) {
     if (!strcmp(ref, "#")) return gf_call(c->a, 0);
     if (strlen(ref) >= sizeof c->refs[0].ptr) {
@@ -297,20 +324,7 @@ static gfrag ref_call(gsc *c, const char *ref) {
         if (!strcmp(c->refs[i].ptr, ref)) return gf_call(c->a, c->refs[i].rule);
     json_t *target = resolve_pointer(c, ref);
     if (!target) return nothing(c->a);
-    if (c->nrefs >= GS_MAX_RULES) {
-        gs_fail(c, "more than %d distinct '$ref' targets", GS_MAX_RULES);
-        return nothing(c->a);
-    }
-    if (c->nrefs == c->caprefs) {
-        c->caprefs = c->caprefs ? c->caprefs * 2 : 8;
-        c->refs = frigg_xrealloc(c->refs, (size_t)c->caprefs * sizeof *c->refs);
-    }
-    gsref *r = &c->refs[c->nrefs++];
-    snprintf(r->ptr, sizeof r->ptr, "%s", ref);
-    r->node = target;
-    r->rule = gnfa_rule(c->a, ref);
-    r->done = 0;
-    return gf_call(c->a, r->rule);
+    return new_rule(c, ref, target);
 }
 
 /* ---- strings ---- */
@@ -542,21 +556,8 @@ static gfrag object_frag(gsc *c, json_t *s) {
 static gfrag sub_rule(gsc *c, json_t *s) {
     for (int i = 0; i < c->nrefs; i++)
         if (c->refs[i].node == s && !strcmp(c->refs[i].ptr, c->path)) return gf_call(c->a, c->refs[i].rule);
-    if (c->nrefs >= GS_MAX_RULES) {
-        gs_fail(c, "more than %d rules ('$ref' targets and repeated array items)", GS_MAX_RULES);
-        return nothing(c->a);
-    }
     if (strlen(c->path) >= sizeof c->refs[0].ptr) return compile(c, s); /* too deep to name: inline */
-    if (c->nrefs == c->caprefs) {
-        c->caprefs = c->caprefs ? c->caprefs * 2 : 8;
-        c->refs = frigg_xrealloc(c->refs, (size_t)c->caprefs * sizeof *c->refs);
-    }
-    gsref *r = &c->refs[c->nrefs++];
-    snprintf(r->ptr, sizeof r->ptr, "%s", c->path);
-    r->node = s;
-    r->rule = gnfa_rule(c->a, c->path);
-    r->done = 0;
-    return gf_call(c->a, r->rule);
+    return new_rule(c, c->path, s);
 }
 
 /* Whether an array that builds its rest schema es (at the current path) `copies` times should call it as one
@@ -564,9 +565,17 @@ static gfrag sub_rule(gsc *c, json_t *s) {
  * from the rules' starts). */
 static int item_as_rule(gsc *c, json_t *es, long copies) {
     if (copies < 2 || !es || json_is_true(es)) return 0;
+    for (int i = 0; i < c->nprobes; i++)
+        if (c->probes[i].node == es) return c->probes[i].as_rule;
     size_t before = c->a->n;
     compile(c, es);
-    return !c->failed && c->a->n - before > GS_INLINE_ITEM_STATES;
+    int as_rule = !c->failed && c->a->n - before > GS_INLINE_ITEM_STATES;
+    if (c->nprobes == c->capprobes) {
+        c->capprobes = c->capprobes ? c->capprobes * 2 : 8;
+        c->probes = frigg_xrealloc(c->probes, (size_t)c->capprobes * sizeof *c->probes);
+    }
+    c->probes[c->nprobes++] = (gsprobe){es, as_rule};
+    return as_rule;
 }
 
 static gfrag array_frag(gsc *c, json_t *s) {
@@ -867,6 +876,7 @@ static int compile_rule(gnfa *a, const char *text, size_t len, int32_t r0) {
         gs_fail(&c, "the schema is too large: more than %d automaton states", FRIGG_GRAMMAR_MAX_NFA_STATES);
     }
     free(c.refs);
+    free(c.probes);
     json_decref(root);
     if (c.failed) {
         frigg_set_error("%s", c.err);
