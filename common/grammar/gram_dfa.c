@@ -70,8 +70,8 @@ static void grow_slots(dctx *d) {
     d->smask = cap - 1;
 }
 
-/* Ascending order without qsort's call per comparison (a closure is sorted for every DFA transition; with qsort
- * that was a third of a large schema's compile): insertion sort for short runs, else quicksort. */
+/* Ascending order without qsort's call per comparison (a closure is sorted for every DFA transition): insertion
+ * sort for short runs, else quicksort. */
 static void sort_i32(int32_t *v, size_t n) {
     while (n > 16) {
         int32_t p = v[n / 2];
@@ -214,8 +214,8 @@ static void determinize(dctx *d, int32_t *rule_start) {
         }
         for (int c = 0; c < d->ncls; c++) {
             int32_t t = -1;
-            /* a byte range spans classes in a row, which then have the same targets: one closure for the run
-             * (most of the compile time was these repeats: UTF-8 continuation bytes, any-character ranges) */
+            /* a byte range spans classes in a row, which then have the same targets (UTF-8 continuation bytes,
+             * any-character ranges): one closure for the run */
             if (c && bucket[c].n && bucket[c].n == bucket[c - 1].n &&
                 !memcmp(bucket[c].v, bucket[c - 1].v, bucket[c].n * sizeof *bucket[c].v)) {
                 t = d->trans[(size_t)i * d->ncls + c - 1];

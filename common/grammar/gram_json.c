@@ -24,7 +24,7 @@ static gfrag ranges(gnfa *a, const char *spec) {
 static int32_t find_rule(const gnfa *a, const char *name);
 static void rule_body(gnfa *a, int32_t r, gfrag f);
 /* The non-empty whitespace is one rule, called where JSON allows whitespace: in place, its GJ_WS_INDENT
- * counted positions were about 22 DFA states at each of the four places a member has one. */
+ * counted positions were as many DFA states at each of the four places a member has one. */
 gfrag gj_ws(gnfa *a) {
     int32_t r = find_rule(a, "whitespace");
     if (r < 0) {
@@ -318,16 +318,16 @@ int32_t gj_string_rule(gnfa *a) {
     return r;
 }
 
-/* A counted string's characters are written out in place, escapes included (about 70 DFA states a position).
- * An escape as a call of a shared rule made a position about 30 states, but doubled the cost of a mask's trie walk
- * from such a state (a first request's mask, cold: p99 9.9 ms against 5.0 on todo-list.json), and a string
- * walks a new state at every position. */
+/* A counted string's characters are written out in place, escapes included (about 70 DFA states a position:
+ * movie-review.json in benchmarks/cpu-2026-12-07/grammar/). An escape as a call of a shared rule would have fewer
+ * states, but a mask's trie walk from a state with a call is slower (visit() tries the callee at every byte),
+ * and a string walks a new state at every position. */
 gfrag gj_string_len(gnfa *a, long mn, long mx) {
     gfrag f = gj_quote(a);
     for (long i = 0; i < mn && !a->overflow; i++) f = gf_seq(a, f, gj_string_char(a));
     if (mx < 0) return gf_seq(a, gf_seq(a, f, gf_star(a, gj_string_char(a))), gj_quote(a));
     /* each further position may go straight to the closing quote: one epsilon to it, not a chain of nested
-     * optionals, whose closures grew with the position (quadratic: a 1,000-character string was 30M steps) */
+     * optionals, whose closures grew with the position (quadratic in the length) */
     gfrag close = gj_quote(a);
     for (long i = mn; i < mx && !a->overflow; i++) {
         gf_join(a, f.e, close.s);
