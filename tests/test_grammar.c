@@ -393,6 +393,11 @@ static const char *const mask_schemas[] = {
     "{\"anyOf\":[{\"type\":\"string\",\"pattern\":\"^[A-Z][a-z]{1,8}( [A-Z][a-z]+)?$\"},{\"type\":\"null\"},"
     "{\"type\":\"array\",\"prefixItems\":[{\"type\":\"boolean\"},{\"type\":\"string\",\"format\":\"date\"}]}]}",
     "{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\",\"maxLength\":5}}",
+    /* counted strings longer than any token: positions far from both counts' ends share cache entries
+     * (gram_mask.c's classes), those within a token's reach of an end do not */
+    "{\"type\":\"object\",\"properties\":{\"t\":{\"type\":\"string\",\"minLength\":12,\"maxLength\":60},"
+    "\"u\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"maxLength\":30},\"maxItems\":3}},"
+    "\"required\":[\"t\",\"u\"]}",
 };
 
 static void test_masks_small(void) {
@@ -425,6 +430,15 @@ static void test_masks_small(void) {
         snprintf(name, sizeof name, "small vocab, schema %zu", s);
         walk_check(name, g, v, 40, 60, 1, 0x9E3779B97F4A7C15ull + s);
         frigg_grammar_free(g);
+    }
+    /* the counted strings' positions: one walk for all those that no token tells apart */
+    frigg_grammar *cs = schema(mask_schemas[4]);
+    if (cs) {
+        frigg_gmasker *mk = frigg_gmasker_new(cs, v);
+        int walks = frigg_gmasker_precompute(mk), n = frigg_grammar_n_states(cs);
+        CHECK(walks * 2 < n, "counted strings: %d walks for %d states (positions alike share one)", walks, n);
+        frigg_gmasker_free(mk);
+        frigg_grammar_free(cs);
     }
     frigg_grammar *jo = frigg_grammar_json_object();
     walk_check("small vocab, json_object", jo, v, 40, 80, 1, 7);
@@ -514,7 +528,11 @@ static void test_api(void) {
     frigg_gmask_stats st;
     frigg_gmasker_stats(mk, &st);
     CHECK(st.misses > 0 && st.walks > 0, "stats count the walks");
-    CHECK(frigg_gmasker_precompute(mk) == frigg_grammar_n_states(g), "precompute covers every state");
+    int walks = frigg_gmasker_precompute(mk);
+    frigg_gmasker_stats(mk, &st);
+    CHECK(walks == st.classes && walks > 0 && walks <= frigg_grammar_n_states(g),
+          "precompute walks once per class of states (%d walks, %d classes, %d states)", walks, st.classes,
+          frigg_grammar_n_states(g));
     frigg_gmasker_free(mk);
     frigg_gvocab_free(v);
     frigg_gmatcher_free(m);

@@ -12,7 +12,14 @@
  * is the end of the document: those tokens are refused). Most states need one level (a rule's bytes rarely
  * reach its end within one token), a string's inside needs the frames its closing quote returns to, and a mask
  * seen before costs only the lookups and a copy: this is XGrammar's split of a mask into the part that depends
- * on the state alone and the part that depends on the stack, with the second cached per stack prefix. */
+ * on the state alone and the part that depends on the stack, with the second cached per stack prefix.
+ *
+ * A walk reads at most max_depth bytes (the longest token), so two DFA states that no string of that length
+ * tells apart (the same acceptance after every such string; a state with calls only equals itself) have the
+ * same masks and pop points: the cache is keyed by a class of such states (classes_build), computed once per
+ * masker. A counted string is one state per position (and per partial escape), all alike until the count's end
+ * is within one token's reach: without the classes each position of a long string was a cold walk of the
+ * whole trie (milliseconds) the first time a document reached it. */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -54,6 +61,8 @@ struct frigg_gmasker {
     gpool pool;         /* the walks' frames (cleared per walk) */
     gcfgv *sets;        /* [max_depth + 2]: configurations after each depth's bytes */
     uint32_t *bits, *tmp;
+    int32_t *rep;       /* [g->n]: the state whose cache entry serves this one (classes_build); NULL until then */
+    int32_t nclasses;
     int W;              /* words of a mask */
     ivec pops;
     size_t bytes;
@@ -225,7 +234,142 @@ static gnode *new_node(frigg_gmasker *mk, int32_t key) {
     return n;
 }
 
+/* ---- states alike for every walk ----
+ * Moore's partition refinement, stopped after max_depth + 1 rounds (or once a round splits nothing): states start
+ * in classes by (accept, has_out), a state with calls in one of its own; each round splits a class by the
+ * classes its byte transitions lead to. After k rounds two states of one class accept the same strings of up to
+ * k bytes and reach the same call states by the same strings, which is all a walk from either sees. */
+static uint64_t mix64(uint64_t h, uint64_t x) {
+    h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+/* A state's byte transitions as runs of classes with one target (t -1: none), made once; each round reads a
+ * state's signature as those runs with adjacent runs of equal target class merged, which is the run-length form
+ * of its row of target classes, so equal rows give equal signatures, at a cost of a few runs a state rather than
+ * one lookup per byte class. */
+typedef struct {
+    int32_t *off, *t; /* runs of state s: t[off[s] .. off[s + 1]), each to one target, its classes implied */
+    int32_t *c0;      /* first class of each run */
+} grows;
+
+/* The class-row signature of s under cl into sig (pairs: first class, target class); returns its length. */
+static int32_t row_sig(const grows *r, const int32_t *cl, int32_t s, int32_t *sig) {
+    int32_t k = 0;
+    for (int32_t j = r->off[s]; j < r->off[s + 1]; j++) {
+        int32_t tc = r->t[j] < 0 ? -1 : cl[r->t[j]];
+        if (k && sig[k - 1] == tc) continue;
+        sig[k++] = r->c0[j];
+        sig[k++] = tc;
+    }
+    return k;
+}
+
+static void classes_build(frigg_gmasker *mk) {
+    const frigg_grammar *g = mk->g;
+    int32_t n = g->n, C = g->ncls, n1 = n ? n : 1;
+    grows rw;
+    rw.off = frigg_xmalloc(((size_t)n + 1) * sizeof *rw.off);
+    size_t nr = 0, rcap = (size_t)n1 * 4;
+    rw.t = frigg_xmalloc(rcap * sizeof *rw.t);
+    rw.c0 = frigg_xmalloc(rcap * sizeof *rw.c0);
+    for (int32_t s = 0; s < n; s++) {
+        rw.off[s] = (int32_t)nr;
+        const int32_t *t = g->trans + (size_t)s * C;
+        for (int32_t c = 0; c < C; c++) {
+            if (c && t[c] == t[c - 1]) continue;
+            if (nr == rcap) {
+                rcap *= 2;
+                rw.t = frigg_xrealloc(rw.t, rcap * sizeof *rw.t);
+                rw.c0 = frigg_xrealloc(rw.c0, rcap * sizeof *rw.c0);
+            }
+            rw.t[nr] = t[c];
+            rw.c0[nr++] = c;
+        }
+    }
+    rw.off[n] = (int32_t)nr;
+    int32_t *cl = frigg_xmalloc((size_t)n1 * sizeof *cl), *nx = frigg_xmalloc((size_t)n1 * sizeof *nx);
+    size_t cap = 16;
+    while (cap < 2 * (size_t)n) cap <<= 1;
+    int32_t *slot = frigg_xmalloc(cap * sizeof *slot); /* a state standing for its signature, -1 empty */
+    uint64_t *sh = frigg_xmalloc((size_t)n1 * sizeof *sh);
+    int32_t *sig = frigg_xmalloc(((size_t)C * 2 + 2) * sizeof *sig);
+    /* the slot owners' signatures, so that a match costs one row_sig, not two */
+    int32_t *soff = frigg_xmalloc((size_t)n1 * sizeof *soff), *slen = frigg_xmalloc((size_t)n1 * sizeof *slen);
+    size_t sbcap = nr * 2 + 16, sbn;
+    int32_t *sbuf = frigg_xmalloc(sbcap * sizeof *sbuf);
+    int32_t count = 0;
+    for (int32_t s = 0; s < n; s++) /* 0..3 by (accept, has_out); a state with calls: 4 + s */
+        cl[s] = g->call_off[s] != g->call_off[s + 1] ? 4 + s : g->accept[s] * 2 + (g->has_out[s] ? 1 : 0);
+    for (int round = 0; round <= mk->v->max_depth + 1; round++) {
+        memset(slot, 0xFF, cap * sizeof *slot);
+        int32_t nc = 0;
+        sbn = 0;
+        for (int32_t s = 0; s < n; s++) {
+            int32_t k = row_sig(&rw, cl, s, sig);
+            uint64_t h = mix64(0, (uint64_t)(uint32_t)cl[s]);
+            for (int32_t j = 0; j < k; j++) h = mix64(h, (uint64_t)(uint32_t)sig[j]);
+            sh[s] = h;
+            size_t i = (size_t)h & (cap - 1);
+            for (;; i = (i + 1) & (cap - 1)) {
+                int32_t o = slot[i];
+                if (o < 0) {
+                    slot[i] = s;
+                    nx[s] = nc++;
+                    if (sbn + (size_t)k > sbcap) {
+                        sbcap = (sbn + (size_t)k) * 2;
+                        sbuf = frigg_xrealloc(sbuf, sbcap * sizeof *sbuf);
+                    }
+                    memcpy(sbuf + sbn, sig, (size_t)k * sizeof *sig);
+                    soff[s] = (int32_t)sbn;
+                    slen[s] = k;
+                    sbn += (size_t)k;
+                    break;
+                }
+                if (sh[o] != h || cl[o] != cl[s]) continue;
+                if (slen[o] == k && !memcmp(sig, sbuf + soff[o], (size_t)k * sizeof *sig)) {
+                    nx[s] = nx[o];
+                    break;
+                }
+            }
+        }
+        int32_t *sw = cl;
+        cl = nx;
+        nx = sw;
+        int stable = nc == count;
+        count = nc;
+        if (stable) break;
+    }
+    /* rep: the first state of each class */
+    int32_t *first = frigg_xmalloc((size_t)(count ? count : 1) * sizeof *first);
+    memset(first, 0xFF, (size_t)(count ? count : 1) * sizeof *first);
+    mk->rep = frigg_xmalloc((size_t)n1 * sizeof *mk->rep);
+    for (int32_t s = 0; s < n; s++) {
+        if (first[cl[s]] < 0) first[cl[s]] = s;
+        mk->rep[s] = first[cl[s]];
+    }
+    mk->nclasses = count;
+    free(first);
+    free(sig);
+    free(sbuf);
+    free(soff);
+    free(slen);
+    free(sh);
+    free(slot);
+    free(nx);
+    free(cl);
+    free(rw.off);
+    free(rw.t);
+    free(rw.c0);
+}
+
+static int32_t rep_of(frigg_gmasker *mk, int32_t s) {
+    if (!mk->rep) classes_build(mk);
+    return mk->rep[s];
+}
+
 static gnode *level1(frigg_gmasker *mk, int32_t s) {
+    s = rep_of(mk, s);
     if (mk->lvl1[s]) {
         mk->st.hits++;
         return mk->lvl1[s];
@@ -239,6 +383,7 @@ static gnode *level1(frigg_gmasker *mk, int32_t s) {
 }
 
 static gnode *child(frigg_gmasker *mk, gnode *n, int32_t r) {
+    r = rep_of(mk, r);
     for (int32_t k = 0; k < n->nk; k++)
         if (n->kids[k]->key == r) {
             mk->st.hits++;
@@ -302,6 +447,7 @@ void frigg_gmasker_free(frigg_gmasker *mk) {
     if (!mk) return;
     cache_clear(mk);
     free(mk->lvl1);
+    free(mk->rep);
     gpool_free(&mk->pool);
     for (int i = 0; i < mk->v->max_depth + 2; i++) free(mk->sets[i].v);
     free(mk->sets);
@@ -349,14 +495,16 @@ int frigg_gmasker_fill(frigg_gmasker *mk, const frigg_gmatcher *m, uint32_t *out
 int frigg_gmasker_precompute(frigg_gmasker *mk) {
     pthread_mutex_lock(&mk->mu);
     for (int32_t s = 0; s < mk->g->n; s++) level1(mk, s);
+    int32_t done = mk->nclasses;
     pthread_mutex_unlock(&mk->mu);
-    return mk->g->n;
+    return done;
 }
 
 void frigg_gmasker_stats(frigg_gmasker *mk, frigg_gmask_stats *st) {
     pthread_mutex_lock(&mk->mu);
     *st = mk->st;
     st->bytes = mk->bytes;
+    st->classes = mk->rep ? mk->nclasses : -1;
     pthread_mutex_unlock(&mk->mu);
 }
 

@@ -112,13 +112,15 @@ void frigg_gmasker_free(frigg_gmasker *);
  * is an end id and the grammar may end). Returns the number of allowed ids. */
 int frigg_gmasker_fill(frigg_gmasker *, const frigg_gmatcher *, uint32_t *bits);
 /* Compute and cache, now, the mask of every stack top on its own (what a first visit would do): compile-time
- * work instead of first-token latency. Returns the number of states done. */
+ * work instead of first-token latency. Returns the number of walks that took: one per class of states that no
+ * token tells apart (gram_mask.c), at most the DFA's state count. */
 int frigg_gmasker_precompute(frigg_gmasker *);
 typedef struct {
     long hits, misses;       /* fills answered from the cache / that computed a level */
     long walks;              /* trie walks run */
     long nodes_visited;      /* trie nodes those walks stepped through */
     size_t bytes;            /* memory the cache holds */
+    int32_t classes;         /* classes of DFA states that share a cache entry (-1: not computed yet) */
 } frigg_gmask_stats;
 void frigg_gmasker_stats(frigg_gmasker *, frigg_gmask_stats *);
 
