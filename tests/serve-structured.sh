@@ -2,7 +2,8 @@
 # frigg-serve's structured output on the bundled model, through the openai SDK (scripts/pyenv's serve set) and
 # validated with jsonschema (the check set): response_format json_schema on /v1/chat/completions (greedy and sampled)
 # and /v1/completions, json_object; client.beta.chat.completions.parse with a pydantic model returns a parsed object
-# (when the model ends its answer); tool_choice "required" and a named function give one call whose arguments validate
+# (when the model ends its answer); tool_choice "required" gives whole calls (one or more; one with parallel_tool_calls
+# false) and a named function one call, whose arguments validate
 # against the tool's parameters (greedy and sampled; a strict: true tool among them, which under tool_choice auto is
 # a 400); an unsupported keyword, a schema that is not one, a $ref cycle with no base case and
 # a 1 MB schema are each a 400 (invalid_request_error, param response_format, the problem named), and the server keeps
@@ -99,10 +100,14 @@ try:
              {"type": "function", "function": {"name": "get_time", "parameters": {
                  "type": "object", "properties": {"tz": {"enum": ["UTC", "CET"]}}, "required": ["tz"]}}}]
     params = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
-    for tc in ("required", {"type": "function", "function": {"name": "get_weather"}},
-               {"type": "function", "function": {"name": "get_time"}}):
+    # required: one call or more (parallel_tool_calls, the default), whole ones (cut off by max_tokens: "length");
+    # required without parallel calls, and a named function: exactly one
+    for tc, par in (("required", None), ("required", False), ({"type": "function", "function": {"name": "get_weather"}}, None),
+                    ({"type": "function", "function": {"name": "get_time"}}, None)):
         for kw in ({"temperature": 0}, {"temperature": 1.0, "seed": 1}, {"temperature": 1.0, "seed": 2}):
-            what = "tool_choice %s %s" % (tc if isinstance(tc, str) else tc["function"]["name"], kw)
+            what = "tool_choice %s parallel %s %s" % (tc if isinstance(tc, str) else tc["function"]["name"], par, kw)
+            if par is not None:
+                kw = dict(kw, parallel_tool_calls=par)
             try:
                 r = cl.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Vejret i Aarhus?"}],
                                                tools=TOOLS, tool_choice=tc, max_tokens=64, **kw)
@@ -111,11 +116,13 @@ try:
                 continue
             c = r.choices[0]
             calls = c.message.tool_calls or []
-            ok = c.finish_reason == "tool_calls" and len(calls) == 1
+            many = tc == "required" and par is None
+            ok = (c.finish_reason in ("tool_calls", "length") and len(calls) >= 1) if many else \
+                 (c.finish_reason == "tool_calls" and len(calls) == 1)
             if ok and not isinstance(tc, str):
                 ok = calls[0].function.name == tc["function"]["name"]
-            if ok:
-                ok = validates(calls[0].function.arguments, params[calls[0].function.name], what)
+            for t in calls if ok else []:
+                ok = ok and validates(t.function.arguments, params[t.function.name], what)
             check(ok, "%s: %s %s" % (what, c.finish_reason, [(t.function.name, t.function.arguments) for t in calls]))
 
     # strict: true is kept only for forced calls: under auto the model's calls are not constrained, so a 400

@@ -654,6 +654,26 @@ static void test_forced_whole_or_error(void) {
     make_choice(&c, "get_time{}<tool_call|>");
     CHECK(frigg_oai_choice_error(&r, &c, &e) == 0, "required, a whole call of get_time");
     frigg_oai_choice_free(&c);
+    /* parallel calls cut off by max_tokens: the whole ones come back, finish_reason "length" */
+    make_choice(&c, "get_time{}<tool_call|><|tool_call>call:get_weather{city:<|\"|>Os");
+    strcpy(c.finish_reason, "length");
+    CHECK(frigg_oai_choice_error(&r, &c, &e) == 0, "required, a whole call then one cut off: no error");
+    {
+        frigg_oai_env env = {.model_name = "default", .tok = tok, .cfg = &cfg, .max_ctx = 512};
+        json_t *resp = frigg_oai_response(&r, &env, "chatcmpl-x", 1, "default", &c);
+        json_t *ch = json_array_get(json_object_get(resp, "choices"), 0);
+        json_t *calls = json_object_get(json_object_get(ch, "message"), "tool_calls");
+        CHECK(json_array_size(calls) == 1 &&
+                  !strcmp(json_string_value(json_object_get(json_object_get(json_array_get(calls, 0), "function"), "name")) ?: "",
+                          "get_time") &&
+                  !strcmp(json_string_value(json_object_get(ch, "finish_reason")) ?: "", "length"),
+              "the whole call, finish_reason length");
+        json_decref(resp);
+    }
+    frigg_oai_choice_free(&c);
+    make_choice(&c, "get_time{}<tool_call|><|tool_call>call:get_time{}<tool_call|>");
+    CHECK(frigg_oai_choice_error(&r, &c, &e) == 0, "required, two whole calls");
+    frigg_oai_choice_free(&c);
     frigg_oai_req_free(&r);
     /* tool_choice auto: nothing is forced, nothing counted, a malformed call stays content (no error) */
     CHECK(parse(&r, "") == 0 && r.forced_tokens == 0, "auto: no forced tokens");
@@ -992,15 +1012,48 @@ static void test_response_format(void) {
               !strcmp(r.forced, "<|tool_call>call:"),
           "tool_choice required: a grammar: %s", e.message);
     if (r.gen.grammar) {
+        /* parallel_tool_calls (default true): more calls may follow the first, back to back */
         frigg_gmatcher *m = frigg_gmatcher_new(frigg_gref_grammar(r.gen.grammar));
         const char *d = "get_time{}<tool_call|>";
-        CHECK(frigg_gmatcher_advance(m, d, strlen(d)) == 0 && frigg_gmatcher_is_done(m), "required: %s is a whole call", d);
+        CHECK(frigg_gmatcher_advance(m, d, strlen(d)) == 0 && frigg_gmatcher_can_end(m) && !frigg_gmatcher_is_done(m),
+              "required: %s is a whole call, and another may follow", d);
+        const char *d2 = "<|tool_call>call:get_weather{<|\"|>city<|\"|>:<|\"|>Oslo<|\"|>}<tool_call|>";
+        CHECK(frigg_gmatcher_advance(m, d2, strlen(d2)) == 0 && frigg_gmatcher_can_end(m), "required: a second call");
+        CHECK(frigg_gmatcher_advance(m, "<|tool_call>call:get_date{", 26) == -1, "required: a third call only of the tools");
         frigg_gmatcher_free(m);
+        /* the same by tokens: <|tool_call> is its special token in the call vocabulary */
+        int32_t open = frigg_tokenizer_token_to_id(tok, "<|tool_call>");
+        if (open >= 0) {
+            m = frigg_gmatcher_new(frigg_gref_grammar(r.gen.grammar));
+            CHECK(frigg_gmatcher_advance(m, d, strlen(d)) == 0 &&
+                      frigg_gmatcher_advance_token(m, frigg_gref_vocab(r.gen.grammar), open) == 0 &&
+                      frigg_gmatcher_advance(m, "call:get_time{}<tool_call|>", 27) == 0 && frigg_gmatcher_can_end(m),
+                  "required: <|tool_call> by its token id %d opens a second call", open);
+            frigg_gmatcher_free(m);
+        }
         m = frigg_gmatcher_new(frigg_gref_grammar(r.gen.grammar));
         CHECK(frigg_gmatcher_advance(m, "get_date{", 9) == -1, "required: only the tools' names");
         frigg_gmatcher_free(m);
     }
     frigg_oai_req_free(&r);
+    /* parallel_tool_calls false, and a named function: one call, then only the end */
+    const char *one_call[] = {"\"tool_choice\":\"required\",\"parallel_tool_calls\":false",
+                              "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"get_time\"}}"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(body, sizeof body,
+                 "{\"model\":\"default\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"tools\":%s,%s}", TOOLS,
+                 one_call[k]);
+        CHECK(frigg_oai_parse(&r, FRIGG_OAI_CHAT, body, strlen(body), &env, &e) == 0 && r.gen.grammar, "%s: a grammar: %s",
+              one_call[k], e.message);
+        if (r.gen.grammar) {
+            frigg_gmatcher *m = frigg_gmatcher_new(frigg_gref_grammar(r.gen.grammar));
+            const char *d = k ? "{}<tool_call|>" : "get_time{}<tool_call|>";
+            CHECK(frigg_gmatcher_advance(m, d, strlen(d)) == 0 && frigg_gmatcher_is_done(m), "%s: one whole call, then the end",
+                  one_call[k]);
+            frigg_gmatcher_free(m);
+        }
+        frigg_oai_req_free(&r);
+    }
     frigg_gcache_free(gc);
 }
 

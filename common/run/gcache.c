@@ -80,7 +80,8 @@ const frigg_grammar *frigg_gref_grammar(const frigg_gref *g) { return g->g; }
 frigg_gmasker *frigg_gref_masker(const frigg_gref *g) { return g->mk; }
 const frigg_gvocab *frigg_gref_vocab(const frigg_gref *g) { return g->v; }
 
-/* The tokenizer's vocabulary with the tool-call syntax's special tokens (<|"|>, <tool_call|>) matched by their text,
+/* The tokenizer's vocabulary with the tool-call syntax's special tokens (<|"|>, <tool_call|>, <|tool_call>) matched
+ * by their text,
  * as the detokenized answer the tool-call parser reads holds them. */
 static frigg_gvocab *tool_vocab(const frigg_gcache *c) {
     int V = c->vocab;
@@ -94,7 +95,8 @@ static frigg_gvocab *tool_vocab(const frigg_gcache *c) {
             size_t n = 0;
             char *t = frigg_tokenizer_decode(c->tok, &i, 1, &n);
             if (t && ((n == strlen(GJ_TOOL_Q) && !memcmp(t, GJ_TOOL_Q, n)) ||
-                      (n == strlen("<tool_call|>") && !memcmp(t, "<tool_call|>", n)))) {
+                      (n == strlen("<tool_call|>") && !memcmp(t, "<tool_call|>", n)) ||
+                      (n == strlen("<|tool_call>") && !memcmp(t, "<|tool_call>", n)))) {
                 b[i] = t;
                 l[i] = n;
                 continue;
@@ -113,8 +115,8 @@ out:
     return v;
 }
 
-/* FRIGG_GK_TOOLCALL's text: [[name, schema], ...]. */
-static frigg_grammar *tool_grammar(const char *text, size_t len) {
+/* FRIGG_GK_TOOLCALL's and FRIGG_GK_TOOLCALLS's text: [[name, schema], ...]. */
+static frigg_grammar *tool_grammar(const char *text, size_t len, int many) {
     json_t *a = json_loadb(text, len, 0, NULL);
     size_t n = json_array_size(a);
     const char **names = frigg_xcalloc(n ? n : 1, sizeof *names), **schemas = frigg_xcalloc(n ? n : 1, sizeof *schemas);
@@ -130,7 +132,7 @@ static frigg_grammar *tool_grammar(const char *text, size_t len) {
         }
         lens[i] = json_string_length(json_array_get(p, 1));
     }
-    if (n) g = frigg_grammar_mimir_calls(names, schemas, lens, (int)n);
+    if (n) g = frigg_grammar_mimir_calls(names, schemas, lens, (int)n, many);
     else frigg_set_error("tool call: no function to call");
 out:
     free(names);
@@ -142,7 +144,8 @@ out:
 
 static frigg_grammar *compile(frigg_gkind kind, const char *text, size_t len) {
     switch (kind) {
-    case FRIGG_GK_TOOLCALL: return tool_grammar(text, len);
+    case FRIGG_GK_TOOLCALL: return tool_grammar(text, len, 0);
+    case FRIGG_GK_TOOLCALLS: return tool_grammar(text, len, 1);
     case FRIGG_GK_JSON_OBJECT: return frigg_grammar_json_object();
     case FRIGG_GK_SCHEMA: return frigg_grammar_from_schema(text, len);
     case FRIGG_GK_REGEX: {
@@ -177,8 +180,9 @@ frigg_gref *frigg_gcache_get(frigg_gcache *c, frigg_gkind kind, const char *text
     pthread_mutex_lock(&c->mu);
     frigg_gref *r = lookup(c, kind, text, len);
     if (!r && !c->v) c->v = frigg_gvocab_new(c->tok, c->vocab, c->end_ids, c->n_end); /* once, under the lock */
-    if (!r && kind == FRIGG_GK_TOOLCALL && !c->vt) c->vt = tool_vocab(c);
-    const frigg_gvocab *v = kind == FRIGG_GK_TOOLCALL ? c->vt : c->v;
+    int tools = kind == FRIGG_GK_TOOLCALL || kind == FRIGG_GK_TOOLCALLS;
+    if (!r && tools && !c->vt) c->vt = tool_vocab(c);
+    const frigg_gvocab *v = tools ? c->vt : c->v;
     pthread_mutex_unlock(&c->mu);
     if (r) return r;
     if (!v) return NULL;

@@ -28,6 +28,8 @@ typedef enum {
     FRIGG_GK_TOOLCALL = 4,    /* a forced tool call (frigg_grammar_mimir_calls): text a JSON array of [name, parameters
                                  schema] pairs; its vocabulary also has the special tokens of the call syntax, <|"|> and
                                  <tool_call|>, by their text */
+    FRIGG_GK_TOOLCALLS = 5,   /* one or more tool calls back to back (parallel calls), the same text; the vocabulary
+                                 also has <|tool_call> by its text */
 } frigg_gkind;
 
 /* Compiled grammars the cache keeps (the least recently used goes first; one still in use lives on until it is

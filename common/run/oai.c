@@ -556,9 +556,10 @@ static int response_format(frigg_oai_req *r, const json_t *o, const frigg_oai_en
 
 /* A forced tool call (r->forced) under a grammar where the server has a grammar cache: the call's arguments decoded
  * under the tool's parameters schema in the chat template's syntax (frigg_grammar_mimir_calls), then <tool_call|>,
- * so the answer is one whole call. tool_choice "required": any of the tools, its name first; a named function: the
- * forced start ends with the name, and the grammar begins at its '{'. One call per answer (parallel calls are not
- * generated under a grammar). A parameters schema the compiler refuses is a 400 naming the tool. */
+ * so the answer is whole calls. tool_choice "required": any of the tools, its name first, and with
+ * parallel_tool_calls (the default) more calls may follow, back to back as the chat template writes them; a named
+ * function: the forced start ends with the name, the grammar begins at its '{', and the answer is that one call (as
+ * OpenAI and vLLM answer a named tool_choice). A parameters schema the compiler refuses is a 400 naming the tool. */
 static int tool_grammar(frigg_oai_req *r, const json_t *o, const json_t *tools, const frigg_oai_env *env,
                         frigg_oai_error *e) {
     if (!r->forced || !env->gcache) return 0;
@@ -580,7 +581,8 @@ static int tool_grammar(frigg_oai_req *r, const json_t *o, const json_t *tools, 
     }
     char *text = json_dumps(pairs, JSON_COMPACT);
     json_decref(pairs);
-    r->gen.grammar = frigg_gcache_get(env->gcache, FRIGG_GK_TOOLCALL, text, strlen(text));
+    frigg_gkind kind = !only && r->parallel_tool_calls ? FRIGG_GK_TOOLCALLS : FRIGG_GK_TOOLCALL;
+    r->gen.grammar = frigg_gcache_get(env->gcache, kind, text, strlen(text));
     free(text);
     if (!r->gen.grammar) return bad(e, "tools", "a tool's 'parameters' cannot constrain its call: %s", frigg_error());
     if (only) { /* the grammar writes the '{' */
@@ -872,6 +874,25 @@ void frigg_oai_choice_free(frigg_oai_choice *c) {
     memset(c, 0, sizeof *c);
 }
 
+/* The calls of a forced answer (the forced start and the text, n bytes): all of it as whole calls, or, where the
+ * model reached max_tokens inside a further parallel call, the whole calls before it (the cut-off one dropped, the
+ * choice's finish_reason "length" saying so). NULL + frigg_error() when not even the first call is whole. */
+static json_t *forced_calls(const char *full, size_t n, char **rest, size_t *rest_len) {
+    json_t *a = frigg_parse_tool_calls_n(full, n, rest, rest_len);
+    if (a) return a;
+    char why[512];
+    snprintf(why, sizeof why, "%s", frigg_error());
+    static const char close[] = "<tool_call|>";
+    const size_t cl = sizeof close - 1;
+    size_t end = 0;
+    for (size_t i = 0; i + cl <= n; i++)
+        if (!memcmp(full + i, close, cl)) end = i + cl;
+    if (end && end < n && (a = frigg_parse_tool_calls_n(full, end, rest, rest_len)) && json_array_size(a)) return a;
+    json_decref(a);
+    frigg_set_error("%s", why);
+    return NULL;
+}
+
 void frigg_oai_finish_tools(const frigg_oai_req *r, const frigg_oai_choice *c, char **content, size_t *content_len,
                             json_t **calls, const char *call_id_prefix) {
     *calls = NULL;
@@ -889,7 +910,8 @@ void frigg_oai_finish_tools(const frigg_oai_req *r, const frigg_oai_choice *c, c
     full[fl + c->text_len] = 0;
     char *rest = NULL;
     size_t rest_len = 0;
-    json_t *a = frigg_parse_tool_calls_n(full, fl + c->text_len, &rest, &rest_len);
+    json_t *a = fl ? forced_calls(full, fl + c->text_len, &rest, &rest_len)
+                   : frigg_parse_tool_calls_n(full, fl + c->text_len, &rest, &rest_len);
     if (!a && fl) { /* a forced call that is not whole: never content (frigg_oai_choice_error makes it an error) */
         free(full);
         *content = frigg_xstrdup("");
@@ -929,7 +951,7 @@ int frigg_oai_choice_error(const frigg_oai_req *r, const frigg_oai_choice *c, fr
     memcpy(full, r->forced, fl);
     memcpy(full + fl, c->text, c->text_len);
     full[fl + c->text_len] = 0;
-    json_t *a = frigg_parse_tool_calls_n(full, fl + c->text_len, NULL, NULL);
+    json_t *a = forced_calls(full, fl + c->text_len, NULL, NULL);
     free(full);
     if (a) {
         json_decref(a);
@@ -1052,7 +1074,8 @@ static json_t *completion_logprobs(const frigg_oai_req *r, const frigg_oai_env *
 }
 
 static const char *finish_reason_of(const frigg_oai_choice *c, const json_t *calls) {
-    if (calls) return "tool_calls";
+    /* calls cut off by max_tokens (a further parallel call not whole, or text after them) say so */
+    if (calls) return strcmp(c->finish_reason, "length") ? "tool_calls" : "length";
     return c->finish_reason;
 }
 
