@@ -757,7 +757,7 @@ static void test_function_keys(void) {
     frigg_oai_req r;
     frigg_oai_error e;
     static const struct { const char *fn, *param, *says; } cases[] = {
-        {"{\"name\":\"f\",\"strict\":true}", "tools[0].function.strict", "not constrained"},
+        {"{\"name\":\"f\",\"strict\":true}", "tools[0].function.strict", "grammar cache"},
         {"{\"name\":\"f\",\"strict\":\"yes\"}", "tools[0].function.strict", "boolean"},
         {"{\"name\":\"f\",\"paramters\":{}}", "tools[0].function.paramters", "paramters"},
         {"{\"name\":\"f\",\"description\":\"d\",\"returns\":{\"type\":\"string\"}}", "tools[0].function.returns", "returns"},
@@ -785,7 +785,7 @@ static void test_function_keys(void) {
         memset(&e, 0, sizeof e);
         char *pt = frigg_oai_chat_prompt(msgs, tools, 1, &pl, &e);
         /* strict: true is about decoding; rendering (and so /tokenize) takes it */
-        int render_refuses = cases[i].param && strcmp(cases[i].says, "not constrained");
+        int render_refuses = cases[i].param && strcmp(cases[i].says, "grammar cache");
         CHECK(render_refuses ? !pt && !strcmp(e.param, cases[i].param) : pt != NULL,
               "frigg_oai_chat_prompt with function %s: '%s' %s", cases[i].fn, e.param, e.message);
         free(pt);
@@ -802,8 +802,10 @@ static void test_strict_tools(void) {
     static const struct { const char *extra; int ok; const char *param; } cases[] = {
         {"\"tool_choice\":\"required\"", 1, NULL},
         {"\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"f\"}}", 1, NULL},
-        {"\"tool_choice\":\"auto\"", 0, "tools[0].function.strict"},
+        {"\"tool_choice\":\"auto\"", 2, NULL},
+        {"\"parallel_tool_calls\":false", 2, NULL},
         {"\"tool_choice\":\"none\"", 0, "tools[0].function.strict"},
+        {"\"response_format\":{\"type\":\"json_object\"}", 0, "response_format"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char body[512];
@@ -816,9 +818,22 @@ static void test_strict_tools(void) {
         memset(&e, 0, sizeof e);
         int rc = frigg_oai_parse(&r, FRIGG_OAI_CHAT, body, strlen(body), &env, &e);
         if (cases[i].ok)
-            CHECK(rc == 0 && r.gen.grammar, "strict with %s: accepted under the tool's grammar, got %s", cases[i].extra,
-                  e.message);
-        else
+            CHECK(rc == 0 && r.gen.grammar && r.gen.lazy_grammar == (cases[i].ok == 2), "strict with %s: accepted under "
+                  "the tool's grammar (lazy: %d), got %s", cases[i].extra, r.gen.lazy_grammar, e.message);
+        if (rc == 0 && r.gen.lazy_grammar) {
+            /* auto: the grammar starts after a generated <|tool_call>, at its call: */
+            CHECK(r.gen.grammar_trigger == frigg_tokenizer_token_to_id(tok, "<|tool_call>"), "the trigger is <|tool_call>");
+            frigg_gmatcher *m = frigg_gmatcher_new(frigg_gref_grammar(r.gen.grammar));
+            const char *d = "call:f{<|\"|>x<|\"|>:12}<tool_call|>";
+            CHECK(frigg_gmatcher_advance(m, d, strlen(d)) == 0 && frigg_gmatcher_can_end(m), "auto: %s is a whole call", d);
+            CHECK(frigg_gmatcher_is_done(m) == (strstr(cases[i].extra, "parallel") != NULL),
+                  "auto %s: more calls may follow unless parallel_tool_calls is false", cases[i].extra);
+            frigg_gmatcher_free(m);
+            m = frigg_gmatcher_new(frigg_gref_grammar(r.gen.grammar));
+            CHECK(frigg_gmatcher_advance(m, "call:f{<|\"|>x<|\"|>:<|\"|>", 23) == -1, "auto: the arguments follow the schema");
+            frigg_gmatcher_free(m);
+        }
+        if (!cases[i].ok)
             CHECK(rc == -1 && e.status == 400 && !strcmp(e.param, cases[i].param), "strict with %s: a 400 naming %s, "
                   "got %d '%s' %s", cases[i].extra, cases[i].param, rc, e.param, e.message);
         frigg_oai_req_free(&r);

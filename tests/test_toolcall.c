@@ -9,6 +9,7 @@
 
 #include "chat/chat.h"
 #include "harness.h"
+#include "run/gcache.h"
 #include "run/seqgen.h"
 #include "tokenizer/tokenizer.h"
 #include "chat/toolcall.h"
@@ -234,10 +235,90 @@ static void test_seqgen_nul_then_call(void) {
     frigg_tokenizer_free(tok);
 }
 
+/* A lazy grammar (tool_choice auto with a strict tool): the sequence decodes freely (greedy rows, not run ahead)
+ * until it draws <|tool_call>; from the next step every draw is masked by the call's grammar. Fed logits that favour
+ * one token a step: the tokens of a whole call come through and end it ("stop", one parsed call); a token the call
+ * cannot take right after <|tool_call> (the model's favourite) is replaced by one it can. */
+static void test_seqgen_lazy_grammar(void) {
+    char *tp = th_path(th_root(), "golden/default/tokenizer.json");
+    frigg_tokenizer *tok = frigg_tokenizer_load(tp, 0);
+    free(tp);
+    CHECK(tok != NULL, "tokenizer: %s", frigg_error());
+    if (!tok) return;
+    int V = frigg_tokenizer_vocab_size(tok);
+    int32_t end = frigg_tokenizer_token_to_id(tok, "<turn|>"), open = frigg_tokenizer_token_to_id(tok, "<|tool_call>");
+    frigg_gcache *gc = frigg_gcache_new(tok, V, &end, 1);
+    static const char tools[] =
+        "[[\"get_time\",\"{\\\"type\\\":\\\"object\\\",\\\"properties\\\":{\\\"tz\\\":{\\\"enum\\\":[\\\"UTC\\\"]}},"
+        "\\\"required\\\":[\\\"tz\\\"]}\"]]";
+    frigg_gref *gr = frigg_gcache_get(gc, FRIGG_GK_TOOLCALL_LAZY, tools, strlen(tools));
+    CHECK(gr != NULL && open >= 0, "the lazy call grammar: %s", gr ? "" : frigg_error());
+    static const char call[] = "Ja.<|tool_call>call:get_time{<|\"|>tz<|\"|>:<|\"|>UTC<|\"|>}<tool_call|>";
+    int32_t *ids = NULL, x = frigg_tokenizer_token_to_id(tok, "x");
+    size_t n = 0;
+    CHECK(frigg_tokenizer_encode(tok, call, strlen(call), &ids, &n) == 0 && n > 3, "encode: %s", frigg_error());
+    for (int arm = 0; arm < 2 && gr && ids; arm++) {
+        frigg_seqgen_params p = {.max_tokens = 64, .parse_tools = 1, .grammar = gr, .lazy_grammar = 1,
+                                 .grammar_trigger = open};
+        frigg_seqgen *g = frigg_seqgen_new(&p, 3, V, tok);
+        CHECK(g != NULL, "seqgen: %s", frigg_error());
+        if (!g) break;
+        float *lg = frigg_xmalloc((size_t)V * sizeof *lg);
+        int done = 0, greedy_before = 1, t = 0, opened = 0;
+        for (; t < (int)n && !done; t++) {
+            frigg_row row = {.prefill = t == 0};
+            frigg_seqgen_row(g, &row);
+            int32_t id = ids[t];
+            if (!opened) {
+                greedy_before &= row.want == FRIGG_WANT_GREEDY && frigg_seqgen_lazy_waiting(g);
+                row.out_id = &id;
+            } else {
+                CHECK(row.want == FRIGG_WANT_LOGITS && row.out_logits && !frigg_seqgen_lazy_waiting(g),
+                      "after <|tool_call>: whole rows, masked");
+                if (!row.out_logits) break;
+                for (int i = 0; i < V; i++) lg[i] = 0;
+                lg[arm == 1 && ids[t - 1] == open ? x : id] = 10; /* arm 1: the favourite is 'x' */
+                memcpy(row.out_logits, lg, (size_t)V * sizeof *lg);
+            }
+            opened |= id == open;
+            const char *piece;
+            size_t pl;
+            done = frigg_seqgen_accept(g, &row, &piece, &pl);
+            if (arm == 1 && t > 0 && ids[t - 1] == open) {
+                int32_t got = frigg_seqgen_last(g);
+                size_t dl = 0;
+                char *d = frigg_tokenizer_decode(tok, &got, 1, &dl);
+                CHECK(got != x && d && dl > 0 && !strncmp(d, "call:", dl < 5 ? dl : 5),
+                      "a token the call cannot take is not drawn: drew %d ('%.*s')", (int)got, (int)dl, d ? d : "");
+                free(d);
+                break;
+            }
+        }
+        CHECK(greedy_before, "before <|tool_call>: greedy rows, the step not run ahead");
+        if (arm == 0) {
+            const char *piece;
+            size_t pl;
+            frigg_seqgen_finish(g, 0, &piece, &pl);
+            const frigg_seqgen_result *r = frigg_seqgen_result_of(g);
+            CHECK(done && t == (int)n && !strcmp(r->finish_reason, "stop") && r->tool_calls &&
+                      json_array_size(r->tool_calls) == 1,
+                  "the call's tokens end the answer: done %d after %d of %zu, %s, %zu calls", done, t, n, r->finish_reason,
+                  r->tool_calls ? json_array_size(r->tool_calls) : 0);
+        }
+        free(lg);
+        frigg_seqgen_free(g);
+    }
+    free(ids);
+    frigg_gref_release(gr);
+    frigg_gcache_free(gc);
+    frigg_tokenizer_free(tok);
+}
+
 int main(void) {
     TEST_MAIN_BEGIN("test_toolcall");
     test_golden_round_trips();
     test_parse_cases();
     test_seqgen_nul_then_call();
+    test_seqgen_lazy_grammar();
     TEST_MAIN_END();
 }

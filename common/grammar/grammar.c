@@ -49,9 +49,10 @@ frigg_grammar *frigg_grammar_from_regex(const char *re) {
 }
 
 frigg_grammar *frigg_grammar_mimir_calls(const char *const *names, const char *const *schemas, const size_t *lens,
-                                         int n, int many) {
+                                         int n, int mode) {
     gnfa a = {.mimir = 1};
-    int32_t r = gnfa_rule(&a, many ? "calls" : "call");
+    int many = mode & FRIGG_GCALLS_MANY;
+    int32_t r = gnfa_rule(&a, mode ? "calls" : "call");
     gfrag *alts = frigg_xcalloc((size_t)(n > 0 ? n : 1), sizeof *alts);
     for (int i = 0; i < n; i++) {
         gfrag args;
@@ -68,13 +69,14 @@ frigg_grammar *frigg_grammar_mimir_calls(const char *const *names, const char *c
     const char *close = "<tool_call|>", *open = "<|tool_call>call:";
     gfrag f = gf_seq(&a, gf_alt(&a, alts, n), gf_lit(&a, close, strlen(close)));
     free(alts);
-    if (many) { /* the call a rule of its own, called first and then after each <|tool_call>call: (chat.c writes
+    if (mode) { /* the call a rule of its own, called first and then after each <|tool_call>call: (chat.c writes
                    parallel calls back to back) */
         int32_t one = gnfa_rule(&a, "call");
         gf_join(&a, a.rules[one].start, f.s);
         gf_join(&a, f.e, a.rules[one].end);
-        gfrag more = gf_seq(&a, gf_lit(&a, open, strlen(open)), gf_call(&a, one));
-        f = gf_seq(&a, gf_call(&a, one), gf_star(&a, more));
+        f = gf_call(&a, one);
+        if (mode & FRIGG_GCALLS_AFTER_OPEN) f = gf_seq(&a, gf_lit(&a, "call:", 5), f);
+        if (many) f = gf_seq(&a, f, gf_star(&a, gf_seq(&a, gf_lit(&a, open, strlen(open)), gf_call(&a, one))));
     }
     gf_join(&a, a.rules[r].start, f.s);
     gf_join(&a, f.e, a.rules[r].end);

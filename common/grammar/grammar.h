@@ -57,10 +57,13 @@ frigg_grammar *frigg_grammar_from_regex(const char *re);
  * with): one of the n functions, names[i] then its arguments as an object its parameters schema (schemas[i],
  * lens[i] bytes of JSON Schema) accepts, written as the chat template writes them (strings and keys as raw text
  * between <|"|>, no '<' inside, the rest as JSON), then <tool_call|>. A name of "" with n 1: the arguments alone.
- * many: then any number of further calls, each <|tool_call>call: NAME ARGUMENTS <tool_call|> (parallel calls).
+ * mode, the flags: FRIGG_GCALLS_MANY, then any number of further calls, each <|tool_call>call: NAME ARGUMENTS
+ * <tool_call|> (parallel calls); FRIGG_GCALLS_AFTER_OPEN, the text starts after the first call's <|tool_call> (with
+ * its "call:"), for a grammar that a generated <|tool_call> sets off (tool_choice auto).
  * NULL + frigg_error() naming the tool. */
+enum { FRIGG_GCALLS_MANY = 1, FRIGG_GCALLS_AFTER_OPEN = 2 };
 frigg_grammar *frigg_grammar_mimir_calls(const char *const *names, const char *const *schemas, const size_t *lens,
-                                         int n, int many);
+                                         int n, int mode);
 void frigg_grammar_free(frigg_grammar *);
 int frigg_grammar_n_states(const frigg_grammar *); /* DFA states over all rules */
 int frigg_grammar_n_rules(const frigg_grammar *);

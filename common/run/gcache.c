@@ -116,7 +116,7 @@ out:
 }
 
 /* FRIGG_GK_TOOLCALL's and FRIGG_GK_TOOLCALLS's text: [[name, schema], ...]. */
-static frigg_grammar *tool_grammar(const char *text, size_t len, int many) {
+static frigg_grammar *tool_grammar(const char *text, size_t len, int mode) {
     json_t *a = json_loadb(text, len, 0, NULL);
     size_t n = json_array_size(a);
     const char **names = frigg_xcalloc(n ? n : 1, sizeof *names), **schemas = frigg_xcalloc(n ? n : 1, sizeof *schemas);
@@ -132,7 +132,7 @@ static frigg_grammar *tool_grammar(const char *text, size_t len, int many) {
         }
         lens[i] = json_string_length(json_array_get(p, 1));
     }
-    if (n) g = frigg_grammar_mimir_calls(names, schemas, lens, (int)n, many);
+    if (n) g = frigg_grammar_mimir_calls(names, schemas, lens, (int)n, mode);
     else frigg_set_error("tool call: no function to call");
 out:
     free(names);
@@ -145,7 +145,9 @@ out:
 static frigg_grammar *compile(frigg_gkind kind, const char *text, size_t len) {
     switch (kind) {
     case FRIGG_GK_TOOLCALL: return tool_grammar(text, len, 0);
-    case FRIGG_GK_TOOLCALLS: return tool_grammar(text, len, 1);
+    case FRIGG_GK_TOOLCALLS: return tool_grammar(text, len, FRIGG_GCALLS_MANY);
+    case FRIGG_GK_TOOLCALL_LAZY: return tool_grammar(text, len, FRIGG_GCALLS_AFTER_OPEN);
+    case FRIGG_GK_TOOLCALLS_LAZY: return tool_grammar(text, len, FRIGG_GCALLS_AFTER_OPEN | FRIGG_GCALLS_MANY);
     case FRIGG_GK_JSON_OBJECT: return frigg_grammar_json_object();
     case FRIGG_GK_SCHEMA: return frigg_grammar_from_schema(text, len);
     case FRIGG_GK_REGEX: {
@@ -180,7 +182,7 @@ frigg_gref *frigg_gcache_get(frigg_gcache *c, frigg_gkind kind, const char *text
     pthread_mutex_lock(&c->mu);
     frigg_gref *r = lookup(c, kind, text, len);
     if (!r && !c->v) c->v = frigg_gvocab_new(c->tok, c->vocab, c->end_ids, c->n_end); /* once, under the lock */
-    int tools = kind == FRIGG_GK_TOOLCALL || kind == FRIGG_GK_TOOLCALLS;
+    int tools = kind >= FRIGG_GK_TOOLCALL && kind <= FRIGG_GK_TOOLCALLS_LAZY;
     if (!r && tools && !c->vt) c->vt = tool_vocab(c);
     const frigg_gvocab *v = tools ? c->vt : c->v;
     pthread_mutex_unlock(&c->mu);

@@ -30,6 +30,9 @@ typedef enum {
                                  <tool_call|>, by their text */
     FRIGG_GK_TOOLCALLS = 5,   /* one or more tool calls back to back (parallel calls), the same text; the vocabulary
                                  also has <|tool_call> by its text */
+    FRIGG_GK_TOOLCALL_LAZY = 6,  /* FRIGG_GK_TOOLCALL from after a generated <|tool_call> (its "call:" first): the
+                                    grammar of a call the model chose to make (tool_choice auto) */
+    FRIGG_GK_TOOLCALLS_LAZY = 7, /* FRIGG_GK_TOOLCALLS likewise */
 } frigg_gkind;
 
 /* Compiled grammars the cache keeps (the least recently used goes first; one still in use lives on until it is

@@ -339,20 +339,20 @@ static int check_tools(const json_t *tools, frigg_oai_error *e) {
 }
 
 /* strict: true promises arguments that follow the tool's schema exactly. frigg keeps that promise where the call
- * is decoded under the schema's grammar: a call that tool_choice forces ('required' or a named function) on a
- * server with a grammar cache (tool_grammar). A call the model makes of its own accord ('auto') is not
- * constrained, so strict: true there is refused rather than promised and broken. */
+ * is decoded under the schema's grammar, on a server with a grammar cache (tool_grammar): a call that tool_choice
+ * forces ('required' or a named function), or under 'auto' a call the model chooses to make, whose grammar starts
+ * at the <|tool_call> it generates. Without a grammar cache strict: true is refused rather than promised and
+ * broken. */
 static int strict_tools(const frigg_oai_req *r, const json_t *tools, frigg_oai_error *e) {
     size_t i;
     json_t *t;
     json_array_foreach(tools, i, t) {
         if (!json_is_true(json_object_get(json_object_get(t, "function"), "strict"))) continue;
-        if (r->forced && r->gen.grammar) return 0;
+        if (r->gen.grammar) return 0; /* forced, or auto under the lazy grammar (tool_grammar) */
         char q[72];
         snprintf(q, sizeof q, "tools[%zu].function.strict", i);
-        return bad(e, q, "'%s': strict tool arguments are kept only for a call that 'tool_choice' forces ('required' "
-                         "or a function), which is decoded under the tool's schema; the model's own calls under "
-                         "'auto' are not constrained (send strict: false, or force the call)", q);
+        return bad(e, q, "'%s': strict tool arguments are kept by decoding the call under the tool's schema, which "
+                         "needs the model's tokenizer (a grammar cache) on this server (send strict: false)", q);
     }
     return 0;
 }
@@ -547,6 +547,12 @@ static int response_format(frigg_oai_req *r, const json_t *o, const frigg_oai_en
                    "('tool_choice' required or a function): the call's arguments follow the tool's parameters",
                    f.kind == FRIGG_GK_JSON_OBJECT ? "json_object" : "json_schema");
     }
+    if (f.kind && r->gen.lazy_grammar) {
+        frigg_respfmt_free(&f);
+        return bad(e, "response_format", "'response_format' %s cannot be combined with strict tools under 'tool_choice' "
+                   "auto: a call the model makes is decoded under its tool's schema, the answer is either",
+                   f.kind == FRIGG_GK_JSON_OBJECT ? "json_object" : "json_schema");
+    }
     int failed = 0;
     if (!f.kind) return 0;
     r->gen.grammar = frigg_respfmt_grammar(&f, env->gcache, &failed);
@@ -560,9 +566,20 @@ static int response_format(frigg_oai_req *r, const json_t *o, const frigg_oai_en
  * parallel_tool_calls (the default) more calls may follow, back to back as the chat template writes them; a named
  * function: the forced start ends with the name, the grammar begins at its '{', and the answer is that one call (as
  * OpenAI and vLLM answer a named tool_choice). A parameters schema the compiler refuses is a 400 naming the tool. */
+static int any_strict(const json_t *tools) {
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) if (json_is_true(json_object_get(json_object_get(t, "function"), "strict"))) return 1;
+    return 0;
+}
+
 static int tool_grammar(frigg_oai_req *r, const json_t *o, const json_t *tools, const frigg_oai_env *env,
                         frigg_oai_error *e) {
-    if (!r->forced || !env->gcache) return 0;
+    /* tool_choice auto with a strict tool: a lazy grammar, set off by a generated <|tool_call> */
+    int32_t open = -1;
+    int lazy = !r->forced && r->tools && env->gcache && env->tok && any_strict(tools) &&
+               (open = frigg_tokenizer_token_to_id(env->tok, TOOL_MARK)) >= 0;
+    if ((!r->forced && !lazy) || !env->gcache) return 0;
     const json_t *tc = json_object_get(o, "tool_choice");
     const char *only = json_is_object(tc) ? json_string_value(json_object_get(json_object_get(tc, "function"), "name"))
                                           : NULL;
@@ -581,8 +598,13 @@ static int tool_grammar(frigg_oai_req *r, const json_t *o, const json_t *tools, 
     }
     char *text = json_dumps(pairs, JSON_COMPACT);
     json_decref(pairs);
-    frigg_gkind kind = !only && r->parallel_tool_calls ? FRIGG_GK_TOOLCALLS : FRIGG_GK_TOOLCALL;
+    frigg_gkind kind = lazy ? (r->parallel_tool_calls ? FRIGG_GK_TOOLCALLS_LAZY : FRIGG_GK_TOOLCALL_LAZY)
+                            : !only && r->parallel_tool_calls ? FRIGG_GK_TOOLCALLS : FRIGG_GK_TOOLCALL;
     r->gen.grammar = frigg_gcache_get(env->gcache, kind, text, strlen(text));
+    if (lazy && r->gen.grammar) {
+        r->gen.lazy_grammar = 1;
+        r->gen.grammar_trigger = open;
+    }
     free(text);
     if (!r->gen.grammar) return bad(e, "tools", "a tool's 'parameters' cannot constrain its call: %s", frigg_error());
     if (only) { /* the grammar writes the '{' */

@@ -476,7 +476,9 @@ static int can_run_ahead(frigg_sched *s) {
     int k = s->cur;
     if (s->b->max_inflight < 2 || !s->nrows[k]) return 0;
     for (int i = 0; i < s->nrows[k]; i++)
-        if (s->rows[k][i].prefill || s->rows[k][i].want != FRIGG_WANT_GREEDY || !s->row_req[k][i]) return 0;
+        if (s->rows[k][i].prefill || s->rows[k][i].want != FRIGG_WANT_GREEDY || !s->row_req[k][i] ||
+            frigg_seqgen_lazy_waiting(s->row_req[k][i]->g[s->row_choice[k][i]]))
+            return 0;
     pthread_mutex_lock(&s->mu);
     int calm = s->ncancel == 0 && !(s->queue && s->max_running - s->slots_in_use >= s->queue->r.n_choices);
     pthread_mutex_unlock(&s->mu);

@@ -78,9 +78,10 @@ frigg_seqgen *frigg_seqgen_new(const frigg_seqgen_params *p, int prompt_tokens, 
     g->p = *p;
     if (p->grammar) {
         frigg_gref_retain(p->grammar);
-        g->gm = frigg_gmatcher_new(frigg_gref_grammar(p->grammar));
+        if (!p->lazy_grammar) g->gm = frigg_gmatcher_new(frigg_gref_grammar(p->grammar));
         g->gbits = frigg_xcalloc((size_t)(vocab + 31) / 32, sizeof(uint32_t));
     }
+    const int masked = p->grammar && !p->lazy_grammar; /* from the first step */
     for (int i = 0; i < p->n_stop; i++) {
         g->stops[i] = frigg_xstrdup(p->stop[i]);
         g->p.stop[i] = g->stops[i];
@@ -100,8 +101,8 @@ frigg_seqgen *frigg_seqgen_new(const frigg_seqgen_params *p, int prompt_tokens, 
     /* The cheapest output that gives this sequence what it needs from a step: with a penalty or a logit bias
      * neither the engine's argmax nor its top k are those of the row drawn from (greedy_only and topk_only
      * say no), so the whole row. */
-    int topk = p->logprobs || p->grammar ? 0 : frigg_sampler_topk_only(&p->sampling, vocab);
-    if (frigg_sampler_greedy_only(&p->sampling) && !p->logprobs && !p->grammar) {
+    int topk = p->logprobs || masked ? 0 : frigg_sampler_topk_only(&p->sampling, vocab);
+    if (frigg_sampler_greedy_only(&p->sampling) && !p->logprobs && !masked) {
         g->want = FRIGG_WANT_GREEDY;
     } else if (topk) {
         g->want = FRIGG_WANT_TOPK;
@@ -112,7 +113,7 @@ frigg_seqgen *frigg_seqgen_new(const frigg_seqgen_params *p, int prompt_tokens, 
         g->want = FRIGG_WANT_LOGITS;
         g->logits = frigg_xmalloc(sizeof(float) * (size_t)vocab);
         /* the sampler changes logits only when greedy_only or topk_only would have said no for that reason */
-        if (frigg_sampler_adjusts(&p->sampling) || p->grammar) g->work = frigg_xmalloc(sizeof(float) * (size_t)vocab);
+        if (frigg_sampler_adjusts(&p->sampling) || masked) g->work = frigg_xmalloc(sizeof(float) * (size_t)vocab);
     }
     size_t cap = (size_t)p->max_tokens + 1;
     g->ids = frigg_xmalloc(cap * sizeof(int32_t));
@@ -155,6 +156,8 @@ void frigg_seqgen_free(frigg_seqgen *g) {
     frigg_gref_release(g->p.grammar);
     free(g);
 }
+
+int frigg_seqgen_lazy_waiting(const frigg_seqgen *g) { return g->p.grammar && g->p.lazy_grammar && !g->gm; }
 
 void frigg_seqgen_row(frigg_seqgen *g, frigg_row *row) {
     row->want = g->done ? FRIGG_WANT_NONE : g->want;
@@ -318,7 +321,14 @@ int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piec
         g->done = 1;
         return 1;
     }
-    if (g->gm && frigg_gmatcher_advance_token(g->gm, frigg_gref_vocab(g->p.grammar), next)) {
+    if (!g->gm && g->p.grammar && g->p.lazy_grammar && next == g->p.grammar_trigger) {
+        /* the grammar starts after this token: every later step is drawn from the whole row, masked */
+        g->gm = frigg_gmatcher_new(frigg_gref_grammar(g->p.grammar));
+        g->want = FRIGG_WANT_LOGITS;
+        g->k = 0;
+        if (!g->logits) g->logits = frigg_xmalloc(sizeof(float) * (size_t)V);
+        if (!g->work) g->work = frigg_xmalloc(sizeof(float) * (size_t)V);
+    } else if (g->gm && frigg_gmatcher_advance_token(g->gm, frigg_gref_vocab(g->p.grammar), next)) {
         char msg[160]; /* the mask allowed it: the recogniser and the masker disagree */
         snprintf(msg, sizeof msg, "structured output: token %d was allowed by the grammar's mask but its recogniser "
                  "refuses it (step %d)", (int)next, g->r.n);

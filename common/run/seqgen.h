@@ -44,6 +44,12 @@ typedef struct {
      * the host), and the grammar's recogniser takes each id drawn. The sequence ends with "stop" once the grammar
      * allows only its end (or an end id is drawn where it may end), with "length" at max_tokens wherever it is. */
     frigg_gref *grammar;
+    /* lazy_grammar: the grammar starts after the first grammar_trigger drawn (a token of its own, not part of the
+     * grammar's text): until then the sequence decodes as without one (a tool call the model chooses to make under
+     * tool_choice auto, the grammar beginning after its <|tool_call>). A lazy sequence's steps are not run ahead
+     * (frigg_seqgen_lazy_waiting): the step after the trigger must be masked. */
+    int lazy_grammar;
+    int32_t grammar_trigger;
 } frigg_seqgen_params;
 
 typedef struct frigg_seqgen frigg_seqgen;
@@ -68,6 +74,9 @@ typedef struct {
 /* NULL with frigg_error() (a stop string without a tokenizer, say). */
 frigg_seqgen *frigg_seqgen_new(const frigg_seqgen_params *p, int prompt_tokens, int vocab, const frigg_tokenizer *tok);
 void frigg_seqgen_free(frigg_seqgen *g);
+/* 1 while a lazy grammar has not started: the sequence's next step must not be queued before this one's id is on the
+ * host (the id may start the grammar, which then masks the step after it). */
+int frigg_seqgen_lazy_waiting(const frigg_seqgen *g);
 
 /* What the next step's row for this sequence asks for: want and k, and the output buffers (owned by g).
  * The caller sets seq, prefill/ids/n/prefix_len or the input token. The want is the cheapest that gives
