@@ -20,6 +20,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "model/config.h"
 #include "harness.h"
@@ -963,6 +964,20 @@ static void test_response_format(void) {
     frigg_gcache_stats(gc, &entries, &hits, &compiles);
     CHECK(entries == 2 && compiles == 2 && hits == 2, "a repeated schema is compiled once: %d entries, %ld compiles, %ld hits",
           entries, compiles, hits);
+    /* the cache's worker computes a new grammar's masks of every stack top beside the requests (gcache.c) */
+    CHECK(parse_rf(&r, FRIGG_OAI_CHAT, S, gc, &e) == 0 && r.gen.grammar, "json_schema again: %s", e.message);
+    if (r.gen.grammar) {
+        frigg_gmask_stats st = {0};
+        double t0 = frigg_now_ms();
+        do {
+            struct timespec ts = {0, 5000000};
+            nanosleep(&ts, NULL);
+            frigg_gmasker_stats(frigg_gref_masker(r.gen.grammar), &st);
+        } while (!(st.classes > 0 && st.misses >= st.classes) && frigg_now_ms() - t0 < 30000);
+        CHECK(st.classes > 0 && st.misses >= st.classes, "the worker precomputed every class's mask: %ld walks, %d classes",
+              st.misses, st.classes);
+    }
+    frigg_oai_req_free(&r);
     /* refusals: 400, invalid_request_error, the param, the problem named */
     static const struct { const char *rf, *param, *needle; } bad[] = {
         {"{\"type\":\"json_schema\",\"json_schema\":{\"name\":\"p\",\"schema\":{\"type\":\"object\",\"frobnicate\":1}}}",

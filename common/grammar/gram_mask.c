@@ -493,10 +493,24 @@ int frigg_gmasker_fill(frigg_gmasker *mk, const frigg_gmatcher *m, uint32_t *out
 }
 
 int frigg_gmasker_precompute(frigg_gmasker *mk) {
+    frigg_gmasker_precompute_until(mk, NULL);
     pthread_mutex_lock(&mk->mu);
-    for (int32_t s = 0; s < mk->g->n; s++) level1(mk, s);
-    int32_t done = mk->nclasses;
+    int32_t n = mk->nclasses;
     pthread_mutex_unlock(&mk->mu);
+    return n;
+}
+
+/* One state a lock: fills of the sequences decoding under the grammar meanwhile wait for one walk at most. */
+int frigg_gmasker_precompute_until(frigg_gmasker *mk, atomic_int *stop) {
+    int32_t done = 0;
+    for (int32_t s = 0; s < mk->g->n; s++) {
+        if (stop && atomic_load(stop)) return -1;
+        pthread_mutex_lock(&mk->mu);
+        int miss = !mk->rep || !mk->lvl1[mk->rep[s]];
+        level1(mk, s);
+        done += miss;
+        pthread_mutex_unlock(&mk->mu);
+    }
     return done;
 }
 

@@ -27,6 +27,7 @@
 #ifndef FRIGG_GRAMMAR_H
 #define FRIGG_GRAMMAR_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -116,9 +117,12 @@ void frigg_gmasker_free(frigg_gmasker *);
  * is an end id and the grammar may end). Returns the number of allowed ids. */
 int frigg_gmasker_fill(frigg_gmasker *, const frigg_gmatcher *, uint32_t *bits);
 /* Compute and cache, now, the mask of every stack top on its own (what a first visit would do): compile-time
- * work instead of first-token latency. Returns the number of walks that took: one per class of states that no
- * token tells apart (gram_mask.c), at most the DFA's state count. */
+ * work instead of first-token latency. Returns the number of cache entries that makes: one per class of states
+ * that no token tells apart (gram_mask.c), at most the DFA's state count. */
 int frigg_gmasker_precompute(frigg_gmasker *);
+/* The same, taking the masker's lock for one state at a time (so that a thread can run it beside the sequences that
+ * use the masker), stopping early (-1) once *stop is set. Returns the walks it ran. */
+int frigg_gmasker_precompute_until(frigg_gmasker *, atomic_int *stop);
 typedef struct {
     long hits, misses;       /* fills answered from the cache / that computed a level */
     long walks;              /* trie walks run */

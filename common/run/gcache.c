@@ -38,7 +38,53 @@ struct frigg_gcache {
     int n;
     uint64_t clock;
     long hits, compiles;
+    /* The precompute worker (precompute_main): each newly compiled grammar's masks of every stack top, computed
+     * on a thread of their own after the compile, so that the cold walks (milliseconds each at 262,144 tokens)
+     * leave the decode steps of the grammar's first requests as soon as they are done. Guarded by mu. */
+    pthread_t worker;
+    int worker_on;
+    pthread_cond_t cv;
+    frigg_gref *todo[FRIGG_GCACHE_ENTRIES];
+    int ntodo;
+    atomic_int stop;
+    long precomputed;
 };
+
+static void *precompute_main(void *arg) {
+    frigg_gcache *c = arg;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        while (!c->ntodo && !atomic_load(&c->stop)) pthread_cond_wait(&c->cv, &c->mu);
+        if (atomic_load(&c->stop)) break;
+        frigg_gref *r = c->todo[0];
+        memmove(c->todo, c->todo + 1, (size_t)--c->ntodo * sizeof *c->todo);
+        pthread_mutex_unlock(&c->mu);
+        int done = frigg_gmasker_precompute_until(r->mk, &c->stop) >= 0;
+        frigg_gref_release(r);
+        pthread_mutex_lock(&c->mu);
+        c->precomputed += done;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+/* Under mu: r's masks to the worker (started on first use; FRIGG_GRAMMAR_PRECOMPUTE=0 turns it off). A full queue
+ * drops the oldest: its grammar's masks are then made as its sequences need them, as without the worker. */
+static void precompute_later(frigg_gcache *c, frigg_gref *r) {
+    const char *env = getenv("FRIGG_GRAMMAR_PRECOMPUTE");
+    if (env && !strcmp(env, "0")) return;
+    if (!c->worker_on) {
+        if (pthread_create(&c->worker, NULL, precompute_main, c)) return;
+        c->worker_on = 1;
+    }
+    if (c->ntodo == FRIGG_GCACHE_ENTRIES) {
+        frigg_gref_release(c->todo[0]); /* the queue's reference: the grammar lives on where the cache or a request
+                                             holds it */
+        memmove(c->todo, c->todo + 1, (size_t)--c->ntodo * sizeof *c->todo);
+    }
+    c->todo[c->ntodo++] = frigg_gref_retain(r);
+    pthread_cond_signal(&c->cv);
+}
 
 frigg_gcache *frigg_gcache_new(const frigg_tokenizer *tok, int vocab, const int32_t *end_ids, int n_end) {
     frigg_gcache *c = frigg_xcalloc(1, sizeof *c);
@@ -48,11 +94,22 @@ frigg_gcache *frigg_gcache_new(const frigg_tokenizer *tok, int vocab, const int3
     if (n_end > 0) memcpy(c->end_ids, end_ids, sizeof(int32_t) * (size_t)n_end);
     c->n_end = n_end > 0 ? n_end : 0;
     pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    atomic_init(&c->stop, 0);
     return c;
 }
 
 void frigg_gcache_free(frigg_gcache *c) {
     if (!c) return;
+    if (c->worker_on) {
+        pthread_mutex_lock(&c->mu);
+        atomic_store(&c->stop, 1);
+        pthread_cond_signal(&c->cv);
+        pthread_mutex_unlock(&c->mu);
+        pthread_join(c->worker, NULL);
+    }
+    for (int i = 0; i < c->ntodo; i++) frigg_gref_release(c->todo[i]);
+    pthread_cond_destroy(&c->cv);
     for (int i = 0; i < c->n; i++) {
         free(c->e[i].text);
         frigg_gref_release(c->e[i].ref);
@@ -221,6 +278,7 @@ frigg_gref *frigg_gcache_get(frigg_gcache *c, frigg_gkind kind, const char *text
     c->e[slot].text = frigg_xmalloc(len + 1);
     if (len) memcpy(c->e[slot].text, text, len);
     c->e[slot].text[len] = 0;
+    precompute_later(c, r);
     pthread_mutex_unlock(&c->mu);
     return r;
 }
