@@ -181,10 +181,11 @@ static int bench_grammar(const opts_t *o, char **files, int n) {
             fprintf(stderr, "frigg-bench: grammar: %s: %s\n", files[i], frigg_error());
             rc = 1;
         } else {
-            json_t *row = json_pack("{s:s,s:s,s:i,s:f,s:i,s:i,s:i,s:i,s:f,s:I}", "mode", "grammar", "schema", files[i],
-                                    "vocab", V, "compile_ms", compile_ms, "states", frigg_grammar_n_states(g), "rules",
-                                    frigg_grammar_n_rules(g), "walks", b.walks, "docs_ended", b.docs_ended,
-                                    "precompute_ms", b.precompute_ms, "cache_bytes", (json_int_t)b.cache_bytes);
+            json_t *row = json_pack("{s:s,s:s,s:i,s:f,s:i,s:i,s:i,s:i,s:f,s:I,s:i,s:f}", "mode", "grammar", "schema",
+                                    files[i], "vocab", V, "compile_ms", compile_ms, "states", frigg_grammar_n_states(g),
+                                    "rules", frigg_grammar_n_rules(g), "walks", b.walks, "docs_ended", b.docs_ended,
+                                    "precompute_ms", b.precompute_ms, "cache_bytes", (json_int_t)b.cache_bytes,
+                                    "classes", b.classes, "classes_ms", b.classes_ms);
             const frigg_gbench_times *t[3] = {&b.cold, &b.warm, &b.precomputed};
             const char *names[3] = {"mask_cold_us", "mask_warm_us", "mask_precomputed_us"};
             for (int k = 0; k < 3; k++)

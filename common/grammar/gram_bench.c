@@ -110,6 +110,8 @@ int frigg_grammar_bench(const frigg_grammar *g, const frigg_gvocab *v, int walks
     frigg_gmask_stats st;
     frigg_gmasker_stats(mk, &st);
     out->cache_bytes = st.bytes;
+    out->classes = st.classes;
+    out->classes_ms = st.classes_ms;
     frigg_gmasker_free(mk);
     mk = frigg_gmasker_new(g, v);
     double t0 = frigg_now_ms();

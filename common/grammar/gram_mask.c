@@ -63,6 +63,7 @@ struct frigg_gmasker {
     uint32_t *bits, *tmp;
     int32_t *rep;       /* [g->n]: the state whose cache entry serves this one (classes_build); NULL until then */
     int32_t nclasses;
+    double classes_ms;  /* classes_build's time */
     int W;              /* words of a mask */
     ivec pops;
     size_t bytes;
@@ -266,6 +267,7 @@ static int32_t row_sig(const grows *r, const int32_t *cl, int32_t s, int32_t *si
 }
 
 static void classes_build(frigg_gmasker *mk) {
+    double t0 = frigg_now_ms();
     const frigg_grammar *g = mk->g;
     int32_t n = g->n, C = g->ncls, n1 = n ? n : 1;
     grows rw;
@@ -349,6 +351,7 @@ static void classes_build(frigg_gmasker *mk) {
         mk->rep[s] = first[cl[s]];
     }
     mk->nclasses = count;
+    mk->classes_ms = frigg_now_ms() - t0;
     free(first);
     free(sig);
     free(sbuf);
@@ -519,6 +522,7 @@ void frigg_gmasker_stats(frigg_gmasker *mk, frigg_gmask_stats *st) {
     *st = mk->st;
     st->bytes = mk->bytes;
     st->classes = mk->rep ? mk->nclasses : -1;
+    st->classes_ms = mk->classes_ms;
     pthread_mutex_unlock(&mk->mu);
 }
 

@@ -129,6 +129,7 @@ typedef struct {
     long nodes_visited;      /* trie nodes those walks stepped through */
     size_t bytes;            /* memory the cache holds */
     int32_t classes;         /* classes of DFA states that share a cache entry (-1: not computed yet) */
+    double classes_ms;       /* the time finding them took (on the first fill that needed a walk) */
 } frigg_gmask_stats;
 void frigg_gmasker_stats(frigg_gmasker *, frigg_gmask_stats *);
 
@@ -144,6 +145,8 @@ typedef struct {
     frigg_gbench_times cold, warm, precomputed;
     double precompute_ms;
     size_t cache_bytes;      /* the cache after the cold and warm passes */
+    int classes;             /* the masker's classes of states (frigg_gmask_stats) and their time, in the cold pass */
+    double classes_ms;
 } frigg_gbench;
 int frigg_grammar_bench(const frigg_grammar *g, const frigg_gvocab *v, int walks, int steps, uint64_t seed,
                         frigg_gbench *out);
