@@ -213,6 +213,25 @@ static int is_stop_id(const frigg_seqgen *g, int32_t id) {
  * be arbitrary, so the sequence ends with an error instead. A GREEDY row brings only the engine's argmax id: an
  * engine that checks its argmax value answers an id outside [0, vocab) when it is not finite, which ends the
  * sequence the same way. 0 when finite, else -1 with g->error set. */
+/* The first index whose value is a NaN or an infinity (all exponent bits set), or -1: blocks of 1,024 values reduced
+ * without a branch (the compiler vectorizes it; a loop that stops at the first such value does not), the block
+ * that holds one searched again. A whole row of 262,144 values is read on every step of a LOGITS row. */
+static int first_nonfinite(const float *v, int n) {
+    for (int b = 0; b < n; b += 1024) {
+        int e = n - b < 1024 ? n : b + 1024;
+        uint32_t any = 0;
+        for (int i = b; i < e; i++) {
+            uint32_t u;
+            memcpy(&u, &v[i], 4);
+            any |= (u & 0x7f800000u) == 0x7f800000u;
+        }
+        if (any)
+            for (int i = b; i < e; i++)
+                if (!isfinite(v[i])) return i;
+    }
+    return -1;
+}
+
 static int check_finite(frigg_seqgen *g, const frigg_row *row) {
     const float *v = NULL;
     int n = 0;
@@ -235,9 +254,7 @@ static int check_finite(frigg_seqgen *g, const frigg_row *row) {
         g->error = frigg_xstrdup(msg);
         return -1;
     }
-    int bad = -1;
-    for (int i = 0; i < n && bad < 0; i++)
-        if (!isfinite(v[i])) bad = i;
+    int bad = first_nonfinite(v, n);
     if (bad < 0) return 0;
     int32_t id = g->want == FRIGG_WANT_TOPK ? row->out_ids[bad] : bad;
     snprintf(msg, sizeof msg,
@@ -254,24 +271,46 @@ const char *frigg_seqgen_error(const frigg_seqgen *g) { return g->error; }
 /* Structured output: the tokens the grammar does not allow next set to -inf in w, before anything else shapes the
  * row (penalties, bias, temperature, top-k, top-p work on what is left). 0, or -1 with g->error when the grammar
  * allows no token at all (a vocabulary without the bytes it needs). */
-static int grammar_mask(frigg_seqgen *g, float *w) {
+static int grammar_mask_bits(frigg_seqgen *g) {
     int n = frigg_gmasker_fill(frigg_gref_masker(g->p.grammar), g->gm, g->gbits);
-    if (n > 0) {
-        frigg_grammar_apply_mask(w, g->vocab, g->gbits);
-        return 0;
-    }
+    if (n > 0) return 0;
     char msg[200];
     snprintf(msg, sizeof msg, "structured output: no token of the vocabulary can continue the text at step %d", g->r.n);
     g->error = frigg_xstrdup(msg);
     return -1;
 }
 
+static int grammar_mask(frigg_seqgen *g, float *w) {
+    if (grammar_mask_bits(g)) return -1;
+    frigg_grammar_apply_mask(w, g->vocab, g->gbits);
+    return 0;
+}
+
 /* The draw landed outside the mask (the sampler's walk can end on the last id of its list when rounding leaves the
  * uniform past the sum, and a top-k list can hold masked ids): the best allowed id of the adjusted row instead. */
 static int32_t masked_argmax(const frigg_seqgen *g, const float *w) {
     int32_t best = -1;
-    for (int32_t i = 0; i < g->vocab; i++)
-        if ((g->gbits[i >> 5] >> (i & 31) & 1u) && (best < 0 || w[i] > w[best])) best = i;
+    float bv = 0;
+    const int W = (g->vocab + 31) / 32;
+    for (int wi = 0; wi < W; wi++) {
+        if (g->gbits[wi] == 0xFFFFFFFFu && (wi + 1) * 32 <= g->vocab) { /* a word of allowed ids: read straight */
+            const float *x = w + wi * 32;
+            for (int j = 0; j < 32; j++)
+                if (best < 0 || x[j] > bv) {
+                    best = wi * 32 + j;
+                    bv = x[j];
+                }
+            continue;
+        }
+        for (uint32_t x = g->gbits[wi]; x; x &= x - 1) { /* the allowed ids of this word, in increasing order */
+            int32_t i = wi * 32 + __builtin_ctz(x);
+            if (i >= g->vocab) break;
+            if (best < 0 || w[i] > bv) {
+                best = i;
+                bv = w[i];
+            }
+        }
+    }
     return best < 0 ? 0 : best;
 }
 
@@ -293,6 +332,15 @@ int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piec
         next = *row->out_id;
     } else if (g->want == FRIGG_WANT_TOPK) {
         next = frigg_sample_topk(&g->smp, row->out_vals, row->out_ids, g->k);
+    } else if (g->gm && frigg_sampler_greedy_only(&g->p.sampling) && !k) {
+        /* greedy under a grammar: the best allowed id of the model's row itself, read through the mask's words
+         * (the first of equal values, as the argmax of the row with the refused ids at -inf would take), with no
+         * copy of the row and no pass that writes -inf into it */
+        if (grammar_mask_bits(g)) {
+            g->done = 1;
+            return 1;
+        }
+        next = masked_argmax(g, row->out_logits);
     } else {
         /* The penalties count the ids generated so far in this choice (g->ids: never the prompt, never a stop
          * id, which ends the sequence). They and the bias change the work copy; the row stays the model's. */
