@@ -253,6 +253,12 @@ size_t fk_topk_work_bytes(int B);
 int fk_topk_bf16(const fk_ctx *kc, const uint16_t *logits, int B, int V, int k, float *vals, int32_t *ids, void *work, cudaStream_t s);
 int fk_argmax_bf16(const fk_ctx *kc, const uint16_t *logits, int B, int V, int32_t *ids, int32_t *advance, float *vals, void *work,
                    cudaStream_t s);
+/* The same over the ids a mask allows (structured output): mask[b * ((V + 31) / 32) + i / 32] bit i % 32 set where
+ * id i of row b may win (device memory, written before the launch); the others are not compared, so ids[b] is the
+ * best allowed id, lowest on ties, and 0 where no allowed value beats -inf (vals[b] then -inf). mask NULL: every id,
+ * fk_argmax_bf16. */
+int fk_argmax_bf16_masked(const fk_ctx *kc, const uint16_t *logits, int B, int V, const uint32_t *mask, int32_t *ids,
+                          int32_t *advance, float *vals, void *work, cudaStream_t s);
 /* out[i] = float(in[i]) for a bf16 array (logits for the host). */
 int fk_bf16_to_f32(const fk_ctx *kc, const uint16_t *in, size_t n, float *out, cudaStream_t s);
 

@@ -28,8 +28,16 @@ __device__ __forceinline__ void amax_warp(float &best, int &bi) {
  * to part[b][x]. Why: one block per row with 2-byte loads took most of the 85 us a batch-1 step spent outside
  * the layer kernels and lm_head (b0fb83f); with this pair that is 36 us, and batch-1 decode went from 285.0-285.7
  * to 289.9-290.2 tok/s, batch 8 from 1,596-1,598 to 1,611-1,613 (b0fb83f, alternated in one call). */
+/* mask (NULL: none): mw 32-bit words per row, bit i of row b set where id i may win (structured output's allowed
+ * tokens); the others are left out of the comparison, so the id is the best allowed one, lowest on ties, and a row
+ * with no allowed finite value gives 0 as an all -inf row does. */
+__device__ __forceinline__ uint32_t mask_bits8(const uint32_t *mask, int mw, int b, int i0) {
+    /* the 8 bits of ids i0..i0+7 (i0 % 8 == 0: one word holds them), 0xFF without a mask */
+    return mask ? (ld_act32(mask + (size_t)b * mw + (i0 >> 5)) >> (i0 & 31)) & 0xFFu : 0xFFu;
+}
+
 __global__ void __launch_bounds__(ARGMAX_THREADS) argmax_part_kernel(const uint16_t *logits, int V, float *part_v,
-                                                                      int *part_i) {
+                                                                      int *part_i, const uint32_t *mask, int mw) {
     __shared__ float sv[ARGMAX_THREADS / 32];
     __shared__ int si[ARGMAX_THREADS / 32];
     pdl_wait();
@@ -41,15 +49,20 @@ __global__ void __launch_bounds__(ARGMAX_THREADS) argmax_part_kernel(const uint1
         const int nch = V / 8, per = (nch + ARGMAX_SLICES - 1) / ARGMAX_SLICES;
         const int c0 = x * per, c1 = min(nch, c0 + per);
         for (int c = c0 + t; c < c1; c += ARGMAX_THREADS) {
+            const uint32_t m = mask_bits8(mask, mw, b, c * 8);
+            if (!m) continue; /* none of these 8 allowed: their logits are not read */
             uint4 w = ld_act(row + (size_t)c * 8);
             float f[8];
             bf16x8_unpack(w, f);
 #pragma unroll
-            for (int k = 0; k < 8; k++) amax_take(f[k], c * 8 + k, best, bi);
+            for (int k = 0; k < 8; k++)
+                if ((m >> k) & 1u) amax_take(f[k], c * 8 + k, best, bi);
         }
     } else {
         const int per = (V + ARGMAX_SLICES - 1) / ARGMAX_SLICES, i0 = x * per, i1 = min(V, i0 + per);
-        for (int i = i0 + t; i < i1; i += ARGMAX_THREADS) amax_take(bf2f(ld_act16(row + i)), i, best, bi);
+        for (int i = i0 + t; i < i1; i += ARGMAX_THREADS)
+            if (!mask || ((ld_act32(mask + (size_t)b * mw + (i >> 5)) >> (i & 31)) & 1u))
+                amax_take(bf2f(ld_act16(row + i)), i, best, bi);
     }
     amax_warp(best, bi);
     const int lane = t & 31, warp = t >> 5;
@@ -96,18 +109,23 @@ __global__ void widen_kernel(const uint16_t *in, size_t n, float *out) {
 
 extern "C" size_t fk_argmax_work_bytes(int B) { return (size_t)(B > 0 ? B : 0) * ARGMAX_SLICES * 8; }
 
-extern "C" int fk_argmax_bf16(const fk_ctx *kc, const uint16_t *logits, int B, int V, int32_t *ids, int32_t *advance, float *vals,
-                              void *work, cudaStream_t s) {
+extern "C" int fk_argmax_bf16_masked(const fk_ctx *kc, const uint16_t *logits, int B, int V, const uint32_t *mask,
+                                     int32_t *ids, int32_t *advance, float *vals, void *work, cudaStream_t s) {
     if (B < 1 || V < 1 || !work || !fk_aligned16(work)) {
         frigg_set_error("argmax: %d rows of %d logits, workspace %p (fk_argmax_work_bytes, 16-byte aligned)", B, V, work);
         return -1;
     }
     float *pv = (float *)work;
     int *pi = (int *)(pv + (size_t)B * ARGMAX_SLICES);
-    fk_launch(kc, argmax_part_kernel, dim3(ARGMAX_SLICES, B), ARGMAX_THREADS, 0, s, logits, V, pv, pi);
+    fk_launch(kc, argmax_part_kernel, dim3(ARGMAX_SLICES, B), ARGMAX_THREADS, 0, s, logits, V, pv, pi, mask, (V + 31) / 32);
     if (fk_check_launch("argmax")) return -1;
     fk_launch(kc, argmax_final_kernel, B, 32, 0, s, (const float *)pv, (const int *)pi, ids, advance, vals);
     return fk_check_launch("argmax");
+}
+
+extern "C" int fk_argmax_bf16(const fk_ctx *kc, const uint16_t *logits, int B, int V, int32_t *ids, int32_t *advance, float *vals,
+                              void *work, cudaStream_t s) {
+    return fk_argmax_bf16_masked(kc, logits, B, V, NULL, ids, advance, vals, work, s);
 }
 
 extern "C" int fk_bf16_to_f32(const fk_ctx *kc, const uint16_t *in, size_t n, float *out, cudaStream_t s) {

@@ -288,6 +288,44 @@ static void test_greedy_pipeline(frigg_backend *gpu, const int32_t *ids, int n) 
     CHECK(pipe_greedy(gpu, 3, sb, oov, 2, rec_ids, &e) == -1 && e.n == 0, "decode_greedy of an out-of-vocabulary id succeeded");
 }
 
+/* A greedy row with a mask (structured output) beside a LOGITS row and an unmasked greedy row of the same state,
+ * in one step: with a mask of every id, the masked id is the unmasked one; with a mask of two ids in three (pass 0's
+ * winner left out), the best allowed value of the LOGITS row (lowest id on ties); the unmasked row still its argmax. */
+static void test_masked_greedy(frigg_backend *gpu, const int32_t *ids, int n) {
+    int V = gpu->model->cfg.vocab_size, W = (V + 31) / 32;
+    for (int s = 0; s < 3; s++) frigg_prefill(gpu, s, ids, n, n, NULL, NULL);
+    float *lg = malloc(sizeof(float) * V);
+    uint32_t *mask = calloc((size_t)W, 4);
+    for (int pass = 0; pass < 2; pass++) {
+        int32_t g_plain = -1, g_mask = -1;
+        if (pass == 1) { /* every id but those = 1 mod 3, and pass 0's winner (the sequences advanced alike) */
+            memset(mask, 0, (size_t)W * 4);
+            for (int i = 0; i < V; i++)
+                if (i % 3 != 1) mask[i >> 5] |= 1u << (i & 31);
+        } else {
+            for (int i = 0; i < W; i++) mask[i] = 0xFFFFFFFFu;
+        }
+        frigg_row rows[3] = {{.seq = 0, .n = 1, .token = 5, .want = FRIGG_WANT_LOGITS, .out_logits = lg},
+                             {.seq = 1, .n = 1, .token = 5, .want = FRIGG_WANT_GREEDY, .out_id = &g_mask, .mask = mask},
+                             {.seq = 2, .n = 1, .token = 5, .want = FRIGG_WANT_GREEDY, .out_id = &g_plain}};
+        if (pass == 1) {
+            int am = frigg_argmax(lg, V); /* pass 0's row: its argmax is not allowed now */
+            mask[am >> 5] &= ~(1u << (am & 31));
+        }
+        CHECK(frigg_step(gpu, rows, 3) == 0, "masked greedy step: %s", frigg_error());
+        float best = -INFINITY;
+        int bi = -1;
+        for (int i = 0; i < V; i++)
+            if (((mask[i >> 5] >> (i & 31)) & 1u) && lg[i] > best) best = lg[i], bi = i;
+        CHECK(g_mask == (bi < 0 ? 0 : bi), "pass %d: masked greedy %d, the best allowed id of the row %d", pass, g_mask, bi);
+        CHECK(g_plain == frigg_argmax(lg, V), "pass %d: unmasked greedy %d beside it, argmax %d", pass, g_plain,
+              frigg_argmax(lg, V));
+        if (pass == 0) CHECK(g_mask == g_plain, "an all-ones mask: %d, unmasked %d", g_mask, g_plain);
+    }
+    free(mask);
+    free(lg);
+}
+
 /* dq: the CUDA engine's dequant_rows (0: the default) */
 static void run_model(const char *label, const frigg_model *m, int det, int dq) {
     frigg_backend_opts o = {.threads = 0, .max_seqs = 6, .max_ctx = 160}, og = o;
@@ -322,6 +360,7 @@ static void run_model(const char *label, const frigg_model *m, int det, int dq) 
             free(lg);
             if (det) test_determinism(gpu, ids, n);
             if (det) test_greedy_pipeline(gpu, ids, n);
+            if (det) test_masked_greedy(gpu, ids, n);
         }
         free(ids);
     }

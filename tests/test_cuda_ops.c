@@ -403,6 +403,33 @@ static void test_argmax_rows(int B, int V, const char *what, int with_advance) {
         CHECK(ids[b] == frigg_argmax(x + (size_t)b * V, V), "argmax %s row %d: %d, frigg_argmax %d", what, b, ids[b],
               frigg_argmax(x + (size_t)b * V, V));
     if (V == 262144 && B >= 3) CHECK(ids[0] == V / 3 && ids[1] == V - 1 && ids[2] == V / 2, "argmax: got %d %d %d", ids[0], ids[1], ids[2]);
+    /* fk_argmax_bf16_masked: a mask per row (ids with (7i + b) % 5 != 0, the unmasked winner left out, and one row
+     * allowing nothing) against the same rule on the host: the best allowed finite value, lowest id on ties, 0 where
+     * none beats -inf */
+    const int W = (V + 31) / 32;
+    uint32_t *mask = calloc((size_t)B * W, 4), *dmask = NULL;
+    for (int b = 0; b < B; b++) {
+        if (b == B - 1 && B > 1) continue; /* allows nothing */
+        for (int i = 0; i < V; i++)
+            if ((7 * i + b) % 5 != 0 && i != ids[b]) mask[(size_t)b * W + i / 32] |= 1u << (i % 32);
+    }
+    cudaMalloc((void **)&dmask, (size_t)B * W * 4);
+    cudaMemcpy(dmask, mask, (size_t)B * W * 4, cudaMemcpyHostToDevice);
+    CHECK(fk_argmax_bf16_masked(kctx, dx, B, V, dmask, dids, NULL, NULL, work, 0) == 0, "%s", frigg_error());
+    int32_t mids[8];
+    cudaMemcpy(mids, dids, sizeof(int32_t) * B, cudaMemcpyDeviceToHost);
+    for (int b = 0; b < B; b++) {
+        float best = -INFINITY;
+        int bi = -1;
+        for (int i = 0; i < V; i++)
+            if ((mask[(size_t)b * W + i / 32] >> (i % 32)) & 1u) {
+                float v = x[(size_t)b * V + i];
+                if (v > best) best = v, bi = i;
+            }
+        CHECK(mids[b] == (bi < 0 ? 0 : bi), "masked argmax %s row %d: %d, the best allowed %d", what, b, mids[b], bi < 0 ? 0 : bi);
+    }
+    cudaFree(dmask);
+    free(mask);
     cudaFree(dx);
     cudaFree(dids);
     cudaFree(dvals);

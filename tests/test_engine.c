@@ -136,6 +136,26 @@ int main(void) {
         CHECK(frigg_decode(b, 1, &sq, &two[0], lone) == 0 && frigg_decode(b, 1, &sq, &two[1], lone) == 0 &&
                   maxdiff(lg, lone, V) == 0,
               "LAST_GREEDY did not feed the step before's greedy id");
+        /* a GREEDY row with a mask (structured output): the best allowed id of the row the LOGITS row of the same
+         * state gets, where the mask leaves out the row's own argmax; a mask on another want is refused */
+        {
+            CHECK(g->seq_fork(g, 0, 0, N) == 0 && g->seq_fork(g, 0, 1, N) == 0, "fork: %s", frigg_error());
+            int W = (V + 31) / 32;
+            uint32_t *mask = calloc((size_t)W, 4);
+            int32_t mid = -1;
+            frigg_row mw[2] = {{.seq = 0, .n = 1, .token = 30, .want = FRIGG_WANT_LOGITS, .out_logits = lg},
+                               {.seq = 1, .n = 1, .token = 30, .want = FRIGG_WANT_GREEDY, .out_id = &mid, .mask = mask}};
+            for (int i = 0; i < V; i += 3) mask[i >> 5] |= 1u << (i & 31);
+            mask[gid >> 5] &= ~(1u << (gid & 31)); /* the unmasked argmax, left out (the same state as w's) */
+            CHECK(frigg_step(g, mw, 2) == 0, "%s", frigg_error());
+            int want = frigg_argmax_masked(lg, V, mask);
+            CHECK(mid == want && mid != gid && mid % 3 == 0, "masked GREEDY %d, the best allowed id %d (argmax %d)", mid,
+                  want, gid);
+            frigg_row badm = {.seq = 0, .n = 1, .token = 3, .want = FRIGG_WANT_LOGITS, .out_logits = lg, .mask = mask};
+            CHECK(frigg_step(g, &badm, 1) == -1 && strstr(frigg_error(), "mask"), "a mask on a LOGITS row: %s",
+                  frigg_error());
+            free(mask);
+        }
         /* bad calls: errors with messages, nothing run */
         frigg_row bad1 = {.seq = 0, .n = 1, .token = FRIGG_TOKEN_LAST_GREEDY, .want = FRIGG_WANT_NONE};
         CHECK(frigg_step(g, &bad1, 1) == -1 && strstr(frigg_error(), "greedy"), "LAST_GREEDY without one: %s",

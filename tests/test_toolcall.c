@@ -13,6 +13,7 @@
 #include "run/seqgen.h"
 #include "tokenizer/tokenizer.h"
 #include "chat/toolcall.h"
+#include "engine/cpu_ops.h"
 #include "base/util.h"
 
 /* Strings containing the <|"|> delimiter cannot round-trip: the template does not escape it. */
@@ -236,7 +237,7 @@ static void test_seqgen_nul_then_call(void) {
 }
 
 /* A lazy grammar (tool_choice auto with a strict tool): the sequence decodes freely (greedy rows, not run ahead)
- * until it draws <|tool_call>; from the next step every draw is masked by the call's grammar. Fed logits that favour
+ * until it draws <|tool_call>; from the next step every row carries the call grammar's mask. Fed logits that favour
  * one token a step: the tokens of a whole call come through and end it ("stop", one parsed call); a token the call
  * cannot take right after <|tool_call> (the model's favourite) is replaced by one it can. */
 static void test_seqgen_lazy_grammar(void) {
@@ -273,12 +274,15 @@ static void test_seqgen_lazy_grammar(void) {
                 greedy_before &= row.want == FRIGG_WANT_GREEDY && frigg_seqgen_lazy_waiting(g);
                 row.out_id = &id;
             } else {
-                CHECK(row.want == FRIGG_WANT_LOGITS && row.out_logits && !frigg_seqgen_lazy_waiting(g),
-                      "after <|tool_call>: whole rows, masked");
-                if (!row.out_logits) break;
+                /* greedy under the grammar: a decode row carries the mask, and the engine (here this loop, by the
+                 * CPU engine's rule) takes the best allowed id */
+                CHECK(row.want == FRIGG_WANT_GREEDY && row.mask && !frigg_seqgen_lazy_waiting(g),
+                      "after <|tool_call>: greedy rows with the grammar's mask");
+                if (!row.mask) break;
                 for (int i = 0; i < V; i++) lg[i] = 0;
                 lg[arm == 1 && ids[t - 1] == open ? x : id] = 10; /* arm 1: the favourite is 'x' */
-                memcpy(row.out_logits, lg, (size_t)V * sizeof *lg);
+                id = frigg_argmax_masked(lg, V, row.mask);
+                row.out_id = &id;
             }
             opened |= id == open;
             const char *piece;

@@ -122,6 +122,10 @@ int frigg_backend_check_rows(const frigg_backend *b, const frigg_row *rows, int 
                 frigg_set_error("step: sequence %d appears twice in one step", s);
                 return -1;
             }
+        if (r->mask && (r->want != FRIGG_WANT_GREEDY || r->prefill)) {
+            frigg_set_error("step: row %d: a mask is for greedy decode rows only", i);
+            return -1;
+        }
         if (r->prefill) {
             if (r->n < 1 || !r->ids) {
                 frigg_set_error("step: row %d prefills an empty prompt", i);

@@ -90,6 +90,11 @@ typedef struct {
     int prefill_layers;
     frigg_want want;
     int k;                 /* FRIGG_WANT_TOPK: how many */
+    /* GREEDY decode rows (NULL: none): structured output's allowed ids, bit id % 32 of word id / 32 of
+     * (vocab + 31) / 32 words, read during submit. out_id is then the best allowed id (lowest on ties), found where
+     * the logits are (on the device for the CUDA engine: only the mask crosses PCIe, not the row); an id the mask
+     * does not allow, or one outside the vocabulary, where no allowed logit is finite. */
+    const uint32_t *mask;
     /* Outputs, owned by the caller, written by collect: */
     int32_t *out_id;       /* GREEDY */
     float *out_vals;       /* TOPK: k values */

@@ -205,7 +205,8 @@ static int cpu_submit(frigg_backend *b, frigg_row *rows, int nrows) {
             forward(b, r->seq, &tok[i], 1, 0, lg, NULL);
         }
         if (r->want == FRIGG_WANT_GREEDY) {
-            int32_t id = frigg_argmax(last, V);
+            int32_t id = r->mask ? frigg_argmax_masked(last, V, r->mask) : frigg_argmax(last, V);
+            if (id < 0) id = 0; /* a mask of nothing: no allowed finite logit */
             im->greedy[r->seq] = id; /* a step queued next still gets a valid input id */
             *r->out_id = isfinite(last[id]) ? id : -1; /* seqgen: an id outside [0, V) is a non-finite row */
             im->last_greedy[r->seq] = 1;

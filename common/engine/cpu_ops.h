@@ -92,5 +92,9 @@ typedef struct {
 void frigg_cpu_attention(frigg_prec p, frigg_pool *pool, const frigg_attn_args *a);
 /* Index of the largest value, lowest index on ties. */
 int frigg_argmax(const float *x, int n);
+/* The argmax over the ids a mask allows (bits[i / 32] bit i % 32; structured output): the first of equal values, as
+ * frigg_argmax of the row with the others at -inf would give; an all-ones word is read straight, the others bit by
+ * bit. -1 where the mask allows no id. */
+int frigg_argmax_masked(const float *x, int n, const uint32_t *bits);
 
 #endif

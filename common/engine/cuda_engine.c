@@ -98,6 +98,9 @@ typedef struct {
     float *topk_vals;  /* [MAX_BATCH][FRIGG_TOPK_MAX] */
     int32_t *topk_ids; /* [MAX_BATCH][FRIGG_TOPK_MAX] */
     int32_t *h_step, *h_out; /* pinned staging; h_out: [3][MAX_BATCH]: two queued greedy steps, one mixed */
+    /* structured output's masks of a greedy step's rows (frigg_row.mask), [MAX_BATCH][(V + 31) / 32] words: staged in
+     * pinned memory, copied in, read by the masked argmax (run_decode) */
+    uint32_t *h_mask, *d_mask;
     cudaEvent_t out_ready[2]; /* h_out[k] holds its step's ids */
     uint16_t *logits;  /* [LOGIT_CHUNK][V] bf16 */
     float *logits_f;   /* [LOGIT_CHUNK][V] */
@@ -706,6 +709,21 @@ static int run_decode(frigg_backend *b, frigg_row **dr, int B, int qi) {
         CU(cudaMemcpyAsync(im->d_step, im->h_step, 3 * MAX_BATCH * 4, cudaMemcpyHostToDevice, im->stream));
         OK(launch_step(b, B));
     }
+    /* Rows with a mask (structured output; greedy rows only, never run ahead): the step's argmax again, over the
+     * allowed ids, into the same ids (its positions were advanced by the step's own): the row stays on the device,
+     * only its 32 KB mask crosses. A row without one in the same step gets every id. */
+    int masked = 0;
+    for (int i = 0; i < B; i++) masked |= dr[i]->mask != NULL;
+    if (masked) {
+        const size_t W = (size_t)(V + 31) / 32;
+        for (int i = 0; i < B; i++) {
+            if (dr[i]->mask) memcpy(im->h_mask + (size_t)i * W, dr[i]->mask, W * 4);
+            else memset(im->h_mask + (size_t)i * W, 0xFF, W * 4);
+        }
+        CU(cudaMemcpyAsync(im->d_mask, im->h_mask, (size_t)B * W * 4, cudaMemcpyHostToDevice, im->stream));
+        OK(fk_argmax_bf16_masked(im->kern, im->logits, B, V, im->d_mask, im->d_step, NULL, NULL, im->argmax_work,
+                                 im->stream));
+    }
     im->last_B = B;
     for (int i = 0; i < B; i++) {
         im->last_seqs[i] = dr[i]->seq;
@@ -972,6 +990,7 @@ static void cuda_destroy(frigg_backend *b) {
         for (int i = 0; i < im->nallocs; i++) cudaFree(im->allocs[i]);
         if (im->h_step) cudaFreeHost(im->h_step);
         if (im->h_out) cudaFreeHost(im->h_out);
+        if (im->h_mask) cudaFreeHost(im->h_mask);
         if (im->h_pf) cudaFreeHost(im->h_pf);
         for (int i = 0; i < 2; i++)
             if (im->out_ready[i]) cudaEventDestroy(im->out_ready[i]);
@@ -1277,6 +1296,9 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     CU(cudaMallocHost((void **)&im->h_pf, 3 * RG * 4));
     OK(dalloc(im, (void **)&im->d_step, 3 * MAX_BATCH * 4, "ids"));
     OK(dalloc(im, &im->argmax_work, fk_argmax_work_bytes(MAX_BATCH), "argmax partials"));
+    const size_t mask_bytes = (size_t)MAX_BATCH * ((V + 31) / 32) * 4;
+    OK(dalloc(im, (void **)&im->d_mask, mask_bytes, "structured-output masks"));
+    CU(cudaMallocHost((void **)&im->h_mask, mask_bytes));
     OK(dalloc(im, &im->topk_work, fk_topk_work_bytes(MAX_BATCH), "top-k counts"));
     OK(dalloc(im, (void **)&im->topk_vals, (size_t)MAX_BATCH * FRIGG_TOPK_MAX * 4, "top-k values"));
     OK(dalloc(im, (void **)&im->topk_ids, (size_t)MAX_BATCH * FRIGG_TOPK_MAX * 4, "top-k ids"));
@@ -1314,6 +1336,7 @@ size_t frigg_cuda_work_bytes(const frigg_config *c, int max_ctx, frigg_dtype kv_
     if (kv_dtype == FRIGG_DT_INT8) b += R * 2 * D * 2 + 2 * ctx * D * 2; /* the int8 cache's staging and prefill copy */
     b += RG * 4 * 3 + R * 4 * 2 + 3 * MAX_BATCH * 4;      /* ids */
     b += fk_argmax_work_bytes(MAX_BATCH) + fk_topk_work_bytes(MAX_BATCH) + (size_t)MAX_BATCH * FRIGG_TOPK_MAX * 8;
+    b += (size_t)MAX_BATCH * ((V + 31) / 32) * 4;         /* structured-output masks */
     b += (size_t)LOGIT_CHUNK * V * 6;                     /* logits, bf16 and fp32 */
     b += attn * 4 + (size_t)MAX_BATCH * H * 4;            /* attention partials and counters */
     return b;

@@ -417,12 +417,6 @@ static int build_rows(frigg_sched *s, int k) {
             if (q->finished[c]) continue;
             frigg_row *r = &s->rows[k][nrows];
             memset(r, 0, sizeof *r);
-            frigg_seqgen_row(q->g[c], r);
-            r->out_id = &s->gid[k][nrows];
-            if (q->r.score) {
-                r->want = FRIGG_WANT_ALL_LOGITS;
-                r->out_logits = q->logits;
-            }
             r->seq = q->slot[c];
             if (!q->prefilled) {
                 r->prefill = 1;
@@ -433,6 +427,13 @@ static int build_rows(frigg_sched *s, int k) {
             } else {
                 r->n = 1;
                 r->token = frigg_seqgen_last(q->g[c]);
+            }
+            frigg_seqgen_row(q->g[c], r); /* after prefill is set: a masked sequence's prefill row wants its logits */
+            r->out_id = &s->gid[k][nrows];
+            if (q->r.score) {
+                r->want = FRIGG_WANT_ALL_LOGITS;
+                r->out_logits = q->logits;
+                r->mask = NULL;
             }
             s->row_req[k][nrows] = q;
             s->row_choice[k][nrows++] = c;
@@ -477,6 +478,7 @@ static int can_run_ahead(frigg_sched *s) {
     if (s->b->max_inflight < 2 || !s->nrows[k]) return 0;
     for (int i = 0; i < s->nrows[k]; i++)
         if (s->rows[k][i].prefill || s->rows[k][i].want != FRIGG_WANT_GREEDY || !s->row_req[k][i] ||
+            s->rows[k][i].mask || /* the next mask needs this step's id on the host */
             frigg_seqgen_lazy_waiting(s->row_req[k][i]->g[s->row_choice[k][i]]))
             return 0;
     pthread_mutex_lock(&s->mu);

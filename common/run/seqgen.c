@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "stopstr.h"
+#include "engine/cpu_ops.h"
 #include "chat/toolcall.h"
 #include "base/util.h"
 
@@ -14,7 +15,11 @@ struct frigg_seqgen {
     char *stops[FRIGG_SEQGEN_MAX_STOPS];
     int vocab;
     frigg_sampler smp;
-    frigg_want want;
+    frigg_want want;         /* what a step of this sequence asks for */
+    frigg_want row_want;     /* what the last row asked for (frigg_seqgen_row): want, or LOGITS for the prefill row
+                                of a masked greedy sequence */
+    int mask_greedy;         /* greedy under a grammar: decode rows GREEDY with the mask (frigg_row.mask), so the
+                                engine finds the best allowed id where the logits are */
     int k;                   /* TOPK: how many */
     /* step outputs */
     int32_t out_id;
@@ -102,8 +107,11 @@ frigg_seqgen *frigg_seqgen_new(const frigg_seqgen_params *p, int prompt_tokens, 
      * neither the engine's argmax nor its top k are those of the row drawn from (greedy_only and topk_only
      * say no), so the whole row. */
     int topk = p->logprobs || masked ? 0 : frigg_sampler_topk_only(&p->sampling, vocab);
-    if (frigg_sampler_greedy_only(&p->sampling) && !p->logprobs && !masked) {
+    g->mask_greedy = p->grammar && frigg_sampler_greedy_only(&p->sampling) && !p->logprobs;
+    if (frigg_sampler_greedy_only(&p->sampling) && !p->logprobs) {
         g->want = FRIGG_WANT_GREEDY;
+        /* the prefill row of a masked sequence brings its row to the host (the engines mask decode rows only) */
+        if (masked) g->logits = frigg_xmalloc(sizeof(float) * (size_t)vocab);
     } else if (topk) {
         g->want = FRIGG_WANT_TOPK;
         g->k = topk;
@@ -160,7 +168,18 @@ void frigg_seqgen_free(frigg_seqgen *g) {
 int frigg_seqgen_lazy_waiting(const frigg_seqgen *g) { return g->p.grammar && g->p.lazy_grammar && !g->gm; }
 
 void frigg_seqgen_row(frigg_seqgen *g, frigg_row *row) {
-    row->want = g->done ? FRIGG_WANT_NONE : g->want;
+    frigg_want w = g->done ? FRIGG_WANT_NONE : g->want;
+    row->mask = NULL;
+    if (w == FRIGG_WANT_GREEDY && g->gm && g->mask_greedy) {
+        /* the mask of the next token, now: a decode row carries it to the engine; the prefill row (and a state
+         * that allows no token, which accept's host path reports) comes back whole and is masked here */
+        if (!row->prefill && frigg_gmasker_fill(frigg_gref_masker(g->p.grammar), g->gm, g->gbits) > 0)
+            row->mask = g->gbits;
+        else
+            w = FRIGG_WANT_LOGITS;
+    }
+    g->row_want = w;
+    row->want = w;
     row->k = g->k;
     row->out_id = &g->out_id;
     row->out_vals = g->vals;
@@ -235,15 +254,15 @@ static int first_nonfinite(const float *v, int n) {
 static int check_finite(frigg_seqgen *g, const frigg_row *row) {
     const float *v = NULL;
     int n = 0;
-    if (g->want == FRIGG_WANT_TOPK) {
+    if (g->row_want == FRIGG_WANT_TOPK) {
         v = row->out_vals;
         n = g->k;
-    } else if (g->want == FRIGG_WANT_LOGITS) {
+    } else if (g->row_want == FRIGG_WANT_LOGITS) {
         v = row->out_logits;
         n = g->vocab;
     }
     char msg[256];
-    if (g->want == FRIGG_WANT_GREEDY) {
+    if (g->row_want == FRIGG_WANT_GREEDY) {
         /* an engine that finds its argmax value not finite answers an id outside the vocabulary */
         int32_t id = *row->out_id;
         if (id >= 0 && id < g->vocab) return 0;
@@ -256,7 +275,7 @@ static int check_finite(frigg_seqgen *g, const frigg_row *row) {
     }
     int bad = first_nonfinite(v, n);
     if (bad < 0) return 0;
-    int32_t id = g->want == FRIGG_WANT_TOPK ? row->out_ids[bad] : bad;
+    int32_t id = g->row_want == FRIGG_WANT_TOPK ? row->out_ids[bad] : bad;
     snprintf(msg, sizeof msg,
              "the model's logits are not finite (%s at token id %d) at step %d (%s) of sequence %d: the weights or "
              "the computation hold a NaN or an infinity",
@@ -289,29 +308,8 @@ static int grammar_mask(frigg_seqgen *g, float *w) {
 /* The draw landed outside the mask (the sampler's walk can end on the last id of its list when rounding leaves the
  * uniform past the sum, and a top-k list can hold masked ids): the best allowed id of the adjusted row instead. */
 static int32_t masked_argmax(const frigg_seqgen *g, const float *w) {
-    int32_t best = -1;
-    float bv = 0;
-    const int W = (g->vocab + 31) / 32;
-    for (int wi = 0; wi < W; wi++) {
-        if (g->gbits[wi] == 0xFFFFFFFFu && (wi + 1) * 32 <= g->vocab) { /* a word of allowed ids: read straight */
-            const float *x = w + wi * 32;
-            for (int j = 0; j < 32; j++)
-                if (best < 0 || x[j] > bv) {
-                    best = wi * 32 + j;
-                    bv = x[j];
-                }
-            continue;
-        }
-        for (uint32_t x = g->gbits[wi]; x; x &= x - 1) { /* the allowed ids of this word, in increasing order */
-            int32_t i = wi * 32 + __builtin_ctz(x);
-            if (i >= g->vocab) break;
-            if (best < 0 || w[i] > bv) {
-                best = i;
-                bv = w[i];
-            }
-        }
-    }
-    return best < 0 ? 0 : best;
+    int32_t i = frigg_argmax_masked(w, g->vocab, g->gbits); /* cpu_ops.c: the engines' own rule */
+    return i < 0 ? 0 : i;
 }
 
 int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piece, size_t *piece_len) {
@@ -328,9 +326,17 @@ int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piec
     }
     int32_t next;
     int V = g->vocab, k = g->p.logprobs;
-    if (g->want == FRIGG_WANT_GREEDY) {
+    if (g->row_want == FRIGG_WANT_GREEDY) {
         next = *row->out_id;
-    } else if (g->want == FRIGG_WANT_TOPK) {
+        if (row->mask && !(g->gbits[next >> 5] >> (next & 31) & 1u)) {
+            char msg[200]; /* the engine's best allowed id is not allowed: no allowed logit was finite */
+            snprintf(msg, sizeof msg, "the model's logits are not finite for any token the grammar allows at step %d "
+                     "of sequence %d: the weights or the computation hold a NaN or an infinity", g->r.n, row->seq);
+            g->error = frigg_xstrdup(msg);
+            g->done = 1;
+            return 1;
+        }
+    } else if (g->row_want == FRIGG_WANT_TOPK) {
         next = frigg_sample_topk(&g->smp, row->out_vals, row->out_ids, g->k);
     } else if (g->gm && frigg_sampler_greedy_only(&g->p.sampling) && !k) {
         /* greedy under a grammar: the best allowed id of the model's row itself, read through the mask's words
@@ -372,10 +378,12 @@ int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piec
     if (!g->gm && g->p.grammar && g->p.lazy_grammar && next == g->p.grammar_trigger) {
         /* the grammar starts after this token: every later step is drawn from the whole row, masked */
         g->gm = frigg_gmatcher_new(frigg_gref_grammar(g->p.grammar));
-        g->want = FRIGG_WANT_LOGITS;
-        g->k = 0;
         if (!g->logits) g->logits = frigg_xmalloc(sizeof(float) * (size_t)V);
-        if (!g->work) g->work = frigg_xmalloc(sizeof(float) * (size_t)V);
+        if (!g->mask_greedy) { /* a sampled draw needs the whole row; greedy rows carry the mask instead */
+            g->want = FRIGG_WANT_LOGITS;
+            g->k = 0;
+            if (!g->work) g->work = frigg_xmalloc(sizeof(float) * (size_t)V);
+        }
     } else if (g->gm && frigg_gmatcher_advance_token(g->gm, frigg_gref_vocab(g->p.grammar), next)) {
         char msg[160]; /* the mask allowed it: the recogniser and the masker disagree */
         snprintf(msg, sizeof msg, "structured output: token %d was allowed by the grammar's mask but its recogniser "

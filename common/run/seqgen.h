@@ -78,10 +78,12 @@ void frigg_seqgen_free(frigg_seqgen *g);
  * host (the id may start the grammar, which then masks the step after it). */
 int frigg_seqgen_lazy_waiting(const frigg_seqgen *g);
 
-/* What the next step's row for this sequence asks for: want and k, and the output buffers (owned by g).
- * The caller sets seq, prefill/ids/n/prefix_len or the input token. The want is the cheapest that gives
- * g what it needs: the greedy id (greedy, no penalty, no logit bias, no logprobs, no grammar), the top k (a pure
- * top-k draw: no penalty, no logit bias, no logprobs, no grammar), or the whole row. */
+/* What the next step's row for this sequence asks for: want and k, the mask, and the output buffers (owned by g).
+ * The caller sets row->prefill first (and seq, ids/n/prefix_len or the input token, before or after). The want is
+ * the cheapest that gives g what it needs: the greedy id (greedy, no penalty, no logit bias, no logprobs; under a
+ * grammar a decode row carries the mask of the allowed next tokens, row->mask, which points into g until the next
+ * call, and its prefill row asks for the whole row), the top k (a pure top-k draw: no penalty, no logit bias, no
+ * logprobs, no grammar), or the whole row. */
 void frigg_seqgen_row(frigg_seqgen *g, frigg_row *row);
 /* The input token of the next decode step: the last id drawn. */
 int32_t frigg_seqgen_last(const frigg_seqgen *g);
