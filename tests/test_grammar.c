@@ -310,9 +310,25 @@ static int brute_mismatches(frigg_gmatcher *m, const frigg_gvocab *v, const uint
 
 /* Random walks under g: at each step the mask is checked against brute force (every `every` steps, all ids),
  * then a random allowed id is taken, preferring short tokens now and then so that documents end. */
+static void walk_check_pre(const char *name, const frigg_grammar *g, const frigg_gvocab *v, int walks, int steps,
+                           int every, uint64_t seed, int pre_threads);
 static void walk_check(const char *name, const frigg_grammar *g, const frigg_gvocab *v, int walks, int steps, int every,
                        uint64_t seed) {
+    walk_check_pre(name, g, v, walks, steps, every, seed, 0);
+}
+
+/* pre_threads > 0: the masker precomputed on that many threads first (frigg_gmasker_precompute_until), so the walks
+ * read the nodes the threads made */
+static void walk_check_pre(const char *name, const frigg_grammar *g, const frigg_gvocab *v, int walks, int steps,
+                           int every, uint64_t seed, int pre_threads) {
     frigg_gmasker *mk = frigg_gmasker_new(g, v);
+    if (pre_threads > 0) {
+        int made = frigg_gmasker_precompute_until(mk, NULL, pre_threads);
+        frigg_gmask_stats pst;
+        frigg_gmasker_stats(mk, &pst);
+        CHECK(made == pst.classes && made > 0, "%s: %d threads made a node for each of the %d classes (%d)", name,
+              pre_threads, pst.classes, made);
+    }
     int V = frigg_gvocab_size(v), W = (V + 31) / 32;
     uint32_t *bits = frigg_xmalloc((size_t)W * 4), *again = frigg_xmalloc((size_t)W * 4);
     int32_t *allowed = frigg_xmalloc((size_t)V * sizeof *allowed);
@@ -439,6 +455,15 @@ static void test_masks_small(void) {
         CHECK(walks * 2 < n, "counted strings: %d walks for %d states (positions alike share one)", walks, n);
         frigg_gmasker_free(mk);
         frigg_grammar_free(cs);
+    }
+    /* the same after a precompute on 3 threads: the nodes they made equal brute force */
+    for (size_t k = 3; k < sizeof mask_schemas / sizeof mask_schemas[0]; k++) {
+        frigg_grammar *g = schema(mask_schemas[k]);
+        if (!g) continue;
+        char name[64];
+        snprintf(name, sizeof name, "small vocab, schema %zu, precomputed on 3 threads", k);
+        walk_check_pre(name, g, v, 20, 60, 1, 99 + k, 3);
+        frigg_grammar_free(g);
     }
     frigg_grammar *jo = frigg_grammar_json_object();
     walk_check("small vocab, json_object", jo, v, 40, 80, 1, 7);

@@ -53,14 +53,22 @@ typedef struct {
     size_t n, cap;
 } ivec;
 
+/* What one walk needs of its own: the fill path's under the masker's lock, each precompute thread its own. */
+typedef struct {
+    gpool pool;         /* the walks' frames (cleared per walk) */
+    gcfgv *sets;        /* [max_depth + 2]: configurations after each depth's bytes */
+    int nsets;
+    uint32_t *bits;     /* the accepted tokens */
+    ivec pops;          /* the pop points */
+    long walks, visited;
+} gscratch;
+
 struct frigg_gmasker {
     const frigg_grammar *g;
     const frigg_gvocab *v;
     pthread_mutex_t mu;
     gnode **lvl1;       /* [g->n] */
-    gpool pool;         /* the walks' frames (cleared per walk) */
-    gcfgv *sets;        /* [max_depth + 2]: configurations after each depth's bytes */
-    uint32_t *bits, *tmp;
+    gscratch sc;        /* the fill path's (under mu) */
     int32_t *rep;       /* [g->n]: the state whose cache entry serves this one (classes_build); NULL until then */
     int32_t nclasses;
     double classes_ms;  /* classes_build's time */
@@ -168,20 +176,37 @@ static void set1(gcfgv *v, gcfg c) {
 
 static int has_kids(const frigg_gvocab *v, int32_t i) { return v->tend[i] > i + 1; }
 
+static void scratch_init(gscratch *sc, const frigg_gvocab *v) {
+    memset(sc, 0, sizeof *sc);
+    gpool_init(&sc->pool);
+    sc->nsets = v->max_depth + 2;
+    sc->sets = frigg_xcalloc((size_t)sc->nsets, sizeof *sc->sets);
+    sc->bits = frigg_xcalloc((size_t)(v->V + 31) / 32 + 1, sizeof *sc->bits);
+}
+
+static void scratch_free(gscratch *sc) {
+    gpool_free(&sc->pool);
+    for (int i = 0; i < sc->nsets; i++) free(sc->sets[i].v);
+    free(sc->sets);
+    free(sc->bits);
+    free(sc->pops.v);
+}
+
 /* The subtree below trie node `from` from the configurations start (at from's depth): accepted tokens into
- * mk->bits, pop points appended to mk->pops. */
-static void walk(frigg_gmasker *mk, const gcfg *start, int nstart, int32_t from) {
+ * sc->bits, pop points appended to sc->pops. Reads only the grammar and the vocabulary of mk, so threads with
+ * scratches of their own walk at once. */
+static void walk(const frigg_gmasker *mk, gscratch *sc, const gcfg *start, int nstart, int32_t from) {
     const frigg_grammar *g = mk->g;
     const frigg_gvocab *v = mk->v;
     const int ncls = g->ncls;
-    uint32_t *bits = mk->bits;
-    gpool_clear(&mk->pool);
+    uint32_t *bits = sc->bits;
+    gpool_clear(&sc->pool);
     int d0 = v->td[from];
-    gcfgv *sets = mk->sets;
+    gcfgv *sets = sc->sets;
     sets[d0].n = 0;
     for (int i = 0; i < nstart; i++) gcfgv_push_unique(&sets[d0], start[i]);
-    if (has_kids(v, from) && gcan_pop_to(g, &mk->pool, sets[d0].v, sets[d0].n, GPAR_BASE)) ipush(&mk->pops, from);
-    mk->st.walks++;
+    if (has_kids(v, from) && gcan_pop_to(g, &sc->pool, sets[d0].v, sets[d0].n, GPAR_BASE)) ipush(&sc->pops, from);
+    sc->walks++;
     long visited = 0;
     int32_t i = from + 1, end = v->tend[from];
     while (i < end) {
@@ -199,40 +224,57 @@ static void walk(frigg_gmasker *mk, const gcfg *start, int nstart, int32_t from)
             }
             set1(T, (gcfg){t, p0});
             for (int32_t k = v->ttok[i]; k < v->ttok[i + 1]; k++) set_bit(bits, v->ids[k]);
-            if (has_kids(v, i) && g->accept[t] && (p0 == GPAR_BASE || gcan_pop_to(g, &mk->pool, T->v, 1, GPAR_BASE)))
-                ipush(&mk->pops, i);
+            if (has_kids(v, i) && g->accept[t] && (p0 == GPAR_BASE || gcan_pop_to(g, &sc->pool, T->v, 1, GPAR_BASE)))
+                ipush(&sc->pops, i);
             i++;
             continue;
         }
-        gstep(g, &mk->pool, S->v, S->n, v->tb[i], T);
+        gstep(g, &sc->pool, S->v, S->n, v->tb[i], T);
         if (!T->n) {
             i = v->tend[i];
             continue;
         }
         for (int32_t k = v->ttok[i]; k < v->ttok[i + 1]; k++) set_bit(bits, v->ids[k]);
-        if (has_kids(v, i) && gcan_pop_to(g, &mk->pool, T->v, T->n, GPAR_BASE)) ipush(&mk->pops, i);
+        if (has_kids(v, i) && gcan_pop_to(g, &sc->pool, T->v, T->n, GPAR_BASE)) ipush(&sc->pops, i);
         i++;
     }
-    mk->st.nodes_visited += visited;
+    sc->visited += visited;
 }
 
-static gnode *new_node(frigg_gmasker *mk, int32_t key) {
+/* A cache node from sc's walks (their bits and pop points); its memory added to *bytes. */
+static gnode *make_node(const frigg_gmasker *mk, gscratch *sc, int32_t key, size_t *bytes) {
     gnode *n = frigg_xcalloc(1, sizeof *n);
     n->key = key;
     /* pops: sorted, unique */
-    if (mk->pops.n) {
-        qsort(mk->pops.v, mk->pops.n, sizeof *mk->pops.v, cmp_i32);
+    if (sc->pops.n) {
+        qsort(sc->pops.v, sc->pops.n, sizeof *sc->pops.v, cmp_i32);
         size_t k = 0;
-        for (size_t i = 0; i < mk->pops.n; i++)
-            if (!k || mk->pops.v[k - 1] != mk->pops.v[i]) mk->pops.v[k++] = mk->pops.v[i];
+        for (size_t i = 0; i < sc->pops.n; i++)
+            if (!k || sc->pops.v[k - 1] != sc->pops.v[i]) sc->pops.v[k++] = sc->pops.v[i];
         n->npops = (int32_t)k;
         n->pops = frigg_xmalloc(k * sizeof *n->pops);
-        memcpy(n->pops, mk->pops.v, k * sizeof *n->pops);
-        mk->bytes += k * sizeof *n->pops;
+        memcpy(n->pops, sc->pops.v, k * sizeof *n->pops);
+        *bytes += k * sizeof *n->pops;
     }
-    n->acc = compress(mk->bits, mk->v->V, mk->W, &mk->bytes);
-    mk->bytes += sizeof *n;
+    n->acc = compress(sc->bits, mk->v->V, mk->W, bytes);
+    *bytes += sizeof *n;
     return n;
+}
+
+/* The walk stats of the fill path's scratch into the masker's (under mu). */
+static void take_walk_stats(frigg_gmasker *mk, gscratch *sc) {
+    mk->st.walks += sc->walks;
+    mk->st.nodes_visited += sc->visited;
+    sc->walks = sc->visited = 0;
+}
+
+/* s's level-1 node, walked with sc (no lock needed: the caller inserts it). */
+static gnode *level1_walk(const frigg_gmasker *mk, gscratch *sc, int32_t s, size_t *bytes) {
+    memset(sc->bits, 0, (size_t)mk->W * sizeof *sc->bits);
+    sc->pops.n = 0;
+    gcfg c = {s, GPAR_BASE};
+    walk(mk, sc, &c, 1, 0);
+    return make_node(mk, sc, s, bytes);
 }
 
 /* ---- states alike for every walk ----
@@ -378,11 +420,9 @@ static gnode *level1(frigg_gmasker *mk, int32_t s) {
         return mk->lvl1[s];
     }
     mk->st.misses++;
-    memset(mk->bits, 0, (size_t)mk->W * sizeof *mk->bits);
-    mk->pops.n = 0;
-    gcfg c = {s, GPAR_BASE};
-    walk(mk, &c, 1, 0);
-    return mk->lvl1[s] = new_node(mk, s);
+    mk->lvl1[s] = level1_walk(mk, &mk->sc, s, &mk->bytes);
+    take_walk_stats(mk, &mk->sc);
+    return mk->lvl1[s];
 }
 
 static gnode *child(frigg_gmasker *mk, gnode *n, int32_t r) {
@@ -395,16 +435,18 @@ static gnode *child(frigg_gmasker *mk, gnode *n, int32_t r) {
     /* a pop point at the root means every token runs on in r: r's own level 1 */
     gnode *root_cont = n->npops && n->pops[0] == 0 ? level1(mk, r) : NULL;
     mk->st.misses++;
-    mask_or(mk->bits, &n->acc, mk->v->V, mk->W, 1);
-    mk->pops.n = 0;
+    gscratch *sc = &mk->sc;
+    mask_or(sc->bits, &n->acc, mk->v->V, mk->W, 1);
+    sc->pops.n = 0;
     gcfg c = {r, GPAR_BASE};
     for (int32_t k = 0; k < n->npops; k++)
-        if (n->pops[k] != 0) walk(mk, &c, 1, n->pops[k]);
+        if (n->pops[k] != 0) walk(mk, sc, &c, 1, n->pops[k]);
     if (root_cont) {
-        mask_or(mk->bits, &root_cont->acc, mk->v->V, mk->W, 0);
-        for (int32_t k = 0; k < root_cont->npops; k++) ipush(&mk->pops, root_cont->pops[k]);
+        mask_or(sc->bits, &root_cont->acc, mk->v->V, mk->W, 0);
+        for (int32_t k = 0; k < root_cont->npops; k++) ipush(&sc->pops, root_cont->pops[k]);
     }
-    gnode *x = new_node(mk, r);
+    gnode *x = make_node(mk, sc, r, &mk->bytes);
+    take_walk_stats(mk, sc);
     if (n->nk == n->capk) {
         n->capk = n->capk ? n->capk * 2 : 4;
         n->kids = frigg_xrealloc(n->kids, (size_t)n->capk * sizeof *n->kids);
@@ -438,11 +480,8 @@ frigg_gmasker *frigg_gmasker_new(const frigg_grammar *g, const frigg_gvocab *v) 
     mk->v = v;
     pthread_mutex_init(&mk->mu, NULL);
     mk->lvl1 = frigg_xcalloc((size_t)(g->n ? g->n : 1), sizeof *mk->lvl1);
-    gpool_init(&mk->pool);
-    mk->sets = frigg_xcalloc((size_t)v->max_depth + 2, sizeof *mk->sets);
     mk->W = (v->V + 31) / 32;
-    mk->bits = frigg_xcalloc((size_t)(mk->W ? mk->W : 1), sizeof *mk->bits);
-    mk->tmp = frigg_xcalloc((size_t)(mk->W ? mk->W : 1), sizeof *mk->tmp);
+    scratch_init(&mk->sc, v);
     return mk;
 }
 
@@ -451,12 +490,7 @@ void frigg_gmasker_free(frigg_gmasker *mk) {
     cache_clear(mk);
     free(mk->lvl1);
     free(mk->rep);
-    gpool_free(&mk->pool);
-    for (int i = 0; i < mk->v->max_depth + 2; i++) free(mk->sets[i].v);
-    free(mk->sets);
-    free(mk->bits);
-    free(mk->tmp);
-    free(mk->pops.v);
+    scratch_free(&mk->sc);
     pthread_mutex_destroy(&mk->mu);
     free(mk);
 }
@@ -496,25 +530,76 @@ int frigg_gmasker_fill(frigg_gmasker *mk, const frigg_gmatcher *m, uint32_t *out
 }
 
 int frigg_gmasker_precompute(frigg_gmasker *mk) {
-    frigg_gmasker_precompute_until(mk, NULL);
+    frigg_gmasker_precompute_until(mk, NULL, 1);
     pthread_mutex_lock(&mk->mu);
     int32_t n = mk->nclasses;
     pthread_mutex_unlock(&mk->mu);
     return n;
 }
 
-/* One state a lock: fills of the sequences decoding under the grammar meanwhile wait for one walk at most. */
-int frigg_gmasker_precompute_until(frigg_gmasker *mk, atomic_int *stop) {
-    int32_t done = 0;
-    for (int32_t s = 0; s < mk->g->n; s++) {
-        if (stop && atomic_load(stop)) return -1;
+/* Precompute's threads: each takes the next class without a node, walks it with a scratch of its own outside the
+ * lock, and inserts the node under it (unless a fill put one there meanwhile). */
+typedef struct {
+    frigg_gmasker *mk;
+    atomic_int *stop;
+    const int32_t *todo;
+    int ntodo;
+    atomic_int next, done;
+} pre_job;
+
+static void *pre_thread(void *arg) {
+    pre_job *j = arg;
+    frigg_gmasker *mk = j->mk;
+    gscratch sc;
+    scratch_init(&sc, mk->v);
+    for (;;) {
+        if (j->stop && atomic_load(j->stop)) break;
+        int i = atomic_fetch_add(&j->next, 1);
+        if (i >= j->ntodo) break;
+        int32_t s = j->todo[i];
         pthread_mutex_lock(&mk->mu);
-        int miss = !mk->rep || !mk->lvl1[mk->rep[s]];
-        level1(mk, s);
-        done += miss;
+        int have = mk->lvl1[s] != NULL;
         pthread_mutex_unlock(&mk->mu);
+        if (have) continue;
+        size_t bytes = 0;
+        gnode *n = level1_walk(mk, &sc, s, &bytes);
+        pthread_mutex_lock(&mk->mu);
+        if (!mk->lvl1[s]) {
+            mk->lvl1[s] = n;
+            mk->bytes += bytes;
+            mk->st.misses++;
+            atomic_fetch_add(&j->done, 1);
+            n = NULL;
+        }
+        take_walk_stats(mk, &sc);
+        pthread_mutex_unlock(&mk->mu);
+        node_free(n);
     }
-    return done;
+    scratch_free(&sc);
+    return NULL;
+}
+
+int frigg_gmasker_precompute_until(frigg_gmasker *mk, atomic_int *stop, int threads) {
+    pthread_mutex_lock(&mk->mu);
+    if (!mk->rep) classes_build(mk);
+    int32_t *todo = frigg_xmalloc((size_t)(mk->g->n ? mk->g->n : 1) * sizeof *todo);
+    int nt = 0;
+    for (int32_t s = 0; s < mk->g->n; s++)
+        if (mk->rep[s] == s && !mk->lvl1[s]) todo[nt++] = s;
+    pthread_mutex_unlock(&mk->mu);
+    pre_job j = {.mk = mk, .stop = stop, .todo = todo, .ntodo = nt};
+    atomic_init(&j.next, 0);
+    atomic_init(&j.done, 0);
+    if (threads > 16) threads = 16;
+    pthread_t th[16];
+    int started = 0;
+    for (int t = 1; t < threads && t < nt; t++)
+        if (!pthread_create(&th[started], NULL, pre_thread, &j)) started++;
+    pre_thread(&j); /* this thread is one of them */
+    for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+    free(todo);
+    if (stop && atomic_load(stop)) return -1;
+    return atomic_load(&j.done);
 }
 
 void frigg_gmasker_stats(frigg_gmasker *mk, frigg_gmask_stats *st) {

@@ -120,9 +120,10 @@ int frigg_gmasker_fill(frigg_gmasker *, const frigg_gmatcher *, uint32_t *bits);
  * work instead of first-token latency. Returns the number of cache entries that makes: one per class of states
  * that no token tells apart (gram_mask.c), at most the DFA's state count. */
 int frigg_gmasker_precompute(frigg_gmasker *);
-/* The same, taking the masker's lock for one state at a time (so that a thread can run it beside the sequences that
- * use the masker), stopping early (-1) once *stop is set. Returns the walks it ran. */
-int frigg_gmasker_precompute_until(frigg_gmasker *, atomic_int *stop);
+/* The same on `threads` threads (the caller's one of them), each walking with scratch of its own and taking the
+ * masker's lock only to look a state up and to insert its node, so that the sequences using the masker meanwhile
+ * wait for no walk; stopping early (-1) once *stop is set (NULL: never). Returns the walks whose node it inserted. */
+int frigg_gmasker_precompute_until(frigg_gmasker *, atomic_int *stop, int threads);
 typedef struct {
     long hits, misses;       /* fills answered from the cache / that computed a level */
     long walks;              /* trie walks run */

@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/util.h"
 
@@ -50,6 +51,13 @@ struct frigg_gcache {
     long precomputed;
 };
 
+/* Half the machine's cores, 1 to 8: the walks are the first requests' latency, and on a GPU host the cores are
+ * otherwise idle; on a CPU engine's host the other half keeps decoding. */
+static int precompute_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN) / 2;
+    return n < 1 ? 1 : n > 8 ? 8 : (int)n;
+}
+
 static void *precompute_main(void *arg) {
     frigg_gcache *c = arg;
     pthread_mutex_lock(&c->mu);
@@ -59,7 +67,7 @@ static void *precompute_main(void *arg) {
         frigg_gref *r = c->todo[0];
         memmove(c->todo, c->todo + 1, (size_t)--c->ntodo * sizeof *c->todo);
         pthread_mutex_unlock(&c->mu);
-        int done = frigg_gmasker_precompute_until(r->mk, &c->stop) >= 0;
+        int done = frigg_gmasker_precompute_until(r->mk, &c->stop, precompute_threads()) >= 0;
         frigg_gref_release(r);
         pthread_mutex_lock(&c->mu);
         c->precomputed += done;
