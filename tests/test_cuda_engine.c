@@ -350,14 +350,22 @@ static void run_model(const char *label, const frigg_model *m, int det, int dq) 
         compare_engines(what, cpu, gpu, ids, n, n / 2);
         compare_engines(what, cpu, gpu, ids, n, 0);
         if (li == 1) {
-            /* proof of failure: a causal CUDA run against the prefix CPU run */
-            float *lc = malloc(sizeof(float) * V), *lg = malloc(sizeof(float) * V);
+            /* proof of failure: a causal CUDA run against the prefix CPU run, where the CPU engine's own causal run
+             * differs from its prefix run past the tolerance (a model in which the mask moves the logits less, like
+             * tiny-gguf's one layer a stack, cannot tell the masks apart at this tolerance: said, not checked) */
+            float *lc = malloc(sizeof(float) * V), *lg = malloc(sizeof(float) * V), *lcc = malloc(sizeof(float) * V);
             frigg_prefill(cpu, 0, ids, n, n, lc, NULL);
+            frigg_prefill(cpu, 1, ids, n, 0, lcc, NULL);
             frigg_prefill(gpu, 0, ids, n, 0, lg, NULL);
-            double sc, d = max_abs_diff(lg, lc, V, &sc);
-            CHECK(d > ABS_TOL + REL_TOL * sc, "%s: a causal run passed the prefix comparison (|d| %.4f)", what, d);
+            double scc, dc = max_abs_diff(lcc, lc, V, &scc), sc, d = max_abs_diff(lg, lc, V, &sc);
+            if (dc > ABS_TOL + REL_TOL * scc)
+                CHECK(d > ABS_TOL + REL_TOL * sc, "%s: a causal run passed the prefix comparison (|d| %.4f)", what, d);
+            else
+                SKIP("%s: the mask moves this model's logits by %.4f on the CPU engine, within the tolerance: no proof "
+                     "of failure", what, dc);
             free(lc);
             free(lg);
+            free(lcc);
             if (det) test_determinism(gpu, ids, n);
             if (det) test_greedy_pipeline(gpu, ids, n);
             if (det) test_masked_greedy(gpu, ids, n);
