@@ -1756,6 +1756,10 @@ static int serve(server *s, int argc, char **argv) {
     }
     s->env = (frigg_oai_env){.model_name = s->model_name, .tok = s->tok, .cfg = cfg, .max_ctx = s->ctx,
                              .gcache = frigg_oai_gcache_new(s->tok, cfg)};
+    if (s->tok && !s->env.gcache) {
+        fprintf(stderr, "frigg-serve: %s\n", frigg_error());
+        return 2;
+    }
     atomic_store(&s->ready, 1);
     fprintf(stderr, "frigg-serve: ready: model \"%s\", %d replica(s) of %s, %d slots of %d tokens each\n", s->model_name,
             s->nrep, be, s->slots, s->ctx);

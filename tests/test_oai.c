@@ -944,6 +944,13 @@ static int parse_rf(frigg_oai_req *r, frigg_oai_kind kind, const char *rf, frigg
 }
 
 static void test_response_format(void) {
+    /* FRIGG_GRAMMAR_PRECOMPUTE takes 0 or 1; anything else is an error, never a silent default */
+    setenv("FRIGG_GRAMMAR_PRECOMPUTE", "yes", 1);
+    frigg_gcache *bad_env = frigg_oai_gcache_new(tok, &cfg);
+    CHECK(!bad_env && strstr(frigg_error(), "FRIGG_GRAMMAR_PRECOMPUTE is 'yes'"), "FRIGG_GRAMMAR_PRECOMPUTE=yes: %s",
+          bad_env ? "accepted" : frigg_error());
+    frigg_gcache_free(bad_env);
+    unsetenv("FRIGG_GRAMMAR_PRECOMPUTE");
     frigg_gcache *gc = frigg_oai_gcache_new(tok, &cfg);
     frigg_oai_req r;
     frigg_oai_error e;

@@ -40,15 +40,15 @@ struct frigg_gcache {
     uint64_t clock;
     long hits, compiles;
     /* The precompute worker (precompute_main): each newly compiled grammar's masks of every stack top, computed
-     * on a thread of their own after the compile, so that the cold walks (milliseconds each at 262,144 tokens)
-     * leave the decode steps of the grammar's first requests as soon as they are done. Guarded by mu. */
+     * beside the requests after the compile, so that the cold walks (milliseconds each at 262,144 tokens) leave
+     * the decode steps of the grammar's first requests as soon as they are done. Guarded by mu. */
+    int pre_threads;    /* the walks' threads (precompute_threads); 0: no worker (FRIGG_GRAMMAR_PRECOMPUTE=0) */
     pthread_t worker;
     int worker_on;
     pthread_cond_t cv;
     frigg_gref *todo[FRIGG_GCACHE_ENTRIES];
     int ntodo;
     atomic_int stop;
-    long precomputed;
 };
 
 /* Half the machine's cores, 1 to 8: the walks are the first requests' latency, and on a GPU host the cores are
@@ -67,20 +67,18 @@ static void *precompute_main(void *arg) {
         frigg_gref *r = c->todo[0];
         memmove(c->todo, c->todo + 1, (size_t)--c->ntodo * sizeof *c->todo);
         pthread_mutex_unlock(&c->mu);
-        int done = frigg_gmasker_precompute_until(r->mk, &c->stop, precompute_threads()) >= 0;
+        frigg_gmasker_precompute_until(r->mk, &c->stop, c->pre_threads);
         frigg_gref_release(r);
         pthread_mutex_lock(&c->mu);
-        c->precomputed += done;
     }
     pthread_mutex_unlock(&c->mu);
     return NULL;
 }
 
-/* Under mu: r's masks to the worker (started on first use; FRIGG_GRAMMAR_PRECOMPUTE=0 turns it off). A full queue
+/* Under mu: r's masks to the worker (started on first use; none with FRIGG_GRAMMAR_PRECOMPUTE=0). A full queue
  * drops the oldest: its grammar's masks are then made as its sequences need them, as without the worker. */
 static void precompute_later(frigg_gcache *c, frigg_gref *r) {
-    const char *env = getenv("FRIGG_GRAMMAR_PRECOMPUTE");
-    if (env && !strcmp(env, "0")) return;
+    if (!c->pre_threads) return;
     if (!c->worker_on) {
         if (pthread_create(&c->worker, NULL, precompute_main, c)) return;
         c->worker_on = 1;
@@ -95,7 +93,13 @@ static void precompute_later(frigg_gcache *c, frigg_gref *r) {
 }
 
 frigg_gcache *frigg_gcache_new(const frigg_tokenizer *tok, int vocab, const int32_t *end_ids, int n_end) {
+    const char *env = getenv("FRIGG_GRAMMAR_PRECOMPUTE");
+    if (env && *env && strcmp(env, "0") && strcmp(env, "1")) {
+        frigg_set_error("FRIGG_GRAMMAR_PRECOMPUTE is '%s': 0 (no precompute thread) or 1 (the default)", env);
+        return NULL;
+    }
     frigg_gcache *c = frigg_xcalloc(1, sizeof *c);
+    c->pre_threads = env && !strcmp(env, "0") ? 0 : precompute_threads();
     c->tok = tok;
     c->vocab = vocab;
     c->end_ids = frigg_xmalloc(sizeof(int32_t) * (size_t)(n_end > 0 ? n_end : 1));

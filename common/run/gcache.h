@@ -44,6 +44,7 @@ typedef struct frigg_gref frigg_gref;
 
 /* tok and its vocabulary size as the model sees it (ids past the tokenizer's are never allowed); end_ids: the
  * model's end-of-sequence ids, allowed where the grammar may end. tok must outlive the cache. */
+/* NULL + frigg_error() where FRIGG_GRAMMAR_PRECOMPUTE holds something other than 0 or 1. */
 frigg_gcache *frigg_gcache_new(const frigg_tokenizer *tok, int vocab, const int32_t *end_ids, int n_end);
 void frigg_gcache_free(frigg_gcache *c);
 /* A new reference to the compiled grammar of (kind, text), compiled now unless cached. NULL + frigg_error(). */

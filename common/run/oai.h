@@ -73,7 +73,8 @@ typedef struct {
 } frigg_oai_req;
 
 /* The grammar cache a server's env holds: tok's vocabulary as cfg sizes it, the model's default end ids allowed where a
- * grammar may end. NULL without a tokenizer. Free it (frigg_gcache_free) after every request is. */
+ * grammar may end. NULL without a tokenizer, or with frigg_error() (frigg_gcache_new). Free it (frigg_gcache_free)
+ * after every request is. */
 frigg_gcache *frigg_oai_gcache_new(const frigg_tokenizer *tok, const frigg_config *cfg);
 
 /* Parse and check one body (response_format compiled through env->gcache: a schema the compiler refuses is a 400

@@ -86,6 +86,10 @@ frigg_session *frigg_session_open(const frigg_session_opts *o) {
         int32_t ends[FRIGG_SEQGEN_MAX_STOP_IDS];
         int ne = frigg_default_stop_ids(&s->model->cfg, 0, ends, FRIGG_SEQGEN_MAX_STOP_IDS);
         s->gcache = frigg_gcache_new(s->tok, s->model->cfg.vocab_size, ends, ne);
+        if (!s->gcache) {
+            frigg_session_close(s);
+            return NULL;
+        }
     }
     frigg_sched_set_prefill_share(s->sched, o->prefill_share);
     frigg_sched_set_prefill_tokens(s->sched, o->prefill_tokens);
