@@ -198,11 +198,18 @@ static void test_parse_cases(void) {
 /* Generated text is parsed for tool calls by its length, not as a C string: ids that decode to "hi", a NUL
  * byte, then a call (golden/default's tokenizer: <0x00> and <|tool_call> are single tokens) give one call and
  * the content "hi\0" (3 bytes) — read as a C string, the text ended at the NUL and the call was lost. */
-static void test_seqgen_nul_then_call(void) {
+/* golden/default's tokenizer (<0x00>, <|tool_call> and the call syntax's tokens are single tokens), or NULL after a
+ * failed check */
+static frigg_tokenizer *default_tokenizer(void) {
     char *tp = th_path(th_root(), "golden/default/tokenizer.json");
     frigg_tokenizer *tok = frigg_tokenizer_load(tp, 0);
     free(tp);
     CHECK(tok != NULL, "tokenizer: %s", frigg_error());
+    return tok;
+}
+
+static void test_seqgen_nul_then_call(void) {
+    frigg_tokenizer *tok = default_tokenizer();
     if (!tok) return;
     static const char text[] = "hi\0<|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>}<tool_call|>";
     int32_t *ids = NULL;
@@ -241,10 +248,7 @@ static void test_seqgen_nul_then_call(void) {
  * one token a step: the tokens of a whole call come through and end it ("stop", one parsed call); a token the call
  * cannot take right after <|tool_call> (the model's favourite) is replaced by one it can. */
 static void test_seqgen_lazy_grammar(void) {
-    char *tp = th_path(th_root(), "golden/default/tokenizer.json");
-    frigg_tokenizer *tok = frigg_tokenizer_load(tp, 0);
-    free(tp);
-    CHECK(tok != NULL, "tokenizer: %s", frigg_error());
+    frigg_tokenizer *tok = default_tokenizer();
     if (!tok) return;
     int V = frigg_tokenizer_vocab_size(tok);
     int32_t end = frigg_tokenizer_token_to_id(tok, "<turn|>"), open = frigg_tokenizer_token_to_id(tok, "<|tool_call>");
