@@ -226,12 +226,6 @@ static int is_stop_id(const frigg_seqgen *g, int32_t id) {
     return 0;
 }
 
-/* The values the engine handed back for this step, checked where the host sees them: every one of a TOPK row's k
- * values, and the whole row of a LOGITS row (one pass over what the sampler reads several times). A NaN or an
- * infinity there means the model itself broke (non-finite weights, an overflow), and every id drawn from it would
- * be arbitrary, so the sequence ends with an error instead. A GREEDY row brings only the engine's argmax id: an
- * engine that checks its argmax value answers an id outside [0, vocab) when it is not finite, which ends the
- * sequence the same way. 0 when finite, else -1 with g->error set. */
 /* The first index whose value is a NaN or an infinity (all exponent bits set), or -1: blocks of 1,024 values reduced
  * without a branch (the compiler vectorizes it; a loop that stops at the first such value does not), the block
  * that holds one searched again. A whole row of 262,144 values is read on every step of a LOGITS row. */
@@ -251,6 +245,12 @@ static int first_nonfinite(const float *v, int n) {
     return -1;
 }
 
+/* The values the engine handed back for this step, checked where the host sees them: every one of a TOPK row's k
+ * values, and the whole row of a LOGITS row (one pass over what the sampler reads several times). A NaN or an
+ * infinity there means the model itself broke (non-finite weights, an overflow), and every id drawn from it would
+ * be arbitrary, so the sequence ends with an error instead. A GREEDY row brings only the engine's argmax id: an
+ * engine that checks its argmax value answers an id outside [0, vocab) when it is not finite, which ends the
+ * sequence the same way. 0 when finite, else -1 with g->error set. */
 static int check_finite(frigg_seqgen *g, const frigg_row *row) {
     const float *v = NULL;
     int n = 0;
@@ -287,9 +287,8 @@ static int check_finite(frigg_seqgen *g, const frigg_row *row) {
 
 const char *frigg_seqgen_error(const frigg_seqgen *g) { return g->error; }
 
-/* Structured output: the tokens the grammar does not allow next set to -inf in w, before anything else shapes the
- * row (penalties, bias, temperature, top-k, top-p work on what is left). 0, or -1 with g->error when the grammar
- * allows no token at all (a vocabulary without the bytes it needs). */
+/* Structured output: the allowed next tokens into g->gbits. 0, or -1 with g->error when the grammar allows no token
+ * at all (a vocabulary without the bytes it needs). */
 static int grammar_mask_bits(frigg_seqgen *g) {
     int n = frigg_gmasker_fill(frigg_gref_masker(g->p.grammar), g->gm, g->gbits);
     if (n > 0) return 0;
@@ -299,6 +298,8 @@ static int grammar_mask_bits(frigg_seqgen *g) {
     return -1;
 }
 
+/* The tokens the grammar does not allow next set to -inf in w, before anything else shapes the row (penalties, bias,
+ * temperature, top-k, top-p work on what is left). */
 static int grammar_mask(frigg_seqgen *g, float *w) {
     if (grammar_mask_bits(g)) return -1;
     frigg_grammar_apply_mask(w, g->vocab, g->gbits);
@@ -376,7 +377,9 @@ int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piec
         return 1;
     }
     if (!g->gm && g->p.grammar && g->p.lazy_grammar && next == g->p.grammar_trigger) {
-        /* the grammar starts after this token: every later step is drawn from the whole row, masked */
+        /* the grammar starts after this token: every later step is masked (greedy rows carry the mask, a sampled
+         * draw takes the whole row); the row buffer also serves a greedy step whose state allows no token, which
+         * frigg_seqgen_row sends for the whole row so that accept reports it */
         g->gm = frigg_gmatcher_new(frigg_gref_grammar(g->p.grammar));
         if (!g->logits) g->logits = frigg_xmalloc(sizeof(float) * (size_t)V);
         if (!g->mask_greedy) { /* a sampled draw needs the whole row; greedy rows carry the mask instead */

@@ -39,9 +39,10 @@ typedef struct {
                          token forced by a bias shows the probability the model gave it */
     int parse_tools;  /* parse <|tool_call> blocks out of the text at the end */
     /* Structured output (gcache.h; NULL: none; borrowed, the seqgen takes a reference of its own): every draw is
-     * made from the row with the tokens the grammar does not allow next at -inf (before the penalties, the bias,
-     * temperature, top-k and top-p; so the step asks for the whole row, and a CUDA engine samples such a row on
-     * the host), and the grammar's recogniser takes each id drawn. The sequence ends with "stop" once the grammar
+     * made from the row with the tokens the grammar does not allow next left out: greedy decode rows carry the
+     * mask to the engine (frigg_row.mask: the best allowed id found where the logits are); a sampled draw, and the
+     * prefill row, take the whole row with the refused ids at -inf (before the penalties, the bias, temperature,
+     * top-k and top-p), on the host; the grammar's recogniser takes each id drawn. The sequence ends with "stop" once the grammar
      * allows only its end (or an end id is drawn where it may end), with "length" at max_tokens wherever it is. */
     frigg_gref *grammar;
     /* lazy_grammar: the grammar starts after the first grammar_trigger drawn (a token of its own, not part of the
