@@ -338,23 +338,26 @@ static int check_tools(const json_t *tools, frigg_oai_error *e) {
     return 0;
 }
 
+/* The index of the first tool whose function says strict: true, or -1. */
+static int first_strict(const json_t *tools) {
+    size_t i;
+    json_t *t;
+    json_array_foreach(tools, i, t) if (json_is_true(json_object_get(json_object_get(t, "function"), "strict"))) return (int)i;
+    return -1;
+}
+
 /* strict: true promises arguments that follow the tool's schema exactly. frigg keeps that promise where the call
  * is decoded under the schema's grammar, on a server with a grammar cache (tool_grammar): a call that tool_choice
  * forces ('required' or a named function), or under 'auto' a call the model chooses to make, whose grammar starts
  * at the <|tool_call> it generates. Without a grammar cache strict: true is refused rather than promised and
  * broken. */
 static int strict_tools(const frigg_oai_req *r, const json_t *tools, frigg_oai_error *e) {
-    size_t i;
-    json_t *t;
-    json_array_foreach(tools, i, t) {
-        if (!json_is_true(json_object_get(json_object_get(t, "function"), "strict"))) continue;
-        if (r->gen.grammar) return 0; /* forced, or auto under the lazy grammar (tool_grammar) */
-        char q[72];
-        snprintf(q, sizeof q, "tools[%zu].function.strict", i);
-        return bad(e, q, "'%s': strict tool arguments are kept by decoding the call under the tool's schema, which "
-                         "needs the model's tokenizer (a grammar cache) on this server (send strict: false)", q);
-    }
-    return 0;
+    int i = first_strict(tools);
+    if (i < 0 || r->gen.grammar) return 0; /* none, or forced, or auto under the lazy grammar (tool_grammar) */
+    char q[72];
+    snprintf(q, sizeof q, "tools[%d].function.strict", i);
+    return bad(e, q, "'%s': strict tool arguments are kept by decoding the call under the tool's schema, which needs "
+                     "the model's tokenizer (a grammar cache) on this server (send strict: false)", q);
 }
 
 static int tool_named(const json_t *tools, const char *name) {
@@ -550,7 +553,8 @@ static int response_format(frigg_oai_req *r, const json_t *o, const frigg_oai_en
     if (f.kind && r->gen.lazy_grammar) {
         frigg_respfmt_free(&f);
         return bad(e, "response_format", "'response_format' %s cannot be combined with strict tools under 'tool_choice' "
-                   "auto: a call the model makes is decoded under its tool's schema, the answer is either",
+                   "auto: the answer is text or tool calls (a call the model makes is decoded under its tool's schema), not one "
+                   "JSON document",
                    f.kind == FRIGG_GK_JSON_OBJECT ? "json_object" : "json_schema");
     }
     int failed = 0;
@@ -566,18 +570,11 @@ static int response_format(frigg_oai_req *r, const json_t *o, const frigg_oai_en
  * parallel_tool_calls (the default) more calls may follow, back to back as the chat template writes them; a named
  * function: the forced start ends with the name, the grammar begins at its '{', and the answer is that one call (as
  * OpenAI and vLLM answer a named tool_choice). A parameters schema the compiler refuses is a 400 naming the tool. */
-static int any_strict(const json_t *tools) {
-    size_t i;
-    json_t *t;
-    json_array_foreach(tools, i, t) if (json_is_true(json_object_get(json_object_get(t, "function"), "strict"))) return 1;
-    return 0;
-}
-
 static int tool_grammar(frigg_oai_req *r, const json_t *o, const json_t *tools, const frigg_oai_env *env,
                         frigg_oai_error *e) {
     /* tool_choice auto with a strict tool: a lazy grammar, set off by a generated <|tool_call> */
     int32_t open = -1;
-    int lazy = !r->forced && r->tools && env->gcache && env->tok && any_strict(tools) &&
+    int lazy = !r->forced && r->tools && env->gcache && env->tok && first_strict(tools) >= 0 &&
                (open = frigg_tokenizer_token_to_id(env->tok, TOOL_MARK)) >= 0;
     if ((!r->forced && !lazy) || !env->gcache) return 0;
     const json_t *tc = json_object_get(o, "tool_choice");
