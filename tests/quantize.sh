@@ -174,17 +174,20 @@ grep -q "usage: frigg-quantize SRC OUT --method" "$T/log" || bad "--help: no usa
 # ---- compressed-tensors itself, and HF transformers (CI only: installs torch from PyPI the first time) ----
 if [ -n "${CI:-}" ] && [ -z "${FRIGG_NO_LIVE:-}" ]; then
     if py=$("$ROOT/scripts/pyenv" --quant); then
+        # every build in one process (--each): torch, transformers and compressed-tensors imported once
         while IFS=: read -r name src opts; do
             hf=""
             case $name in
                 d8|d4|d4k) hf="--hf 16 --bounds" ;;
                 s4|p8) hf="--hf 2" ;;
             esac
-            # shellcheck disable=SC2086
-            "$py" "$ROOT/scripts/quant-tests/ct_check.py" --src "$src" --out "$T/$name" $opts $hf >"$T/log" 2>&1
-            grep -E '^HF ' "$T/log"
-            add_counts "compressed-tensors $name"
-        done < "$T/builds"
+            echo "--src '$src' --out '$T/$name' $opts $hf"
+        done < "$T/builds" > "$T/ct-each"
+        "$py" "$ROOT/scripts/quant-tests/ct_check.py" --each "$T/ct-each" >"$T/log" 2>&1
+        grep -E '^HF ' "$T/log"
+        add_counts "compressed-tensors"
+        n=$(grep -c . "$T/builds"); v=$(grep -c "quantization_config validates" "$T/log")
+        [ "$v" -eq "$n" ] && good || bad "compressed-tensors: $v of $n builds validated"
     else
         bad "scripts/pyenv --quant could not install scripts/py/requirements-quant.txt (PyPI unreachable?); FRIGG_NO_LIVE=1 skips"
     fi

@@ -3,6 +3,8 @@
 scripts/py/requirements-quant.txt), run by tests/quantize.sh under CI=true.
 
   ct_check.py --src SRC --out OUT --method int8|int4 [--group G] [--int4-rtn] [--keep-embedding] [--hf N]
+  ct_check.py --each FILE      one such argument list a line (FILE or - for stdin), every build checked in
+                               this one process: torch, transformers and compressed-tensors are imported once
 
 1. config.json's quantization_config validates as compressed_tensors.QuantizationConfig (pydantic; unknown
    keys in a scheme or its weights are refused), format pack-quantized, status compressed.
@@ -133,7 +135,7 @@ def dequant_ref(q, sb):
     return q.astype(np.float32) * s  # exact in fp32
 
 
-def main():
+def main(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--src", required=True)
     ap.add_argument("--out", required=True)
@@ -143,7 +145,7 @@ def main():
     ap.add_argument("--keep-embedding", action="store_true")
     ap.add_argument("--hf", type=int, default=0, help="HF load + logits/NLL on N held-out sequences")
     ap.add_argument("--bounds", action="store_true", help="hold the HF comparison to the trained model's bounds")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     tag = f"{os.path.basename(args.src.rstrip('/'))} {args.method}" + (f" g{args.group}" if args.method == "int4" else "") + \
         (" rtn" if args.int4_rtn else "") + (" keep-emb" if args.keep_embedding else "")
 
@@ -326,6 +328,15 @@ def hf_check(args, tag, want):
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--each"]:
+        if len(sys.argv) != 3:
+            sys.exit("usage: ct_check.py --each FILE (one argument list a line; - for stdin)")
+        import shlex
+        with (sys.stdin if sys.argv[2] == "-" else open(sys.argv[2])) as f:
+            for line in f:
+                if line.strip() and not line.lstrip().startswith("#"):
+                    main(shlex.split(line))
+    else:
+        main(sys.argv[1:])
     print(f"ct_check: {RESULTS['pass']} passed, {RESULTS['fail']} failed")
     sys.exit(1 if RESULTS["fail"] else 0)
