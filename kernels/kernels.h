@@ -259,6 +259,23 @@ int fk_argmax_bf16(const fk_ctx *kc, const uint16_t *logits, int B, int V, int32
  * fk_argmax_bf16. */
 int fk_argmax_bf16_masked(const fk_ctx *kc, const uint16_t *logits, int B, int V, const uint32_t *mask, int32_t *ids,
                           int32_t *advance, float *vals, void *work, cudaStream_t s);
+/* ---- sample.cu ---- */
+/* A sampled decode row's parameters (FRIGG_WANT_SAMPLE): on 0 leaves the row's id as it is. */
+typedef struct {
+    double u;          /* [0, 1) */
+    float temperature; /* finite, > 0 */
+    int32_t on;
+} fk_draw;
+/* For each row b with params[b].on: the draw frigg_draw_row (sampler.h) makes from bf16 logits row b with its
+ * temperature and u over the ids mask allows (the layout of fk_argmax_bf16_masked; NULL: every id), into
+ * answers[b] (-1 where a value of the row is not finite or nothing is allowed) and ids[b] (the id, 0 for -1: the
+ * next step's input). Rows with on 0: answers[b] = ids[b]. params: device memory, B entries. The sums run in a
+ * fixed order, so a row's id does not depend on the other rows; it equals frigg_draw_row's but where u lies within
+ * rounding (about 1e-15) of a boundary between two ids. work: fk_sample_work_bytes(B) bytes, 16-byte aligned. */
+size_t fk_sample_work_bytes(int B);
+int fk_sample_bf16(const fk_ctx *kc, const uint16_t *logits, int B, int V, const uint32_t *mask, const fk_draw *params,
+                   int32_t *ids, int32_t *answers, void *work, cudaStream_t s);
+
 /* out[i] = float(in[i]) for a bf16 array (logits for the host). */
 int fk_bf16_to_f32(const fk_ctx *kc, const uint16_t *in, size_t n, float *out, cudaStream_t s);
 

@@ -455,8 +455,73 @@ static void test_seqgen_rows(void) {
     CHECK(!frigg_seqgen_new(&q, 3, V, NULL) && strstr(frigg_error(), "presence_penalty"), "NaN accepted");
 }
 
+/* frigg_draw_row, the rule of the engines' FRIGG_WANT_SAMPLE rows: without a mask the same id as frigg_sample's draw
+ * (top-k and top-p off) with the same uniform; with one the same as frigg_sample on the row with the refused ids at
+ * -inf, and never a refused id; the frequencies those of the softmax over the allowed ids; -1 for a non-finite value
+ * anywhere in the row and for a mask of nothing; rounding past the last sum gives the last allowed id. */
+static void test_draw_row(void) {
+    enum { V = 3000 };
+    float *lg = malloc(sizeof(float) * V), *w = malloc(sizeof(float) * V);
+    uint32_t mask[(V + 31) / 32] = {0};
+    uint64_t st[4];
+    frigg_rng_seed(st, 7);
+    for (int i = 0; i < V; i++) lg[i] = (float)(frigg_rng_uniform(st) * 12 - 6);
+    lg[17] = lg[2900]; /* a tie */
+    for (int i = 0; i < V; i++)
+        if (frigg_rng_uniform(st) < 0.3) mask[i >> 5] |= 1u << (i & 31);
+    int same = 1, same_m = 1, inside = 1;
+    for (int t = 0; t < 2; t++) {
+        float T = t ? 1.3f : 0.6f;
+        frigg_sampler_params p = {.temperature = T, .seed = 99};
+        frigg_sampler s;
+        frigg_sampler_init(&s, &p, V);
+        for (int k = 0; k < 400; k++) {
+            uint64_t copy[4];
+            memcpy(copy, s.s, sizeof copy);
+            double u = frigg_rng_uniform(copy); /* the uniform frigg_sample takes next */
+            memcpy(w, lg, sizeof(float) * V);
+            same &= frigg_draw_row(lg, V, NULL, T, u) == frigg_sample(&s, w, NULL, 0);
+            memcpy(copy, s.s, sizeof copy);
+            u = frigg_rng_uniform(copy);
+            for (int i = 0; i < V; i++) w[i] = mask[i >> 5] >> (i & 31) & 1u ? lg[i] : -INFINITY;
+            int32_t a = frigg_draw_row(lg, V, mask, T, u), b = frigg_sample(&s, w, NULL, 0);
+            same_m &= a == b;
+            inside &= a >= 0 && (mask[a >> 5] >> (a & 31) & 1u);
+        }
+        frigg_sampler_free(&s);
+    }
+    CHECK(same, "frigg_draw_row differs from frigg_sample's draw on the whole row");
+    CHECK(same_m, "frigg_draw_row with a mask differs from frigg_sample on the row with the refused ids at -inf");
+    CHECK(inside, "frigg_draw_row drew an id the mask refuses");
+    /* frequencies: 6 logits, ids 1 and 4 refused */
+    float six[6] = {2.0f, 1.0f, 0.5f, 0.0f, -1.0f, -3.0f};
+    uint32_t m6 = 0x3Fu & ~(1u << 1) & ~(1u << 4);
+    double pr[6] = {0}, z = 0;
+    for (int i = 0; i < 6; i++)
+        if (m6 >> i & 1u) z += pr[i] = exp(six[i] / 0.8);
+    int count[6] = {0}, n = 40000;
+    for (int k = 0; k < n; k++) count[frigg_draw_row(six, 6, &m6, 0.8f, frigg_rng_uniform(st))]++;
+    int freq = 1;
+    for (int i = 0; i < 6; i++) freq &= fabs(count[i] / (double)n - pr[i] / z) < 0.01;
+    CHECK(freq && !count[1] && !count[4], "frigg_draw_row's frequencies are not the masked softmax's");
+    /* the last allowed id where u is past every sum; -1 for a non-finite value, allowed or not, and for no id */
+    CHECK(frigg_draw_row(six, 6, &m6, 0.8f, nextafter(1.0, 0.0)) == 5, "u just below 1: %d",
+          frigg_draw_row(six, 6, &m6, 0.8f, nextafter(1.0, 0.0)));
+    CHECK(frigg_draw_row(six, 6, &m6, 0.8f, 0.0) == 0, "u = 0: the first allowed id");
+    six[4] = NAN;
+    CHECK(frigg_draw_row(six, 6, &m6, 0.8f, 0.5) == -1, "a NaN at a refused id was not reported");
+    six[4] = INFINITY;
+    CHECK(frigg_draw_row(six, 6, NULL, 0.8f, 0.5) == -1, "an infinity was not reported");
+    six[4] = -1.0f;
+    uint32_t none = 0;
+    CHECK(frigg_draw_row(six, 6, &none, 0.8f, 0.5) == -1, "a mask of nothing drew an id");
+    free(lg);
+    free(w);
+}
+
 int main(void) {
     TEST_MAIN_BEGIN("test_sampler");
+    test_draw_row();
     float lg[6] = {2.0f, 1.0f, 0.5f, 0.0f, -1.0f, -3.0f};
 
     /* The distribution itself is softmax(logits / T). */

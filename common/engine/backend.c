@@ -2,6 +2,7 @@
  * conveniences over submit/collect. */
 #include "backend.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,8 +123,14 @@ int frigg_backend_check_rows(const frigg_backend *b, const frigg_row *rows, int 
                 frigg_set_error("step: sequence %d appears twice in one step", s);
                 return -1;
             }
-        if (r->mask && (r->want != FRIGG_WANT_GREEDY || r->prefill)) {
-            frigg_set_error("step: row %d: a mask is for greedy decode rows only", i);
+        if (r->mask && ((r->want != FRIGG_WANT_GREEDY && r->want != FRIGG_WANT_SAMPLE) || r->prefill)) {
+            frigg_set_error("step: row %d: a mask is for greedy and sampled decode rows only", i);
+            return -1;
+        }
+        if (r->want == FRIGG_WANT_SAMPLE &&
+            (r->prefill || !(r->temperature > 0) || !isfinite(r->temperature) || !(r->u >= 0 && r->u < 1) || !r->out_id)) {
+            frigg_set_error("step: row %d: a sampled row is a decode row with a finite temperature > 0 (%g), a uniform in "
+                            "[0, 1) (%g) and an out_id", i, (double)r->temperature, r->u);
             return -1;
         }
         if (r->prefill) {
@@ -164,8 +171,8 @@ int frigg_backend_check_rows(const frigg_backend *b, const frigg_row *rows, int 
             }
             if (tok == FRIGG_TOKEN_LAST_GREEDY) {
                 if (!last_greedy || !last_greedy[s]) {
-                    frigg_set_error("step: row %d takes the last greedy id of sequence %d, and the step before left none",
-                                    i, s);
+                    frigg_set_error("step: row %d takes the last greedy or sampled id of sequence %d, and the step "
+                                    "before left none", i, s);
                     return -1;
                 }
             } else if (tok < 0 || tok >= V) {
@@ -176,6 +183,7 @@ int frigg_backend_check_rows(const frigg_backend *b, const frigg_row *rows, int 
         switch (r->want) {
         case FRIGG_WANT_NONE: break;
         case FRIGG_WANT_GREEDY:
+        case FRIGG_WANT_SAMPLE: /* its other conditions are checked above */
             if (!r->out_id) goto no_out;
             break;
         case FRIGG_WANT_TOPK:

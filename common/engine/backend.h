@@ -10,9 +10,9 @@
  * submit/collect: `submit` queues a step and returns; `collect` waits for the oldest queued step; its
  * rows' outputs are valid once it returns (an engine may write them earlier: the CPU engine runs the step
  * inside submit). An engine may hold up to `max_inflight` steps queued (both engines: 2, so on a GPU step
- * k+1 runs while step k's ids travel to the host). A row's input token may be FRIGG_TOKEN_LAST_GREEDY: the greedy id the same sequence's row
- * produced in the step queued just before (which must have wanted FRIGG_WANT_GREEDY) — that is what lets
- * greedy decoding queue its next step before the last one's id is known on the host. frigg_step()
+ * k+1 runs while step k's ids travel to the host). A row's input token may be FRIGG_TOKEN_LAST_GREEDY: the id the same sequence's row
+ * produced in the step queued just before (which must have wanted FRIGG_WANT_GREEDY or FRIGG_WANT_SAMPLE) — that is
+ * what lets greedy and sampled decoding queue the next step before the last one's id is known on the host. frigg_step()
  * is submit + collect.
  *
  * Threads: one engine is driven by one thread at a time (the scheduler's); nothing here locks. */
@@ -70,7 +70,11 @@ typedef enum {
                              FRIGG_TOPK_MAX, k < vocab; plus out_lse, log Σ exp over the whole row, so that
                              val - lse is a log-probability (top-n logprobs need no full row) */
     FRIGG_WANT_LOGITS,    /* out_logits[vocab]: the last row's logits (bf16 values stored as float) */
-    FRIGG_WANT_ALL_LOGITS /* prefill only: out_logits[n * vocab], every prompt row's logits */
+    FRIGG_WANT_ALL_LOGITS, /* prefill only: out_logits[n * vocab], every prompt row's logits */
+    FRIGG_WANT_SAMPLE     /* decode only: out_id = a draw from softmax(logits / temperature) over the ids the mask
+                             allows (every id without one), made with the row's uniform u where the logits are:
+                             frigg_draw_row (sampler.h) is the rule, so only the id crosses PCIe, not the row.
+                             -1 when a value of the row is not finite or nothing is allowed */
 } frigg_want;
 
 #define FRIGG_TOKEN_LAST_GREEDY (-2)
@@ -90,13 +94,15 @@ typedef struct {
     int prefill_layers;
     frigg_want want;
     int k;                 /* FRIGG_WANT_TOPK: how many */
-    /* GREEDY decode rows (NULL: none): structured output's allowed ids, bit id % 32 of word id / 32 of
-     * (vocab + 31) / 32 words, read during submit. out_id is then the best allowed id (lowest on ties), found where
-     * the logits are (on the device for the CUDA engine: only the mask crosses PCIe, not the row); an id the mask
-     * does not allow, or one outside the vocabulary, where no allowed logit is finite. */
+    /* GREEDY and SAMPLE decode rows (NULL: none): structured output's allowed ids, bit id % 32 of word id / 32 of
+     * (vocab + 31) / 32 words, read during submit. A GREEDY out_id is then the best allowed id (lowest on ties), found
+     * where the logits are (on the device for the CUDA engine: only the mask crosses PCIe, not the row); an id the
+     * mask does not allow, or one outside the vocabulary, where no allowed logit is finite. */
     const uint32_t *mask;
+    float temperature;     /* SAMPLE: finite, > 0 */
+    double u;              /* SAMPLE: the draw's uniform, [0, 1) */
     /* Outputs, owned by the caller, written by collect: */
-    int32_t *out_id;       /* GREEDY */
+    int32_t *out_id;       /* GREEDY, SAMPLE */
     float *out_vals;       /* TOPK: k values */
     int32_t *out_ids;      /* TOPK: k ids */
     float *out_lse;        /* TOPK (optional, may be NULL) */
@@ -164,7 +170,7 @@ int frigg_backend_check_kv(const char *name, frigg_dtype kv);
  * = max_position_embeddings) and checked (max_ctx beyond max_position_embeddings, kv_dtype); *o receives them. NULL with
  * frigg_error() on a bad option. check_rows: the checks every engine makes of a step before it runs
  * anything (slots, lengths against max_ctx given the lengths `len` now, token ids, wants and k, a
- * sequence at most once); `last_greedy[seq]` says whether the step before left a greedy id for seq. */
+ * sequence at most once); `last_greedy[seq]` says whether the step before left a greedy or sampled id for seq. */
 frigg_backend *frigg_backend_alloc(const char *name, const frigg_model *m, const frigg_backend_opts *opts,
                                    frigg_backend_opts *o);
 int frigg_backend_check_rows(const frigg_backend *b, const frigg_row *rows, int nrows, const int *len,

@@ -210,6 +210,11 @@ static int cpu_submit(frigg_backend *b, frigg_row *rows, int nrows) {
             im->greedy[r->seq] = id; /* a step queued next still gets a valid input id */
             *r->out_id = isfinite(last[id]) ? id : -1; /* seqgen: an id outside [0, V) is a non-finite row */
             im->last_greedy[r->seq] = 1;
+        } else if (r->want == FRIGG_WANT_SAMPLE) {
+            int32_t id = frigg_draw_row(last, V, r->mask, r->temperature, r->u);
+            im->greedy[r->seq] = id < 0 ? 0 : id; /* a valid input id for a step queued next */
+            *r->out_id = id;
+            im->last_greedy[r->seq] = 1;
         } else if (r->want == FRIGG_WANT_TOPK) {
             frigg_topk(last, V, r->k, r->out_ids);
             for (int j = 0; j < r->k; j++) r->out_vals[j] = last[r->out_ids[j]];

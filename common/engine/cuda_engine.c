@@ -101,6 +101,13 @@ typedef struct {
     /* structured output's masks of a greedy step's rows (frigg_row.mask), [MAX_BATCH][(V + 31) / 32] words: staged in
      * pinned memory, copied in, read by the masked argmax (run_decode) */
     uint32_t *h_mask, *d_mask;
+    /* sampled rows' draws (FRIGG_WANT_SAMPLE): their parameters staged in two pinned slots (a step queued behind
+     * another may stage its own while the first's copy is still ahead of it in the stream), the device's copy, the
+     * kernels' partials, and the answers (the id or -1) that the copy to h_out then takes instead of d_step */
+    fk_draw *h_draw, *d_draw;
+    int draw_slot;
+    void *sample_work;
+    int32_t *d_answers;
     cudaEvent_t out_ready[2]; /* h_out[k] holds its step's ids */
     uint16_t *logits;  /* [LOGIT_CHUNK][V] bf16 */
     float *logits_f;   /* [LOGIT_CHUNK][V] */
@@ -649,7 +656,7 @@ static int wait_step(cuda_impl *im, int qi) {
     im->pend[qi].fetched = 1;
     CU(cudaEventSynchronize(im->out_ready[im->pend[qi].slot]));
     const int32_t *h = im->h_out + im->pend[qi].slot * MAX_BATCH;
-    for (int i = 0; i < im->pend[qi].nseq; i++) im->greedy[im->pend[qi].seqs[i]] = h[i];
+    for (int i = 0; i < im->pend[qi].nseq; i++) im->greedy[im->pend[qi].seqs[i]] = h[i]; /* -1: a non-finite sampled row */
     return 0;
 }
 
@@ -677,8 +684,8 @@ static int vid_cmp(const void *a, const void *b) {
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* The decode rows of a step, B <= MAX_BATCH of them, launched as one batch. Greedy-only steps copy their ids
- * back behind the step (async: collect waits for them); any other want is served before submit returns. */
+/* The decode rows of a step, B <= MAX_BATCH of them, launched as one batch. Steps of greedy and sampled rows copy
+ * their ids back behind the step (async: collect waits for them); any other want is served before submit returns. */
 static int run_decode(frigg_backend *b, frigg_row **dr, int B, int qi) {
     cuda_impl *im = b->impl;
     int V = b->model->cfg.vocab_size;
@@ -688,7 +695,7 @@ static int run_decode(frigg_backend *b, frigg_row **dr, int B, int qi) {
         int32_t tok = dr[i]->ids ? dr[i]->ids[0] : dr[i]->token;
         all_last &= tok == FRIGG_TOKEN_LAST_GREEDY;
         same &= im->last_seqs[i] == dr[i]->seq;
-        async &= dr[i]->want == FRIGG_WANT_GREEDY;
+        async &= dr[i]->want == FRIGG_WANT_GREEDY || dr[i]->want == FRIGG_WANT_SAMPLE;
     }
     if (all_last && same) {
         /* d_step already holds each row's greedy id and next position (fk_argmax_bf16's advance): the step
@@ -702,6 +709,7 @@ static int run_decode(frigg_backend *b, frigg_row **dr, int B, int qi) {
         for (int i = 0; i < B; i++) {
             int32_t tok = dr[i]->ids ? dr[i]->ids[0] : dr[i]->token;
             if (tok == FRIGG_TOKEN_LAST_GREEDY) tok = im->greedy[dr[i]->seq];
+            if (tok < 0) tok = 0; /* the answer of a non-finite sampled row: a valid input (the sequence has ended) */
             im->h_step[i] = tok;
             im->h_step[MAX_BATCH + i] = dr[i]->seq;
             im->h_step[2 * MAX_BATCH + i] = im->len[dr[i]->seq];
@@ -709,7 +717,7 @@ static int run_decode(frigg_backend *b, frigg_row **dr, int B, int qi) {
         CU(cudaMemcpyAsync(im->d_step, im->h_step, 3 * MAX_BATCH * 4, cudaMemcpyHostToDevice, im->stream));
         OK(launch_step(b, B));
     }
-    /* Rows with a mask (structured output; greedy rows only, never run ahead): the step's argmax again, over the
+    /* Rows with a mask (structured output; greedy and sampled rows, never run ahead): the step's argmax again, over the
      * allowed ids, into the same ids (its positions were advanced by the step's own): the row stays on the device,
      * only its 32 KB mask crosses. A row without one in the same step gets every id. */
     int masked = 0;
@@ -724,6 +732,20 @@ static int run_decode(frigg_backend *b, frigg_row **dr, int B, int qi) {
         OK(fk_argmax_bf16_masked(im->kern, im->logits, B, V, im->d_mask, im->d_step, NULL, NULL, im->argmax_work,
                                  im->stream));
     }
+    /* Sampled rows (FRIGG_WANT_SAMPLE): their draws over the same logits (and masks), into the same ids, after the
+     * argmax that every row had: the next step's input stays on the device, and only the answers cross. */
+    int sampled = 0;
+    for (int i = 0; i < B; i++) sampled |= dr[i]->want == FRIGG_WANT_SAMPLE;
+    if (sampled) {
+        fk_draw *hd = im->h_draw + (size_t)im->draw_slot * MAX_BATCH;
+        im->draw_slot ^= 1;
+        for (int i = 0; i < B; i++)
+            hd[i] = dr[i]->want == FRIGG_WANT_SAMPLE ? (fk_draw){dr[i]->u, dr[i]->temperature, 1} : (fk_draw){0, 1, 0};
+        CU(cudaMemcpyAsync(im->d_draw, hd, (size_t)B * sizeof *hd, cudaMemcpyHostToDevice, im->stream));
+        OK(fk_sample_bf16(im->kern, im->logits, B, V, masked ? im->d_mask : NULL, im->d_draw, im->d_step, im->d_answers,
+                          im->sample_work, im->stream));
+    }
+    const int32_t *answers = sampled ? im->d_answers : im->d_step;
     im->last_B = B;
     for (int i = 0; i < B; i++) {
         im->last_seqs[i] = dr[i]->seq;
@@ -737,7 +759,7 @@ static int run_decode(frigg_backend *b, frigg_row **dr, int B, int qi) {
         im->pend[qi].async = 1;
         im->pend[qi].fetched = 0;
         im->pend[qi].slot = slot;
-        CU(cudaMemcpyAsync(im->h_out + slot * MAX_BATCH, im->d_step, (size_t)B * 4, cudaMemcpyDeviceToHost, im->stream));
+        CU(cudaMemcpyAsync(im->h_out + slot * MAX_BATCH, answers, (size_t)B * 4, cudaMemcpyDeviceToHost, im->stream));
         CU(cudaEventRecord(im->out_ready[slot], im->stream));
         return 0;
     }
@@ -751,7 +773,7 @@ static int run_decode(frigg_backend *b, frigg_row **dr, int B, int qi) {
     if (need_rows) OK(fk_bf16_to_f32(im->kern, im->logits, (size_t)B * V, im->logits_f, im->stream));
     /* h_out[2]: the slots 0 and 1 may hold a queued greedy step's ids */
     int32_t *ho = im->h_out + 2 * MAX_BATCH;
-    CU(cudaMemcpyAsync(ho, im->d_step, (size_t)B * 4, cudaMemcpyDeviceToHost, im->stream));
+    CU(cudaMemcpyAsync(ho, answers, (size_t)B * 4, cudaMemcpyDeviceToHost, im->stream));
     CU(cudaStreamSynchronize(im->stream));
     vid *pairs = kmax ? frigg_xmalloc(sizeof(vid) * (size_t)kmax) : NULL;
     float *hv = kmax ? frigg_xmalloc(sizeof(float) * (size_t)B * kmax) : NULL;
@@ -765,7 +787,7 @@ static int run_decode(frigg_backend *b, frigg_row **dr, int B, int qi) {
     for (int i = 0; i < B && !rc; i++) {
         frigg_row *r = dr[i];
         im->greedy[r->seq] = ho[i];
-        if (r->want == FRIGG_WANT_GREEDY) *r->out_id = ho[i];
+        if (r->want == FRIGG_WANT_GREEDY || r->want == FRIGG_WANT_SAMPLE) *r->out_id = ho[i];
         if (r->want == FRIGG_WANT_LOGITS || (r->want == FRIGG_WANT_TOPK && r->out_lse)) {
             if (cudaMemcpy(r->want == FRIGG_WANT_LOGITS ? r->out_logits : im->host_row, im->logits_f + (size_t)i * V,
                            sizeof(float) * (size_t)V, cudaMemcpyDeviceToHost) != cudaSuccess) {
@@ -912,7 +934,8 @@ static int cuda_submit(frigg_backend *b, frigg_row *rows, int nrows) {
     if (B && run_decode(b, dr, B, qi)) return -1;
     memset(im->last_greedy, 0, (size_t)b->max_seqs);
     for (int i = 0; i < nrows; i++)
-        im->last_greedy[rows[i].seq] = rows[i].want == FRIGG_WANT_GREEDY && !(rows[i].prefill && rows[i].pending);
+        im->last_greedy[rows[i].seq] = (rows[i].want == FRIGG_WANT_GREEDY && !(rows[i].prefill && rows[i].pending)) ||
+                                       rows[i].want == FRIGG_WANT_SAMPLE;
     im->nq++;
     return 0;
 }
@@ -991,6 +1014,7 @@ static void cuda_destroy(frigg_backend *b) {
         if (im->h_step) cudaFreeHost(im->h_step);
         if (im->h_out) cudaFreeHost(im->h_out);
         if (im->h_mask) cudaFreeHost(im->h_mask);
+        if (im->h_draw) cudaFreeHost(im->h_draw);
         if (im->h_pf) cudaFreeHost(im->h_pf);
         for (int i = 0; i < 2; i++)
             if (im->out_ready[i]) cudaEventDestroy(im->out_ready[i]);
@@ -1299,6 +1323,10 @@ static int setup(frigg_backend *b, cuda_impl *im, const frigg_model *m) {
     const size_t mask_bytes = (size_t)MAX_BATCH * ((V + 31) / 32) * 4;
     OK(dalloc(im, (void **)&im->d_mask, mask_bytes, "structured-output masks"));
     CU(cudaMallocHost((void **)&im->h_mask, mask_bytes));
+    OK(dalloc(im, &im->sample_work, fk_sample_work_bytes(MAX_BATCH), "sampling partials"));
+    OK(dalloc(im, (void **)&im->d_draw, MAX_BATCH * sizeof(fk_draw), "sampling parameters"));
+    OK(dalloc(im, (void **)&im->d_answers, MAX_BATCH * 4, "ids"));
+    CU(cudaMallocHost((void **)&im->h_draw, 2 * MAX_BATCH * sizeof(fk_draw)));
     OK(dalloc(im, &im->topk_work, fk_topk_work_bytes(MAX_BATCH), "top-k counts"));
     OK(dalloc(im, (void **)&im->topk_vals, (size_t)MAX_BATCH * FRIGG_TOPK_MAX * 4, "top-k values"));
     OK(dalloc(im, (void **)&im->topk_ids, (size_t)MAX_BATCH * FRIGG_TOPK_MAX * 4, "top-k ids"));
@@ -1337,6 +1365,7 @@ size_t frigg_cuda_work_bytes(const frigg_config *c, int max_ctx, frigg_dtype kv_
     b += RG * 4 * 3 + R * 4 * 2 + 3 * MAX_BATCH * 4;      /* ids */
     b += fk_argmax_work_bytes(MAX_BATCH) + fk_topk_work_bytes(MAX_BATCH) + (size_t)MAX_BATCH * FRIGG_TOPK_MAX * 8;
     b += (size_t)MAX_BATCH * ((V + 31) / 32) * 4;         /* structured-output masks */
+    b += fk_sample_work_bytes(MAX_BATCH) + MAX_BATCH * (sizeof(fk_draw) + 4); /* sampling partials, parameters, ids */
     b += (size_t)LOGIT_CHUNK * V * 6;                     /* logits, bf16 and fp32 */
     b += attn * 4 + (size_t)MAX_BATCH * H * 4;            /* attention partials and counters */
     return b;

@@ -246,6 +246,34 @@ static int32_t draw(frigg_sampler *s, kept_set k) {
     return pick;
 }
 
+static int allowed(const uint32_t *mask, int32_t i) { return !mask || (mask[i >> 5] >> (i & 31) & 1u); }
+
+int32_t frigg_draw_row(const float *logits, int V, const uint32_t *mask, float T, double u) {
+    float mx = -INFINITY;
+    int any = 0;
+    for (int32_t i = 0; i < V; i++) {
+        if (!isfinite(logits[i])) return -1;
+        float w = logits[i] / T;
+        if (!allowed(mask, i)) continue;
+        if (!isfinite(w)) return -1;
+        if (!any || w > mx) mx = w;
+        any = 1;
+    }
+    if (!any) return -1;
+    double sum = 0, cum = 0;
+    for (int32_t i = 0; i < V; i++)
+        if (allowed(mask, i)) sum += exp((double)(logits[i] / T) - mx);
+    int32_t pick = -1;
+    for (int32_t i = 0; i < V; i++) {
+        if (!allowed(mask, i)) continue;
+        double e = exp((double)(logits[i] / T) - mx);
+        if (e > 0) pick = i;
+        cum += e / sum;
+        if (u < cum) return i;
+    }
+    return pick;
+}
+
 void frigg_sampler_distribution(frigg_sampler *s, const float *logits, double *probs) {
     kept_set k = kept_of(s, logits);
     for (int i = 0; i < s->vocab; i++) probs[i] = k.all ? s->e[i] / k.sum : 0;

@@ -97,6 +97,14 @@ int frigg_sampler_greedy_only(const frigg_sampler_params *p);
  * a sampler whose parameters frigg_sampler_topk_only takes (it applies no penalty or bias). */
 int32_t frigg_sample_topk(frigg_sampler *s, const float *vals, const int32_t *ids, int n);
 
+/* One draw from softmax(logits / temperature) over the ids that mask allows (bit id % 32 of word id / 32; NULL:
+ * every id), with the uniform u in [0, 1): w = logits[i] / temperature in float, M the largest allowed w,
+ * e_i = exp((double)w_i - M), S their sum in id order; the first allowed id, in id order, whose running sum of
+ * e_i / S passes u. Rounding can leave u past the last sum: then the last allowed id whose e_i is positive. -1 when
+ * a value of the row (allowed or not) is not finite, or when no id is allowed. frigg_sample's draw when top-k and
+ * top-p are off is this rule, and it is the specification of the engines' FRIGG_WANT_SAMPLE rows (backend.h). */
+int32_t frigg_draw_row(const float *logits, int vocab, const uint32_t *mask, float temperature, double u);
+
 /* log-softmax of logits (fp64 inside); the top k ids by log-probability (ties: lower id first). */
 void frigg_top_logprobs(const float *logits, int vocab, int k, int32_t *ids, float *lps);
 float frigg_logprob_of(const float *logits, int vocab, int32_t id);

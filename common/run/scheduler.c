@@ -469,15 +469,17 @@ static void learn_costs(frigg_sched *s, int k, double now) {
     s->tl_ms = s->tl_ms > 0 ? 0.7 * s->tl_ms + 0.3 * tl : tl;
 }
 
-/* Greedy decoding runs two deep when the engine can: every row of the queued step is a decode row that
- * wants the greedy id, and nothing would change the next step's rows (no cancellation asked for, no queued
- * request that would be admitted). The next step is then the same rows, each taking the greedy id the
- * queued step will produce (FRIGG_TOKEN_LAST_GREEDY), queued before that id reaches the host. */
+/* Greedy and engine-sampled decoding run two deep when the engine can: every row of the queued step is a decode
+ * row that wants the greedy id or the engine's draw (FRIGG_WANT_SAMPLE) without a mask, and nothing would change the
+ * next step's rows (no cancellation asked for, no queued request that would be admitted). The next step is then the
+ * same rows, each taking the id the queued step will produce (FRIGG_TOKEN_LAST_GREEDY), queued before that id
+ * reaches the host; a sampled row takes its sequence's next uniform (frigg_seqgen_row_ahead). */
 static int can_run_ahead(frigg_sched *s) {
     int k = s->cur;
     if (s->b->max_inflight < 2 || !s->nrows[k]) return 0;
     for (int i = 0; i < s->nrows[k]; i++)
-        if (s->rows[k][i].prefill || s->rows[k][i].want != FRIGG_WANT_GREEDY || !s->row_req[k][i] ||
+        if (s->rows[k][i].prefill ||
+            (s->rows[k][i].want != FRIGG_WANT_GREEDY && s->rows[k][i].want != FRIGG_WANT_SAMPLE) || !s->row_req[k][i] ||
             s->rows[k][i].mask || /* the next mask needs this step's id on the host */
             frigg_seqgen_lazy_waiting(s->row_req[k][i]->g[s->row_choice[k][i]]))
             return 0;
@@ -546,9 +548,10 @@ static int sched_step(frigg_sched *s) {
         int n = s->nrows[k], nx = k ^ 1;
         for (int i = 0; i < n; i++) {
             s->rows[nx][i] = (frigg_row){.seq = s->rows[k][i].seq, .n = 1, .token = FRIGG_TOKEN_LAST_GREEDY,
-                                         .want = FRIGG_WANT_GREEDY, .out_id = &s->gid[nx][i]};
+                                         .want = s->rows[k][i].want, .out_id = &s->gid[nx][i]};
             s->row_req[nx][i] = s->row_req[k][i];
             s->row_choice[nx][i] = s->row_choice[k][i];
+            frigg_seqgen_row_ahead(s->row_req[k][i]->g[s->row_choice[k][i]], &s->rows[nx][i]);
         }
         s->nrows[nx] = n;
         s->step_tl[nx] = 0;

@@ -48,6 +48,13 @@ struct frigg_seqgen {
     uint32_t *gbits;
 };
 
+/* A draw the engines make (FRIGG_WANT_SAMPLE): temperature > 0, top-k off or the whole vocabulary, top-p off (the
+ * sampler's normalised parameters), nothing that changes a logit first. */
+static int device_draw(const frigg_sampler_params *p, int vocab) {
+    return p->temperature > 0 && isfinite(p->temperature) && (p->top_k <= 0 || p->top_k >= vocab) && p->top_p >= 1 &&
+           !frigg_sampler_adjusts(p);
+}
+
 frigg_seqgen *frigg_seqgen_new(const frigg_seqgen_params *p, int prompt_tokens, int vocab, const frigg_tokenizer *tok) {
     if (p->n_stop && !tok) {
         frigg_set_error("\"stop\" strings need a tokenizer.json in the model directory");
@@ -112,6 +119,11 @@ frigg_seqgen *frigg_seqgen_new(const frigg_seqgen_params *p, int prompt_tokens, 
         g->want = FRIGG_WANT_GREEDY;
         /* the prefill row of a masked sequence brings its row to the host (the engines mask decode rows only) */
         if (masked) g->logits = frigg_xmalloc(sizeof(float) * (size_t)vocab);
+    } else if (device_draw(&g->smp.p, vocab) && !p->logprobs) {
+        /* a draw from the whole row at temperature T and nothing else: the engine draws it where the logits are
+         * (decode rows); a prefill row, and a grammar state whose mask allows nothing, bring the row here */
+        g->want = FRIGG_WANT_SAMPLE;
+        g->logits = frigg_xmalloc(sizeof(float) * (size_t)vocab);
     } else if (topk) {
         g->want = FRIGG_WANT_TOPK;
         g->k = topk;
@@ -178,14 +190,31 @@ void frigg_seqgen_row(frigg_seqgen *g, frigg_row *row) {
         else
             w = FRIGG_WANT_LOGITS;
     }
+    if (w == FRIGG_WANT_SAMPLE) {
+        if (row->prefill)
+            w = FRIGG_WANT_LOGITS; /* the engines draw on decode rows only */
+        else if (g->gm) {
+            if (frigg_gmasker_fill(frigg_gref_masker(g->p.grammar), g->gm, g->gbits) > 0)
+                row->mask = g->gbits;
+            else
+                w = FRIGG_WANT_LOGITS; /* accept's host path reports a state that allows nothing */
+        }
+    }
     g->row_want = w;
     row->want = w;
+    if (w == FRIGG_WANT_SAMPLE) frigg_seqgen_row_ahead(g, row);
     row->k = g->k;
     row->out_id = &g->out_id;
     row->out_vals = g->vals;
     row->out_ids = g->cand;
     row->out_lse = NULL;
     row->out_logits = g->logits;
+}
+
+void frigg_seqgen_row_ahead(frigg_seqgen *g, frigg_row *row) {
+    if (row->want != FRIGG_WANT_SAMPLE) return;
+    row->temperature = g->smp.p.temperature;
+    row->u = frigg_rng_uniform(g->smp.s); /* the one uniform of this token's draw, as frigg_sample takes it */
 }
 
 int32_t frigg_seqgen_last(const frigg_seqgen *g) { return g->last; }
@@ -262,14 +291,16 @@ static int check_finite(frigg_seqgen *g, const frigg_row *row) {
         n = g->vocab;
     }
     char msg[256];
-    if (g->row_want == FRIGG_WANT_GREEDY) {
-        /* an engine that finds its argmax value not finite answers an id outside the vocabulary */
+    if (g->row_want == FRIGG_WANT_GREEDY || g->row_want == FRIGG_WANT_SAMPLE) {
+        /* an engine that finds its argmax value (or a value of a sampled row) not finite answers an id outside the
+         * vocabulary */
         int32_t id = *row->out_id;
         if (id >= 0 && id < g->vocab) return 0;
         snprintf(msg, sizeof msg,
-                 "the model's logits are not finite (the engine's greedy id is %d) at step %d (%s) of sequence %d: "
+                 "the model's logits are not finite (the engine's %s id is %d) at step %d (%s) of sequence %d: "
                  "the weights or the computation hold a NaN or an infinity",
-                 (int)id, g->r.n, row->prefill ? "the prefill" : "a decode step", row->seq);
+                 g->row_want == FRIGG_WANT_SAMPLE ? "sampled" : "greedy", (int)id, g->r.n,
+                 row->prefill ? "the prefill" : "a decode step", row->seq);
         g->error = frigg_xstrdup(msg);
         return -1;
     }
@@ -327,10 +358,10 @@ int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piec
     }
     int32_t next;
     int V = g->vocab, k = g->p.logprobs;
-    if (g->row_want == FRIGG_WANT_GREEDY) {
+    if (g->row_want == FRIGG_WANT_GREEDY || g->row_want == FRIGG_WANT_SAMPLE) {
         next = *row->out_id;
         if (row->mask && !(g->gbits[next >> 5] >> (next & 31) & 1u)) {
-            char msg[200]; /* the engine's best allowed id is not allowed: no allowed logit was finite */
+            char msg[200]; /* the engine's best (or drawn) allowed id is not allowed: no allowed logit was finite */
             snprintf(msg, sizeof msg, "the model's logits are not finite for any token the grammar allows at step %d "
                      "of sequence %d: the weights or the computation hold a NaN or an infinity", g->r.n, row->seq);
             g->error = frigg_xstrdup(msg);
@@ -348,6 +379,20 @@ int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piec
             return 1;
         }
         next = masked_argmax(g, row->out_logits);
+    } else if (g->want == FRIGG_WANT_SAMPLE) {
+        /* the row of a sampled sequence's prefill (or of a grammar state whose mask allowed nothing): the engines'
+         * rule (frigg_draw_row) here, with this token's uniform; the row was checked finite */
+        if (g->gm && grammar_mask_bits(g)) {
+            g->done = 1;
+            return 1;
+        }
+        next = frigg_draw_row(row->out_logits, V, g->gm ? g->gbits : NULL, g->smp.p.temperature,
+                              frigg_rng_uniform(g->smp.s));
+        if (next < 0) { /* cannot happen for a finite row and a mask that allows a token; never silent */
+            g->error = frigg_xstrdup("the sampled draw found no token");
+            g->done = 1;
+            return 1;
+        }
     } else {
         /* The penalties count the ids generated so far in this choice (g->ids: never the prompt, never a stop
          * id, which ends the sequence). They and the bias change the work copy; the row stays the model's. */
@@ -382,7 +427,8 @@ int frigg_seqgen_accept(frigg_seqgen *g, const frigg_row *row, const char **piec
          * frigg_seqgen_row sends for the whole row so that accept reports it */
         g->gm = frigg_gmatcher_new(frigg_gref_grammar(g->p.grammar));
         if (!g->logits) g->logits = frigg_xmalloc(sizeof(float) * (size_t)V);
-        if (!g->mask_greedy) { /* a sampled draw needs the whole row; greedy rows carry the mask instead */
+        if (!g->mask_greedy && g->want != FRIGG_WANT_SAMPLE) { /* this draw needs the whole row; greedy and engine-drawn
+                                                                 rows carry the mask instead */
             g->want = FRIGG_WANT_LOGITS;
             g->k = 0;
             if (!g->work) g->work = frigg_xmalloc(sizeof(float) * (size_t)V);

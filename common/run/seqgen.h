@@ -84,8 +84,15 @@ int frigg_seqgen_lazy_waiting(const frigg_seqgen *g);
  * the cheapest that gives g what it needs: the greedy id (greedy, no penalty, no logit bias, no logprobs; under a
  * grammar a decode row carries the mask of the allowed next tokens, row->mask, which points into g until the next
  * call, and its prefill row asks for the whole row), the top k (a pure top-k draw: no penalty, no logit bias, no
- * logprobs, no grammar), or the whole row. */
+ * logprobs, no grammar), a draw where the logits are (FRIGG_WANT_SAMPLE: a sampled sequence with neither top-k nor
+ * top-p, no penalty, no logit bias, no logprobs; the row carries the temperature, the draw's uniform from g's stream,
+ * and under a grammar the mask; a prefill row asks for the whole row and the host draws by the same rule,
+ * frigg_draw_row), or the whole row. */
 void frigg_seqgen_row(frigg_seqgen *g, frigg_row *row);
+/* A decode row queued behind the one frigg_seqgen_row made last (the scheduler's two-deep decoding), whose want
+ * the caller copied from it: a SAMPLE row gets its temperature and the next uniform of g's stream, so the ids are
+ * those of the same rows made one at a time. */
+void frigg_seqgen_row_ahead(frigg_seqgen *g, frigg_row *row);
 /* The input token of the next decode step: the last id drawn. */
 int32_t frigg_seqgen_last(const frigg_seqgen *g);
 /* After the step: take the row's output (through the row's output pointers, which frigg_seqgen_row set to
