@@ -326,6 +326,80 @@ static void test_masked_greedy(frigg_backend *gpu, const int32_t *ids, int n) {
     free(lg);
 }
 
+/* got is the draw frigg_draw_row makes with u from the row lg (the same bf16 values the device drew from), or u lies
+ * within rounding of the boundary between the two ids (the device sums in another order than the specification). */
+static int draw_matches(const float *lg, int V, const uint32_t *mask, float T, double u, int32_t got) {
+    int32_t want = frigg_draw_row(lg, V, mask, T, u);
+    if (got == want) return 1;
+    if (got < 0 || want < 0 || got >= V || (mask && !((mask[got >> 5] >> (got & 31)) & 1u))) return 0;
+    double mx = -INFINITY, sum = 0, below = 0;
+    for (int i = 0; i < V; i++)
+        if (!mask || ((mask[i >> 5] >> (i & 31)) & 1u)) mx = fmax(mx, lg[i] / T);
+    int hi = got > want ? got : want;
+    for (int i = 0; i < V; i++)
+        if (!mask || ((mask[i >> 5] >> (i & 31)) & 1u)) {
+            double e = exp((double)(lg[i] / T) - mx);
+            sum += e;
+            if (i < hi) below += e;
+        }
+    return fabs(below / sum - u) < 1e-9;
+}
+
+/* SAMPLE rows (the draw on the device, kernels/sample.cu) beside a LOGITS row of the same state, with and without a
+ * mask, over many uniforms: each id is frigg_draw_row's on that row's values; then a pipelined run of sampled rows
+ * (each step's input the last one's id, queued before it reaches the host) gives the ids of the same rows run one at
+ * a time with explicit tokens. */
+static void test_sampled_rows(frigg_backend *gpu, const int32_t *ids, int n) {
+    int V = gpu->model->cfg.vocab_size, W = (V + 31) / 32, ok = 1, inside = 1, distinct = 0;
+    for (int s = 0; s < 3; s++) frigg_prefill(gpu, s, ids, n, n, NULL, NULL);
+    float *lg = malloc(sizeof(float) * V);
+    uint32_t *mask = calloc((size_t)W, 4);
+    for (int i = 0; i < V; i++)
+        if (i % 5 == 2 || i % 7 == 0) mask[i >> 5] |= 1u << (i & 31);
+    int32_t first = -2;
+    for (int pass = 0; pass < 24; pass++) {
+        int32_t a = -2, bm = -2;
+        float T = pass % 3 == 0 ? 0.6f : pass % 3 == 1 ? 1.0f : 1.7f;
+        double u = (pass * 0.618034) - floor(pass * 0.618034);
+        frigg_row rows[3] = {{.seq = 0, .n = 1, .token = 5, .want = FRIGG_WANT_LOGITS, .out_logits = lg},
+                             {.seq = 1, .n = 1, .token = 5, .want = FRIGG_WANT_SAMPLE, .temperature = T, .u = u, .out_id = &a},
+                             {.seq = 2, .n = 1, .token = 5, .want = FRIGG_WANT_SAMPLE, .temperature = T, .u = u,
+                              .out_id = &bm, .mask = mask}};
+        CHECK(frigg_step(gpu, rows, 3) == 0, "sampled step: %s", frigg_error());
+        ok &= draw_matches(lg, V, NULL, T, u, a) && draw_matches(lg, V, mask, T, u, bm);
+        inside &= bm >= 0 && ((mask[bm >> 5] >> (bm & 31)) & 1u);
+        if (pass == 0) first = a;
+        distinct |= a != first;
+    }
+    CHECK(ok, "a SAMPLE row's device draw is not frigg_draw_row's on the same logits");
+    CHECK(inside, "a masked SAMPLE row drew a refused id");
+    CHECK(distinct, "24 uniforms drew one id: the draw does not follow u");
+    /* pipelined (FRIGG_TOKEN_LAST_GREEDY, two queued) against one step at a time */
+    enum { NSAMPLED = 10 };
+    int32_t one[NSAMPLED], piped[NSAMPLED];
+    for (int run = 0; run < 2; run++) {
+        CHECK(frigg_prefill(gpu, 1, ids, n, n, NULL, NULL) == 0, "%s", frigg_error());
+        int32_t *out = run ? piped : one;
+        frigg_row r[NSAMPLED];
+        for (int k = 0; k < NSAMPLED; k++) {
+            r[k] = (frigg_row){.seq = 1, .n = 1, .token = 5, .want = FRIGG_WANT_SAMPLE, .temperature = 0.9f,
+                               .u = (k + 0.5) / NSAMPLED, .out_id = &out[k]};
+            if (k && run) r[k].token = FRIGG_TOKEN_LAST_GREEDY;
+            if (k && !run) r[k].token = out[k - 1];
+            if (run) {
+                CHECK(gpu->submit(gpu, &r[k], 1) == 0, "%s", frigg_error());
+                if (k) CHECK(gpu->collect(gpu) == 0, "%s", frigg_error());
+            } else {
+                CHECK(frigg_step(gpu, &r[k], 1) == 0, "%s", frigg_error());
+            }
+        }
+        if (run) CHECK(gpu->collect(gpu) == 0, "%s", frigg_error());
+    }
+    CHECK(!memcmp(one, piped, sizeof one), "pipelined sampled rows drew other ids than the same rows one at a time");
+    free(mask);
+    free(lg);
+}
+
 /* dq: the CUDA engine's dequant_rows (0: the default) */
 static void run_model(const char *label, const frigg_model *m, int det, int dq) {
     frigg_backend_opts o = {.threads = 0, .max_seqs = 6, .max_ctx = 160}, og = o;
@@ -369,6 +443,7 @@ static void run_model(const char *label, const frigg_model *m, int det, int dq) 
             if (det) test_determinism(gpu, ids, n);
             if (det) test_greedy_pipeline(gpu, ids, n);
             if (det) test_masked_greedy(gpu, ids, n);
+            if (det) test_sampled_rows(gpu, ids, n);
         }
         free(ids);
     }

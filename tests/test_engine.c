@@ -156,6 +156,51 @@ int main(void) {
                   frigg_error());
             free(mask);
         }
+        /* SAMPLE rows: the draw frigg_draw_row makes from the LOGITS row of the same state with the same uniform,
+         * with and without a mask; LAST_GREEDY after one takes the drawn id; bad sampled rows are refused */
+        {
+            int W = (V + 31) / 32, ok = 1, inside = 1;
+            uint32_t *mask = calloc((size_t)W, 4);
+            for (int i = 1; i < V; i += 2) mask[i >> 5] |= 1u << (i & 31);
+            for (int k = 0; k < 12; k++) {
+                CHECK(g->seq_fork(g, 0, 0, N) == 0 && g->seq_fork(g, 0, 1, N) == 0, "fork: %s", frigg_error());
+                int32_t sid = -1;
+                double u = (k / 2 + 0.37) / 6;
+                float T = k % 4 < 2 ? 1.0f : 0.7f;
+                const uint32_t *mk_mask = k % 2 ? mask : NULL;
+                frigg_row sw[2] = {
+                    {.seq = 0, .n = 1, .token = 30, .want = FRIGG_WANT_LOGITS, .out_logits = lg},
+                    {.seq = 1, .n = 1, .token = 30, .want = FRIGG_WANT_SAMPLE, .temperature = T, .u = u, .out_id = &sid,
+                     .mask = mk_mask}};
+                CHECK(frigg_step(g, sw, 2) == 0, "%s", frigg_error());
+                ok &= sid == frigg_draw_row(lg, V, mk_mask, T, u);
+                if (mk_mask) inside &= sid >= 0 && sid % 2 == 1;
+            }
+            CHECK(ok, "a SAMPLE row's id is not frigg_draw_row's on the same state's logits");
+            CHECK(inside, "a masked SAMPLE row drew a refused id");
+            int32_t sid = -1;
+            frigg_row s1 = {.seq = 1, .n = 1, .token = 30, .want = FRIGG_WANT_SAMPLE, .temperature = 1, .u = 0.5,
+                            .out_id = &sid};
+            CHECK(g->seq_fork(g, 0, 1, N) == 0 && frigg_step(g, &s1, 1) == 0, "%s", frigg_error());
+            frigg_row s2 = {.seq = 1, .n = 1, .token = FRIGG_TOKEN_LAST_GREEDY, .want = FRIGG_WANT_LOGITS, .out_logits = lg};
+            CHECK(frigg_step(g, &s2, 1) == 0, "LAST_GREEDY after a SAMPLE row: %s", frigg_error());
+            CHECK(g->seq_fork(g, 0, 0, N) == 0, "fork: %s", frigg_error());
+            int32_t t2[2] = {30, sid};
+            int s2q = 0;
+            CHECK(frigg_decode(g, 1, &s2q, &t2[0], lone) == 0 && frigg_decode(g, 1, &s2q, &t2[1], lone) == 0 &&
+                      maxdiff(lg, lone, V) == 0,
+                  "LAST_GREEDY did not feed the SAMPLE row's id");
+            frigg_row bads[4] = {
+                {.seq = 1, .n = 1, .token = 3, .want = FRIGG_WANT_SAMPLE, .temperature = 0, .u = 0.5, .out_id = &sid},
+                {.seq = 1, .n = 1, .token = 3, .want = FRIGG_WANT_SAMPLE, .temperature = 1, .u = 1, .out_id = &sid},
+                {.seq = 1, .n = 1, .token = 3, .want = FRIGG_WANT_SAMPLE, .temperature = NAN, .u = 0.5, .out_id = &sid},
+                {.seq = 1, .prefill = 1, .ids = ids, .n = P, .prefix_len = P, .want = FRIGG_WANT_SAMPLE, .temperature = 1,
+                 .u = 0.5, .out_id = &sid}};
+            for (int i = 0; i < 4; i++)
+                CHECK(frigg_step(g, &bads[i], 1) == -1 && strstr(frigg_error(), "sampled row"), "bad SAMPLE row %d: %s", i,
+                      frigg_error());
+            free(mask);
+        }
         /* bad calls: errors with messages, nothing run */
         frigg_row bad1 = {.seq = 0, .n = 1, .token = FRIGG_TOKEN_LAST_GREEDY, .want = FRIGG_WANT_NONE};
         CHECK(frigg_step(g, &bad1, 1) == -1 && strstr(frigg_error(), "greedy"), "LAST_GREEDY without one: %s",
