@@ -720,8 +720,11 @@ static int run_decode(frigg_backend *b, frigg_row **dr, int B, int qi) {
     /* Rows with a mask (structured output; greedy and sampled rows, never run ahead): the step's argmax again, over the
      * allowed ids, into the same ids (its positions were advanced by the step's own): the row stays on the device,
      * only its 32 KB mask crosses. A row without one in the same step gets every id. */
-    int masked = 0;
-    for (int i = 0; i < B; i++) masked |= dr[i]->mask != NULL;
+    int masked = 0, masked_greedy = 0;
+    for (int i = 0; i < B; i++) {
+        masked |= dr[i]->mask != NULL;
+        masked_greedy |= dr[i]->mask != NULL && dr[i]->want == FRIGG_WANT_GREEDY;
+    }
     if (masked) {
         const size_t W = (size_t)(V + 31) / 32;
         for (int i = 0; i < B; i++) {
@@ -729,8 +732,10 @@ static int run_decode(frigg_backend *b, frigg_row **dr, int B, int qi) {
             else memset(im->h_mask + (size_t)i * W, 0xFF, W * 4);
         }
         CU(cudaMemcpyAsync(im->d_mask, im->h_mask, (size_t)B * W * 4, cudaMemcpyHostToDevice, im->stream));
-        OK(fk_argmax_bf16_masked(im->kern, im->logits, B, V, im->d_mask, im->d_step, NULL, NULL, im->argmax_work,
-                                 im->stream));
+        /* only a greedy row's masked argmax is kept: a sampled row's id is the draw's, written below */
+        if (masked_greedy)
+            OK(fk_argmax_bf16_masked(im->kern, im->logits, B, V, im->d_mask, im->d_step, NULL, NULL, im->argmax_work,
+                                     im->stream));
     }
     /* Sampled rows (FRIGG_WANT_SAMPLE): their draws over the same logits (and masks), into the same ids, after the
      * argmax that every row had: the next step's input stays on the device, and only the answers cross. */
