@@ -49,6 +49,14 @@ typedef struct {
     int overflow;       /* 1: past FRIGG_GRAMMAR_MAX_DFA_STATES; 2: past FRIGG_GRAMMAR_MAX_DFA_WORK */
     uint64_t work;      /* NFA states gone through in closures */
     int32_t costly;     /* with overflow 2: the rule being built then */
+    /* the DFA state each byte transition's kernel (its targets before the closure: sorted, no repeats) led to,
+     * per rule: many states of a rule move on a class to the same targets (every state inside a string to the
+     * same character loop), whose closure and lookup the kernel's hit skips */
+    ivec karena, kscratch;
+    size_t *koff;
+    int32_t *klen, *kstate, *krule, kn, kcap;
+    int32_t *kslot;
+    size_t kmask;
 } dctx;
 
 static uint64_t set_hash(const int32_t *s, size_t n) {
@@ -164,6 +172,62 @@ static int32_t state_of(dctx *d, const ivec *set, int32_t rule) {
     return i;
 }
 
+static void grow_kslots(dctx *d) {
+    size_t cap = d->kmask ? (d->kmask + 1) * 2 : 1024;
+    int32_t *slot = frigg_xcalloc(cap, sizeof *slot);
+    for (int32_t i = 0; i < d->kn; i++) {
+        size_t h = (set_hash(d->karena.v + d->koff[i], (size_t)d->klen[i]) ^ (uint32_t)d->krule[i]) & (cap - 1);
+        while (slot[h]) h = (h + 1) & (cap - 1);
+        slot[h] = i + 1;
+    }
+    free(d->kslot);
+    d->kslot = slot;
+    d->kmask = cap - 1;
+}
+
+/* The DFA state that the targets in[0..n) (any order, repeats allowed) lead to in rule `rule`: the state of their
+ * closure, made if new; a kernel seen before gives its state without a closure. The work a closure would have
+ * counted is counted either way, so FRIGG_GRAMMAR_MAX_DFA_WORK refuses the same grammars. */
+static int32_t target_of(dctx *d, const int32_t *in, size_t n, int32_t rule, ivec *set) {
+    ivec *k = &d->kscratch;
+    k->n = 0;
+    for (size_t i = 0; i < n; i++) ipush(k, in[i]);
+    sort_i32(k->v, k->n);
+    size_t u = 0;
+    for (size_t i = 0; i < k->n; i++)
+        if (!u || k->v[u - 1] != k->v[i]) k->v[u++] = k->v[i];
+    k->n = u;
+    if ((size_t)(d->kn + 1) * 2 > d->kmask + 1) grow_kslots(d);
+    size_t h = (set_hash(k->v, k->n) ^ (uint32_t)rule) & d->kmask;
+    while (d->kslot[h]) {
+        int32_t i = d->kslot[h] - 1;
+        if (d->krule[i] == rule && (size_t)d->klen[i] == k->n &&
+            !memcmp(d->karena.v + d->koff[i], k->v, k->n * sizeof *k->v)) {
+            d->work += d->set_len[d->kstate[i]];
+            return d->kstate[i];
+        }
+        h = (h + 1) & d->kmask;
+    }
+    closure(d, k->v, k->n, set);
+    int32_t t = state_of(d, set, rule);
+    if (t < 0) return t;
+    if (d->kn == d->kcap) {
+        d->kcap = d->kcap ? d->kcap * 2 : 256;
+        d->koff = frigg_xrealloc(d->koff, (size_t)d->kcap * sizeof *d->koff);
+        d->klen = frigg_xrealloc(d->klen, (size_t)d->kcap * sizeof *d->klen);
+        d->kstate = frigg_xrealloc(d->kstate, (size_t)d->kcap * sizeof *d->kstate);
+        d->krule = frigg_xrealloc(d->krule, (size_t)d->kcap * sizeof *d->krule);
+    }
+    int32_t i = d->kn++;
+    d->koff[i] = d->karena.n;
+    d->klen[i] = (int32_t)k->n;
+    d->kstate[i] = t;
+    d->krule[i] = rule;
+    for (size_t j = 0; j < k->n; j++) ipush(&d->karena, k->v[j]);
+    d->kslot[h] = i + 1;
+    return t;
+}
+
 typedef struct {
     int32_t rule, to;
 } rcall;
@@ -220,8 +284,7 @@ static void determinize(dctx *d, int32_t *rule_start) {
                 !memcmp(bucket[c].v, bucket[c - 1].v, bucket[c].n * sizeof *bucket[c].v)) {
                 t = d->trans[(size_t)i * d->ncls + c - 1];
             } else if (bucket[c].n) {
-                closure(d, bucket[c].v, bucket[c].n, &set);
-                t = state_of(d, &set, r);
+                t = target_of(d, bucket[c].v, bucket[c].n, r, &set);
             }
             d->trans[(size_t)i * d->ncls + c] = t;
         }
@@ -494,6 +557,13 @@ out:
     free(d.rule_of);
     free(d.accept);
     free(d.slot);
+    free(d.karena.v);
+    free(d.kscratch.v);
+    free(d.koff);
+    free(d.klen);
+    free(d.kstate);
+    free(d.krule);
+    free(d.kslot);
     free(d.stamp);
     free(d.stack.v);
     free(d.call_rule.v);
